@@ -1,0 +1,45 @@
+# Two commands for a new user (see README.md):
+#   make demo   set everything up, train an MLP on the digits data set, draw its graph and loss
+#   make test   set everything up, lint, and run the whole test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint format bench graphviz clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[all,test]"
+	touch $(STAMP)
+
+# The Graphviz `dot` program renders the pictures; install it where we may (root + apt).
+graphviz:
+	@command -v dot >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && apt-get install -y -qq graphviz >/dev/null; \
+	  else \
+	    echo "note: Graphviz 'dot' not found; pictures will be written as DOT text." \
+	         "Install it with: sudo apt-get install graphviz (or brew install graphviz)"; \
+	  fi; }
+
+demo: $(STAMP) graphviz
+	$(BIN)/python -m tinygrad_ops train --dataset digits --out runs/demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: $(STAMP) graphviz lint
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m tinygrad_ops bench
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,50 @@
+"""tinygrad_ops: a small reverse-mode autograd engine on numpy.
+
+>>> import tinygrad_ops as tg
+>>> x = tg.Tensor([2.0], requires_grad=True)
+>>> (x * x + 3 * x).sum().backward()
+>>> x.grad.numpy()
+array([7.], dtype=float32)
+"""
+
+from .tensor import Tensor, concatenate, maximum, stack, where  # noqa: I001 (must load first)
+from .autograd import Function, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad
+from .creation import arange, eye, full, ones, ones_like, rand, randn, zeros, zeros_like
+from .gradcheck import GradcheckError, gradcheck
+from .scheduler import (
+    available_schedulers,
+    get_default_scheduler,
+    register_scheduler,
+    set_default_scheduler,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Function",
+    "GradcheckError",
+    "Tensor",
+    "arange",
+    "available_schedulers",
+    "concatenate",
+    "detect_anomaly",
+    "enable_grad",
+    "eye",
+    "full",
+    "get_default_scheduler",
+    "grad",
+    "gradcheck",
+    "is_grad_enabled",
+    "maximum",
+    "no_grad",
+    "ones",
+    "ones_like",
+    "rand",
+    "randn",
+    "register_scheduler",
+    "set_default_scheduler",
+    "stack",
+    "where",
+    "zeros",
+    "zeros_like",
+]

@@ -1,0 +1,709 @@
+"""The tape: grad mode, the `Op` base class every primitive derives from, and the engine.
+
+How the tape is recorded
+    Every primitive is an `Op` subclass with `forward(*arrays)` and `backward(grad_output)`.
+    `Op.apply(*operands)` runs `forward` on the operands' numpy arrays; when grad mode is on
+    and an operand requires grad, the op instance itself becomes the *node* of the tape and
+    is stored on the output tensor (`out._ctx`). Leaves have no node; `no_grad` records nothing.
+
+How higher-order gradients work (decided once, here)
+    Backward rules are written with operations that numpy arrays and Tensors both support
+    (`+ - * / ** @`, `.sum`, `.reshape`, `.swapaxes`, comparisons) plus the few helpers in
+    `ops/dispatch.py` (`where`, `log`, `scatter_add`, ...). A plain backward passes numpy
+    arrays through the rules: fast, nothing recorded. `create_graph=True` passes Tensors
+    instead, with grad mode on, so the backward pass is itself recorded and can be
+    differentiated again (Hessian-vector products). One rule, two uses.
+
+The engine
+    `run_backward` computes a topological order iteratively (no recursion limit), hands a
+    `BackwardGraph` to the chosen scheduler (the seam described in SCAN.md) and then releases
+    the saved buffers unless `retain_graph`. Broadcasting is undone in exactly one place
+    (`unbroadcast`) and every gradient's shape is checked against its input there.
+"""
+
+from __future__ import annotations
+
+import functools
+import traceback
+import weakref
+
+import numpy as np
+
+from . import tensor as tensor_module
+
+# ----------------------------------------------------------------------------------------------
+# Grad mode and anomaly mode
+
+
+class _State:
+    """Process-wide switches (the engine is single-threaded, like the numpy it runs on)."""
+
+    grad_enabled = True
+    anomaly = False
+
+
+STATE = _State()
+
+
+def is_grad_enabled() -> bool:
+    """True when operations are being recorded for backward."""
+    return STATE.grad_enabled
+
+
+class _GradMode:
+    """Context manager and decorator that sets grad mode, restoring the old one on exit."""
+
+    enabled = True
+
+    def __enter__(self):
+        self.previous = STATE.grad_enabled
+        STATE.grad_enabled = self.enabled
+
+    def __exit__(self, *exc_info):
+        STATE.grad_enabled = self.previous
+
+    def __call__(self, function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            with self.__class__():
+                return function(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradMode):  # noqa: N801 (PyTorch's name)
+    """Record nothing inside: results do not require grad.
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    >>> with tg.no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    """
+
+    enabled = False
+
+
+class enable_grad(_GradMode):  # noqa: N801 (PyTorch's name)
+    """Turn recording back on inside a `no_grad` block.
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor([1.0], requires_grad=True)
+    >>> with tg.no_grad(), tg.enable_grad():
+    ...     (x * 2).requires_grad
+    True
+    """
+
+    enabled = True
+
+
+class detect_anomaly:  # noqa: N801 (PyTorch's name)
+    """Inside this context a backward rule that produces NaN or inf raises a RuntimeError
+    naming the op and the line of the forward pass that created it.
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor([0.0], requires_grad=True)
+    >>> with tg.detect_anomaly():
+    ...     y = x.sqrt().sum()
+    ...     try:
+    ...         y.backward()
+    ...     except RuntimeError as error:
+    ...         print(str(error).splitlines()[0])
+    Function 'Sqrt' returned inf or nan values in its gradient for input 0.
+    """
+
+    def __enter__(self):
+        self.previous = STATE.anomaly
+        STATE.anomaly = True
+        return self
+
+    def __exit__(self, *exc_info):
+        STATE.anomaly = self.previous
+
+
+# ----------------------------------------------------------------------------------------------
+# Ops: the nodes of the tape
+
+
+_FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or to read saved values after "
+    "they were freed) in {op}. Saved intermediate values of the graph are freed when you "
+    "call .backward() or tg.grad(). Pass retain_graph=True to the first call if you need "
+    "to backward through the graph a second time."
+)
+
+
+class Op:
+    """Base class of every primitive: `forward` on numpy arrays, `backward` on gradients.
+
+    Subclasses implement `forward(self, *arrays, **options) -> array` and
+    `backward(self, grad_output) -> tuple` (one gradient per operand, None where the
+    operand needs none). In `forward` they call `self.save_for_backward(...)` with the
+    arrays the backward rule needs; inputs and the output are recognised by identity, so
+    that a `create_graph` backward gets them back as Tensors.
+    """
+
+    __slots__ = (
+        "inputs",
+        "needs_input_grad",
+        "saved",
+        "_saved_versions",
+        "_output_ref",
+        "graph_mode",
+        "forward_trace",
+        "__weakref__",
+    )
+    # Ops whose output is a numpy view of their input share the input's version counter.
+    is_view = False
+
+    def forward(self, *arrays, **options):  # pragma: no cover - every op overrides it
+        raise NotImplementedError
+
+    def backward(self, grad_output):  # pragma: no cover - every op overrides it
+        raise NotImplementedError
+
+    def save_for_backward(self, *values):
+        """Keep `values` (input arrays, the output array, or any other array) for backward."""
+        self.saved = values
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The saved values: numpy arrays, or Tensors for inputs/output in a create_graph pass."""
+        saved = self.saved
+        if saved is None:
+            raise RuntimeError(_FREED_MESSAGE.format(op=type(self).__name__))
+        if self._saved_versions:
+            for version_box, version, shape in self._saved_versions:
+                if version_box[0] != version:
+                    raise RuntimeError(
+                        f"one of the tensors needed for the gradient of {type(self).__name__} "
+                        f"(shape {shape}) has been modified by an in-place operation: it is "
+                        f"at version {version_box[0]}, expected version {version}. Use the "
+                        "out-of-place op (e.g. x.relu() instead of x.relu_()) or copy the "
+                        "tensor first."
+                    )
+        if self.graph_mode:
+            values = list(saved)
+            if self._output_ref is not None:
+                index, reference = self._output_ref
+                output = reference()
+                values[index] = (
+                    output if output is not None else Tensor._make(values[index], False, None)
+                )
+            return tuple(values)
+        return tuple(value.data if isinstance(value, Tensor) else value for value in saved)
+
+    def release(self):
+        """Free the saved buffers; a later backward through this node raises."""
+        if self.saved:
+            self.saved = None
+            self._saved_versions = None
+            self._output_ref = None
+
+    @classmethod
+    def apply(cls, *operands, **options):
+        """Run the op on Tensors (or plain numbers/arrays, taken as constants) and record it."""
+        arrays = [operand.data if isinstance(operand, Tensor) else operand for operand in operands]
+        needs_input_grad = tuple(
+            isinstance(operand, Tensor) and operand._requires_grad for operand in operands
+        )
+        requires_grad = STATE.grad_enabled and True in needs_input_grad
+        node = cls()
+        node.saved = ()
+        # Known before forward, so that forward saves only what backward will read.
+        node.needs_input_grad = needs_input_grad if requires_grad else (False,) * len(operands)
+        out_data = node.forward(*arrays, **options)
+        if type(out_data) is not np.ndarray:
+            out_data = np.asarray(out_data)
+        out = Tensor._make(out_data, requires_grad, node if requires_grad else None)
+        if cls.is_view and out_data.base is not None and isinstance(operands[0], Tensor):
+            out._version = operands[0]._version
+        if requires_grad:
+            node.inputs = operands
+            node.graph_mode = False
+            node._output_ref = None
+            node._saved_versions = None
+            if node.saved:
+                node._link_saved(arrays, operands, out_data, out)
+            if STATE.anomaly:
+                node.forward_trace = "".join(traceback.format_stack()[:-1])
+        return out
+
+    def _link_saved(self, arrays, operands, out_data, out):
+        """Swap saved input arrays for their Tensors and note every saved tensor's version.
+
+        The output stays saved as its array (holding the output Tensor would make a
+        reference cycle); a weak reference finds the Tensor for a create_graph pass.
+        """
+        linked = []
+        versions = []
+        for index, value in enumerate(self.saved):
+            if value is out_data:
+                self._output_ref = (index, weakref.ref(out))
+                versions.append((out._version, out._version[0], out.shape))
+                linked.append(value)
+                continue
+            for array, operand in zip(arrays, operands):
+                if value is array and isinstance(operand, Tensor):
+                    linked.append(operand)
+                    versions.append((operand._version, operand._version[0], operand.shape))
+                    break
+            else:
+                linked.append(value)
+        self.saved = tuple(linked)
+        self._saved_versions = versions
+
+
+# ----------------------------------------------------------------------------------------------
+# The engine
+
+
+def unbroadcast(grad, shape: tuple, op_name: str, index: int):
+    """Sum `grad` down to `shape`: the one place where broadcasting is undone.
+
+    Broadcasting prepends dims and stretches size-1 dims; the gradient of a stretched
+    input is the sum over the stretched dims (every copy received part of it).
+    """
+    grad_shape = grad.shape
+    if grad_shape == shape:
+        return grad
+    extra = len(grad_shape) - len(shape)
+    if extra >= 0:
+        axes = tuple(range(extra)) + tuple(
+            extra + axis
+            for axis, size in enumerate(shape)
+            if size == 1 and grad_shape[extra + axis] != 1
+        )
+        if axes:
+            grad = grad.sum(axis=axes, keepdims=True)
+        if extra:
+            grad = grad.reshape(grad.shape[extra:])
+    if grad.shape != shape:
+        raise RuntimeError(
+            f"{op_name}: the backward rule returned a gradient of shape {tuple(grad_shape)} "
+            f"for input {index}, which has shape {shape}"
+        )
+    return grad
+
+
+class BackwardGraph:
+    """What the engine hands a scheduler: the nodes in order, the gradients so far, and
+    `visit`, which runs one tensor's backward step.
+
+    `order` lists every tensor that requires grad and reaches a wanted input, parents before
+    children (so `reversed(order)` is a valid backward order). `grads` maps `id(tensor)` to
+    the gradient accumulated so far. A scheduler must see that every tensor of `order` that
+    received a gradient is visited once, after all its consumers; `visit` does the rest.
+    """
+
+    def __init__(self, order, grads, create_graph, capture, accumulate_into_leaves):
+        self.order = order
+        self.grads = grads
+        self.create_graph = create_graph
+        self.capture = capture  # id -> index of a wanted input (tg.grad), else None
+        self.captured = {}
+        self.accumulate_into_leaves = accumulate_into_leaves
+        self.visited = []
+
+    def pop_grad(self, tensor):
+        return self.grads.pop(id(tensor), None)
+
+    def send(self, tensor, grad):
+        """Accumulate `grad` into `tensor`'s pending gradient."""
+        key = id(tensor)
+        previous = self.grads.get(key)
+        self.grads[key] = grad if previous is None else previous + grad
+
+    def visit(self, tensor, grad):
+        """Deliver the total gradient of `tensor`: hooks, capture, leaf write, or the op's
+        backward rule, whose results are unbroadcast, checked, and sent to the parents."""
+        if tensor._hooks:
+            grad = _run_hooks(tensor, grad, self.create_graph)
+        if self.capture is not None and id(tensor) in self.capture:
+            self.captured[id(tensor)] = grad
+        node = tensor._ctx
+        if node is None:
+            if self.accumulate_into_leaves:
+                _accumulate_leaf(tensor, grad, self.create_graph)
+            return
+        self.visited.append(node)
+        for parent, parent_grad in self.input_grads(node, grad):
+            self.send(parent, parent_grad)
+
+    def input_grads(self, node, grad):
+        """Run `node`'s backward rule on `grad`; yield (input tensor, checked gradient)."""
+        node.graph_mode = self.create_graph
+        if self.create_graph:
+            with enable_grad():
+                grads = node.backward(grad)
+        else:
+            grads = node.backward(grad)
+        name = type(node).__name__
+        for index, (operand, needs, input_grad) in enumerate(
+            zip(node.inputs, node.needs_input_grad, grads)
+        ):
+            if not needs or input_grad is None:
+                continue
+            if not self.create_graph:
+                if type(input_grad) is not np.ndarray:
+                    input_grad = np.asarray(input_grad)
+                if input_grad.dtype != operand.data.dtype:
+                    input_grad = input_grad.astype(operand.data.dtype)
+            input_grad = unbroadcast(input_grad, operand.shape, name, index)
+            if STATE.anomaly:
+                _check_finite(node, index, input_grad)
+            yield operand, input_grad
+
+
+def _check_finite(node, index, grad):
+    values = grad.data if isinstance(grad, Tensor) else grad
+    if not np.all(np.isfinite(values)):
+        trace = getattr(node, "forward_trace", None)
+        where = (
+            f"\nThe forward call that created it:\n{trace}"
+            if trace
+            else "\n(the op was created outside detect_anomaly(), so its forward trace is unknown)"
+        )
+        raise RuntimeError(
+            f"Function '{type(node).__name__}' returned inf or nan values in its gradient "
+            f"for input {index}.{where}"
+        )
+
+
+def _run_hooks(tensor, grad, create_graph):
+    for hook in list(tensor._hooks.values()):
+        wrapped = grad if isinstance(grad, Tensor) else Tensor._make(grad, False, None)
+        result = hook(wrapped)
+        if result is not None:
+            if not isinstance(result, Tensor):
+                raise TypeError(f"a hook must return a Tensor or None, got {type(result).__name__}")
+            if result.shape != tensor.shape:
+                raise RuntimeError(
+                    f"hook returned a gradient of shape {result.shape} for a tensor of shape "
+                    f"{tensor.shape}"
+                )
+            grad = result if create_graph else result.data
+    return grad
+
+
+def _accumulate_leaf(tensor, grad, create_graph):
+    if create_graph:
+        grad_tensor = grad if isinstance(grad, Tensor) else Tensor._make(grad, False, None)
+        tensor.grad = grad_tensor if tensor.grad is None else tensor.grad + grad_tensor
+        return
+    if isinstance(grad, Tensor):
+        grad = grad.data
+    if tensor.grad is None:
+        # A fresh array the leaf owns: later accumulation may then add in place.
+        tensor.grad = Tensor._make(np.array(grad, dtype=tensor.data.dtype, copy=True), False, None)
+    else:
+        tensor.grad.data = tensor.grad.data + grad
+
+
+def topological_order(roots, wanted=None):
+    """Tensors that require grad reachable from `roots`, parents before children.
+
+    Iterative depth-first search (no recursion limit). With `wanted` (a set of ids), only
+    tensors on a path to a wanted tensor are kept: the rest need no gradient.
+    """
+    order = []
+    reaches = {}  # id -> whether the tensor leads to a wanted tensor
+    for root in roots:
+        if id(root) in reaches:
+            continue
+        stack = [(root, False)]
+        while stack:
+            tensor, expanded = stack.pop()
+            key = id(tensor)
+            if expanded:
+                node = tensor._ctx
+                reach = wanted is None or key in wanted
+                if node is not None:
+                    for operand, needs in zip(node.inputs, node.needs_input_grad):
+                        if needs and reaches[id(operand)]:
+                            reach = True
+                reaches[key] = reach
+                if reach:
+                    order.append(tensor)
+                continue
+            if key in reaches:
+                continue
+            reaches[key] = False  # provisional: marks "seen"
+            stack.append((tensor, True))
+            node = tensor._ctx
+            if node is not None:
+                for operand, needs in zip(node.inputs, node.needs_input_grad):
+                    if needs and id(operand) not in reaches:
+                        stack.append((operand, False))
+    return order
+
+
+def run_backward(
+    roots,
+    seeds,
+    inputs=None,
+    retain_graph=False,
+    create_graph=False,
+    scheduler=None,
+):
+    """The engine: gradients of `roots` (seeded with `seeds`) into leaves or `inputs`.
+
+    With `inputs=None` gradients accumulate into every reachable leaf's `.grad`
+    (`Tensor.backward`); otherwise they are returned for `inputs`, in order (`tg.grad`).
+    """
+    from .scheduler import resolve_scheduler
+
+    wanted = None if inputs is None else {id(tensor) for tensor in inputs}
+    order = topological_order(roots, wanted)
+    grads = {}
+    graph = BackwardGraph(
+        order,
+        grads,
+        create_graph,
+        capture=wanted,
+        accumulate_into_leaves=inputs is None,
+    )
+    for root, seed in zip(roots, seeds):
+        if create_graph and not isinstance(seed, Tensor):
+            seed = Tensor._make(np.asarray(seed), False, None)
+        graph.send(root, seed)
+    try:
+        resolve_scheduler(scheduler).run(graph)
+    finally:
+        if not retain_graph:
+            for node in graph.visited:
+                node.release()
+    if inputs is None:
+        return None
+    return [graph.captured.get(id(tensor)) for tensor in inputs]
+
+
+def _seed_for(root, gradient, argument_name):
+    if gradient is None:
+        if root.data.size != 1:
+            raise RuntimeError(
+                f"grad can be implicitly created only for scalar outputs; the output has shape "
+                f"{root.shape}: pass {argument_name} with that shape"
+            )
+        return np.ones_like(root.data)
+    seed = gradient.data if isinstance(gradient, Tensor) else np.asarray(gradient)
+    if seed.shape != root.shape:
+        raise RuntimeError(
+            f"{argument_name} has shape {seed.shape} but the output has shape {root.shape}"
+        )
+    if isinstance(gradient, Tensor):
+        return gradient if gradient.requires_grad else seed.astype(root.data.dtype, copy=False)
+    return seed.astype(root.data.dtype, copy=False)
+
+
+def tensor_backward(root, gradient=None, retain_graph=False, create_graph=False, scheduler=None):
+    """`Tensor.backward`: accumulate d(root)/d(leaf) into every leaf's `.grad`."""
+    if not root._requires_grad:
+        raise RuntimeError(
+            "backward() called on a tensor that does not require grad and has no grad_fn: "
+            "make an input with requires_grad=True (and compute outside tg.no_grad())"
+        )
+    seed = _seed_for(root, gradient, "gradient")
+    run_backward([root], [seed], None, retain_graph or create_graph, create_graph, scheduler)
+
+
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph=None,
+    create_graph=False,
+    allow_unused=False,
+    scheduler=None,
+):
+    """Gradients of `outputs` with respect to `inputs`, returned (leaves' `.grad` untouched).
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor(3.0, requires_grad=True)
+    >>> (dx,) = tg.grad(x * x, [x])
+    >>> float(dx.item())
+    6.0
+    """
+    single_output = isinstance(outputs, Tensor)
+    outputs = [outputs] if single_output else list(outputs)
+    inputs_list = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    elif isinstance(grad_outputs, Tensor) or not isinstance(grad_outputs, (list, tuple)):
+        grad_outputs = [grad_outputs]
+    if len(grad_outputs) != len(outputs):
+        raise ValueError(
+            f"grad_outputs has {len(grad_outputs)} entries but there are {len(outputs)} outputs"
+        )
+    for index, tensor in enumerate(inputs_list):
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"inputs[{index}] is a {type(tensor).__name__}, not a Tensor")
+        if not tensor._requires_grad:
+            raise RuntimeError(f"inputs[{index}] does not require grad")
+    seeds = []
+    for output, grad_output in zip(outputs, grad_outputs):
+        if not output._requires_grad:
+            raise RuntimeError(
+                "one of the outputs does not require grad and has no grad_fn: it does not "
+                "depend on any input that requires grad"
+            )
+        seeds.append(_seed_for(output, grad_output, "grad_outputs"))
+    if retain_graph is None:
+        retain_graph = create_graph
+    results = run_backward(outputs, seeds, inputs_list, retain_graph, create_graph, scheduler)
+    wrapped = []
+    for index, result in enumerate(results):
+        if result is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"inputs[{index}] was not used to compute the outputs; pass "
+                    "allow_unused=True to get None for it"
+                )
+            wrapped.append(None)
+        elif isinstance(result, Tensor):
+            wrapped.append(result)
+        else:
+            # A copy: the engine may hand out arrays shared with other gradients.
+            wrapped.append(Tensor._make(np.array(result, copy=True), False, None))
+    return tuple(wrapped)
+
+
+# ----------------------------------------------------------------------------------------------
+# User-defined functions, as torch.autograd.Function
+
+
+class FunctionCtx:
+    """The `ctx` of a user `Function`: save tensors in forward, read them in backward."""
+
+    def __init__(self):
+        self._saved = ()
+        self._versions = ()
+        self.needs_input_grad = ()
+        self._freed = False
+
+    def save_for_backward(self, *tensors):
+        for tensor in tensors:
+            if tensor is not None and not isinstance(tensor, Tensor):
+                raise TypeError(
+                    f"save_for_backward takes Tensors (or None), got {type(tensor).__name__}"
+                )
+        self._saved = tensors
+        self._versions = tuple(t._version[0] if t is not None else 0 for t in tensors)
+
+    @property
+    def saved_tensors(self):
+        if self._freed:
+            raise RuntimeError(_FREED_MESSAGE.format(op="a custom Function"))
+        for tensor, version in zip(self._saved, self._versions):
+            if tensor is not None and tensor._version[0] != version:
+                raise RuntimeError(
+                    f"a tensor saved by a custom Function (shape {tensor.shape}) was modified "
+                    f"by an in-place operation: version {tensor._version[0]}, expected {version}"
+                )
+        return self._saved
+
+
+class _CustomFunctionNode(Op):
+    """The tape node of a user `Function`: calls its static `backward` with Tensors."""
+
+    __slots__ = ("function", "ctx")
+
+    def backward(self, grad_output):
+        if self.ctx._freed:
+            raise RuntimeError(_FREED_MESSAGE.format(op=self.function.__name__))
+        wrapped = (
+            grad_output
+            if isinstance(grad_output, Tensor)
+            else Tensor._make(grad_output, False, None)
+        )
+        with _GradModeSetter(self.graph_mode):
+            results = self.function.backward(self.ctx, wrapped)
+        if not isinstance(results, tuple):
+            results = (results,)
+        if len(results) != len(self.inputs):
+            raise RuntimeError(
+                f"{self.function.__name__}.backward returned {len(results)} gradients but "
+                f"forward took {len(self.inputs)} inputs"
+            )
+        grads = []
+        for index, result in enumerate(results):
+            if result is None:
+                grads.append(None)
+                continue
+            if not isinstance(result, Tensor):
+                result = Tensor(np.asarray(result, dtype=self.inputs[index].data.dtype))
+            if not self.graph_mode:
+                result = result.data
+            grads.append(result)
+        return tuple(grads)
+
+    def release(self):
+        self.ctx._saved = ()
+        self.ctx._freed = True
+
+
+class _GradModeSetter(_GradMode):
+    def __init__(self, enabled):
+        self.enabled = enabled
+
+
+class Function:
+    """A user-defined op, as `torch.autograd.Function`.
+
+    Subclass it with static `forward(ctx, *inputs)` and `backward(ctx, grad_output)`;
+    call it as `MyOp.apply(*inputs)`. `forward` runs without recording; `backward`
+    returns one gradient per input (None for inputs that need none).
+
+    >>> import tinygrad_ops as tg
+    >>> class Cube(tg.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x * x
+    ...     @staticmethod
+    ...     def backward(ctx, grad_output):
+    ...         (x,) = ctx.saved_tensors
+    ...         return grad_output * 3 * x * x
+    >>> x = tg.Tensor([2.0], requires_grad=True)
+    >>> Cube.apply(x).sum().backward()
+    >>> x.grad.numpy()
+    array([12.], dtype=float32)
+    """
+
+    @staticmethod
+    def forward(ctx, *inputs):  # pragma: no cover - user code overrides it
+        raise NotImplementedError("a Function subclass must define forward(ctx, *inputs)")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):  # pragma: no cover - user code overrides it
+        raise NotImplementedError("a Function subclass must define backward(ctx, grad_output)")
+
+    @classmethod
+    def apply(cls, *inputs):
+        ctx = FunctionCtx()
+        ctx.needs_input_grad = tuple(
+            isinstance(value, Tensor) and value._requires_grad for value in inputs
+        )
+        with no_grad():
+            result = cls.forward(ctx, *inputs)
+        if not isinstance(result, Tensor):
+            result = Tensor(result)
+        requires_grad = STATE.grad_enabled and any(ctx.needs_input_grad)
+        if not requires_grad:
+            return Tensor._make(result.data, False, None)
+        node = _CustomFunctionNode()
+        node.function = cls
+        node.ctx = ctx
+        node.saved = ()
+        node.inputs = inputs
+        node.needs_input_grad = ctx.needs_input_grad
+        node.graph_mode = False
+        node._output_ref = None
+        node._saved_versions = None
+        if STATE.anomaly:
+            node.forward_trace = "".join(traceback.format_stack()[:-1])
+        return Tensor._make(result.data, True, node)
+
+
+Tensor = tensor_module.Tensor

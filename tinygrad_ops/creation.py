@@ -1,0 +1,80 @@
+"""Tensors made from a shape: zeros, ones, random numbers, ranges."""
+
+import numpy as np
+
+from .tensor import DEFAULT_DTYPE, Tensor
+
+
+def _shape(shape):
+    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+
+
+def zeros(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
+    """A tensor of zeros.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.zeros(2, 3).shape
+    (2, 3)
+    """
+    return Tensor(np.zeros(_shape(shape), dtype=dtype), requires_grad=requires_grad)
+
+
+def ones(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
+    """A tensor of ones.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.ones(2).numpy()
+    array([1., 1.], dtype=float32)
+    """
+    return Tensor(np.ones(_shape(shape), dtype=dtype), requires_grad=requires_grad)
+
+
+def full(shape, value, dtype=DEFAULT_DTYPE, requires_grad=False):
+    """A tensor filled with `value`."""
+    return Tensor(np.full(shape, value, dtype=dtype), requires_grad=requires_grad)
+
+
+def zeros_like(tensor, requires_grad=False):
+    return Tensor(np.zeros_like(tensor.data), requires_grad=requires_grad)
+
+
+def ones_like(tensor, requires_grad=False):
+    return Tensor(np.ones_like(tensor.data), requires_grad=requires_grad)
+
+
+def randn(*shape, seed=None, dtype=DEFAULT_DTYPE, requires_grad=False):
+    """Standard normal samples; the same `seed` gives the same numbers.
+
+    >>> import tinygrad_ops as tg
+    >>> bool((tg.randn(3, seed=0).numpy() == tg.randn(3, seed=0).numpy()).all())
+    True
+    """
+    generator = np.random.default_rng(seed)
+    data = generator.standard_normal(_shape(shape)).astype(dtype)
+    return Tensor(data, requires_grad=requires_grad)
+
+
+def rand(*shape, seed=None, dtype=DEFAULT_DTYPE, requires_grad=False):
+    """Uniform samples in [0, 1)."""
+    generator = np.random.default_rng(seed)
+    return Tensor(generator.random(_shape(shape)).astype(dtype), requires_grad=requires_grad)
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    """Evenly spaced values; integer arguments give an int64 tensor (usable as an index),
+    as in PyTorch, and float arguments a float32 one.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.arange(3).numpy()
+    array([0, 1, 2])
+    """
+    if stop is None:
+        start, stop = 0, start
+    integral = all(isinstance(value, (int, np.integer)) for value in (start, stop, step))
+    if dtype is None:
+        dtype = np.int64 if integral else DEFAULT_DTYPE
+    return Tensor(np.arange(start, stop, step, dtype=dtype))
+
+
+def eye(n, dtype=DEFAULT_DTYPE):
+    return Tensor(np.eye(n, dtype=dtype))

@@ -1,0 +1,339 @@
+"""Elementwise primitives. Each docstring gives the forward and the backward rule.
+
+Binary ops broadcast as numpy does; the engine sums gradients back to each input's shape,
+so the rules here are written for equal shapes.
+"""
+
+import numpy as np
+
+from ..autograd import Op
+from . import dispatch
+
+
+def broadcast_error(op_name, a, b):
+    shape_a = np.shape(a)
+    shape_b = np.shape(b)
+    return ValueError(
+        f"{op_name}: shapes {tuple(shape_a)} and {tuple(shape_b)} cannot be broadcast together"
+    )
+
+
+class Add(Op):
+    """out = a + b;  da = g, db = g"""
+
+    __slots__ = ()
+
+    def forward(self, a, b):
+        try:
+            return a + b
+        except ValueError:
+            raise broadcast_error("add", a, b) from None
+
+    def backward(self, grad_output):
+        return grad_output, grad_output
+
+
+class Sub(Op):
+    """out = a - b;  da = g, db = -g"""
+
+    __slots__ = ()
+
+    def forward(self, a, b):
+        try:
+            return a - b
+        except ValueError:
+            raise broadcast_error("sub", a, b) from None
+
+    def backward(self, grad_output):
+        return grad_output, -grad_output
+
+
+class Mul(Op):
+    """out = a * b;  da = g * b, db = g * a"""
+
+    __slots__ = ()
+
+    def forward(self, a, b):
+        needs_a, needs_b = self.needs_input_grad
+        # Save only what the rule reads: `x.mul_(2.0)` must not keep (and version-check) x.
+        self.save_for_backward(a if needs_b else None, b if needs_a else None)
+        try:
+            return a * b
+        except ValueError:
+            raise broadcast_error("mul", a, b) from None
+
+    def backward(self, grad_output):
+        a, b = self.saved_tensors
+        needs_a, needs_b = self.needs_input_grad
+        return (grad_output * b if needs_a else None, grad_output * a if needs_b else None)
+
+
+class Div(Op):
+    """out = a / b;  da = g / b, db = -g * a / b**2"""
+
+    __slots__ = ()
+
+    def forward(self, a, b):
+        self.save_for_backward(a if self.needs_input_grad[1] else None, b)
+        try:
+            return a / b
+        except ValueError:
+            raise broadcast_error("div", a, b) from None
+
+    def backward(self, grad_output):
+        a, b = self.saved_tensors
+        needs_a, needs_b = self.needs_input_grad
+        grad_a = grad_output / b if needs_a else None
+        grad_b = -grad_output * a / (b * b) if needs_b else None
+        return grad_a, grad_b
+
+
+class Neg(Op):
+    """out = -a;  da = -g"""
+
+    __slots__ = ()
+
+    def forward(self, a):
+        return -a
+
+    def backward(self, grad_output):
+        return (-grad_output,)
+
+
+class PowScalar(Op):
+    """out = a ** p (p a constant);  da = g * p * a ** (p - 1), and 0 where p == 0"""
+
+    __slots__ = ("exponent",)
+
+    def forward(self, a, exponent):
+        self.exponent = exponent
+        self.save_for_backward(a)
+        return a**exponent
+
+    def backward(self, grad_output):
+        (a,) = self.saved_tensors
+        p = self.exponent
+        if p == 0:
+            return grad_output * 0, None
+        if p == 1:
+            return grad_output, None
+        if p == 2:
+            return grad_output * (a * 2), None
+        return grad_output * (p * a ** (p - 1)), None
+
+
+class Pow(Op):
+    """out = a ** b;  da = g * b * a ** (b - 1), db = g * out * log(a)
+
+    At b == 0, da is 0; at a == 0 with b >= 0, db is 0 (the limit of a**b * log(a)):
+    the conventions PyTorch uses.
+    """
+
+    __slots__ = ()
+
+    def forward(self, a, b):
+        try:
+            out = np.power(a, b)
+        except ValueError:
+            raise broadcast_error("pow", a, b) from None
+        zero_exponent = np.equal(b, 0)
+        zero_base = (np.equal(a, 0)) & (np.greater_equal(b, 0))
+        self.save_for_backward(a, b, out, zero_exponent, zero_base)
+        return out
+
+    def backward(self, grad_output):
+        a, b, out, zero_exponent, zero_base = self.saved_tensors
+        needs_a, needs_b = self.needs_input_grad
+        grad_a = grad_b = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if needs_a:
+                grad_a = dispatch.where(zero_exponent, 0.0, grad_output * b * a ** (b - 1))
+            if needs_b:
+                safe_a = dispatch.where(zero_base, 1.0, a)
+                grad_b = dispatch.where(zero_base, 0.0, grad_output * out * dispatch.log(safe_a))
+        return grad_a, grad_b
+
+
+class Exp(Op):
+    """out = exp(a);  da = g * out"""
+
+    __slots__ = ()
+
+    def forward(self, a):
+        out = np.exp(a)
+        self.save_for_backward(out)
+        return out
+
+    def backward(self, grad_output):
+        (out,) = self.saved_tensors
+        return (grad_output * out,)
+
+
+class Log(Op):
+    """out = log(a);  da = g / a"""
+
+    __slots__ = ()
+
+    def forward(self, a):
+        self.save_for_backward(a)
+        return np.log(a)
+
+    def backward(self, grad_output):
+        (a,) = self.saved_tensors
+        return (grad_output / a,)
+
+
+class Sqrt(Op):
+    """out = sqrt(a);  da = g / (2 * out)"""
+
+    __slots__ = ()
+
+    def forward(self, a):
+        out = np.sqrt(a)
+        self.save_for_backward(out)
+        return out
+
+    def backward(self, grad_output):
+        (out,) = self.saved_tensors
+        with np.errstate(divide="ignore"):
+            return (grad_output / (out * 2),)
+
+
+class Abs(Op):
+    """out = |a|;  da = g * sign(a)  (0 at a == 0, as PyTorch)"""
+
+    __slots__ = ()
+
+    def forward(self, a):
+        self.save_for_backward(np.sign(a))
+        return np.abs(a)
+
+    def backward(self, grad_output):
+        (sign,) = self.saved_tensors
+        return (grad_output * sign,)
+
+
+class Tanh(Op):
+    """out = tanh(a);  da = g * (1 - out**2)"""
+
+    __slots__ = ()
+
+    def forward(self, a):
+        out = np.tanh(a)
+        self.save_for_backward(out)
+        return out
+
+    def backward(self, grad_output):
+        (out,) = self.saved_tensors
+        return (grad_output * (1 - out * out),)
+
+
+def stable_sigmoid(a):
+    """1 / (1 + exp(-a)) without overflow: exp is only ever taken of -|a|."""
+    z = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1 / (1 + z), z / (1 + z))
+
+
+class Sigmoid(Op):
+    """out = 1 / (1 + exp(-a));  da = g * out * (1 - out)"""
+
+    __slots__ = ()
+
+    def forward(self, a):
+        out = stable_sigmoid(a).astype(a.dtype, copy=False)
+        self.save_for_backward(out)
+        return out
+
+    def backward(self, grad_output):
+        (out,) = self.saved_tensors
+        return (grad_output * (out * (1 - out)),)
+
+
+class Relu(Op):
+    """out = max(a, 0);  da = g * (a > 0)  (the subgradient 0 at a == 0, as PyTorch)"""
+
+    __slots__ = ()
+
+    def forward(self, a):
+        out = np.maximum(a, 0)
+        self.save_for_backward(out > 0)
+        return out
+
+    def backward(self, grad_output):
+        (positive,) = self.saved_tensors
+        return (grad_output * positive,)
+
+
+class Maximum(Op):
+    """out = max(a, b);  da = g where a > b, db = g where b > a, g / 2 each on ties (PyTorch)"""
+
+    __slots__ = ()
+
+    def forward(self, a, b):
+        try:
+            out = np.maximum(a, b)
+        except ValueError:
+            raise broadcast_error("maximum", a, b) from None
+        share = (a > b) + 0.5 * (a == b)
+        self.save_for_backward(share.astype(out.dtype, copy=False))
+        return out
+
+    def backward(self, grad_output):
+        (share_a,) = self.saved_tensors
+        return grad_output * share_a, grad_output * (1 - share_a)
+
+
+class Where(Op):
+    """out = a where condition else b;  da = g where condition, db = g elsewhere"""
+
+    __slots__ = ()
+
+    def forward(self, condition, a, b):
+        condition = np.asarray(condition, dtype=bool)
+        try:
+            out = np.where(condition, a, b)
+        except ValueError:
+            raise broadcast_error("where", a, b) from None
+        self.save_for_backward(condition)
+        return out
+
+    def backward(self, grad_output):
+        (condition,) = self.saved_tensors
+        _, needs_a, needs_b = self.needs_input_grad
+        grad_a = dispatch.where(condition, grad_output, 0.0) if needs_a else None
+        grad_b = dispatch.where(condition, 0.0, grad_output) if needs_b else None
+        return None, grad_a, grad_b
+
+
+class Clip(Op):
+    """out = min(max(a, low), high);  da = g where low <= a <= high (as torch.clamp)"""
+
+    __slots__ = ()
+
+    def forward(self, a, low=None, high=None):
+        inside = np.ones(a.shape, dtype=bool)
+        if low is not None:
+            inside &= a >= low
+        if high is not None:
+            inside &= a <= high
+        self.save_for_backward(inside)
+        if low is None and high is None:
+            return a.copy()
+        return np.clip(a, low, high)
+
+    def backward(self, grad_output):
+        (inside,) = self.saved_tensors
+        return (grad_output * inside,)
+
+
+class Cast(Op):
+    """out = a converted to another dtype;  da = g converted back to a's dtype"""
+
+    __slots__ = ("input_dtype",)
+
+    def forward(self, a, dtype):
+        self.input_dtype = a.dtype
+        return a.astype(dtype)
+
+    def backward(self, grad_output):
+        return (grad_output.astype(self.input_dtype),)

@@ -1,0 +1,56 @@
+"""Matrix multiplication with numpy's semantics (1-D operands, broadcast batch dims)."""
+
+import numpy as np
+
+from ..autograd import Op
+
+
+class MatMul(Op):
+    """out = a @ b;  da = g @ b^T, db = a^T @ g
+
+    The shapes force the rule: for a (m, k) and b (k, n), g is (m, n), and the only
+    products of g with b or a that give (m, k) and (k, n) are those two. A 1-D operand is
+    treated as a row (a) or column (b) vector and the added axis removed again; batch
+    dims that were broadcast are summed back by the engine.
+    """
+
+    __slots__ = ()
+
+    def forward(self, a, b):
+        if np.ndim(a) == 0 or np.ndim(b) == 0:
+            raise ValueError(
+                f"matmul: both operands need at least one dim, got shapes {np.shape(a)} "
+                f"and {np.shape(b)} (use * for scalars)"
+            )
+        self.save_for_backward(a, b)
+        try:
+            return np.matmul(a, b)
+        except ValueError:
+            raise ValueError(
+                f"matmul: shapes {np.shape(a)} and {np.shape(b)} are not aligned "
+                f"({np.shape(a)[-1]} != {np.shape(b)[-2] if np.ndim(b) > 1 else np.shape(b)[0]})"
+            ) from None
+
+    def backward(self, grad_output):
+        a, b = self.saved_tensors
+        needs_a, needs_b = self.needs_input_grad
+        a_is_vector = a.ndim == 1
+        b_is_vector = b.ndim == 1
+        if a_is_vector and b_is_vector:  # a dot product: out is a scalar
+            return grad_output * b, grad_output * a
+        if a_is_vector:
+            a = a.reshape((1, a.shape[0]))
+            grad_output = grad_output.reshape(grad_output.shape[:-1] + (1, grad_output.shape[-1]))
+        if b_is_vector:
+            b = b.reshape((b.shape[0], 1))
+            grad_output = grad_output.reshape(grad_output.shape + (1,))
+        grad_a = grad_b = None
+        if needs_a:
+            grad_a = grad_output @ b.swapaxes(-1, -2)
+            if a_is_vector:
+                grad_a = grad_a.reshape(grad_a.shape[:-2] + (grad_a.shape[-1],))
+        if needs_b:
+            grad_b = a.swapaxes(-1, -2) @ grad_output
+            if b_is_vector:
+                grad_b = grad_b.reshape(grad_b.shape[:-1])
+        return grad_a, grad_b

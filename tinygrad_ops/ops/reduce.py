@@ -1,0 +1,86 @@
+"""Reductions over any axis or tuple of axes, with or without keepdims."""
+
+import numpy as np
+
+from ..autograd import Op
+from . import dispatch
+
+
+def normalize_axes(axis, ndim, op_name):
+    """`axis` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative ints."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    normalized = []
+    for value in axes:
+        if not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{op_name}: axis must be an int or a tuple of ints, got {axis!r}")
+        if not -ndim <= value < max(ndim, 1) or (ndim == 0 and value not in (0, -1)):
+            raise ValueError(f"{op_name}: axis {value} is out of range for a {ndim}-d tensor")
+        normalized.append(int(value) % max(ndim, 1))
+    if len(set(normalized)) != len(normalized):
+        raise ValueError(f"{op_name}: axis {axis!r} repeats an axis")
+    return tuple(sorted(normalized)) if ndim else ()
+
+
+def keepdims_shape(shape, axes):
+    """`shape` with the reduced `axes` set to 1 (the shape numpy's keepdims=True gives)."""
+    return tuple(1 if index in axes else size for index, size in enumerate(shape))
+
+
+class Sum(Op):
+    """out = sum of a over axes;  da = g broadcast back over the summed axes"""
+
+    __slots__ = ("input_shape", "kept_shape")
+
+    def forward(self, a, axis=None, keepdims=False):
+        axes = normalize_axes(axis, a.ndim, "sum")
+        self.input_shape = a.shape
+        self.kept_shape = keepdims_shape(a.shape, axes)
+        return np.sum(a, axis=axes, keepdims=keepdims)
+
+    def backward(self, grad_output):
+        grad = grad_output.reshape(self.kept_shape)
+        return (dispatch.broadcast_to(grad, self.input_shape),)
+
+
+class _Extremum(Op):
+    """Shared rule of max and min: the gradient goes to the elements equal to the result,
+    split evenly among ties (as torch.amax / torch.amin)."""
+
+    __slots__ = ("kept_shape",)
+    reduce = None
+    op_name = ""
+
+    def forward(self, a, axis=None, keepdims=False):
+        axes = normalize_axes(axis, a.ndim, self.op_name)
+        if a.size == 0 and any(a.shape[axis] == 0 for axis in axes):
+            raise ValueError(
+                f"{self.op_name}: cannot reduce over an empty axis (input shape {a.shape})"
+            )
+        self.kept_shape = keepdims_shape(a.shape, axes)
+        out = type(self).reduce(a, axis=axes, keepdims=True)
+        hits = a == out
+        count = hits.sum(axis=axes, keepdims=True).astype(a.dtype)
+        self.save_for_backward(hits / count)
+        return out if keepdims else np.squeeze(out, axis=axes)
+
+    def backward(self, grad_output):
+        (share,) = self.saved_tensors
+        return (grad_output.reshape(self.kept_shape) * share,)
+
+
+class Max(_Extremum):
+    """out = max of a over axes;  da = g at the maxima (split evenly among ties)"""
+
+    __slots__ = ()
+    reduce = np.max
+    op_name = "max"
+
+
+class Min(_Extremum):
+    """out = min of a over axes;  da = g at the minima (split evenly among ties)"""
+
+    __slots__ = ()
+    reduce = np.min
+    op_name = "min"

@@ -1,0 +1,176 @@
+"""Shape primitives: they move elements around, so their backward moves gradients back."""
+
+import numpy as np
+
+from ..autograd import Op
+from . import dispatch
+
+
+class Reshape(Op):
+    """out = a viewed with a new shape;  da = g reshaped to a's shape"""
+
+    __slots__ = ("input_shape",)
+    is_view = True
+
+    def forward(self, a, shape):
+        self.input_shape = a.shape
+        try:
+            return a.reshape(shape)
+        except ValueError:
+            raise ValueError(
+                f"reshape: cannot reshape a tensor of shape {a.shape} ({a.size} elements) "
+                f"into shape {tuple(shape)}"
+            ) from None
+
+    def backward(self, grad_output):
+        return (grad_output.reshape(self.input_shape),)
+
+
+class Transpose(Op):
+    """out = a with its axes permuted;  da = g with the inverse permutation"""
+
+    __slots__ = ("inverse",)
+    is_view = True
+
+    def forward(self, a, axes):
+        if sorted(axes) != list(range(a.ndim)):
+            raise ValueError(
+                f"transpose: axes {tuple(axes)} are not a permutation of the {a.ndim} axes "
+                f"of a tensor of shape {a.shape}"
+            )
+        self.inverse = tuple(np.argsort(axes))
+        return a.transpose(axes)
+
+    def backward(self, grad_output):
+        return (grad_output.transpose(self.inverse),)
+
+
+class BroadcastTo(Op):
+    """out = a broadcast to a shape;  da = g summed over the broadcast dims (by the engine)"""
+
+    __slots__ = ()
+    is_view = True
+
+    def forward(self, a, shape):
+        try:
+            return np.broadcast_to(a, shape)
+        except ValueError:
+            raise ValueError(
+                f"broadcast_to: cannot broadcast shape {a.shape} to shape {tuple(shape)}"
+            ) from None
+
+    def backward(self, grad_output):
+        return (grad_output,)
+
+
+def normalize_index(index):
+    """Turn Tensors and lists inside an index into numpy arrays; say if it is basic indexing.
+
+    Basic indexing (ints, slices, None, Ellipsis) never selects an element twice, so its
+    backward can assign; integer/boolean arrays may repeat elements and need a scatter-add.
+    """
+    from ..tensor import Tensor
+
+    items = index if isinstance(index, tuple) else (index,)
+    normalized = []
+    basic = True
+    for item in items:
+        if isinstance(item, Tensor):
+            item = item.data
+        elif isinstance(item, list):
+            item = np.asarray(item)
+        if isinstance(item, np.ndarray):
+            basic = False
+            if item.dtype.kind not in "iub":
+                raise IndexError(
+                    f"index arrays must be integer or boolean, got dtype {item.dtype}; "
+                    "build them from ints or with dtype=np.int64"
+                )
+        elif not (
+            item is None
+            or item is Ellipsis
+            or isinstance(item, (slice, int, np.integer, bool, np.bool_))
+        ):
+            raise IndexError(f"unsupported index {item!r} of type {type(item).__name__}")
+        normalized.append(item)
+    result = tuple(normalized) if isinstance(index, tuple) else normalized[0]
+    return result, basic
+
+
+class GetItem(Op):
+    """out = a[index];  da = zeros with g added at index (repeated indices add up)"""
+
+    __slots__ = ("index", "basic", "input_shape")
+    is_view = True
+
+    def forward(self, a, index):
+        self.index, self.basic = normalize_index(index)
+        self.input_shape = a.shape
+        try:
+            return a[self.index]
+        except IndexError as error:
+            raise IndexError(f"getitem: {error} (tensor shape {a.shape})") from None
+
+    def backward(self, grad_output):
+        return (dispatch.scatter_add(grad_output, self.index, self.input_shape, self.basic),)
+
+
+class ScatterAdd(Op):
+    """out = zeros(shape) with a added at index;  da = g[index]  (the backward of getitem)"""
+
+    __slots__ = ("index",)
+
+    def forward(self, a, index, shape, basic):
+        self.index = index
+        return dispatch.scatter_add_array(a, index, shape, basic)
+
+    def backward(self, grad_output):
+        return (grad_output[self.index],)
+
+
+class Stack(Op):
+    """out = the inputs stacked along a new axis;  d(input i) = g taken at i on that axis"""
+
+    __slots__ = ("axis",)
+
+    def forward(self, *arrays, axis=0):
+        if not arrays:
+            raise ValueError("stack: needs at least one tensor")
+        shapes = {np.shape(array) for array in arrays}
+        if len(shapes) > 1:
+            raise ValueError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
+        out = np.stack(arrays, axis=axis)
+        self.axis = axis % out.ndim
+        return out
+
+    def backward(self, grad_output):
+        prefix = (slice(None),) * self.axis
+        return tuple(grad_output[prefix + (index,)] for index in range(len(self.inputs)))
+
+
+class Concatenate(Op):
+    """out = the inputs joined along an axis;  d(input i) = g's slice that input filled"""
+
+    __slots__ = ("axis", "bounds")
+
+    def forward(self, *arrays, axis=0):
+        if not arrays:
+            raise ValueError("concatenate: needs at least one tensor")
+        try:
+            out = np.concatenate(arrays, axis=axis)
+        except ValueError:
+            shapes = [np.shape(array) for array in arrays]
+            raise ValueError(
+                f"concatenate: shapes {shapes} do not match except along axis {axis}"
+            ) from None
+        self.axis = axis % out.ndim
+        sizes = [np.shape(array)[self.axis] for array in arrays]
+        self.bounds = np.cumsum([0, *sizes]).tolist()
+        return out
+
+    def backward(self, grad_output):
+        prefix = (slice(None),) * self.axis
+        return tuple(
+            grad_output[prefix + (slice(start, stop),)]
+            for start, stop in zip(self.bounds[:-1], self.bounds[1:])
+        )

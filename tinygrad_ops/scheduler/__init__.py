@@ -1,0 +1,67 @@
+"""Backward schedulers: how the engine walks the graph and accumulates gradients.
+
+The engine builds a `BackwardGraph` (nodes in topological order, the seed gradients, and
+`visit` to run one node) and hands it to a scheduler's `run`. `sequential` walks it one
+node at a time and is the reference every other scheduler is tested against.
+
+A scheduler is any object with `name` and `run(graph)`; pass it to `backward(scheduler=...)`
+or register it under a name with `register_scheduler`.
+"""
+
+from .sequential import SequentialScheduler
+
+_REGISTRY = {}
+_DEFAULT = {"name": "sequential"}
+
+
+def register_scheduler(name, scheduler):
+    """Make `scheduler` (an object with `run(graph)`) available under `name`."""
+    if not callable(getattr(scheduler, "run", None)):
+        raise TypeError(f"a scheduler needs a run(graph) method, got {type(scheduler).__name__}")
+    _REGISTRY[name] = scheduler
+    return scheduler
+
+
+def available_schedulers() -> list:
+    """The names `backward(scheduler=...)` accepts."""
+    return sorted(_REGISTRY)
+
+
+def resolve_scheduler(scheduler):
+    """A scheduler object from a name, an object, or None (the default)."""
+    if scheduler is None:
+        scheduler = _DEFAULT["name"]
+    if isinstance(scheduler, str):
+        try:
+            return _REGISTRY[scheduler]
+        except KeyError:
+            raise ValueError(
+                f"unknown scheduler {scheduler!r}; known schedulers: "
+                f"{', '.join(available_schedulers())}"
+            ) from None
+    if not callable(getattr(scheduler, "run", None)):
+        raise TypeError(
+            f"scheduler must be a name or an object with run(graph), got {type(scheduler).__name__}"
+        )
+    return scheduler
+
+
+def set_default_scheduler(name):
+    """Make `name` the scheduler used when backward is given none; returns the old default.
+
+    >>> import tinygrad_ops as tg
+    >>> previous = tg.set_default_scheduler("sequential")
+    >>> tg.get_default_scheduler()
+    'sequential'
+    """
+    resolve_scheduler(name)  # validates
+    previous = _DEFAULT["name"]
+    _DEFAULT["name"] = name
+    return previous
+
+
+def get_default_scheduler():
+    return _DEFAULT["name"]
+
+
+register_scheduler("sequential", SequentialScheduler())

@@ -1,0 +1,648 @@
+"""`Tensor`: a numpy array, its gradient, and the edge of the tape that produced it.
+
+Every operator and method here is a real `def` that calls one primitive's `apply`
+(see `ops/`), or composes a few of them (mean, var, ...).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FLOAT_DTYPES = (np.float16, np.float32, np.float64)
+DEFAULT_DTYPE = np.float32
+
+
+def _to_array(data, dtype):
+    """Convert what `Tensor(...)` accepts into a numpy array, following the dtype rules."""
+    if isinstance(data, Tensor):
+        array = np.array(data.data, dtype=dtype, copy=True)
+    elif isinstance(data, np.ndarray):
+        array = np.array(data, dtype=dtype, copy=True) if dtype is not None else data
+    elif isinstance(data, (bool, int, float, np.generic)):
+        default = data.dtype if isinstance(data, np.floating) else DEFAULT_DTYPE
+        array = np.asarray(data, dtype=dtype if dtype is not None else default)
+    elif isinstance(data, (list, tuple)):
+        try:
+            array = np.array(data)
+        except ValueError as error:
+            raise ValueError(
+                f"Tensor() got a ragged nested list (its rows have different lengths): {error}"
+            ) from None
+        if dtype is not None:
+            array = array.astype(dtype)
+        elif array.dtype.kind in "biuf":
+            array = array.astype(DEFAULT_DTYPE)  # Python numbers become float32
+    else:
+        raise TypeError(
+            "Tensor() takes a numpy array, a nested list of numbers, a Python number or a "
+            f"Tensor, got {type(data).__name__}"
+        )
+    if array.dtype.kind not in "biuf":
+        raise TypeError(
+            f"Tensor() needs numeric data, got an array of dtype {array.dtype} "
+            f"(from {type(data).__name__})"
+        )
+    return array
+
+
+def _check_can_require_grad(array):
+    if array.dtype.type not in FLOAT_DTYPES:
+        raise TypeError(
+            f"only floating-point tensors can require grad, this one has dtype {array.dtype}; "
+            "pass dtype=np.float32 (or float64) to make it differentiable"
+        )
+
+
+def _operand(value):
+    """An operand for an op: Tensors and numbers as they are, numpy scalars as Python numbers.
+
+    A numpy scalar such as np.float64(2) would upcast a float32 tensor under numpy's
+    promotion rules; as a Python number it is 'weak' and keeps the tensor's dtype.
+    """
+    if isinstance(value, (Tensor, np.ndarray, bool, int, float)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return Tensor(value)
+    return None
+
+
+class Tensor:
+    """An n-dimensional array that records the operations applied to it.
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor([1.0, 2.0, 3.0], requires_grad=True)
+    >>> y = (x * x).sum()
+    >>> y.backward()
+    >>> x.grad.numpy()
+    array([2., 4., 6.], dtype=float32)
+    """
+
+    __slots__ = (
+        "data",
+        "grad",
+        "_requires_grad",
+        "_ctx",
+        "_version",
+        "_hooks",
+        "name",
+        "__weakref__",
+    )
+    __array_ufunc__ = None  # numpy defers `array + tensor` to Tensor.__radd__
+    __hash__ = object.__hash__  # comparisons return tensors, so hash by identity
+
+    def __init__(self, data, requires_grad=False, dtype=None):
+        self.data = _to_array(data, dtype)
+        if requires_grad:
+            _check_can_require_grad(self.data)
+        self._requires_grad = bool(requires_grad)
+        self.grad = None
+        self._ctx = None
+        self._version = [0]
+        self._hooks = None
+        self.name = None
+
+    @classmethod
+    def _make(cls, data, requires_grad, ctx):
+        """Fast constructor for op results: no conversion or checks."""
+        tensor = object.__new__(Tensor)
+        tensor.data = data
+        tensor.grad = None
+        tensor._requires_grad = requires_grad
+        tensor._ctx = ctx
+        tensor._version = [0]
+        tensor._hooks = None
+        tensor.name = None
+        return tensor
+
+    # -- attributes ----------------------------------------------------------------------------
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if value:
+            _check_can_require_grad(self.data)
+        elif self._ctx is not None:
+            raise RuntimeError(
+                "requires_grad can only be turned off on a leaf; use .detach() on the result "
+                "of an operation"
+            )
+        self._requires_grad = bool(value)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors made by the user (no recorded op produced them)."""
+        return self._ctx is None
+
+    @property
+    def grad_fn(self):
+        """The tape node that produced this tensor (None for leaves)."""
+        return self._ctx
+
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802 (numpy's and PyTorch's name)
+        """The transpose: all axes reversed."""
+        return self.transpose()
+
+    def numpy(self) -> np.ndarray:
+        """The data as a numpy array (shared, not copied)."""
+        return self.data
+
+    def item(self):
+        """The single value of a one-element tensor, as a Python number."""
+        if self.data.size != 1:
+            raise ValueError(
+                f"item() needs a tensor with one element, this one has shape {self.shape}"
+            )
+        return self.data.item()
+
+    def tolist(self):
+        return self.data.tolist()
+
+    def detach(self) -> Tensor:
+        """The same data, cut from the tape (shares memory and the version counter)."""
+        tensor = Tensor._make(self.data, False, None)
+        tensor._version = self._version
+        return tensor
+
+    def astype(self, dtype) -> Tensor:
+        """This tensor converted to `dtype` (differentiable between float dtypes)."""
+        return Cast.apply(self, dtype=np.dtype(dtype))
+
+    def float(self) -> Tensor:
+        return self.astype(np.float32)
+
+    def double(self) -> Tensor:
+        return self.astype(np.float64)
+
+    def half(self) -> Tensor:
+        return self.astype(np.float16)
+
+    def __repr__(self):
+        body = np.array2string(self.data, separator=", ", prefix="Tensor(")
+        extra = f", dtype={self.data.dtype}"
+        if self._ctx is not None:
+            extra += f", grad_fn={type(self._ctx).__name__}"
+        elif self._requires_grad:
+            extra += ", requires_grad=True"
+        return f"Tensor({body}{extra})"
+
+    def __len__(self):
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __iter__(self):
+        for index in range(len(self)):
+            yield self[index]
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise ValueError(
+                f"the truth value of a tensor with {self.data.size} elements (shape "
+                f"{self.shape}) is ambiguous; use .any() or .all() on .data"
+            )
+        return bool(self.data)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+    # -- autograd ------------------------------------------------------------------------------
+
+    def backward(self, gradient=None, retain_graph=False, create_graph=False, scheduler=None):
+        """Accumulate the gradient of this tensor into every leaf's `.grad`.
+
+        `gradient` is required for a non-scalar tensor (the vector of a vector-Jacobian
+        product). `scheduler` chooses how backward walks the graph (see `tg.schedulers`).
+        """
+        autograd.tensor_backward(self, gradient, retain_graph, create_graph, scheduler)
+
+    def register_hook(self, hook):
+        """Call `hook(grad)` when this tensor's gradient is computed; a returned Tensor
+        replaces the gradient. Returns a handle with `.remove()`.
+
+        >>> import tinygrad_ops as tg
+        >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+        >>> handle = x.register_hook(lambda grad: grad * 10)
+        >>> (x * 1).sum().backward()
+        >>> x.grad.numpy()
+        array([10., 10.], dtype=float32)
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that does not require grad")
+        if self._hooks is None:
+            self._hooks = {}
+        handle = HookHandle(self._hooks)
+        self._hooks[handle.key] = hook
+        return handle
+
+    # -- arithmetic operators ------------------------------------------------------------------
+
+    def __add__(self, other):
+        other = _operand(other)
+        return NotImplemented if other is None else Add.apply(self, other)
+
+    def __radd__(self, other):
+        other = _operand(other)
+        return NotImplemented if other is None else Add.apply(other, self)
+
+    def __sub__(self, other):
+        other = _operand(other)
+        return NotImplemented if other is None else Sub.apply(self, other)
+
+    def __rsub__(self, other):
+        other = _operand(other)
+        return NotImplemented if other is None else Sub.apply(other, self)
+
+    def __mul__(self, other):
+        other = _operand(other)
+        return NotImplemented if other is None else Mul.apply(self, other)
+
+    def __rmul__(self, other):
+        other = _operand(other)
+        return NotImplemented if other is None else Mul.apply(other, self)
+
+    def __truediv__(self, other):
+        other = _operand(other)
+        return NotImplemented if other is None else Div.apply(self, other)
+
+    def __rtruediv__(self, other):
+        other = _operand(other)
+        return NotImplemented if other is None else Div.apply(other, self)
+
+    def __pow__(self, exponent):
+        exponent = _operand(exponent)
+        if exponent is None:
+            return NotImplemented
+        if isinstance(exponent, (int, float)):
+            return PowScalar.apply(self, exponent=exponent)
+        return Pow.apply(self, exponent)
+
+    def __rpow__(self, base):
+        base = _operand(base)
+        return NotImplemented if base is None else Pow.apply(base, self)
+
+    def __matmul__(self, other):
+        other = _operand(other)
+        return NotImplemented if other is None else MatMul.apply(self, other)
+
+    def __rmatmul__(self, other):
+        other = _operand(other)
+        return NotImplemented if other is None else MatMul.apply(other, self)
+
+    def __neg__(self):
+        return Neg.apply(self)
+
+    def __pos__(self):
+        return self
+
+    # -- comparisons: boolean tensors, outside the tape ----------------------------------------
+
+    def _compare(self, other, compare):
+        other = other.data if isinstance(other, Tensor) else _operand(other)
+        if other is None:
+            return NotImplemented
+        try:
+            return Tensor._make(compare(self.data, other), False, None)
+        except ValueError:
+            raise ValueError(
+                f"comparison: shapes {self.shape} and {np.shape(other)} cannot be broadcast "
+                "together"
+            ) from None
+
+    def __lt__(self, other):
+        return self._compare(other, np.less)
+
+    def __le__(self, other):
+        return self._compare(other, np.less_equal)
+
+    def __gt__(self, other):
+        return self._compare(other, np.greater)
+
+    def __ge__(self, other):
+        return self._compare(other, np.greater_equal)
+
+    def __eq__(self, other):
+        return self._compare(other, np.equal)
+
+    def __ne__(self, other):
+        return self._compare(other, np.not_equal)
+
+    # -- elementwise functions -----------------------------------------------------------------
+
+    def exp(self):
+        return Exp.apply(self)
+
+    def log(self):
+        return Log.apply(self)
+
+    def sqrt(self):
+        return Sqrt.apply(self)
+
+    def abs(self):
+        return Abs.apply(self)
+
+    def tanh(self):
+        return Tanh.apply(self)
+
+    def sigmoid(self):
+        return Sigmoid.apply(self)
+
+    def relu(self):
+        return Relu.apply(self)
+
+    def clip(self, low=None, high=None):
+        """Elements limited to [low, high] (either bound may be None)."""
+        return Clip.apply(self, low=low, high=high)
+
+    clamp = clip
+
+    def maximum(self, other):
+        return maximum(self, other)
+
+    # -- reductions ----------------------------------------------------------------------------
+
+    def sum(self, axis=None, keepdims=False):
+        return Sum.apply(self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return Max.apply(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return Min.apply(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        """The mean over `axis` (all axes by default): sum / count."""
+        count = _reduced_count(self.shape, axis, "mean")
+        return self.sum(axis=axis, keepdims=keepdims) / count
+
+    def var(self, axis=None, keepdims=False, ddof=0):
+        """The variance over `axis`: mean squared deviation, divided by count - ddof."""
+        count = _reduced_count(self.shape, axis, "var")
+        deviation = self - self.mean(axis=axis, keepdims=True)
+        return (deviation * deviation).sum(axis=axis, keepdims=keepdims) / (count - ddof)
+
+    # -- shape ---------------------------------------------------------------------------------
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return Reshape.apply(self, shape=tuple(shape))
+
+    def flatten(self):
+        return self.reshape(-1)
+
+    def transpose(self, *axes):
+        """Permute the axes (reverse them when none are given), as numpy's transpose."""
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        if not axes:
+            axes = tuple(reversed(range(self.ndim)))
+        axes = tuple(axis % self.ndim if self.ndim else axis for axis in axes)
+        return Transpose.apply(self, axes=axes)
+
+    permute = transpose
+
+    def swapaxes(self, axis1, axis2):
+        ndim = self.ndim
+        for axis in (axis1, axis2):
+            if not -ndim <= axis < ndim:
+                raise ValueError(f"swapaxes: axis {axis} is out of range for shape {self.shape}")
+        axes = list(range(ndim))
+        axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
+        return Transpose.apply(self, axes=tuple(axes))
+
+    def broadcast_to(self, shape):
+        return BroadcastTo.apply(self, shape=tuple(shape))
+
+    def expand_dims(self, axis):
+        return self.reshape(np.expand_dims(self.data, axis).shape)
+
+    unsqueeze = expand_dims
+
+    def squeeze(self, axis=None):
+        return self.reshape(np.squeeze(self.data, axis).shape)
+
+    def __getitem__(self, index):
+        return GetItem.apply(self, index=index)
+
+    def __setitem__(self, index, value):
+        if autograd.STATE.grad_enabled and self._requires_grad:
+            raise RuntimeError(
+                "assigning into a tensor that requires grad is not recorded; build the new "
+                "tensor with tg.where or tg.concatenate, or assign under tg.no_grad()"
+            )
+        self.data[normalize_index(index)[0]] = value.data if isinstance(value, Tensor) else value
+        self._version[0] += 1
+
+    def matmul(self, other):
+        return self @ other
+
+    # -- in-place operations (bump the version counter) ----------------------------------------
+
+    def _inplace(self, op_class, *operands, **options):
+        """Apply an op and write its result into this tensor's array.
+
+        When recording, the tensor takes the op's node as its own history (the old history
+        moves to a 'shadow' tensor that shares the array and version counter). Any node that
+        saved this tensor sees the version change and refuses to backward.
+        """
+        operands = tuple(_operand(value) for value in operands)
+        recording = autograd.STATE.grad_enabled and (
+            self._requires_grad
+            or any(isinstance(value, Tensor) and value._requires_grad for value in operands)
+        )
+        if recording and self._ctx is None and self._requires_grad:
+            raise RuntimeError(
+                f"{op_class.__name__} in place: a leaf tensor that requires grad cannot be "
+                "modified in place (its gradient would be wrong); use the out-of-place op, or "
+                "wrap the update in tg.no_grad() as optimizers do"
+            )
+        if recording:
+            shadow = Tensor._make(self.data, self._requires_grad, self._ctx)
+            shadow._version = self._version
+            result = op_class.apply(shadow, *operands, **options)
+        else:
+            with autograd.no_grad():
+                result = op_class.apply(self, *operands, **options)
+        if result.shape != self.shape:
+            raise ValueError(
+                f"{op_class.__name__} in place: the result has shape {result.shape} but the "
+                f"tensor has shape {self.shape}"
+            )
+        np.copyto(self.data, result.data, casting="same_kind")
+        self._version[0] += 1
+        if recording:
+            self._ctx = result._ctx
+            self._requires_grad = True
+        return self
+
+    def relu_(self):
+        return self._inplace(Relu)
+
+    def add_(self, other):
+        return self._inplace(Add, other)
+
+    def sub_(self, other):
+        return self._inplace(Sub, other)
+
+    def mul_(self, other):
+        return self._inplace(Mul, other)
+
+    def div_(self, other):
+        return self._inplace(Div, other)
+
+    def clamp_(self, low=None, high=None):
+        return self._inplace(Clip, low=low, high=high)
+
+    clip_ = clamp_
+
+    def zero_(self):
+        return self._inplace(Mul, 0.0)
+
+    def fill_(self, value):
+        self._inplace(Mul, 0.0)
+        return self._inplace(Add, value)
+
+    def copy_(self, source):
+        """Overwrite the data with `source` (not recorded: use under tg.no_grad())."""
+        if autograd.STATE.grad_enabled and self._requires_grad:
+            raise RuntimeError("copy_ into a tensor that requires grad: use tg.no_grad()")
+        source = source.data if isinstance(source, Tensor) else np.asarray(source)
+        np.copyto(self.data, source, casting="same_kind")
+        self._version[0] += 1
+        return self
+
+
+class HookHandle:
+    """Returned by `register_hook`; `remove()` unregisters the hook."""
+
+    _next_key = 0
+
+    def __init__(self, hooks):
+        self.hooks = hooks
+        self.key = HookHandle._next_key
+        HookHandle._next_key += 1
+
+    def remove(self):
+        self.hooks.pop(self.key, None)
+
+
+def _reduced_count(shape, axis, op_name):
+    axes = normalize_axes(axis, len(shape), op_name)
+    count = 1
+    for axis_index in axes:
+        count *= shape[axis_index]
+    return count
+
+
+# -- module-level functions ----------------------------------------------------------------------
+
+
+def stack(tensors, axis=0):
+    """Join tensors of the same shape along a new axis.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.stack([tg.Tensor([1.0, 2.0]), tg.Tensor([3.0, 4.0])]).shape
+    (2, 2)
+    """
+    return Stack.apply(*(_as_tensor_operand(t) for t in tensors), axis=axis)
+
+
+def concatenate(tensors, axis=0):
+    """Join tensors along an existing axis.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.concatenate([tg.Tensor([1.0]), tg.Tensor([2.0, 3.0])]).shape
+    (3,)
+    """
+    return Concatenate.apply(*(_as_tensor_operand(t) for t in tensors), axis=axis)
+
+
+def where(condition, x, y):
+    """Elements of `x` where `condition` holds, else of `y` (differentiable in x and y).
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor([-1.0, 2.0])
+    >>> tg.where(x > 0, x, 0.0).numpy()
+    array([0., 2.], dtype=float32)
+    """
+    condition = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
+    return Where.apply(condition, _as_tensor_operand(x), _as_tensor_operand(y))
+
+
+def maximum(a, b):
+    """The elementwise maximum (ties share the gradient equally, as PyTorch).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.maximum(tg.Tensor([1.0, 5.0]), tg.Tensor([3.0, 2.0])).numpy()
+    array([3., 5.], dtype=float32)
+    """
+    return Maximum.apply(_as_tensor_operand(a), _as_tensor_operand(b))
+
+
+def _as_tensor_operand(value):
+    operand = _operand(value)
+    if operand is None:
+        raise TypeError(f"expected a Tensor, array or number, got {type(value).__name__}")
+    return operand
+
+
+# The ops import `Op` from autograd, which needs `Tensor`: import them once Tensor exists.
+from . import autograd  # noqa: E402
+from .ops.elementwise import (  # noqa: E402
+    Abs,
+    Add,
+    Cast,
+    Clip,
+    Div,
+    Exp,
+    Log,
+    Maximum,
+    Mul,
+    Neg,
+    Pow,
+    PowScalar,
+    Relu,
+    Sigmoid,
+    Sqrt,
+    Sub,
+    Tanh,
+    Where,
+)
+from .ops.linalg import MatMul  # noqa: E402
+from .ops.reduce import Max, Min, Sum, normalize_axes  # noqa: E402
+from .ops.shape import (  # noqa: E402
+    BroadcastTo,
+    Concatenate,
+    GetItem,
+    Reshape,
+    Stack,
+    Transpose,
+    normalize_index,
+)
