@@ -1,0 +1,69 @@
+"""Shared test helpers: one `check_op` that runs the same inputs through us and PyTorch."""
+
+import numpy as np
+import torch
+
+import tinygrad_ops as tg
+
+torch.set_num_threads(1)
+
+
+def random_inputs(*specs, seed=0, low=None, high=None, dtype=np.float64):
+    """Arrays for `specs`: a shape tuple makes a random array, an array is used as it is.
+
+    With `low`/`high` the values are uniform in that range (to stay in a function's
+    domain), else standard normal.
+    """
+    generator = np.random.default_rng(seed)
+    arrays = []
+    for spec in specs:
+        if isinstance(spec, tuple):
+            if low is not None or high is not None:
+                values = generator.uniform(low or 0.0, high or 1.0, size=spec)
+            else:
+                values = generator.standard_normal(spec)
+            arrays.append(np.asarray(values, dtype=dtype))
+        else:
+            arrays.append(np.asarray(spec))
+    return arrays
+
+
+def check_op(ours, theirs, *specs, seed=0, low=None, high=None, atol=1e-10, rtol=1e-8):
+    """Compare `ours(*tensors)` with `theirs(*torch_tensors)` in float64: the output, and the
+    gradient of every floating input for a random upstream gradient (not all ones, so that
+    a rule that ignores the upstream gradient fails).
+    """
+    arrays = random_inputs(*specs, seed=seed, low=low, high=high)
+    differentiable = [array.dtype.kind == "f" for array in arrays]
+    ours_in = [
+        tg.Tensor(array.copy(), requires_grad=needs)
+        for array, needs in zip(arrays, differentiable, strict=True)
+    ]
+    theirs_in = [
+        torch.tensor(array.copy(), requires_grad=needs)
+        for array, needs in zip(arrays, differentiable, strict=True)
+    ]
+    out = ours(*ours_in)
+    expected = theirs(*theirs_in)
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), atol=atol, rtol=rtol)
+    assert out.shape == tuple(expected.shape), (out.shape, tuple(expected.shape))
+    if not any(differentiable):
+        return
+    upstream = np.random.default_rng(seed + 1).standard_normal(out.shape)
+    out.backward(upstream)
+    expected.backward(torch.tensor(upstream))
+    for index, (mine, reference) in enumerate(zip(ours_in, theirs_in, strict=True)):
+        if not differentiable[index]:
+            continue
+        if reference.grad is None:
+            assert mine.grad is None or not np.any(mine.grad.numpy()), f"input {index}"
+            continue
+        assert mine.grad is not None, f"input {index} got no gradient"
+        assert mine.grad.shape == mine.shape, f"input {index}: {mine.grad.shape} != {mine.shape}"
+        np.testing.assert_allclose(
+            mine.grad.numpy(),
+            reference.grad.numpy(),
+            atol=atol,
+            rtol=rtol,
+            err_msg=f"gradient of input {index}",
+        )
