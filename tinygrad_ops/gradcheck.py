@@ -89,7 +89,8 @@ def gradcheck(
             report = (
                 f"gradcheck failed for input {index} (shape {originals[index].shape}) at "
                 f"element {tuple(int(i) for i in position)}, output element {int(row)}: "
-                f"analytic {analytic[row, element]!r}, numeric {numeric[row, element]!r} "
+                f"analytic {float(analytic[row, element])!r}, "
+                f"numeric {float(numeric[row, element])!r} "
                 f"({int(bad.sum())} of {bad.size} Jacobian entries disagree)"
             )
             if raise_exception:
