@@ -24,8 +24,10 @@ The engine
 from __future__ import annotations
 
 import functools
+import heapq
+import itertools
+import operator
 import traceback
-import weakref
 
 import numpy as np
 
@@ -140,22 +142,29 @@ class Op:
     Subclasses implement `forward(self, *arrays, **options) -> array` and
     `backward(self, grad_output) -> tuple` (one gradient per operand, None where the
     operand needs none). In `forward` they call `self.save_for_backward(...)` with the
-    arrays the backward rule needs; inputs and the output are recognised by identity, so
-    that a `create_graph` backward gets them back as Tensors.
+    arrays the backward rule needs. `self.needs_input_grad` is known before `forward`,
+    so an op saves only what its backward will read.
+
+    Saved inputs and the saved output are recognised by identity after `forward`: their
+    version counters are recorded (an in-place change makes backward raise), and a
+    `create_graph` backward gets them back as Tensors so that it is itself recorded.
     """
 
     __slots__ = (
         "inputs",
         "needs_input_grad",
         "saved",
-        "_saved_versions",
-        "_output_ref",
+        "sources",
+        "sequence",
         "graph_mode",
         "forward_trace",
         "__weakref__",
     )
     # Ops whose output is a numpy view of their input share the input's version counter.
     is_view = False
+    # Backward returns arrays it made and keeps no reference to (the engine may add into
+    # them in place); False for rules that may hand back arrays someone else holds.
+    fresh_grads = True
 
     def forward(self, *arrays, **options):  # pragma: no cover - every op overrides it
         raise NotImplementedError
@@ -173,97 +182,108 @@ class Op:
         saved = self.saved
         if saved is None:
             raise RuntimeError(_FREED_MESSAGE.format(op=type(self).__name__))
-        if self._saved_versions:
-            for version_box, version, shape in self._saved_versions:
-                if version_box[0] != version:
-                    raise RuntimeError(
-                        f"one of the tensors needed for the gradient of {type(self).__name__} "
-                        f"(shape {shape}) has been modified by an in-place operation: it is "
-                        f"at version {version_box[0]}, expected version {version}. Use the "
-                        "out-of-place op (e.g. x.relu() instead of x.relu_()) or copy the "
-                        "tensor first."
-                    )
-        if self.graph_mode:
-            values = list(saved)
-            if self._output_ref is not None:
-                index, reference = self._output_ref
-                output = reference()
-                values[index] = (
-                    output if output is not None else Tensor._make(values[index], False, None)
+        sources = self.sources
+        if sources is None:
+            return saved
+        for _, _, version_box, version in sources:
+            if version_box[0] != version:
+                raise RuntimeError(
+                    f"one of the tensors needed for the gradient of {type(self).__name__} "
+                    f"has been modified by an in-place operation: it is at version "
+                    f"{version_box[0]}, expected version {version}. Use the out-of-place op "
+                    "(e.g. x.relu() instead of x.relu_()) or copy the tensor first."
                 )
-            return tuple(values)
-        return tuple(value.data if isinstance(value, Tensor) else value for value in saved)
+        if self.graph_mode is False:
+            return saved
+        values = list(saved)
+        output = self.graph_mode if isinstance(self.graph_mode, Tensor) else None
+        for index, source, _, _ in sources:
+            if source is not None:
+                values[index] = source
+            elif output is not None and output.data is saved[index]:
+                values[index] = output
+            else:  # the output, unknown here: a constant (its own dependence is lost)
+                values[index] = Tensor._make(saved[index], False, None)
+        return tuple(values)
 
     def release(self):
         """Free the saved buffers; a later backward through this node raises."""
         if self.saved:
             self.saved = None
-            self._saved_versions = None
-            self._output_ref = None
+            self.sources = None
 
     @classmethod
     def apply(cls, *operands, **options):
         """Run the op on Tensors (or plain numbers/arrays, taken as constants) and record it."""
-        arrays = [operand.data if isinstance(operand, Tensor) else operand for operand in operands]
-        needs_input_grad = tuple(
-            isinstance(operand, Tensor) and operand._requires_grad for operand in operands
-        )
-        requires_grad = STATE.grad_enabled and True in needs_input_grad
         node = cls()
         node.saved = ()
+        # One pass over the operands: their arrays and which of them need a gradient.
+        arrays = []
+        needs_input_grad = []
+        recording = False
+        for operand in operands:
+            if isinstance(operand, Tensor):
+                arrays.append(operand.data)
+                needs = operand._requires_grad
+                recording |= needs
+                needs_input_grad.append(needs)
+            else:
+                arrays.append(operand)
+                needs_input_grad.append(False)
+        if recording and not STATE.grad_enabled:
+            recording = False
+            needs_input_grad = [False] * len(operands)
         # Known before forward, so that forward saves only what backward will read.
-        node.needs_input_grad = needs_input_grad if requires_grad else (False,) * len(operands)
+        node.needs_input_grad = needs_input_grad
         out_data = node.forward(*arrays, **options)
         if type(out_data) is not np.ndarray:
             out_data = np.asarray(out_data)
-        out = Tensor._make(out_data, requires_grad, node if requires_grad else None)
+        out = Tensor._make(out_data, recording, node if recording else None)
         if cls.is_view and out_data.base is not None and isinstance(operands[0], Tensor):
             out._version = operands[0]._version
-        if requires_grad:
+        if recording:
             node.inputs = operands
+            node.sequence = next(_SEQUENCE)
             node.graph_mode = False
-            node._output_ref = None
-            node._saved_versions = None
-            if node.saved:
-                node._link_saved(arrays, operands, out_data, out)
+            node.sources = node._find_sources(operands, out_data, out) if node.saved else None
             if STATE.anomaly:
                 node.forward_trace = "".join(traceback.format_stack()[:-1])
         return out
 
-    def _link_saved(self, arrays, operands, out_data, out):
-        """Swap saved input arrays for their Tensors and note every saved tensor's version.
+    def _find_sources(self, operands, out_data, out):
+        """Which saved values are input Tensors or the output, with their current versions.
 
-        The output stays saved as its array (holding the output Tensor would make a
-        reference cycle); a weak reference finds the Tensor for a create_graph pass.
+        The output is not held (that would make a reference cycle, output -> node ->
+        output): a create_graph pass gets it from the engine, which knows which tensor it
+        is visiting (`graph_mode` holds it then).
         """
-        linked = []
-        versions = []
+        sources = []
         for index, value in enumerate(self.saved):
             if value is out_data:
-                self._output_ref = (index, weakref.ref(out))
-                versions.append((out._version, out._version[0], out.shape))
-                linked.append(value)
+                sources.append((index, None, out._version, out._version[0]))
                 continue
-            for array, operand in zip(arrays, operands):
-                if value is array and isinstance(operand, Tensor):
-                    linked.append(operand)
-                    versions.append((operand._version, operand._version[0], operand.shape))
+            for operand in operands:
+                if isinstance(operand, Tensor) and value is operand.data:
+                    sources.append((index, operand, operand._version, operand._version[0]))
                     break
-            else:
-                linked.append(value)
-        self.saved = tuple(linked)
-        self._saved_versions = versions
+        return sources or None
+
+
+# Creation order of the nodes: a node is always created after the nodes of its inputs, so
+# sorting by it gives a topological order (PyTorch's engine orders by a sequence number too).
+_SEQUENCE = itertools.count()
 
 
 # ----------------------------------------------------------------------------------------------
 # The engine
 
 
-def unbroadcast(grad, shape: tuple, op_name: str, index: int):
+def unbroadcast(grad, shape: tuple, op, index: int):
     """Sum `grad` down to `shape`: the one place where broadcasting is undone.
 
     Broadcasting prepends dims and stretches size-1 dims; the gradient of a stretched
     input is the sum over the stretched dims (every copy received part of it).
+    `op` (a node or a name) and `index` name the input in the error for a wrong shape.
     """
     grad_shape = grad.shape
     if grad_shape == shape:
@@ -280,6 +300,7 @@ def unbroadcast(grad, shape: tuple, op_name: str, index: int):
         if extra:
             grad = grad.reshape(grad.shape[extra:])
     if grad.shape != shape:
+        op_name = op if isinstance(op, str) else type(op).__name__
         raise RuntimeError(
             f"{op_name}: the backward rule returned a gradient of shape {tuple(grad_shape)} "
             f"for input {index}, which has shape {shape}"
@@ -288,72 +309,183 @@ def unbroadcast(grad, shape: tuple, op_name: str, index: int):
 
 
 class BackwardGraph:
-    """What the engine hands a scheduler: the nodes in order, the gradients so far, and
-    `visit`, which runs one tensor's backward step.
+    """What the engine hands a scheduler: the graph, the gradients so far, and `visit`,
+    which runs one tensor's backward step.
 
     `order` lists every tensor that requires grad and reaches a wanted input, parents before
-    children (so `reversed(order)` is a valid backward order). `grads` maps `id(tensor)` to
-    the gradient accumulated so far. A scheduler must see that every tensor of `order` that
-    received a gradient is visited once, after all its consumers; `visit` does the rest.
+    children (so `reversed(order)` is a valid backward order); it is computed on first use.
+    `grads` maps `id(tensor)` to the gradient accumulated so far. A scheduler must see that
+    every tensor that received a gradient is visited once, after all its consumers; `visit`
+    does the rest. `run_sequential` is the reference walk (and the fallback of every
+    scheduler): it visits whatever gradients are pending, in a valid order.
+
+    Gradient arrays that a backward rule has just created are *owned* by the walk (`owned`
+    holds their ids): a second gradient for the same tensor is added into them in place and
+    a leaf takes them without a copy. Arrays that may be shared (the upstream gradient passed
+    straight through, views, user data) are never written to.
     """
 
-    def __init__(self, order, grads, create_graph, capture, accumulate_into_leaves):
-        self.order = order
-        self.grads = grads
+    def __init__(self, roots, wanted, create_graph, accumulate_into_leaves):
+        self.roots = roots
+        self.wanted = wanted  # ids of the tensors whose gradient tg.grad returns, else None
+        self.grads = {}
+        self.tensors = {}  # id -> tensor, for every tensor that has received a gradient
+        self.owned = set()
         self.create_graph = create_graph
-        self.capture = capture  # id -> index of a wanted input (tg.grad), else None
+        self.capture = wanted
         self.captured = {}
         self.accumulate_into_leaves = accumulate_into_leaves
-        self.visited = []
+        self.visited = []  # nodes whose backward ran, to release afterwards
+        self.scanned_segments = []  # (scheduler name, [tensors]) noted by scan schedulers
+        self._order = None
+        # With wanted inputs, only tensors on a path to one of them need a gradient.
+        self.relevant = None
+        if wanted is not None:
+            self.relevant = {id(tensor) for tensor in self.order}
+
+    @property
+    def order(self):
+        if self._order is None:
+            self._order = topological_order(self.roots, self.wanted)
+        return self._order
 
     def pop_grad(self, tensor):
+        """Remove and return the pending gradient of `tensor` (None if none arrived)."""
         return self.grads.pop(id(tensor), None)
 
-    def send(self, tensor, grad):
+    def send(self, tensor, grad, owned=False):
         """Accumulate `grad` into `tensor`'s pending gradient."""
         key = id(tensor)
-        previous = self.grads.get(key)
-        self.grads[key] = grad if previous is None else previous + grad
+        if self.relevant is not None and key not in self.relevant:
+            return
+        grads = self.grads
+        previous = grads.get(key)
+        if previous is None:
+            grads[key] = grad
+            self.tensors[key] = tensor
+            if owned:
+                self.owned.add(key)
+        elif self.create_graph:
+            grads[key] = previous + grad
+        elif key in self.owned:
+            np.add(previous, grad, out=previous)
+        else:
+            grads[key] = previous + grad
+            self.owned.add(key)
 
     def visit(self, tensor, grad):
         """Deliver the total gradient of `tensor`: hooks, capture, leaf write, or the op's
         backward rule, whose results are unbroadcast, checked, and sent to the parents."""
+        key = id(tensor)
+        owned = key in self.owned
+        if owned:
+            self.owned.discard(key)
         if tensor._hooks:
             grad = _run_hooks(tensor, grad, self.create_graph)
-        if self.capture is not None and id(tensor) in self.capture:
-            self.captured[id(tensor)] = grad
+            owned = False
+        if self.capture is not None and key in self.capture:
+            self.captured[key] = grad
+            owned = False
         node = tensor._ctx
         if node is None:
             if self.accumulate_into_leaves:
-                _accumulate_leaf(tensor, grad, self.create_graph)
+                _accumulate_leaf(tensor, grad, self.create_graph, owned)
             return
         self.visited.append(node)
-        for parent, parent_grad in self.input_grads(node, grad):
-            self.send(parent, parent_grad)
+        for parent, parent_grad, parent_owned in self.input_grads(node, grad, tensor):
+            self.send(parent, parent_grad, parent_owned)
 
-    def input_grads(self, node, grad):
-        """Run `node`'s backward rule on `grad`; yield (input tensor, checked gradient)."""
-        node.graph_mode = self.create_graph
+    def run_sequential(self):
+        """Visit every tensor with a pending gradient, one node at a time.
+
+        The next node is always the pending one created last (a max-heap on the nodes'
+        creation numbers): all its consumers were created after it, so their gradients
+        have all arrived. Leaves have no backward rule; they are visited at the end.
+        """
+        grads = self.grads
+        tensors = self.tensors
+        owned = self.owned
+        send = self.send
+        input_grads = self.input_grads
+        visited = self.visited
+        plain = self.capture is None  # no tg.grad capture: hooks are the only extra work
+        heap = []
+        leaves = []
+        queued = set(grads)
+        for key in queued:
+            tensor = tensors[key]
+            if tensor._ctx is None:
+                leaves.append(tensor)
+            else:
+                heap.append((-tensor._ctx.sequence, key))
+        heapq.heapify(heap)
+        while heap:
+            key = heapq.heappop(heap)[1]
+            tensor = tensors[key]
+            node = tensor._ctx
+            grad = grads.pop(key)
+            if plain and not tensor._hooks:
+                owned.discard(key)
+                visited.append(node)
+                for parent, parent_grad, parent_owned in input_grads(node, grad):
+                    send(parent, parent_grad, parent_owned)
+            else:
+                self.visit(tensor, grad)
+            for parent in node.inputs:
+                parent_key = id(parent)
+                if parent_key not in queued and parent_key in grads:
+                    queued.add(parent_key)
+                    if parent._ctx is None:
+                        leaves.append(parent)
+                    else:
+                        heapq.heappush(heap, (-parent._ctx.sequence, parent_key))
+        for leaf in leaves:
+            grad = grads.pop(id(leaf), None)
+            if grad is not None:
+                self.visit(leaf, grad)
+
+    def input_grads(self, node, grad, output=None):
+        """Run `node`'s backward rule on `grad`; return (input, checked gradient, owned)
+        for every input that needs a gradient. `output` is the tensor `node` produced
+        (a create_graph pass needs it when the rule reads the saved output)."""
         if self.create_graph:
-            with enable_grad():
-                grads = node.backward(grad)
+            node.graph_mode = output if output is not None else True
+            try:
+                with enable_grad():
+                    grads = node.backward(grad)
+            finally:
+                node.graph_mode = False
         else:
+            node.graph_mode = False
             grads = node.backward(grad)
-        name = type(node).__name__
-        for index, (operand, needs, input_grad) in enumerate(
-            zip(node.inputs, node.needs_input_grad, grads)
-        ):
-            if not needs or input_grad is None:
+        results = []
+        fresh = node.fresh_grads
+        for index, operand in enumerate(node.inputs):
+            input_grad = grads[index]
+            if input_grad is None or not node.needs_input_grad[index]:
                 continue
             if not self.create_graph:
                 if type(input_grad) is not np.ndarray:
                     input_grad = np.asarray(input_grad)
                 if input_grad.dtype != operand.data.dtype:
                     input_grad = input_grad.astype(operand.data.dtype)
-            input_grad = unbroadcast(input_grad, operand.shape, name, index)
+            if input_grad.shape != operand.data.shape:
+                # A sum makes a new array, so the reduced gradient is always the walk's own.
+                input_grad = unbroadcast(input_grad, operand.data.shape, node, index)
+                owned = not self.create_graph
+            else:
+                # Owned: a new array the rule made for this input alone.
+                owned = (
+                    fresh
+                    and not self.create_graph
+                    and input_grad is not grad
+                    and input_grad.base is None
+                    and all(other is not input_grad for other in grads[:index])
+                )
             if STATE.anomaly:
                 _check_finite(node, index, input_grad)
-            yield operand, input_grad
+            results.append((operand, input_grad, owned))
+        return results
 
 
 def _check_finite(node, index, grad):
@@ -387,56 +519,73 @@ def _run_hooks(tensor, grad, create_graph):
     return grad
 
 
-def _accumulate_leaf(tensor, grad, create_graph):
+def _accumulate_leaf(tensor, grad, create_graph, owned=False):
     if create_graph:
         grad_tensor = grad if isinstance(grad, Tensor) else Tensor._make(grad, False, None)
         tensor.grad = grad_tensor if tensor.grad is None else tensor.grad + grad_tensor
         return
     if isinstance(grad, Tensor):
         grad = grad.data
+        owned = False
     if tensor.grad is None:
-        # A fresh array the leaf owns: later accumulation may then add in place.
-        tensor.grad = Tensor._make(np.array(grad, dtype=tensor.data.dtype, copy=True), False, None)
+        # The leaf must own its gradient array: later calls add into it in place.
+        tensor.grad = Tensor._make(grad if owned else np.array(grad, copy=True), False, None)
+    elif tensor.grad.data.flags.writeable and tensor.grad.data.shape == grad.shape:
+        np.add(tensor.grad.data, grad, out=tensor.grad.data)
+        tensor.grad._version[0] += 1
     else:
         tensor.grad.data = tensor.grad.data + grad
+
+
+_sequence_of = operator.attrgetter("_ctx.sequence")
 
 
 def topological_order(roots, wanted=None):
     """Tensors that require grad reachable from `roots`, parents before children.
 
-    Iterative depth-first search (no recursion limit). With `wanted` (a set of ids), only
-    tensors on a path to a wanted tensor are kept: the rest need no gradient.
+    An iterative search collects the tensors (no recursion limit); sorting the non-leaves
+    by their node's creation number orders them, since a node is always created after
+    the nodes of its inputs. Leaves come first. With `wanted` (a set of ids), only tensors
+    on a path to a wanted tensor are kept: the rest need no gradient.
     """
-    order = []
-    reaches = {}  # id -> whether the tensor leads to a wanted tensor
+    seen = set()
+    leaves = []
+    interior = []
+    stack = []
     for root in roots:
-        if id(root) in reaches:
+        if id(root) not in seen:
+            seen.add(id(root))
+            stack.append(root)
+    while stack:
+        tensor = stack.pop()
+        node = tensor._ctx
+        if node is None:
+            leaves.append(tensor)
             continue
-        stack = [(root, False)]
-        while stack:
-            tensor, expanded = stack.pop()
-            key = id(tensor)
-            if expanded:
-                node = tensor._ctx
-                reach = wanted is None or key in wanted
-                if node is not None:
-                    for operand, needs in zip(node.inputs, node.needs_input_grad):
-                        if needs and reaches[id(operand)]:
-                            reach = True
-                reaches[key] = reach
-                if reach:
-                    order.append(tensor)
-                continue
-            if key in reaches:
-                continue
-            reaches[key] = False  # provisional: marks "seen"
-            stack.append((tensor, True))
-            node = tensor._ctx
-            if node is not None:
-                for operand, needs in zip(node.inputs, node.needs_input_grad):
-                    if needs and id(operand) not in reaches:
-                        stack.append((operand, False))
-    return order
+        interior.append(tensor)
+        for operand, needs in zip(node.inputs, node.needs_input_grad):
+            if needs and id(operand) not in seen:
+                seen.add(id(operand))
+                stack.append(operand)
+    interior.sort(key=_sequence_of)
+    order = leaves + interior
+    if wanted is None:
+        return order
+    reaching = set()
+    kept = []
+    for tensor in order:
+        node = tensor._ctx
+        key = id(tensor)
+        if key in wanted or (
+            node is not None
+            and any(
+                needs and id(operand) in reaching
+                for operand, needs in zip(node.inputs, node.needs_input_grad)
+            )
+        ):
+            reaching.add(key)
+            kept.append(tensor)
+    return kept
 
 
 def run_backward(
@@ -455,15 +604,7 @@ def run_backward(
     from .scheduler import resolve_scheduler
 
     wanted = None if inputs is None else {id(tensor) for tensor in inputs}
-    order = topological_order(roots, wanted)
-    grads = {}
-    graph = BackwardGraph(
-        order,
-        grads,
-        create_graph,
-        capture=wanted,
-        accumulate_into_leaves=inputs is None,
-    )
+    graph = BackwardGraph(roots, wanted, create_graph, accumulate_into_leaves=inputs is None)
     for root, seed in zip(roots, seeds):
         if create_graph and not isinstance(seed, Tensor):
             seed = Tensor._make(np.asarray(seed), False, None)
@@ -608,6 +749,7 @@ class _CustomFunctionNode(Op):
     """The tape node of a user `Function`: calls its static `backward` with Tensors."""
 
     __slots__ = ("function", "ctx")
+    fresh_grads = False  # user code may return tensors it keeps
 
     def backward(self, grad_output):
         if self.ctx._freed:
@@ -699,8 +841,8 @@ class Function:
         node.inputs = inputs
         node.needs_input_grad = ctx.needs_input_grad
         node.graph_mode = False
-        node._output_ref = None
-        node._saved_versions = None
+        node.sources = None
+        node.sequence = next(_SEQUENCE)
         if STATE.anomaly:
             node.forward_trace = "".join(traceback.format_stack()[:-1])
         return Tensor._make(result.data, True, node)

@@ -59,10 +59,10 @@ def _operand(value):
     A numpy scalar such as np.float64(2) would upcast a float32 tensor under numpy's
     promotion rules; as a Python number it is 'weak' and keeps the tensor's dtype.
     """
+    if isinstance(value, np.generic):  # first: np.float64 is also a Python float
+        return value.item()
     if isinstance(value, (Tensor, np.ndarray, bool, int, float)):
         return value
-    if isinstance(value, np.generic):
-        return value.item()
     if isinstance(value, (list, tuple)):
         return Tensor(value)
     return None
@@ -265,36 +265,60 @@ class Tensor:
     # -- arithmetic operators ------------------------------------------------------------------
 
     def __add__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is None else Add.apply(self, other)
+        if not isinstance(other, _FAST_OPERANDS):
+            other = _operand(other)
+            if other is None:
+                return NotImplemented
+        return Add.apply(self, other)
 
     def __radd__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is None else Add.apply(other, self)
+        if not isinstance(other, _FAST_OPERANDS):
+            other = _operand(other)
+            if other is None:
+                return NotImplemented
+        return Add.apply(other, self)
 
     def __sub__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is None else Sub.apply(self, other)
+        if not isinstance(other, _FAST_OPERANDS):
+            other = _operand(other)
+            if other is None:
+                return NotImplemented
+        return Sub.apply(self, other)
 
     def __rsub__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is None else Sub.apply(other, self)
+        if not isinstance(other, _FAST_OPERANDS):
+            other = _operand(other)
+            if other is None:
+                return NotImplemented
+        return Sub.apply(other, self)
 
     def __mul__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is None else Mul.apply(self, other)
+        if not isinstance(other, _FAST_OPERANDS):
+            other = _operand(other)
+            if other is None:
+                return NotImplemented
+        return Mul.apply(self, other)
 
     def __rmul__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is None else Mul.apply(other, self)
+        if not isinstance(other, _FAST_OPERANDS):
+            other = _operand(other)
+            if other is None:
+                return NotImplemented
+        return Mul.apply(other, self)
 
     def __truediv__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is None else Div.apply(self, other)
+        if not isinstance(other, _FAST_OPERANDS):
+            other = _operand(other)
+            if other is None:
+                return NotImplemented
+        return Div.apply(self, other)
 
     def __rtruediv__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is None else Div.apply(other, self)
+        if not isinstance(other, _FAST_OPERANDS):
+            other = _operand(other)
+            if other is None:
+                return NotImplemented
+        return Div.apply(other, self)
 
     def __pow__(self, exponent):
         exponent = _operand(exponent)
@@ -309,12 +333,18 @@ class Tensor:
         return NotImplemented if base is None else Pow.apply(base, self)
 
     def __matmul__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is None else MatMul.apply(self, other)
+        if not isinstance(other, _FAST_OPERANDS):
+            other = _operand(other)
+            if other is None:
+                return NotImplemented
+        return MatMul.apply(self, other)
 
     def __rmatmul__(self, other):
-        other = _operand(other)
-        return NotImplemented if other is None else MatMul.apply(other, self)
+        if not isinstance(other, _FAST_OPERANDS):
+            other = _operand(other)
+            if other is None:
+                return NotImplemented
+        return MatMul.apply(other, self)
 
     def __neg__(self):
         return Neg.apply(self)
@@ -560,6 +590,9 @@ def _reduced_count(shape, axis, op_name):
         count *= shape[axis_index]
     return count
 
+
+# Operand types an operator passes on as they are (checked first, for speed).
+_FAST_OPERANDS = (Tensor, float, int)
 
 # -- module-level functions ----------------------------------------------------------------------
 

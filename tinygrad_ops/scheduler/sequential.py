@@ -1,13 +1,14 @@
-"""The reference walk: every tensor once, in reverse topological order."""
+"""The reference walk: every tensor once, after all its consumers, one node at a time."""
 
 
 class SequentialScheduler:
-    """Visit each tensor after all its consumers, one node at a time (depth n for a chain)."""
+    """Visit the pending tensors one node at a time (depth n for a chain of n nodes).
+
+    The walk itself lives on the graph (`BackwardGraph.run_sequential`), so that every
+    other scheduler can fall back to it for the parts it does not scan.
+    """
 
     name = "sequential"
 
     def run(self, graph):
-        for tensor in reversed(graph.order):
-            grad = graph.pop_grad(tensor)
-            if grad is not None:
-                graph.visit(tensor, grad)
+        graph.run_sequential()
