@@ -265,56 +265,56 @@ class Tensor:
     # -- arithmetic operators ------------------------------------------------------------------
 
     def __add__(self, other):
-        if not isinstance(other, _FAST_OPERANDS):
+        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
             other = _operand(other)
             if other is None:
                 return NotImplemented
         return Add.apply(self, other)
 
     def __radd__(self, other):
-        if not isinstance(other, _FAST_OPERANDS):
+        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
             other = _operand(other)
             if other is None:
                 return NotImplemented
         return Add.apply(other, self)
 
     def __sub__(self, other):
-        if not isinstance(other, _FAST_OPERANDS):
+        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
             other = _operand(other)
             if other is None:
                 return NotImplemented
         return Sub.apply(self, other)
 
     def __rsub__(self, other):
-        if not isinstance(other, _FAST_OPERANDS):
+        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
             other = _operand(other)
             if other is None:
                 return NotImplemented
         return Sub.apply(other, self)
 
     def __mul__(self, other):
-        if not isinstance(other, _FAST_OPERANDS):
+        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
             other = _operand(other)
             if other is None:
                 return NotImplemented
         return Mul.apply(self, other)
 
     def __rmul__(self, other):
-        if not isinstance(other, _FAST_OPERANDS):
+        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
             other = _operand(other)
             if other is None:
                 return NotImplemented
         return Mul.apply(other, self)
 
     def __truediv__(self, other):
-        if not isinstance(other, _FAST_OPERANDS):
+        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
             other = _operand(other)
             if other is None:
                 return NotImplemented
         return Div.apply(self, other)
 
     def __rtruediv__(self, other):
-        if not isinstance(other, _FAST_OPERANDS):
+        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
             other = _operand(other)
             if other is None:
                 return NotImplemented
@@ -333,14 +333,14 @@ class Tensor:
         return NotImplemented if base is None else Pow.apply(base, self)
 
     def __matmul__(self, other):
-        if not isinstance(other, _FAST_OPERANDS):
+        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
             other = _operand(other)
             if other is None:
                 return NotImplemented
         return MatMul.apply(self, other)
 
     def __rmatmul__(self, other):
-        if not isinstance(other, _FAST_OPERANDS):
+        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
             other = _operand(other)
             if other is None:
                 return NotImplemented
@@ -591,8 +591,9 @@ def _reduced_count(shape, axis, op_name):
     return count
 
 
-# Operand types an operator passes on as they are (checked first, for speed).
-_FAST_OPERANDS = (Tensor, float, int)
+# Operand types an operator passes on as they are (checked first, for speed). Exact types:
+# np.float64 subclasses float but must go through _operand (it would upcast float32).
+_FAST_OPERANDS = frozenset((Tensor, float, int))
 
 # -- module-level functions ----------------------------------------------------------------------
 
