@@ -1,0 +1,48 @@
+"""Seeing autograd: the tape as text and as Graphviz pictures (installed as `tinygrad_ops.viz`).
+
+The engine never imports this package; it reads the engine's tape (`tensor._ctx`,
+`op.inputs`) and wraps the scheduler seam to record a backward pass.
+
+>>> import tinygrad_ops as tg
+>>> from tinygrad_ops import viz
+>>> w = tg.Tensor([[0.5, -1.0]], requires_grad=True)
+>>> loss = (w * w).sum()
+>>> len(viz.trace(loss).ops)
+2
+"""
+
+from .draw import (
+    INSTALL_HINT,
+    GraphvizNotFoundError,
+    disable_notebook_display,
+    dot_program,
+    draw,
+    enable_notebook_display,
+    render,
+)
+from .groups import ModuleCall, ModuleCalls, module_calls
+from .record import BackwardRecord, GradientInfo, RecordingScheduler, backward
+from .trace import Trace, print_tape, trace
+
+# The step-through of backward lives in step.py (its owner adds the re-export below):
+# from .step import step_backward
+
+__all__ = [
+    "INSTALL_HINT",
+    "BackwardRecord",
+    "GradientInfo",
+    "GraphvizNotFoundError",
+    "ModuleCall",
+    "ModuleCalls",
+    "RecordingScheduler",
+    "Trace",
+    "backward",
+    "disable_notebook_display",
+    "dot_program",
+    "draw",
+    "enable_notebook_display",
+    "module_calls",
+    "print_tape",
+    "render",
+    "trace",
+]

@@ -1,0 +1,627 @@
+"""`draw` and `render`: a traced graph as a Graphviz picture.
+
+The picture has a node per tensor (its name where known, its shape and dtype; optionally
+value and gradient statistics) and a node per op, with edges labelled by the shape of
+what flows along them. Colours say what a tensor is:
+
+    output        red, thick border     what backward starts from
+    parameter     orange                a named leaf that requires grad (a weight)
+    leaf          green                 an unnamed leaf that requires grad
+    input         blue                  a tensor that needs no gradient (data, targets)
+    constant      grey, small           a Python number or array operand
+    intermediate  white                 made by an op
+    op            purple, rounded       one recorded primitive
+
+With `backward=` every op is numbered in the order backward visits it; with a recorded
+backward (`viz.backward(loss)` or a `RecordingScheduler`) the edges also show the gradient
+that arrived along them (shape and norm), and scanned chain segments are drawn as one
+highlighted cluster named after the scan. With `groups=` (from `viz.module_calls`) the
+ops of each module call sit in one box; `depth=` collapses calls nested deeper than
+that into a single node each. `max_nodes` keeps the nodes nearest the output.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import shutil
+from collections import deque
+from pathlib import Path
+
+import graphviz
+import numpy as np
+
+from . import trace as trace_module
+from .groups import ModuleCalls
+from .record import BackwardRecord, GradientInfo, RecordingScheduler
+from .trace import _shape_text
+
+INSTALL_HINT = (
+    "Install Graphviz to get pictures: `sudo apt-get install graphviz` (Debian/Ubuntu), "
+    "`brew install graphviz` (macOS), `conda install graphviz`, or see "
+    "https://graphviz.org/download/ ; then run this again."
+)
+
+FONT = "Helvetica"
+
+# fill colour, border colour, extra attributes
+TENSOR_STYLES = {
+    trace_module.OUTPUT: ("#f8cecc", "#b85450", {"penwidth": "2.2"}),
+    trace_module.PARAMETER: ("#ffe6cc", "#d79b00", {}),
+    trace_module.LEAF: ("#d5e8d4", "#82b366", {}),
+    trace_module.INPUT: ("#dae8fc", "#6c8ebf", {}),
+    trace_module.CONSTANT: ("#f5f5f5", "#999999", {"fontsize": "9", "fontcolor": "#555555"}),
+    trace_module.INTERMEDIATE: ("#ffffff", "#666666", {}),
+}
+OP_STYLE = {
+    "shape": "box",
+    "style": "rounded,filled",
+    "fillcolor": "#e1d5e7",
+    "color": "#9673a6",
+}
+STEP_COLOUR = "#b03a2e"  # backward numbers and gradients
+GROUP_COLOURS = ("#f4f6fb", "#eaeef7", "#dfe5f2")  # module boxes, by nesting depth
+SCAN_STYLE = {"style": "filled,bold", "fillcolor": "#fff2cc", "color": "#d6b656"}
+
+SHOW_FLAGS = ("shape", "value", "grad")
+
+
+def _parse_show(show) -> set:
+    if show is None or show == "":
+        return set()
+    flags = set(show.split("|")) if isinstance(show, str) else set(show)
+    unknown = flags - set(SHOW_FLAGS)
+    if unknown:
+        raise ValueError(
+            f"show={show!r}: unknown item(s) {sorted(unknown)}; use any of "
+            f"{'|'.join(SHOW_FLAGS)} joined by '|', e.g. show='shape|grad'"
+        )
+    return flags
+
+
+def _number(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _statistics(values) -> str:
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return "empty"
+    if values.size == 1:
+        return _number(values.item())
+    return f"{_number(values.min())} / {_number(values.mean())} / {_number(values.max())}"
+
+
+def _grad_text(info: GradientInfo) -> str:
+    return f"∇ {_shape_text(info.shape)}  ‖{_number(info.norm)}‖"
+
+
+def _html(lines) -> str:
+    """An HTML-like Graphviz label from (text, font attributes) lines."""
+    parts = []
+    for text, attributes in lines:
+        escaped = html.escape(text, quote=False)
+        for tag, value in attributes:
+            if tag == "b":
+                escaped = f"<b>{escaped}</b>"
+            elif tag == "color":
+                escaped = f'<font color="{value}">{escaped}</font>'
+            elif tag == "size":
+                escaped = f'<font point-size="{value}">{escaped}</font>'
+        parts.append(escaped)
+    return "<" + "<br/>".join(parts) + ">"
+
+
+def _constant_text(node) -> str:
+    value = node.value
+    if np.ndim(value) == 0:
+        return _number(float(np.asarray(value)))
+    return f"const {_shape_text(node.shape)}"
+
+
+class _Picture:
+    """The display graph: what is drawn, before it becomes DOT."""
+
+    def __init__(self):
+        self.nodes = {}  # display id -> dict of graphviz attributes, in insertion order
+        self.cluster_of = {}  # display id -> cluster key (innermost), or absent
+        self.edges = []  # (source, target, attributes)
+        self.edge_keys = set()
+
+
+def _resolve_record(backward):
+    if backward is None or backward is False:
+        return None
+    if isinstance(backward, RecordingScheduler):
+        return backward.record
+    if backward is True or isinstance(backward, BackwardRecord):
+        return backward
+    raise TypeError(
+        "backward= takes True (number ops in the sequential backward order), a "
+        "BackwardRecord from viz.backward(...), or a RecordingScheduler; got "
+        f"{type(backward).__name__}"
+    )
+
+
+def draw(
+    root,
+    show="shape",
+    rankdir="LR",
+    max_nodes=400,
+    backward=None,
+    groups=None,
+    depth=None,
+    title=None,
+) -> graphviz.Digraph:
+    """The graph that produced `root` as a `graphviz.Digraph` (displays inline in Jupyter).
+
+    `show`: any of "shape", "value", "grad" joined by "|" (shape and dtype; min/mean/max of
+    the values; min/mean/max and norm of the gradients, from `.grad` or a recorded backward).
+    `rankdir`: "LR" (left to right) or "TB". `max_nodes`: draw at most this many nodes,
+    those nearest the output (None for all); the rest become one "… more" node.
+    `backward`: True numbers the ops in sequential backward order; a `BackwardRecord`
+    (from `viz.backward(root)`) or a `RecordingScheduler` numbers them as that backward
+    ran, labels edges with the gradients that flowed and draws scanned segments.
+    `groups`: a `ModuleCalls` (from `viz.module_calls(model)`): one box per module call;
+    `depth`: collapse calls nested deeper than `depth` into one node each.
+
+    >>> import tinygrad_ops as tg
+    >>> from tinygrad_ops import viz
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    >>> picture = viz.draw((x * x).sum(), backward=True)
+    >>> print(picture.source.splitlines()[0])
+    digraph tinygrad_ops {
+    """
+    flags = _parse_show(show)
+    if rankdir not in ("LR", "TB", "RL", "BT"):
+        raise ValueError(f"rankdir={rankdir!r}: use 'LR', 'TB', 'RL' or 'BT'")
+    if max_nodes is not None and max_nodes < 1:
+        raise ValueError(f"max_nodes={max_nodes}: it must be at least 1 (or None for all)")
+    if groups is not None and not isinstance(groups, ModuleCalls):
+        raise TypeError(
+            f"groups= takes the ModuleCalls from viz.module_calls(model), got "
+            f"{type(groups).__name__}"
+        )
+    record = _resolve_record(backward)
+    graph = trace_module.trace(root)
+    steps = {}
+    if record is True:
+        steps = {op_id: step for step, op_id in enumerate(graph.backward_order(), start=1)}
+        record = None
+    elif record is not None:
+        for op_id, op_node in graph.ops.items():
+            step = record.step(op_node.op)
+            if step is not None:
+                steps[op_id] = step
+
+    # 1. Which cluster (module call or scan) every node belongs to, and which are hidden
+    #    inside a collapsed call.
+    scan_of = {}  # node id -> scan cluster key
+    scan_titles = {}
+    if record is not None:
+        for number, (scan_name, tensors) in enumerate(record.scanned_segments):
+            key = f"cluster_scan_{number}"
+            members = 0
+            for tensor in tensors:
+                tensor_id = graph.node_id(tensor)
+                if tensor_id is None:
+                    continue
+                scan_of[tensor_id] = key
+                members += 1
+                producer = tensor._ctx
+                if producer is not None and id(producer) in graph.op_ids:
+                    scan_of[graph.op_ids[id(producer)]] = key
+            scan_titles[key] = f"scan: {scan_name} ({members} tensors)"
+
+    call_of = {}  # node id -> innermost ModuleCall
+    if groups is not None:
+        for op_id, op_node in graph.ops.items():
+            call = groups.call_of(op_node.op)
+            if call is not None:
+                call_of[op_id] = call
+                call_of[op_node.output] = call
+        # A leaf or constant goes into the innermost call that holds all its consumers.
+        consumers = {}
+        for edge in graph.edges:
+            if edge.target in graph.ops and edge.source not in graph.ops:
+                consumers.setdefault(edge.source, []).append(call_of.get(edge.target))
+        for node_id, calls in consumers.items():
+            if node_id in call_of or graph.tensors[node_id].kind == trace_module.OUTPUT:
+                continue
+            common = _common_call(calls)
+            if common is not None:
+                call_of[node_id] = common
+
+    def visible_call(call):
+        """The call a node is drawn in, and whether that call is collapsed into one node."""
+        if call is None or depth is None:
+            return call, False
+        while call.depth > depth:
+            call = call.parent
+        return call, call.depth == depth
+
+    display_of = {}  # node id -> display id
+    collapsed_calls = {}
+    for node_id in graph.node_order:
+        call, collapsed = visible_call(call_of.get(node_id))
+        if collapsed and node_id not in scan_of:
+            display_of[node_id] = f"call_{call.id}"
+            collapsed_calls[call.id] = call
+        else:
+            display_of[node_id] = node_id
+
+    # 2. The display edges (deduplicated where collapsing merged nodes), and the walk back
+    #    from the outputs that decides what max_nodes keeps.
+    display_edges = []
+    seen_edges = set()
+    for edge in graph.edges:
+        source, target = display_of[edge.source], display_of[edge.target]
+        merged = source != edge.source or target != edge.target
+        # Edges into a collapsed call are merged; x * x keeps its two edges (two operands).
+        key = (source, target) if merged else (source, target, edge.index)
+        if source == target or key in seen_edges:
+            continue
+        seen_edges.add(key)
+        display_edges.append((source, target, edge))
+    sources_of = {}
+    for source, target, _edge in display_edges:
+        sources_of.setdefault(target, []).append(source)
+    all_display = list(dict.fromkeys(display_of[node_id] for node_id in display_of))
+    kept = _nearest(
+        [display_of[root_id] for root_id in graph.root_ids], sources_of, all_display, max_nodes
+    )
+    dropped = len(all_display) - len(kept)
+
+    # 3. Node attributes, for kept nodes only (statistics cost time on big graphs).
+    picture = _Picture()
+    for node_id, display_id in display_of.items():
+        if display_id not in kept or display_id in picture.nodes:
+            continue
+        if display_id.startswith("call_"):
+            call = collapsed_calls[display_id[len("call_") :]]
+            picture.nodes[display_id] = _collapsed_attributes(call, graph, call_of)
+            outer = call.parent
+        elif node_id in graph.ops:
+            picture.nodes[display_id] = _op_attributes(graph.ops[node_id], steps.get(node_id))
+            outer = call_of.get(node_id)
+        else:
+            picture.nodes[display_id] = _tensor_attributes(graph.tensors[node_id], flags, record)
+            outer = call_of.get(node_id)
+        if node_id in scan_of:
+            picture.cluster_of[display_id] = scan_of[node_id]
+        elif outer is not None:
+            outer, _ = visible_call(outer)
+            if display_id.startswith("call_"):
+                # A collapsed call sits in its parent's box (if that is drawn as a box).
+                outer = collapsed_calls[display_id[len("call_") :]].parent
+            if outer is not None:
+                picture.cluster_of[display_id] = outer
+    for source, target, edge in display_edges:
+        if source in kept and target in kept:
+            picture.edges.append((source, target, _edge_attributes(edge, graph, flags, record)))
+    if dropped:
+        elided = "elided"
+        picture.nodes[elided] = {
+            "label": f"… {dropped} more nodes",
+            "shape": "note",
+            "style": "filled",
+            "fillcolor": "#eeeeee",
+            "color": "#999999",
+            "fontcolor": "#555555",
+        }
+        boundary = set()
+        for source, target, _edge in display_edges:
+            if target in kept and source not in kept and target not in boundary:
+                boundary.add(target)
+                picture.edges.append((elided, target, {"style": "dashed", "color": "#999999"}))
+
+    return _to_digraph(picture, rankdir, title, scan_titles, groups)
+
+
+def _common_call(calls):
+    """The innermost ModuleCall that encloses every call in `calls` (None if any is None)."""
+    if not calls or any(call is None for call in calls):
+        return None
+    chains = []
+    for call in calls:
+        chain = []
+        while call is not None:
+            chain.append(call)
+            call = call.parent
+        chains.append(chain[::-1])
+    common = None
+    for level in zip(*chains):
+        if all(call is level[0] for call in level):
+            common = level[0]
+        else:
+            break
+    return common
+
+
+def _nearest(roots, sources_of, all_nodes, max_nodes):
+    """The first `max_nodes` nodes met walking back from the roots (breadth first)."""
+    if max_nodes is None or max_nodes >= len(all_nodes):
+        return set(all_nodes)
+    kept = {}
+    queue = deque(roots)
+    while queue and len(kept) < max_nodes:
+        node = queue.popleft()
+        if node in kept:
+            continue
+        kept[node] = True
+        for source in sources_of.get(node, ()):
+            if source not in kept:
+                queue.append(source)
+    return set(kept)
+
+
+def _tensor_attributes(node, flags, record):
+    fill, border, extra = TENSOR_STYLES[node.kind]
+    if node.kind == trace_module.CONSTANT:
+        attributes = {
+            "label": _constant_text(node),
+            "shape": "box",
+            "style": "filled,dashed",
+            "fillcolor": fill,
+            "color": border,
+            "height": "0.25",
+        }
+        attributes.update(extra)
+        return attributes
+    lines = []
+    if node.name:
+        lines.append((node.name, [("b", None)]))
+    elif node.kind == trace_module.OUTPUT:
+        lines.append(("output", [("b", None)]))
+    if "shape" in flags:
+        lines.append((f"{_shape_text(node.shape)}  {node.dtype}", []))
+    tensor = node.tensor
+    if "value" in flags:
+        lines.append((f"value {_statistics(tensor.data)}", [("size", 9)]))
+    if "grad" in flags:
+        info = record.tensor_grad(tensor) if record is not None else None
+        if tensor.grad is not None and tensor.is_leaf:
+            grad_values = tensor.grad.data
+            norm = float(np.sqrt(np.sum(np.asarray(grad_values, dtype=np.float64) ** 2)))
+            text = f"grad {_statistics(grad_values)}  ‖{_number(norm)}‖"
+            lines.append((text, [("size", 9), ("color", STEP_COLOUR)]))
+        elif info is not None:
+            text = f"grad {_number(info.minimum)} / {_number(info.mean)} / "
+            text += f"{_number(info.maximum)}  ‖{_number(info.norm)}‖"
+            lines.append((text, [("size", 9), ("color", STEP_COLOUR)]))
+    if not lines:
+        lines.append(("", []))
+    attributes = {
+        "label": _html(lines),
+        "shape": "box",
+        "style": "filled",
+        "fillcolor": fill,
+        "color": border,
+    }
+    attributes.update(extra)
+    return attributes
+
+
+def _op_attributes(op_node, step):
+    name = op_node.op_name + (f" ({op_node.detail})" if op_node.detail else "")
+    lines = [(name, [("b", None)])]
+    if step is not None:
+        lines = [(f"#{step}", [("b", None), ("color", STEP_COLOUR)]), *lines]
+    attributes = dict(OP_STYLE)
+    attributes["label"] = _html(lines)
+    return attributes
+
+
+def _collapsed_attributes(call, graph, call_of):
+    inside = sum(1 for node_id in graph.ops if _inside(call_of.get(node_id), call))
+    lines = [
+        (call.path or "(model)", [("b", None)]),
+        (f"{call.type_name}" + (f" call #{call.call_index}" if call.call_index else ""), []),
+        (f"{inside} ops", [("size", 9), ("color", "#555555")]),
+    ]
+    return {
+        "label": _html(lines),
+        "shape": "box3d",
+        "style": "filled",
+        "fillcolor": "#e8eefc",
+        "color": "#4a6fa5",
+    }
+
+
+def _inside(call, ancestor):
+    while call is not None:
+        if call is ancestor:
+            return True
+        call = call.parent
+    return False
+
+
+def _edge_attributes(edge, graph, flags, record):
+    attributes = {}
+    lines = []
+    if "shape" in flags:
+        lines.append((_shape_text(edge.shape), []))
+    if record is not None:
+        info = None
+        if edge.source in graph.ops:
+            # op -> its output: the total gradient that arrived at the output tensor.
+            info = record.tensor_grad(graph.tensors[edge.target].tensor)
+        elif edge.target in graph.ops:
+            info = record.edge_grad(graph.ops[edge.target].op, edge.index)
+        if info is not None:
+            lines.append((_grad_text(info), [("color", STEP_COLOUR)]))
+            attributes["color"] = "#444444:" + STEP_COLOUR
+    if lines:
+        attributes["label"] = _html(lines)
+    return attributes
+
+
+def _to_digraph(picture, rankdir, title, scan_titles, groups):
+    digraph = graphviz.Digraph("tinygrad_ops")
+    digraph.attr(
+        rankdir=rankdir,
+        fontname=FONT,
+        bgcolor="white",
+        nodesep="0.25",
+        ranksep="0.35",
+        labelloc="t",
+    )
+    if title:
+        digraph.attr(label=title, fontsize="14")
+    digraph.attr("node", fontname=FONT, fontsize="10", margin="0.08,0.04", height="0.3")
+    digraph.attr("edge", fontname=FONT, fontsize="8", color="#444444", arrowsize="0.6")
+
+    # Clusters nest as the module calls do; scans are top-level clusters of their own.
+    members = {}
+    for display_id in picture.nodes:
+        members.setdefault(picture.cluster_of.get(display_id), []).append(display_id)
+    children = {}
+    call_keys = [key for key in members if key is not None and not isinstance(key, str)]
+    for call in list(call_keys):
+        # Every ancestor of a call with members must be drawn too, to hold it.
+        parent = call.parent
+        child = call
+        while parent is not None:
+            siblings = children.setdefault(parent, [])
+            if child not in siblings:
+                siblings.append(child)
+            child, parent = parent, parent.parent
+        top = children.setdefault(None, [])
+        if child not in top:
+            top.append(child)
+    order = {call.id: index for index, call in enumerate(groups.calls)} if groups else {}
+
+    def add_nodes(target, key):
+        for display_id in members.get(key, ()):
+            target.node(display_id, **picture.nodes[display_id])
+
+    def add_call(target, call):
+        # Recursion here follows the nesting of module calls (a few levels), not the graph.
+        with target.subgraph(name=f"cluster_{call.id}") as box:
+            box.attr(
+                label=call.title,
+                style="rounded,filled",
+                fillcolor=GROUP_COLOURS[min(call.depth, len(GROUP_COLOURS) - 1)],
+                color="#8a9bbd",
+                fontsize="10",
+                fontcolor="#2c3e66",
+            )
+            add_nodes(box, call)
+            for child in sorted(children.get(call, ()), key=lambda item: order[item.id]):
+                add_call(box, child)
+
+    add_nodes(digraph, None)
+    for call in sorted(children.get(None, ()), key=lambda item: order[item.id]):
+        add_call(digraph, call)
+    for key, scan_title in scan_titles.items():
+        if key not in members:
+            continue
+        with digraph.subgraph(name=key) as box:
+            box.attr(label=scan_title, fontsize="11", fontcolor="#7f6000", **SCAN_STYLE)
+            add_nodes(box, key)
+    for source, target, attributes in picture.edges:
+        digraph.edge(source, target, **attributes)
+    return digraph
+
+
+# ----------------------------------------------------------------------------------------------
+# Files
+
+
+class GraphvizNotFoundError(RuntimeError):
+    """The `dot` program is missing: the DOT text was written instead of the picture."""
+
+
+def dot_program():
+    """The path of Graphviz's `dot` program, or None when it is not installed."""
+    return shutil.which("dot")
+
+
+FORMATS = ("svg", "png", "pdf", "dot")
+
+
+def render(root, path, format=None, **draw_options) -> Path:
+    """Draw `root`'s graph (see `draw` for the options) and write it to `path`.
+
+    `format` is "svg", "png", "pdf" or "dot" (default: from the file's suffix). Returns the
+    path written. Without the `dot` program the DOT text is written next to `path` (with a
+    .dot suffix) and `GraphvizNotFoundError` says where, and how to install Graphviz.
+
+    >>> import tempfile, pathlib
+    >>> import tinygrad_ops as tg
+    >>> from tinygrad_ops import viz
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> viz.render((x * x).sum(), folder / "square.dot").read_text().startswith("digraph")
+    True
+    """
+    path = Path(path)
+    if format is None:
+        format = path.suffix.lstrip(".").lower() or "svg"
+    if format == "gv":
+        format = "dot"
+    if format not in FORMATS:
+        raise ValueError(f"format={format!r}: use one of {', '.join(FORMATS)}")
+    digraph = root if isinstance(root, graphviz.Digraph) else draw(root, **draw_options)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if format == "dot":
+        path.write_text(digraph.source, encoding="utf-8")
+        return path
+    if dot_program() is None:
+        return _write_dot_instead(digraph, path, "the Graphviz `dot` program was not found")
+    try:
+        data = digraph.pipe(format=format)
+    except graphviz.ExecutableNotFound:
+        return _write_dot_instead(digraph, path, "the Graphviz `dot` program could not be run")
+    temporary = path.with_name(path.name + ".partial")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)  # a reader never sees half a picture
+    return path
+
+
+def _write_dot_instead(digraph, path, reason):
+    dot_path = path.with_suffix(".dot")
+    dot_path.write_text(digraph.source, encoding="utf-8")
+    raise GraphvizNotFoundError(
+        f"could not write {path}: {reason}. The graph was written as DOT text to {dot_path} "
+        f"(render it later with `dot -T{path.suffix.lstrip('.') or 'svg'} {dot_path} -o "
+        f"{path}`). {INSTALL_HINT}"
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Jupyter
+
+
+def _tensor_mimebundle(tensor, include=None, exclude=None):
+    """Jupyter's rich display of a Tensor: its text, and its graph when it has one."""
+    bundle = {"text/plain": repr(tensor)}
+    if tensor._ctx is not None and dot_program() is not None:
+        bundle["image/svg+xml"] = draw(tensor).pipe(format="svg", encoding="utf-8")
+    return bundle
+
+
+def enable_notebook_display() -> None:
+    """Make Jupyter show a Tensor that has a graph as its picture (with its text).
+
+    The engine never imports viz, so this is opt-in: call it once in a notebook.
+    `disable_notebook_display()` undoes it. A `draw(...)` result displays inline anyway.
+
+    >>> import tinygrad_ops as tg
+    >>> from tinygrad_ops import viz
+    >>> viz.enable_notebook_display()
+    >>> hasattr(tg.Tensor, "_repr_mimebundle_")
+    True
+    >>> viz.disable_notebook_display()
+    """
+    from tinygrad_ops import Tensor
+
+    Tensor._repr_mimebundle_ = _tensor_mimebundle
+
+
+def disable_notebook_display() -> None:
+    """Undo `enable_notebook_display`."""
+    from tinygrad_ops import Tensor
+
+    if "_repr_mimebundle_" in Tensor.__dict__:
+        del Tensor._repr_mimebundle_

@@ -1,0 +1,300 @@
+"""`trace(root)`: the tape behind a tensor as plain data (nodes and edges), and as text.
+
+The graph is read from the tape the engine already keeps: a non-leaf tensor's `_ctx` is
+the op that made it, and `op.inputs` are that op's operands (Tensors or constants). The
+walk is an iterative depth-first search (no recursion limit), and the ids are numbers
+given in the order of that walk (`t0`, `op0`, `c0`...), never `id()`: the same graph
+always gives the same ids, the same text and the same picture.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tinygrad_ops import Tensor
+
+# What a tensor is, as far as the picture is concerned.
+OUTPUT = "output"  # a root of the trace: what you called backward on
+PARAMETER = "parameter"  # a named leaf that requires grad (nn.Parameter, or a `.name` set)
+LEAF = "leaf"  # an unnamed leaf that requires grad
+INPUT = "input"  # a tensor that does not require grad (data, targets, masks)
+CONSTANT = "constant"  # a non-Tensor operand (a Python number or a numpy array)
+INTERMEDIATE = "intermediate"  # made by a recorded op
+
+
+@dataclass
+class TensorNode:
+    """One tensor (or constant operand) of the graph."""
+
+    id: str
+    kind: str
+    shape: tuple
+    dtype: str
+    name: str | None = None
+    tensor: Tensor | None = field(default=None, repr=False, compare=False)
+    value: object = field(default=None, repr=False, compare=False)  # constants only
+
+
+@dataclass
+class OpNode:
+    """One recorded op: its class name, its operands' node ids and its output's node id."""
+
+    id: str
+    op_name: str
+    inputs: list  # node ids, one per operand, in operand order
+    output: str
+    detail: str = ""
+    op: object = field(default=None, repr=False, compare=False)
+
+
+@dataclass
+class Edge:
+    """Data flowing from `source` to `target`; `index` is the operand slot at an op."""
+
+    source: str
+    target: str
+    shape: tuple
+    index: int = 0
+
+
+def _shape_text(shape) -> str:
+    """`(4, 3)` as '4×3', a scalar as 'scalar'."""
+    if len(shape) == 0:
+        return "scalar"
+    return "×".join(str(size) for size in shape)
+
+
+def _dtype_text(dtype) -> str:
+    return str(np.dtype(dtype))
+
+
+def _is_parameter(tensor) -> bool:
+    # nn.Parameter is found by name so that viz does not need nn to be importable.
+    return any(cls.__name__ == "Parameter" for cls in type(tensor).__mro__)
+
+
+# Op attributes worth showing beside the op's name (the rest are internal bookkeeping).
+_DETAIL_SLOTS = ("exponent", "axis")
+
+
+def _op_detail(op) -> str:
+    parts = []
+    for slot in _DETAIL_SLOTS:
+        value = getattr(op, slot, None)
+        if value is not None:
+            parts.append(f"{slot}={value}")
+    return ", ".join(parts)
+
+
+class Trace:
+    """A traced graph: `tensors` and `ops` in execution order, and the `edges`.
+
+    `str(trace)` is the tape as text: one line per op in execution order, then one line
+    per op in the order the sequential backward visits them (see `print_tape`).
+    """
+
+    def __init__(self, roots):
+        self.roots = list(roots)
+        self.tensors: dict[str, TensorNode] = {}  # id -> node, in execution order
+        self.ops: dict[str, OpNode] = {}  # id -> node, in execution order
+        self.edges: list[Edge] = []
+        self.tensor_ids: dict[int, str] = {}  # id(tensor) -> node id, for lookups
+        self.op_ids: dict[int, str] = {}  # id(op) -> node id
+        self.root_ids: list[str] = []
+        self.node_order: list[str] = []  # every node id (tensor, constant, op), as created
+
+    def __len__(self) -> int:
+        """The number of nodes: tensors, constants and ops."""
+        return len(self.tensors) + len(self.ops)
+
+    def node_id(self, tensor) -> str | None:
+        """The id of `tensor` in this trace (None if it is not in it)."""
+        return self.tensor_ids.get(id(tensor))
+
+    def backward_order(self) -> list[str]:
+        """Op ids in the order the sequential scheduler visits them (the reference walk).
+
+        That walk takes the pending op created last first (every consumer of a tensor was
+        created after it), so the order is by creation number, newest first, over the ops
+        that a gradient reaches. It is what `loss.backward()` does by default.
+        """
+        from tinygrad_ops.autograd import topological_order
+
+        grad_roots = [root for root in self.roots if root.requires_grad]
+        nodes = [tensor._ctx for tensor in topological_order(grad_roots)]
+        nodes = [node for node in nodes if node is not None and id(node) in self.op_ids]
+        if all(getattr(node, "sequence", None) is not None for node in nodes):
+            nodes.sort(key=lambda node: node.sequence, reverse=True)
+        else:
+            nodes.reverse()  # reversed topological order: also a valid walk
+        return [self.op_ids[id(node)] for node in nodes]
+
+    def describe_tensor(self, node_id: str) -> str:
+        node = self.tensors[node_id]
+        if node.kind == CONSTANT:
+            return f"{node_id} const {_shape_text(node.shape)}"
+        label = f"{node_id}"
+        if node.name:
+            label += f" {node.name}"
+        return f"{label} {_shape_text(node.shape)} {node.dtype}"
+
+    def describe_op(self, op_id: str) -> str:
+        op = self.ops[op_id]
+        inputs = ", ".join(self.describe_tensor(input_id) for input_id in op.inputs)
+        detail = f"[{op.detail}]" if op.detail else ""
+        return f"{op.op_name}{detail}({inputs}) -> {self.describe_tensor(op.output)}"
+
+    def text(self) -> str:
+        """The tape as text: execution order, then backward order (see `print_tape`)."""
+        lines = [f"forward, in execution order ({len(self.ops)} ops):"]
+        for step, op_id in enumerate(self.ops, start=1):
+            lines.append(f"  {step:>4}  {op_id:<6} {self.describe_op(op_id)}")
+        order = self.backward_order()
+        lines.append(f"backward, in the order the sequential walk visits ({len(order)} ops):")
+        for step, op_id in enumerate(order, start=1):
+            lines.append(f"  {step:>4}  {op_id:<6} {self.describe_op(op_id)}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        return f"<Trace: {len(self.tensors)} tensors, {len(self.ops)} ops, {len(self.edges)} edges>"
+
+
+def _as_roots(root) -> list:
+    roots = list(root) if isinstance(root, (list, tuple)) else [root]
+    for index, tensor in enumerate(roots):
+        if not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"trace() takes a Tensor or a list of Tensors, root {index} is a "
+                f"{type(tensor).__name__}"
+            )
+    return roots
+
+
+def trace(root) -> Trace:
+    """The graph that produced `root` (a Tensor or a list of them), as a `Trace`.
+
+    Tensors and ops come in execution order (inputs before the ops that use them), with ids
+    numbered in that order; `print(trace(root))` shows the tape as text.
+
+    >>> import tinygrad_ops as tg
+    >>> from tinygrad_ops import viz
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    >>> graph = viz.trace((x * 3).sum())
+    >>> [op.op_name for op in graph.ops.values()]
+    ['Mul', 'Sum']
+    >>> print(graph)
+    forward, in execution order (2 ops):
+         1  op0    Mul(t0 2 float32, c0 const scalar) -> t1 2 float32
+         2  op1    Sum(t1 2 float32) -> t2 scalar float32
+    backward, in the order the sequential walk visits (2 ops):
+         1  op1    Sum(t1 2 float32) -> t2 scalar float32
+         2  op0    Mul(t0 2 float32, c0 const scalar) -> t1 2 float32
+    """
+    roots = _as_roots(root)
+    graph = Trace(roots)
+    root_keys = {id(tensor) for tensor in roots}
+    counters = {"tensor": 0, "op": 0, "constant": 0}
+
+    def new_id(kind, prefix):
+        number = counters[kind]
+        counters[kind] += 1
+        return f"{prefix}{number}"
+
+    def add_tensor(tensor):
+        node_id = new_id("tensor", "t")
+        if id(tensor) in root_keys:
+            kind = OUTPUT
+        elif tensor._ctx is not None:
+            kind = INTERMEDIATE
+        elif tensor.requires_grad:
+            kind = PARAMETER if (tensor.name or _is_parameter(tensor)) else LEAF
+        else:
+            kind = INPUT
+        graph.tensors[node_id] = TensorNode(
+            node_id, kind, tuple(tensor.shape), _dtype_text(tensor.dtype), tensor.name, tensor
+        )
+        graph.tensor_ids[id(tensor)] = node_id
+        graph.node_order.append(node_id)
+        return node_id
+
+    # Iterative post-order depth-first search: a tensor is emitted after all its operands,
+    # which is a valid execution order, and operands are explored in operand order.
+    for start in roots:
+        if id(start) in graph.tensor_ids:
+            continue
+        stack = [(start, False)]
+        while stack:
+            tensor, expanded = stack.pop()
+            node = tensor._ctx
+            if not expanded:
+                # A tensor may sit on the stack twice (two consumers); the copy pushed
+                # last is explored first, the other is skipped once it has been emitted.
+                if id(tensor) in graph.tensor_ids:
+                    continue
+                stack.append((tensor, True))
+                if node is not None:
+                    for operand in reversed(node.inputs):
+                        if isinstance(operand, Tensor) and id(operand) not in graph.tensor_ids:
+                            stack.append((operand, False))
+                continue
+            if id(tensor) in graph.tensor_ids:
+                continue
+            if node is None:
+                add_tensor(tensor)
+                continue
+            input_ids = []
+            edges = []
+            for index, operand in enumerate(node.inputs):
+                if isinstance(operand, Tensor):
+                    input_id = graph.tensor_ids[id(operand)]
+                    shape = tuple(operand.shape)
+                else:
+                    input_id = new_id("constant", "c")
+                    shape = tuple(np.shape(operand))
+                    graph.tensors[input_id] = TensorNode(
+                        input_id,
+                        CONSTANT,
+                        shape,
+                        _dtype_text(np.asarray(operand).dtype),
+                        value=operand,
+                    )
+                    graph.node_order.append(input_id)
+                input_ids.append(input_id)
+                edges.append((input_id, index, shape))
+            op_id = new_id("op", "op")
+            graph.node_order.append(op_id)
+            output_id = add_tensor(tensor)
+            graph.ops[op_id] = OpNode(
+                op_id, type(node).__name__, input_ids, output_id, _op_detail(node), node
+            )
+            graph.op_ids[id(node)] = op_id
+            for input_id, index, shape in edges:
+                graph.edges.append(Edge(input_id, op_id, shape, index))
+            graph.edges.append(Edge(op_id, output_id, tuple(tensor.shape)))
+    graph.root_ids = [graph.tensor_ids[id(tensor)] for tensor in roots]
+    return graph
+
+
+def print_tape(root, file=None) -> None:
+    """Print the tape of `root`: one line per op with shapes, in execution order and then in
+    the order backward visits them.
+
+    >>> import tinygrad_ops as tg
+    >>> from tinygrad_ops import viz
+    >>> w = tg.Tensor([[1.0, 2.0]], requires_grad=True)
+    >>> viz.print_tape((w @ w.T).tanh())
+    forward, in execution order (3 ops):
+         1  op0    Transpose(t0 1×2 float32) -> t1 2×1 float32
+         2  op1    MatMul(t0 1×2 float32, t1 2×1 float32) -> t2 1×1 float32
+         3  op2    Tanh(t2 1×1 float32) -> t3 1×1 float32
+    backward, in the order the sequential walk visits (3 ops):
+         1  op2    Tanh(t2 1×1 float32) -> t3 1×1 float32
+         2  op1    MatMul(t0 1×2 float32, t1 2×1 float32) -> t2 1×1 float32
+         3  op0    Transpose(t0 1×2 float32) -> t1 2×1 float32
+    """
+    print(trace(root).text(), file=file)
