@@ -136,6 +136,12 @@ class Pow(Op):
             out = np.power(a, b)
         except ValueError:
             raise broadcast_error("pow", a, b) from None
+        # A Python-number operand (2.0 ** x) as an array of out's dtype: np.where/np.log
+        # would make it a float64 array, which upcasts a float32 rule.
+        if type(a) is not np.ndarray:
+            a = np.asarray(a, dtype=out.dtype)
+        if type(b) is not np.ndarray:
+            b = np.asarray(b, dtype=out.dtype)
         zero_exponent = np.equal(b, 0)
         zero_base = (np.equal(a, 0)) & (np.greater_equal(b, 0))
         self.save_for_backward(a, b, out, zero_exponent, zero_base)
