@@ -22,10 +22,8 @@ from .draw import (
 )
 from .groups import ModuleCall, ModuleCalls, module_calls
 from .record import BackwardRecord, GradientInfo, RecordingScheduler, backward
+from .step import step_backward
 from .trace import Trace, print_tape, trace
-
-# The step-through of backward lives in step.py (its owner adds the re-export below):
-# from .step import step_backward
 
 __all__ = [
     "INSTALL_HINT",
@@ -44,5 +42,6 @@ __all__ = [
     "module_calls",
     "print_tape",
     "render",
+    "step_backward",
     "trace",
 ]

@@ -1,0 +1,218 @@
+"""`viz.step_backward`: the printed walk of a small known graph, asserted line by line."""
+
+import io
+
+import numpy as np
+import pytest
+
+import tinygrad_ops as tg
+from tinygrad_ops import viz
+
+
+def named(value, name):
+    tensor = tg.Tensor(value, requires_grad=True)
+    tensor.name = name
+    return tensor
+
+
+def scalar_graph():
+    """L = (a * b + c) * f with a=2, b=-3, c=10, f=-2 (so L = -8)."""
+    a, b, c, f = named(2.0, "a"), named(-3.0, "b"), named(10.0, "c"), named(-2.0, "f")
+    return (a * b + c) * f, (a, b, c, f)
+
+
+# The ops of this graph form a chain, so their order is forced; the four leaves may be
+# visited in any order after the ops that feed them (no test depends on one valid order).
+SCALAR_OP_STEPS = """\
+backward of t6 (scalar), scheduler sequential
+[1] op2 Mul(t4 scalar, t5 f scalar) -> t6 scalar
+    rule     out = a * b;  da = g * b, db = g * a
+    grad in  t6: 1
+    sends    t4 <- -2
+             t5 f <- 4
+[2] op1 Add(t2 scalar, t3 c scalar) -> t4 scalar
+    rule     out = a + b;  da = g, db = g
+    grad in  t4: -2
+    sends    t2 <- -2
+             t3 c <- -2
+[3] op0 Mul(t0 a scalar, t1 b scalar) -> t2 scalar
+    rule     out = a * b;  da = g * b, db = g * a
+    grad in  t2: -2
+    sends    t0 a <- 6
+             t1 b <- -4
+"""
+SCALAR_LEAF_STEPS = {
+    "leaf t0 a scalar: .grad += 6",
+    "leaf t1 b scalar: .grad += -4",
+    "leaf t3 c scalar: .grad += -2",
+    "leaf t5 f scalar: .grad += 4",
+}
+
+
+def split_walk(text):
+    """The op steps (every line except the leaf lines) and the leaf lines without their
+    step numbers; checks that the steps are numbered 1, 2, 3... in print order."""
+    lines = text.splitlines(keepends=True)
+    numbers = [int(line[1 : line.index("]")]) for line in lines if line.startswith("[")]
+    assert numbers == list(range(1, len(numbers) + 1)), numbers
+    leaf_lines = {line.split("] ", 1)[1].rstrip("\n") for line in lines if "] leaf " in line}
+    op_lines = "".join(line for line in lines if "] leaf " not in line)
+    return op_lines, leaf_lines
+
+
+def test_scalar_graph_walk_is_printed_exactly():
+    loss, _ = scalar_graph()
+    out = io.StringIO()
+    viz.step_backward(loss, file=out)
+    op_lines, leaf_lines = split_walk(out.getvalue())
+    assert op_lines == SCALAR_OP_STEPS
+    assert leaf_lines == SCALAR_LEAF_STEPS
+
+
+def test_step_backward_fills_grad_like_backward():
+    loss, leaves = scalar_graph()
+    viz.step_backward(loss, file=io.StringIO())
+    reference_loss, reference_leaves = scalar_graph()
+    reference_loss.backward()
+    for leaf, reference in zip(leaves, reference_leaves, strict=True):
+        assert leaf.grad is not None
+        np.testing.assert_array_equal(leaf.grad.numpy(), reference.grad.numpy())
+    assert [float(leaf.grad.item()) for leaf in leaves] == [6.0, -4.0, -2.0, 4.0]
+
+
+# One leaf needs a gradient (x is data), so there is exactly one valid walk.
+BROADCAST_WALK = """\
+backward of t6 (scalar), scheduler sequential
+[1] op4 Div(t5 scalar, 6) -> t6 scalar
+    rule     out = a / b;  da = g / b, db = -g * a / b**2
+    grad in  t6: 1
+    sends    t5 <- 0.1667
+[2] op3 Sum(t4 2×3) -> t5 scalar
+    rule     out = sum of a over axes;  da = g broadcast back over the summed axes
+    grad in  t5: 0.1667
+    sends    t4 <- [[0.1667, 0.1667, 0.1667],
+                    [0.1667, 0.1667, 0.1667]]
+[3] op2 Relu(t3 2×3) -> t4 2×3
+    rule     out = max(a, 0);  da = g * (a > 0)  (the subgradient 0 at a == 0, as PyTorch)
+    grad in  t4: [[0.1667, 0.1667, 0.1667],
+                  [0.1667, 0.1667, 0.1667]]
+    sends    t3 <- [[0.1667, 0.1667, 0.1667],
+                    [0.1667, 0, 0]]
+[4] op1 Add(t2 2×3, 1) -> t3 2×3
+    rule     out = a + b;  da = g, db = g
+    grad in  t3: [[0.1667, 0.1667, 0.1667],
+                  [0.1667, 0, 0]]
+    sends    t2 <- [[0.1667, 0.1667, 0.1667],
+                    [0.1667, 0, 0]]
+[5] op0 Mul(t0 x 2×3, t1 w 3) -> t2 2×3
+    rule     out = a * b;  da = g * b, db = g * a
+    grad in  t2: [[0.1667, 0.1667, 0.1667],
+                  [0.1667, 0, 0]]
+    sends    t1 w <- [0.8333, -0.3333, 0.5]   (summed from 2×3 back to 3)
+[6] leaf t1 w 3: .grad += [0.8333, -0.3333, 0.5]
+"""
+
+
+def broadcast_graph():
+    x = tg.Tensor([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
+    x.name = "x"
+    w = named([0.5, -1.0, 2.0], "w")
+    return (x * w + 1).relu().mean(), w
+
+
+def test_broadcast_walk_is_printed_exactly():
+    loss, w = broadcast_graph()
+    out = io.StringIO()
+    viz.step_backward(loss, file=out)
+    assert out.getvalue() == BROADCAST_WALK
+    # x * w + 1 = [[1.5, 3, 7], [3, -4, -11]]: ReLU passes the first row and one element
+    # of the second; dw sums x * g over the rows, (1/6) * [1 + 4, -2, 3].
+    np.testing.assert_allclose(w.grad.numpy(), [5 / 6, -2 / 6, 3 / 6], rtol=1e-6)
+
+
+def test_step_backward_prints_to_stdout_by_default(capsys):
+    loss, _ = broadcast_graph()
+    viz.step_backward(loss)
+    assert capsys.readouterr().out == BROADCAST_WALK
+
+
+def test_non_scalar_loss_takes_a_gradient():
+    x = named([1.0, -1.0], "x")
+    out = io.StringIO()
+    viz.step_backward(x * 3, gradient=np.array([1.0, 10.0], dtype=np.float32), file=out)
+    assert out.getvalue() == (
+        "backward of t1 (2), scheduler sequential\n"
+        "[1] op0 Mul(t0 x 2, 3) -> t1 2\n"
+        "    rule     out = a * b;  da = g * b, db = g * a\n"
+        "    grad in  t1: [1, 10]\n"
+        "    sends    t0 x <- [3, 30]\n"
+        "[2] leaf t0 x 2: .grad += [3, 30]\n"
+    )
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 30.0])
+
+
+def test_named_scheduler_and_scheduler_object():
+    class CountingScheduler:
+        name = "counting"
+
+        def __init__(self):
+            self.runs = 0
+
+        def run(self, graph):
+            self.runs += 1
+            for tensor in reversed(graph.order):
+                grad = graph.pop_grad(tensor)
+                if grad is not None:
+                    graph.visit(tensor, grad)
+
+    counting = CountingScheduler()
+    loss, _ = broadcast_graph()
+    out = io.StringIO()
+    viz.step_backward(loss, scheduler=counting, file=out)
+    assert counting.runs == 1
+    assert out.getvalue() == BROADCAST_WALK.replace("scheduler sequential", "scheduler counting")
+    loss, _ = broadcast_graph()
+    out = io.StringIO()
+    viz.step_backward(loss, scheduler="sequential", file=out)
+    assert out.getvalue() == BROADCAST_WALK
+
+
+def test_unknown_scheduler_and_bad_loss_are_clear_errors():
+    loss, _ = scalar_graph()
+    with pytest.raises(ValueError, match="unknown scheduler 'nope'"):
+        viz.step_backward(loss, scheduler="nope", file=io.StringIO())
+    with pytest.raises(TypeError, match="takes a Tensor, got list"):
+        viz.step_backward([1.0], file=io.StringIO())
+
+
+def test_graph_is_freed_and_retain_graph_keeps_it():
+    loss, (a, *_) = scalar_graph()
+    viz.step_backward(loss, file=io.StringIO(), retain_graph=True)
+    loss.backward()  # the graph was kept: a second backward works and accumulates
+    assert float(a.grad.item()) == 12.0
+    loss, _ = scalar_graph()
+    viz.step_backward(loss, file=io.StringIO())
+    with pytest.raises(RuntimeError, match="retain_graph=True"):
+        loss.backward()
+
+
+def test_data_inputs_get_no_gradient():
+    # Only `w` requires grad; x is data, so MatMul sends a gradient to w alone.
+    x = tg.Tensor([[1.0, 2.0]])
+    w = named([[3.0], [4.0]], "w")
+    out = io.StringIO()
+    viz.step_backward((x @ w).sum(), file=out)
+    assert out.getvalue() == (
+        "backward of t3 (scalar), scheduler sequential\n"
+        "[1] op1 Sum(t2 1×1) -> t3 scalar\n"
+        "    rule     out = sum of a over axes;  da = g broadcast back over the summed axes\n"
+        "    grad in  t3: 1\n"
+        "    sends    t2 <- [[1]]\n"
+        "[2] op0 MatMul(t0 1×2, t1 w 2×1) -> t2 1×1\n"
+        "    rule     out = a @ b;  da = g @ b^T, db = a^T @ g\n"
+        "    grad in  t2: [[1]]\n"
+        "    sends    t1 w <- [[1],\n"
+        "                      [2]]\n"
+        "[3] leaf t1 w 2×1: .grad += [[1],\n"
+        "                             [2]]\n"
+    )

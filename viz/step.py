@@ -1,0 +1,211 @@
+"""`step_backward(loss)`: run backward and print every step of it, with real numbers.
+
+The chain rule is easy to state and hard to *see*. This prints, node by node in the order
+the scheduler visits them, the op, its inputs' shapes, the rule it applies (the first line
+of the op's docstring), the gradient arriving at its output and the gradient it sends to
+each input. Leaves show the gradient that lands in their `.grad`.
+
+The engine is not changed: a wrapper scheduler runs the chosen one (sequential by
+default) and, on that one `BackwardGraph` object, wraps `input_grads` (an op's backward
+rule runs on the gradient of its output and returns one gradient per input, already summed
+back to the input's shape) and `visit` (where a leaf's gradient lands in its `.grad`).
+Tensor ids (`t0`, `op1`...) are those of `viz.trace`, so the printout and `viz.draw`'s
+picture of the same graph use the same names.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from tinygrad_ops import Tensor
+
+from .trace import trace
+
+# Ops whose operands numpy broadcasts: a gradient for a smaller operand was summed back
+# over the broadcast dims by the engine (`unbroadcast`), which the printout points out.
+_BROADCASTING_OPS = {"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Where"}
+
+
+def _shape_text(shape) -> str:
+    """`(2, 3)` as '2×3', `()` as 'scalar' (as in viz's pictures)."""
+    if len(shape) == 0:
+        return "scalar"
+    return "×".join(str(size) for size in shape)
+
+
+def _values_text(values, precision, indent) -> str:
+    """Numbers rounded to `precision` significant digits, numpy's layout for arrays."""
+    values = np.asarray(values.data if isinstance(values, Tensor) else values)
+    if values.ndim == 0:
+        return f"{float(values) + 0.0:.{precision}g}"
+    text = np.array2string(
+        values.astype(np.float64),
+        separator=", ",
+        threshold=24,
+        edgeitems=3,
+        max_line_width=100,
+        # Adding 0.0 turns -0.0 into 0.0: a student should not wonder what -0 means.
+        formatter={"float_kind": lambda value: f"{value + 0.0:.{precision}g}"},
+        prefix=" " * indent,
+    )
+    return text
+
+
+def _rule(op) -> str:
+    """The maths line of an op's docstring ('out = a * b;  da = g * b, db = g * a')."""
+    doc = type(op).__doc__ or ""
+    first = doc.strip().splitlines()[0].strip() if doc.strip() else ""
+    return first if first.startswith("out") else ""
+
+
+class _StepPrinter:
+    """A scheduler that runs `inner` and prints each visit of the backward graph."""
+
+    def __init__(self, inner, labels, names, outputs, file, precision):
+        self.inner = inner
+        self.labels = labels  # id(tensor) -> 't3 x'
+        self.names = names  # id(op) -> 'op2'
+        self.outputs = outputs  # id(op) -> the tensor it made
+        self.file = file
+        self.precision = precision
+        self.name = f"step_backward({getattr(inner, 'name', type(inner).__name__)})"
+
+    def label(self, tensor) -> str:
+        return self.labels.get(id(tensor), "t?")
+
+    def print(self, text=""):
+        print(text, file=self.file)
+
+    def run(self, graph):
+        original_visit = graph.visit
+        original_input_grads = graph.input_grads
+        step = {"number": 0}
+        seen_ops = set()
+
+        def input_grads(node, grad, *rest, **options):
+            # Every walk runs an op's backward rule through `graph.input_grads`, whether it
+            # goes through `visit` (hooks, captures) or takes the engine's fast path.
+            step["number"] += 1
+            seen_ops.add(id(node))
+            output = self.outputs.get(id(node))
+            output_label = self.label(output) if output is not None else "t?"
+            output_shape = tuple(np.shape(grad.data if isinstance(grad, Tensor) else grad))
+            operands = ", ".join(self._operand_text(operand) for operand in node.inputs)
+            self.print(
+                f"[{step['number']}] {self.names.get(id(node), 'op?')} "
+                f"{type(node).__name__}({operands}) -> {output_label} {_shape_text(output_shape)}"
+            )
+            rule = _rule(node)
+            if rule:
+                self.print(f"    rule     {rule}")
+            head = f"    grad in  {output_label}: "
+            self.print(head + _values_text(grad, self.precision, len(head)))
+            results = list(original_input_grads(node, grad, *rest, **options))
+            for position, result in enumerate(results):
+                parent, parent_grad = result[0], result[1]
+                head = "    sends    " if position == 0 else "             "
+                target = f"{self.label(parent)} <- "
+                line = head + target + _values_text(parent_grad, self.precision, len(head + target))
+                parent_shape = tuple(parent.shape)
+                if type(node).__name__ in _BROADCASTING_OPS and parent_shape != output_shape:
+                    line += (
+                        f"   (summed from {_shape_text(output_shape)} back to "
+                        f"{_shape_text(parent_shape)})"
+                    )
+                self.print(line)
+            if not results:
+                self.print("    sends    nothing (no input needs a gradient)")
+            return results
+
+        def visit(tensor, grad, *rest, **options):
+            if tensor._ctx is None:
+                step["number"] += 1
+                target = f"[{step['number']}] leaf {self.label(tensor)} "
+                target += f"{_shape_text(tensor.shape)}: .grad += "
+                self.print(target + _values_text(grad, self.precision, len(target)))
+            return original_visit(tensor, grad, *rest, **options)
+
+        # Instance attributes shadow the methods on this one graph object only.
+        graph.visit = visit
+        graph.input_grads = input_grads
+        try:
+            self.inner.run(graph)
+        finally:
+            del graph.visit
+            del graph.input_grads
+        skipped = [
+            self.label(tensor)
+            for tensor in graph.order
+            if tensor._ctx is not None and id(tensor._ctx) not in seen_ops
+        ]
+        segments = getattr(graph, "scanned_segments", None) or []
+        for scan_name, tensors in segments:
+            chain = " ".join(self.label(tensor) for tensor in tensors)
+            self.print(f"scanned by {scan_name}: {chain}")
+        if skipped:
+            self.print(
+                f"not visited one by one (their gradients came from a scan): {' '.join(skipped)}"
+            )
+
+    def _operand_text(self, operand) -> str:
+        if isinstance(operand, Tensor):
+            return f"{self.label(operand)} {_shape_text(operand.shape)}"
+        if np.ndim(operand) == 0:
+            return _values_text(operand, self.precision, 0)
+        return f"const {_shape_text(np.shape(operand))}"
+
+
+def step_backward(
+    loss, scheduler=None, file=None, gradient=None, retain_graph=False, precision=4
+) -> None:
+    """Run `loss.backward()` for real, printing each step: op, shapes, rule, gradients.
+
+    Numbers are rounded to `precision` significant digits. Each op step shows the gradient
+    arriving at its output (`grad in`) and what its backward rule sends to each input;
+    each leaf step shows what is added to its `.grad`. Names are `viz.trace`'s ids followed
+    by the tensor's `.name` when set. `scheduler` is any name or object
+    `backward(scheduler=...)` accepts.
+
+    >>> import tinygrad_ops as tg
+    >>> from tinygrad_ops import viz
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    >>> x.name = "x"
+    >>> viz.step_backward((x * x).sum())
+    backward of t2 (scalar), scheduler sequential
+    [1] op1 Sum(t1 2) -> t2 scalar
+        rule     out = sum of a over axes;  da = g broadcast back over the summed axes
+        grad in  t2: 1
+        sends    t1 <- [1, 1]
+    [2] op0 Mul(t0 x 2, t0 x 2) -> t1 2
+        rule     out = a * b;  da = g * b, db = g * a
+        grad in  t1: [1, 1]
+        sends    t0 x <- [1, 2]
+                 t0 x <- [1, 2]
+    [3] leaf t0 x 2: .grad += [2, 4]
+    >>> x.grad.numpy()
+    array([2., 4.], dtype=float32)
+    """
+    from tinygrad_ops.scheduler import resolve_scheduler
+
+    if not isinstance(loss, Tensor):
+        raise TypeError(f"step_backward takes a Tensor, got {type(loss).__name__}")
+    file = sys.stdout if file is None else file
+    inner = resolve_scheduler(scheduler)
+    graph = trace(loss)
+    labels = {}
+    for node_id, node in graph.tensors.items():
+        if node.tensor is not None:
+            labels[id(node.tensor)] = f"{node_id} {node.name}" if node.name else node_id
+    names = {id(op_node.op): op_id for op_id, op_node in graph.ops.items()}
+    outputs = {
+        id(op_node.op): graph.tensors[op_node.output].tensor for op_node in graph.ops.values()
+    }
+    printer = _StepPrinter(inner, labels, names, outputs, file, precision)
+    inner_name = getattr(inner, "name", type(inner).__name__)
+    print(
+        f"backward of {printer.label(loss)} ({_shape_text(loss.shape)}), scheduler {inner_name}",
+        file=file,
+    )
+    loss.backward(gradient, retain_graph=retain_graph, scheduler=printer)
