@@ -11,6 +11,7 @@ from .tensor import Tensor, concatenate, maximum, stack, where  # noqa: I001 (mu
 from .autograd import Function, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad
 from .creation import arange, eye, full, ones, ones_like, rand, randn, zeros, zeros_like
 from .gradcheck import GradcheckError, gradcheck
+from . import functional
 from .scheduler import (
     available_schedulers,
     get_default_scheduler,
@@ -31,6 +32,7 @@ __all__ = [
     "enable_grad",
     "eye",
     "full",
+    "functional",
     "get_default_scheduler",
     "grad",
     "gradcheck",

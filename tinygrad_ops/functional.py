@@ -1,0 +1,318 @@
+"""The functional API (`from tinygrad_ops import functional as F`): activations, softmax, the
+norms, the linear layer and the losses, with PyTorch's names and semantics.
+
+Each function checks its arguments and applies one fused primitive from `ops/nn.py`
+(one tape node, a backward rule derived by hand in `docs/derivations.md`), except relu,
+sigmoid and tanh, which are core primitives already.
+
+>>> import tinygrad_ops as tg
+>>> from tinygrad_ops import functional as F
+>>> F.softmax(tg.Tensor([[1.0, 1.0]])).numpy()
+array([[0.5, 0.5]], dtype=float32)
+"""
+
+import numpy as np
+
+from .ops.nn import (
+    BatchNorm,
+    CrossEntropy,
+    Dropout,
+    Gelu,
+    LayerNorm,
+    LeakyRelu,
+    Linear,
+    LogSoftmax,
+    MSELoss,
+    RMSNorm,
+    Softmax,
+)
+from .tensor import Tensor
+
+__all__ = [
+    "batch_norm",
+    "cross_entropy",
+    "dropout",
+    "gelu",
+    "layer_norm",
+    "leaky_relu",
+    "linear",
+    "log_softmax",
+    "mse_loss",
+    "relu",
+    "rms_norm",
+    "sigmoid",
+    "softmax",
+    "tanh",
+]
+
+# The generator dropout draws from when it is given neither `generator` nor `seed`.
+_default_generator = np.random.default_rng()
+
+
+def _tensor(value, name, op_name):
+    """A Tensor for `value` (Tensors as they are; arrays and lists wrapped, as constants)."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, (np.ndarray, list, tuple, int, float)):
+        return Tensor(value)
+    raise TypeError(f"{op_name}: {name} must be a Tensor, got {type(value).__name__}")
+
+
+def _optional_tensor(value, name, op_name):
+    return None if value is None else _tensor(value, name, op_name)
+
+
+def _shape_tuple(normalized_shape):
+    if isinstance(normalized_shape, (int, np.integer)):
+        return (int(normalized_shape),)
+    return tuple(int(size) for size in normalized_shape)
+
+
+# ----------------------------------------------------------------------------------------------
+# Activations
+
+
+def relu(x, inplace=False):
+    """max(x, 0); with `inplace=True`, written into x (`x.relu_()`, version counter bumped).
+
+    >>> import tinygrad_ops as tg
+    >>> relu(tg.Tensor([-1.0, 2.0])).numpy()
+    array([0., 2.], dtype=float32)
+    """
+    x = _tensor(x, "x", "relu")
+    return x.relu_() if inplace else x.relu()
+
+
+def leaky_relu(x, negative_slope=0.01):
+    """x where x > 0, else negative_slope * x.
+
+    >>> import tinygrad_ops as tg
+    >>> leaky_relu(tg.Tensor([-2.0, 3.0]), 0.5).numpy()
+    array([-1.,  3.], dtype=float32)
+    """
+    return LeakyRelu.apply(_tensor(x, "x", "leaky_relu"), negative_slope=float(negative_slope))
+
+
+def gelu(x):
+    """The exact GELU: x Φ(x), with Φ the standard normal CDF written with erf.
+
+    >>> import tinygrad_ops as tg
+    >>> gelu(tg.Tensor([0.0, 1.0], dtype=np.float64)).numpy().round(6)
+    array([0.      , 0.841345])
+    """
+    return Gelu.apply(_tensor(x, "x", "gelu"))
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)), stable for large |x| (exp is only taken of -|x|).
+
+    >>> import tinygrad_ops as tg
+    >>> sigmoid(tg.Tensor([-1000.0, 0.0, 1000.0])).numpy()
+    array([0. , 0.5, 1. ], dtype=float32)
+    """
+    return _tensor(x, "x", "sigmoid").sigmoid()
+
+
+def tanh(x):
+    """The hyperbolic tangent.
+
+    >>> import tinygrad_ops as tg
+    >>> tanh(tg.Tensor([0.0, 1000.0])).numpy()
+    array([0., 1.], dtype=float32)
+    """
+    return _tensor(x, "x", "tanh").tanh()
+
+
+# ----------------------------------------------------------------------------------------------
+# softmax
+
+
+def softmax(x, axis=-1):
+    """exp(x) / sum(exp(x)) along `axis`, computed as exp(x - max) for stability.
+
+    -inf entries (masks) get probability 0 and gradient 0; a slice of only -inf gives NaN,
+    as in PyTorch. float16 is computed in float32 and returned as float16.
+
+    >>> import tinygrad_ops as tg
+    >>> softmax(tg.Tensor([[0.0, 1e30, -np.inf]])).numpy()
+    array([[0., 1., 0.]], dtype=float32)
+    """
+    return Softmax.apply(_tensor(x, "x", "softmax"), axis=axis)
+
+
+def log_softmax(x, axis=-1):
+    """x - logsumexp(x) along `axis` (stable: the max is subtracted first).
+
+    >>> import tinygrad_ops as tg
+    >>> log_softmax(tg.Tensor([0.0, 0.0])).numpy().round(4)
+    array([-0.6931, -0.6931], dtype=float32)
+    """
+    return LogSoftmax.apply(_tensor(x, "x", "log_softmax"), axis=axis)
+
+
+# ----------------------------------------------------------------------------------------------
+# Norms
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last len(normalized_shape) dims (biased variance), then x̂ w + b.
+
+    >>> import tinygrad_ops as tg
+    >>> layer_norm(tg.Tensor([[1.0, 3.0]]), (2,)).numpy().round(3)
+    array([[-1.,  1.]], dtype=float32)
+    """
+    return LayerNorm.apply(
+        _tensor(x, "x", "layer_norm"),
+        _optional_tensor(weight, "weight", "layer_norm"),
+        _optional_tensor(bias, "bias", "layer_norm"),
+        normalized_shape=_shape_tuple(normalized_shape),
+        eps=float(eps),
+    )
+
+
+def rms_norm(x, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x²) + eps) over the last len(normalized_shape) dims, times weight.
+
+    `eps=None` uses the machine epsilon of x's dtype, as PyTorch does.
+
+    >>> import tinygrad_ops as tg
+    >>> rms_norm(tg.Tensor([[3.0, 4.0]]), (2,), eps=0.0).numpy().round(4)
+    array([[0.8485, 1.1314]], dtype=float32)
+    """
+    x = _tensor(x, "x", "rms_norm")
+    if eps is None:
+        eps = float(np.finfo(x.dtype).eps) if x.dtype.kind == "f" else 0.0
+    return RMSNorm.apply(
+        x,
+        _optional_tensor(weight, "weight", "rms_norm"),
+        normalized_shape=_shape_tuple(normalized_shape),
+        eps=float(eps),
+    )
+
+
+def batch_norm(
+    x,
+    running_mean,
+    running_var,
+    weight=None,
+    bias=None,
+    training=False,
+    momentum=0.1,
+    eps=1e-5,
+):
+    """Normalise each channel of an (N, C) or (N, C, L) input, then x̂ w + b.
+
+    Training: the batch mean and biased variance normalise; running_mean and running_var
+    (Tensors, or None) are updated in place: r = (1 - momentum) r + momentum s, with the
+    unbiased variance for running_var (their version counters are bumped). Eval: the
+    running statistics normalise.
+
+    >>> import tinygrad_ops as tg
+    >>> mean, var = tg.zeros(1), tg.ones(1)
+    >>> batch_norm(tg.Tensor([[1.0], [3.0]]), mean, var, training=True).numpy().round(3)
+    array([[-1.],
+           [ 1.]], dtype=float32)
+    >>> mean.numpy(), var.numpy()
+    (array([0.2], dtype=float32), array([1.1], dtype=float32))
+    """
+    x = _tensor(x, "x", "batch_norm")
+    stats = []
+    for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
+        if stat is not None and not isinstance(stat, Tensor):
+            raise TypeError(
+                f"batch_norm: {name} must be a Tensor (updated in place) or None, "
+                f"got {type(stat).__name__}"
+            )
+        if stat is not None and stat.dtype.kind != "f":
+            raise TypeError(f"batch_norm: {name} must be floating point, got {stat.dtype}")
+        stats.append(stat)
+    if not 0.0 <= momentum <= 1.0:
+        raise ValueError(f"batch_norm: momentum must be in [0, 1], got {momentum}")
+    update = training and any(stat is not None for stat in stats)
+    out = BatchNorm.apply(
+        x,
+        _optional_tensor(weight, "weight", "batch_norm"),
+        _optional_tensor(bias, "bias", "batch_norm"),
+        running_mean=None if stats[0] is None else stats[0].data,
+        running_var=None if stats[1] is None else stats[1].data,
+        training=bool(training),
+        momentum=float(momentum),
+        eps=float(eps),
+    )
+    if update:
+        for stat in stats:
+            if stat is not None:
+                stat._version[0] += 1
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Linear layer, losses, dropout
+
+
+def linear(x, weight, bias=None):
+    """x Wᵀ + b, with weight of shape (out_features, in_features) as in PyTorch (one node).
+
+    >>> import tinygrad_ops as tg
+    >>> linear(tg.Tensor([[1.0, 2.0]]), tg.Tensor([[1.0, 1.0]]), tg.Tensor([0.5])).numpy()
+    array([[3.5]], dtype=float32)
+    """
+    return Linear.apply(
+        _tensor(x, "x", "linear"),
+        _tensor(weight, "weight", "linear"),
+        _optional_tensor(bias, "bias", "linear"),
+    )
+
+
+def cross_entropy(logits, target, reduction="mean"):
+    """-log softmax(logits)[target], with integer class targets, fused in one node.
+
+    logits (N, C) with target (N,), or (N, C, d...) with target (N, d...), or (C,) with a
+    0-d target. `reduction` is "mean", "sum" or "none". A target outside [0, C) is an
+    IndexError.
+
+    >>> import tinygrad_ops as tg
+    >>> logits = tg.Tensor([[0.0, 0.0], [0.0, 0.0]])
+    >>> round(cross_entropy(logits, np.array([0, 1])).item(), 4)
+    0.6931
+    """
+    if isinstance(target, Tensor):
+        target = target.data
+    target = np.asarray(target)
+    return CrossEntropy.apply(
+        _tensor(logits, "logits", "cross_entropy"), target, reduction=reduction
+    )
+
+
+def mse_loss(input, target, reduction="mean"):
+    """mean((input - target)²) (or "sum", or "none" for the elementwise squares).
+
+    >>> import tinygrad_ops as tg
+    >>> mse_loss(tg.Tensor([1.0, 3.0]), tg.Tensor([0.0, 0.0])).item()
+    5.0
+    """
+    return MSELoss.apply(
+        _tensor(input, "input", "mse_loss"),
+        _tensor(target, "target", "mse_loss"),
+        reduction=reduction,
+    )
+
+
+def dropout(x, p=0.5, training=True, generator=None, seed=None):
+    """Zero each element with probability p and scale the rest by 1 / (1 - p) (training);
+    the identity in eval. Draws from `generator` (a numpy Generator), else from a new one
+    seeded with `seed`, else from the module's default generator.
+
+    >>> import tinygrad_ops as tg
+    >>> out = dropout(tg.ones(6), p=0.5, seed=0)
+    >>> sorted(set(out.numpy().tolist()))
+    [0.0, 2.0]
+    """
+    x = _tensor(x, "x", "dropout")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return x
+    if generator is None:
+        generator = np.random.default_rng(seed) if seed is not None else _default_generator
+    return Dropout.apply(x, p=float(p), generator=generator)
