@@ -405,10 +405,13 @@ class BackwardGraph:
         grads = self.grads
         tensors = self.tensors
         owned = self.owned
-        send = self.send
         input_grads = self.input_grads
         visited = self.visited
-        plain = self.capture is None  # no tg.grad capture: hooks are the only extra work
+        heappop = heapq.heappop
+        heappush = heapq.heappush
+        # The plain case (no tg.grad capture, no create_graph, no anomaly mode) is inlined:
+        # it is the hot loop of every training step.
+        plain = self.capture is None and not self.create_graph and not STATE.anomaly
         heap = []
         leaves = []
         queued = set(grads)
@@ -420,7 +423,7 @@ class BackwardGraph:
                 heap.append((-tensor._ctx.sequence, key))
         heapq.heapify(heap)
         while heap:
-            key = heapq.heappop(heap)[1]
+            key = heappop(heap)[1]
             tensor = tensors[key]
             node = tensor._ctx
             grad = grads.pop(key)
@@ -428,9 +431,25 @@ class BackwardGraph:
                 owned.discard(key)
                 visited.append(node)
                 for parent, parent_grad, parent_owned in input_grads(node, grad):
-                    send(parent, parent_grad, parent_owned)
-            else:
-                self.visit(tensor, grad)
+                    parent_key = id(parent)
+                    previous = grads.get(parent_key)
+                    if previous is None:  # first gradient for parent: queue it
+                        grads[parent_key] = parent_grad
+                        tensors[parent_key] = parent
+                        if parent_owned:
+                            owned.add(parent_key)
+                        queued.add(parent_key)
+                        if parent._ctx is None:
+                            leaves.append(parent)
+                        else:
+                            heappush(heap, (-parent._ctx.sequence, parent_key))
+                    elif parent_key in owned:
+                        np.add(previous, parent_grad, out=previous)
+                    else:
+                        grads[parent_key] = previous + parent_grad
+                        owned.add(parent_key)
+                continue
+            self.visit(tensor, grad)
             for parent in node.inputs:
                 parent_key = id(parent)
                 if parent_key not in queued and parent_key in grads:
@@ -438,7 +457,7 @@ class BackwardGraph:
                     if parent._ctx is None:
                         leaves.append(parent)
                     else:
-                        heapq.heappush(heap, (-parent._ctx.sequence, parent_key))
+                        heappush(heap, (-parent._ctx.sequence, parent_key))
         for leaf in leaves:
             grad = grads.pop(id(leaf), None)
             if grad is not None:
@@ -480,7 +499,7 @@ class BackwardGraph:
                     and not self.create_graph
                     and input_grad is not grad
                     and input_grad.base is None
-                    and all(other is not input_grad for other in grads[:index])
+                    and (index == 0 or all(other is not input_grad for other in grads[:index]))
                 )
             if STATE.anomaly:
                 _check_finite(node, index, input_grad)
