@@ -299,7 +299,10 @@ class Where(Op):
         try:
             out = np.where(condition, a, b)
         except ValueError:
-            raise broadcast_error("where", a, b) from None
+            raise ValueError(
+                f"where: condition, x and y of shapes {condition.shape}, {np.shape(a)} and "
+                f"{np.shape(b)} cannot be broadcast together"
+            ) from None
         self.save_for_backward(condition)
         return out
 

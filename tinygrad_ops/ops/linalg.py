@@ -26,9 +26,16 @@ class MatMul(Op):
         try:
             return np.matmul(a, b)
         except ValueError:
+            inner_a = np.shape(a)[-1]
+            inner_b = np.shape(b)[-2] if np.ndim(b) > 1 else np.shape(b)[0]
+            if inner_a == inner_b:  # the inner dims agree: the batch dims do not broadcast
+                raise ValueError(
+                    f"matmul: shapes {np.shape(a)} and {np.shape(b)} have batch dims "
+                    f"{np.shape(a)[:-2]} and {np.shape(b)[:-2]} that cannot be broadcast together"
+                ) from None
             raise ValueError(
                 f"matmul: shapes {np.shape(a)} and {np.shape(b)} are not aligned "
-                f"({np.shape(a)[-1]} != {np.shape(b)[-2] if np.ndim(b) > 1 else np.shape(b)[0]})"
+                f"({inner_a} != {inner_b})"
             ) from None
 
     def backward(self, grad_output):
