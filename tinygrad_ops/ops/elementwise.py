@@ -320,6 +320,9 @@ class Clip(Op):
     __slots__ = ()
 
     def forward(self, a, low=None, high=None):
+        # numpy-scalar bounds as Python numbers: np.float64 bounds would upcast a float32 a
+        low = low.item() if isinstance(low, np.generic) else low
+        high = high.item() if isinstance(high, np.generic) else high
         inside = np.ones(a.shape, dtype=bool)
         if low is not None:
             inside &= a >= low
