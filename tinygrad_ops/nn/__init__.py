@@ -1,0 +1,39 @@
+"""Neural-network building blocks: `Module`, `Parameter` and layers, named as in
+`torch.nn` so that a model definition and a state dict carry over.
+
+>>> import tinygrad_ops as tg
+>>> from tinygrad_ops import nn
+>>> tg.manual_seed(0)
+>>> model = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1))
+>>> model(tg.zeros(4, 2)).shape
+(4, 1)
+"""
+
+from .activation import GELU, Dropout, Flatten, ReLU, Sigmoid, Tanh
+from .container import Sequential
+from .init import get_rng_state, manual_seed, set_rng_state
+from .linear import Linear
+from .module import Module, Parameter, RemovableHandle
+from .normalization import BatchNorm1d, LayerNorm, RMSNorm
+from .rnn import RNNCell
+
+__all__ = [
+    "GELU",
+    "BatchNorm1d",
+    "Dropout",
+    "Flatten",
+    "LayerNorm",
+    "Linear",
+    "Module",
+    "Parameter",
+    "RMSNorm",
+    "RNNCell",
+    "ReLU",
+    "RemovableHandle",
+    "Sequential",
+    "Sigmoid",
+    "Tanh",
+    "get_rng_state",
+    "manual_seed",
+    "set_rng_state",
+]

@@ -1,0 +1,156 @@
+"""Normalisation layers: LayerNorm, RMSNorm (per sample) and BatchNorm1d (per feature,
+over the batch, with running statistics kept as buffers)."""
+
+import numpy as np
+
+from .. import functional as F  # noqa: N812 (the PyTorch convention)
+from ..tensor import DEFAULT_DTYPE, Tensor
+from .module import Module, Parameter
+
+
+def _as_shape(normalized_shape):
+    if isinstance(normalized_shape, int):
+        return (normalized_shape,)
+    return tuple(normalized_shape)
+
+
+class LayerNorm(Module):
+    """Normalise over the last len(normalized_shape) dims to zero mean and unit variance,
+    then scale by `weight` (ones) and shift by `bias` (zeros): Ba, Kiros & Hinton 2016.
+
+    >>> import tinygrad_ops as tg
+    >>> layer = tg.nn.LayerNorm(4)
+    >>> out = layer(tg.randn(2, 4, seed=0))
+    >>> [round(float(v), 4) for v in out.numpy().mean(axis=1)]
+    [0.0, 0.0]
+    """
+
+    def __init__(
+        self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, dtype=DEFAULT_DTYPE
+    ):
+        super().__init__()
+        self.normalized_shape = _as_shape(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(self.normalized_shape, dtype=dtype))
+            if bias:
+                self.bias = Parameter(np.zeros(self.normalized_shape, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
+
+
+class RMSNorm(Module):
+    """Divide by the root mean square over the last dims, then scale by `weight` (ones):
+    Zhang & Sennrich 2019. `eps=None` uses the dtype's machine epsilon, as PyTorch.
+
+    >>> import tinygrad_ops as tg
+    >>> out = tg.nn.RMSNorm(2)(tg.Tensor([[3.0, 4.0]]))
+    >>> [round(float(v), 3) for v in out.numpy()[0]]
+    [0.849, 1.131]
+    """
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, dtype=DEFAULT_DTYPE):
+        super().__init__()
+        self.normalized_shape = _as_shape(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(self.normalized_shape, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
+
+
+class BatchNorm1d(Module):
+    """Normalise each feature over the batch (Ioffe & Szegedy 2015); input (N, C) or
+    (N, C, L). In training mode the batch statistics are used and the running ones
+    updated (running = (1 - momentum) running + momentum batch, with the unbiased batch
+    variance); in eval mode the running statistics are used. `momentum=None` uses the
+    cumulative average 1/num_batches_tracked, as PyTorch.
+
+    >>> import tinygrad_ops as tg
+    >>> layer = tg.nn.BatchNorm1d(3)
+    >>> _ = layer(tg.randn(8, 3, seed=0))
+    >>> [name for name, _ in layer.state_dict().items()]
+    ['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']
+    """
+
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        dtype=DEFAULT_DTYPE,
+    ):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(np.ones(num_features, dtype=dtype))
+            self.bias = Parameter(np.zeros(num_features, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", Tensor(np.zeros(num_features, dtype=dtype)))
+            self.register_buffer("running_var", Tensor(np.ones(num_features, dtype=dtype)))
+            self.register_buffer("num_batches_tracked", Tensor(np.array(0, dtype=np.int64)))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def forward(self, x):
+        if x.ndim not in (2, 3) or x.shape[1] != self.num_features:
+            raise ValueError(
+                f"BatchNorm1d({self.num_features}): expected an input of shape (N, "
+                f"{self.num_features}) or (N, {self.num_features}, L), got {x.shape}"
+            )
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.data += 1
+            self.num_batches_tracked._version[0] += 1
+            if self.momentum is None:
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        # Batch statistics in training, or always when no running statistics are kept.
+        use_batch_statistics = self.training or not self.track_running_stats
+        return F.batch_norm(
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            training=use_batch_statistics,
+            momentum=momentum,
+            eps=self.eps,
+        )
+
+    def extra_repr(self):
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+        )

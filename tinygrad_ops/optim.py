@@ -1,0 +1,377 @@
+"""Optimizers (SGD, Adam, AdamW) and learning-rate schedulers (StepLR, CosineAnnealingLR).
+
+Each optimizer follows the update rule of its PyTorch namesake step for step (the
+pseudocode in PyTorch's documentation for torch.optim.SGD / Adam / AdamW), so the same
+model trained with the same gradients ends at the same parameters. The per-parameter
+state (momentum buffers, Adam's moments) is kept as numpy arrays; the parameters are
+updated in place under `no_grad`, which bumps their version counters, so a graph that
+saved a parameter before the step refuses to backward through the stale value.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .autograd import no_grad
+from .tensor import Tensor
+
+
+class Optimizer:
+    """Base class: holds parameter groups (each a dict with "params" and hyperparameters)
+    and per-parameter state; subclasses write `step`.
+
+    `params` is an iterable of Parameters, or of dicts {"params": [...], "lr": ...} to give
+    groups their own hyperparameters, as in PyTorch.
+    """
+
+    def __init__(self, params, defaults):
+        self.defaults = dict(defaults)
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params must be an iterable of tensors (model.parameters()), not a single Tensor"
+            )
+        params = list(params)
+        if not params:
+            raise ValueError("the optimizer got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        self.param_groups = []
+        self.state = {}  # id(parameter) -> dict of numbers and numpy arrays
+        seen = set()
+        for group in groups:
+            group_params = group["params"]
+            group_params = (
+                [group_params] if isinstance(group_params, Tensor) else list(group_params)
+            )
+            for index, parameter in enumerate(group_params):
+                if not isinstance(parameter, Tensor):
+                    raise TypeError(
+                        f"the optimizer can only optimize Tensors, item {index} is a "
+                        f"{type(parameter).__name__}"
+                    )
+                if not parameter.requires_grad:
+                    raise ValueError(f"parameter {index} does not require grad")
+                if id(parameter) in seen:
+                    raise ValueError("a parameter appears more than once in the optimizer")
+                seen.add(id(parameter))
+            self.param_groups.append({**self.defaults, **group, "params": group_params})
+
+    def zero_grad(self):
+        """Forget every parameter's gradient (set it to None, as PyTorch does by default)."""
+        for group in self.param_groups:
+            for parameter in group["params"]:
+                parameter.grad = None
+
+    def step(self):  # pragma: no cover - every optimizer overrides it
+        raise NotImplementedError
+
+    def _parameters_with_grads(self, group):
+        for parameter in group["params"]:
+            if parameter.grad is not None:
+                yield parameter, parameter.grad.data
+
+    @staticmethod
+    def _update(parameter, new_value):
+        """Write `new_value` into the parameter in place (bumping its version counter)."""
+        with no_grad():
+            parameter.copy_(new_value)
+
+    # -- state dicts: parameters are referred to by their position, as in PyTorch ----------
+
+    def state_dict(self):
+        """{"state": {index: {...}}, "param_groups": [{hyperparameters, "params": [index]}]}
+        with parameters numbered in group order; arrays are copies."""
+        groups = []
+        state = {}
+        index = 0
+        for group in self.param_groups:
+            indices = []
+            for parameter in group["params"]:
+                if id(parameter) in self.state:
+                    state[index] = {
+                        key: value.copy() if isinstance(value, np.ndarray) else value
+                        for key, value in self.state[id(parameter)].items()
+                    }
+                indices.append(index)
+                index += 1
+            settings = {key: value for key, value in group.items() if key != "params"}
+            groups.append({**settings, "params": indices})
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Restore a state dict from `state_dict()` of an optimizer over the same parameters."""
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError(
+                f"the state dict has {len(groups)} parameter groups, this optimizer has "
+                f"{len(self.param_groups)}"
+            )
+        parameters = []
+        for number, (saved, group) in enumerate(zip(groups, self.param_groups)):
+            if len(saved["params"]) != len(group["params"]):
+                raise ValueError(
+                    f"parameter group {number}: the state dict has {len(saved['params'])} "
+                    f"parameters, this optimizer has {len(group['params'])}"
+                )
+            parameters.extend(zip(saved["params"], group["params"]))
+        new_state = {}
+        saved_state = {int(key): value for key, value in state_dict["state"].items()}
+        for index, parameter in parameters:
+            if index not in saved_state:
+                continue
+            entry = {}
+            for key, value in saved_state[index].items():
+                if isinstance(value, Tensor):
+                    value = value.data
+                if isinstance(value, np.ndarray) and value.ndim > 0:
+                    if value.shape != parameter.shape:
+                        raise ValueError(
+                            f"optimizer state '{key}' of parameter {index} has shape "
+                            f"{value.shape}, the parameter has shape {parameter.shape}"
+                        )
+                    value = value.astype(parameter.dtype, copy=True)
+                elif isinstance(value, np.ndarray):
+                    value = value.item()
+                entry[key] = value
+            new_state[id(parameter)] = entry
+        self.state = new_state
+        for saved, group in zip(groups, self.param_groups):
+            for key, value in saved.items():
+                if key != "params":
+                    group[key] = value
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for number, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {number}")
+            for key in sorted(group):
+                if key != "params":
+                    lines.append(f"    {key}: {group[key]}")
+        return "\n".join(lines) + "\n)"
+
+
+def _check_non_negative(name, value):
+    if value < 0:
+        raise ValueError(f"invalid {name}: {value} (must be >= 0)")
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with optional momentum, Nesterov momentum and L2
+    weight decay, as torch.optim.SGD:
+
+        g = grad + weight_decay * p
+        b = g (first step), else momentum * b + (1 - dampening) * g
+        g = g + momentum * b  (nesterov)   or   g = b  (plain momentum)
+        p = p - lr * g
+
+    >>> import tinygrad_ops as tg
+    >>> p = tg.nn.Parameter(tg.Tensor([1.0]))
+    >>> optimizer = tg.optim.SGD([p], lr=0.1)
+    >>> (p * p).sum().backward()
+    >>> optimizer.step()
+    >>> p.numpy()
+    array([0.8], dtype=float32)
+    """
+
+    def __init__(
+        self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False
+    ):
+        for name, value in (("lr", lr), ("momentum", momentum), ("weight_decay", weight_decay)):
+            _check_non_negative(name, value)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum needs momentum > 0 and dampening = 0")
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "dampening": dampening,
+            "weight_decay": weight_decay,
+            "nesterov": nesterov,
+        }
+        super().__init__(params, defaults)
+
+    def step(self):
+        for group in self.param_groups:
+            lr, momentum = group["lr"], group["momentum"]
+            for parameter, grad in self._parameters_with_grads(group):
+                if group["weight_decay"] != 0:
+                    grad = grad + group["weight_decay"] * parameter.data
+                if momentum != 0:
+                    state = self.state.setdefault(id(parameter), {})
+                    buffer = state.get("momentum_buffer")
+                    if buffer is None:
+                        buffer = np.array(grad, copy=True)
+                    else:
+                        buffer = momentum * buffer + (1 - group["dampening"]) * grad
+                    state["momentum_buffer"] = buffer
+                    grad = grad + momentum * buffer if group["nesterov"] else buffer
+                self._update(parameter, parameter.data - lr * grad)
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba 2015) as torch.optim.Adam, with L2 weight decay added to the
+    gradient:
+
+        g = grad + weight_decay * p
+        m = beta1 m + (1 - beta1) g;   v = beta2 v + (1 - beta2) g²
+        p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+
+    >>> import tinygrad_ops as tg
+    >>> p = tg.nn.Parameter(tg.Tensor([1.0]))
+    >>> optimizer = tg.optim.Adam([p], lr=0.1)
+    >>> (p * p).sum().backward()
+    >>> optimizer.step()
+    >>> p.numpy()
+    array([0.9], dtype=float32)
+    """
+
+    decoupled_weight_decay = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        _check_non_negative("lr", lr)
+        _check_non_negative("eps", eps)
+        _check_non_negative("weight_decay", weight_decay)
+        for beta in betas:
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"invalid beta {beta}: each beta must be in [0, 1)")
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
+        super().__init__(params, defaults)
+
+    def step(self):
+        for group in self.param_groups:
+            lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+            beta1, beta2 = group["betas"]
+            for parameter, grad in self._parameters_with_grads(group):
+                value = parameter.data
+                if weight_decay != 0:
+                    if self.decoupled_weight_decay:
+                        # AdamW (Loshchilov & Hutter 2019): shrink the weights directly.
+                        value = value * (1 - lr * weight_decay)
+                    else:
+                        grad = grad + weight_decay * value
+                state = self.state.setdefault(id(parameter), {})
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = np.zeros_like(value)
+                    state["exp_avg_sq"] = np.zeros_like(value)
+                state["step"] += 1
+                step = state["step"]
+                state["exp_avg"] = beta1 * state["exp_avg"] + (1 - beta1) * grad
+                state["exp_avg_sq"] = beta2 * state["exp_avg_sq"] + (1 - beta2) * grad * grad
+                bias_correction1 = 1 - beta1**step
+                bias_correction2 = 1 - beta2**step
+                step_size = lr / bias_correction1
+                denominator = np.sqrt(state["exp_avg_sq"]) / math.sqrt(bias_correction2) + eps
+                self._update(parameter, value - step_size * (state["exp_avg"] / denominator))
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter 2019), as torch.optim.AdamW:
+    p = p (1 - lr weight_decay) first, then the Adam step without L2 in the gradient.
+    The default weight_decay is 0.01, as PyTorch's.
+
+    >>> import tinygrad_ops as tg
+    >>> p = tg.nn.Parameter(tg.Tensor([1.0]))
+    >>> optimizer = tg.optim.AdamW([p], lr=0.1, weight_decay=0.5)
+    >>> (p * p).sum().backward()
+    >>> optimizer.step()
+    >>> p.numpy()
+    array([0.85], dtype=float32)
+    """
+
+    decoupled_weight_decay = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+
+# ----------------------------------------------------------------------------------------------
+# Learning-rate schedulers: call `scheduler.step()` once per epoch, after the optimizer's.
+
+
+class LRScheduler:
+    """Base class: sets every group's lr to `lr_at(epoch)`; `step()` advances one epoch."""
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        for group in optimizer.param_groups:
+            group.setdefault("initial_lr", group["lr"])
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = 0
+        self._apply()
+
+    def lr_at(self, base_lr, epoch):  # pragma: no cover - every scheduler overrides it
+        raise NotImplementedError
+
+    def _apply(self):
+        for group, base_lr in zip(self.optimizer.param_groups, self.base_lrs):
+            group["lr"] = self.lr_at(base_lr, self.last_epoch)
+
+    def step(self):
+        self.last_epoch += 1
+        self._apply()
+
+    def get_last_lr(self):
+        """The learning rate of each group, as set by the last step."""
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self):
+        return {"last_epoch": self.last_epoch, "base_lrs": list(self.base_lrs)}
+
+    def load_state_dict(self, state_dict):
+        self.last_epoch = int(state_dict["last_epoch"])
+        self.base_lrs = [float(lr) for lr in state_dict["base_lrs"]]
+        self._apply()
+
+
+class StepLR(LRScheduler):
+    """lr = base_lr * gamma ** (epoch // step_size), as torch.optim.lr_scheduler.StepLR.
+
+    >>> import tinygrad_ops as tg
+    >>> p = tg.nn.Parameter(tg.Tensor([1.0]))
+    >>> scheduler = tg.optim.StepLR(tg.optim.SGD([p], lr=1.0), step_size=2, gamma=0.5)
+    >>> lrs = []
+    >>> for epoch in range(4):
+    ...     lrs.append(scheduler.get_last_lr()[0])
+    ...     scheduler.step()
+    >>> lrs
+    [1.0, 1.0, 0.5, 0.5]
+    """
+
+    def __init__(self, optimizer, step_size, gamma=0.1):
+        if step_size < 1:
+            raise ValueError(f"StepLR: step_size must be >= 1, got {step_size}")
+        self.step_size = step_size
+        self.gamma = gamma
+        super().__init__(optimizer)
+
+    def lr_at(self, base_lr, epoch):
+        return base_lr * self.gamma ** (epoch // self.step_size)
+
+
+class CosineAnnealingLR(LRScheduler):
+    """lr = eta_min + (base_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2 (Loshchilov &
+    Hutter 2017, without restarts). This is the closed form that PyTorch's recursive
+    CosineAnnealingLR follows; the two agree to rounding.
+
+    >>> import tinygrad_ops as tg
+    >>> p = tg.nn.Parameter(tg.Tensor([1.0]))
+    >>> scheduler = tg.optim.CosineAnnealingLR(tg.optim.SGD([p], lr=1.0), T_max=2)
+    >>> scheduler.step()
+    >>> scheduler.get_last_lr()
+    [0.5]
+    """
+
+    def __init__(self, optimizer, T_max, eta_min=0.0):
+        if T_max < 1:
+            raise ValueError(f"CosineAnnealingLR: T_max must be >= 1, got {T_max}")
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer)
+
+    def lr_at(self, base_lr, epoch):
+        cosine = (1 + math.cos(math.pi * epoch / self.T_max)) / 2
+        return self.eta_min + (base_lr - self.eta_min) * cosine
+
+
+__all__ = ["SGD", "Adam", "AdamW", "CosineAnnealingLR", "LRScheduler", "Optimizer", "StepLR"]
