@@ -11,6 +11,9 @@ from .tensor import Tensor, concatenate, maximum, stack, where  # noqa: I001 (mu
 from .autograd import Function, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad
 from .creation import arange, eye, full, ones, ones_like, rand, randn, zeros, zeros_like
 from .gradcheck import GradcheckError, gradcheck
+from . import nn, optim
+from .nn.init import manual_seed
+from .serialize import CheckpointError, load, save
 from . import functional
 from .scheduler import (
     available_schedulers,
@@ -22,6 +25,7 @@ from .scheduler import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "CheckpointError",
     "Function",
     "GradcheckError",
     "Tensor",
@@ -37,13 +41,18 @@ __all__ = [
     "grad",
     "gradcheck",
     "is_grad_enabled",
+    "load",
+    "manual_seed",
     "maximum",
+    "nn",
     "no_grad",
     "ones",
     "ones_like",
+    "optim",
     "rand",
     "randn",
     "register_scheduler",
+    "save",
     "set_default_scheduler",
     "stack",
     "where",
