@@ -370,7 +370,8 @@ class BackwardGraph:
         elif key in self.owned:
             np.add(previous, grad, out=previous)
         else:
-            grads[key] = previous + grad
+            # asarray: two 0-d arrays add to a numpy scalar, which `out=` cannot write into.
+            grads[key] = np.asarray(previous + grad)
             self.owned.add(key)
 
     def visit(self, tensor, grad):
@@ -446,7 +447,7 @@ class BackwardGraph:
                     elif parent_key in owned:
                         np.add(previous, parent_grad, out=previous)
                     else:
-                        grads[parent_key] = previous + parent_grad
+                        grads[parent_key] = np.asarray(previous + parent_grad)  # 0-d stays an array
                         owned.add(parent_key)
                 continue
             self.visit(tensor, grad)
