@@ -157,6 +157,7 @@ class Op:
         "sources",
         "sequence",
         "graph_mode",
+        "graph_output",
         "forward_trace",
         "__weakref__",
     )
@@ -193,10 +194,10 @@ class Op:
                     f"{version_box[0]}, expected version {version}. Use the out-of-place op "
                     "(e.g. x.relu() instead of x.relu_()) or copy the tensor first."
                 )
-        if self.graph_mode is False:
+        if not self.graph_mode:
             return saved
         values = list(saved)
-        output = self.graph_mode if isinstance(self.graph_mode, Tensor) else None
+        output = getattr(self, "graph_output", None)
         for index, source, _, _ in sources:
             if source is not None:
                 values[index] = source
@@ -255,7 +256,7 @@ class Op:
 
         The output is not held (that would make a reference cycle, output -> node ->
         output): a create_graph pass gets it from the engine, which knows which tensor it
-        is visiting (`graph_mode` holds it then).
+        is visiting (`graph_output` holds it then).
         """
         sources = []
         for index, value in enumerate(self.saved):
@@ -469,12 +470,14 @@ class BackwardGraph:
         for every input that needs a gradient. `output` is the tensor `node` produced
         (a create_graph pass needs it when the rule reads the saved output)."""
         if self.create_graph:
-            node.graph_mode = output if output is not None else True
+            node.graph_mode = True
+            node.graph_output = output
             try:
                 with enable_grad():
                     grads = node.backward(grad)
             finally:
                 node.graph_mode = False
+                node.graph_output = None
         else:
             node.graph_mode = False
             grads = node.backward(grad)
