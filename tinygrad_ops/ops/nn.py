@@ -11,7 +11,8 @@ How the two kinds of backward work here (see the autograd module docstring)
     write into arrays they own (`out=`, in-place updates), float32 end to end.
     Under `create_graph=True` the rule receives Tensors, and saved intermediates would be
     constants of the new graph, which is wrong for everything that depends on the input
-    (x-hat and 1/std depend on x). So in that mode (`self.graph_mode`) each rule evaluates
+    (x-hat and 1/std depend on x). So in that mode (`self.graph_mode is not False`) each rule
+    evaluates
     the *same formula* with operations that numpy arrays and Tensors both support, and
     recomputes those intermediates from the input Tensors: the result is differentiable
     again (double backward, Hessian-vector products) at the cost of speed. Values that do
@@ -100,7 +101,7 @@ def column_dot(a, b):
 
 def as_rows(array, axis):
     """`array` with `axis` moved last and the rest flattened: a C-contiguous (rows, n) array."""
-    if axis != array.ndim - 1:
+    if array.ndim and axis != array.ndim - 1:
         array = np.moveaxis(array, axis, -1)
     length = array.shape[-1] if array.ndim else 1
     return np.ascontiguousarray(array).reshape(-1, length)
@@ -206,7 +207,9 @@ class Gelu(Op):
     def backward(self, grad_output):
         (x,) = self.saved_tensors
         x = upcast(x)
-        if self.graph_mode:  # Φ recomputed from the Tensor x, so that it is differentiable
+        if (
+            self.graph_mode is not False
+        ):  # Φ recomputed from the Tensor x, so that it is differentiable
             cdf = (erf(x * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
         else:
             cdf = self.cdf
@@ -259,7 +262,7 @@ class Softmax(Op):
     def backward(self, grad_output):
         (y,) = self.saved_tensors
         axis = self.axis
-        if self.graph_mode:
+        if self.graph_mode is not False:
             g = upcast(grad_output)
             y = upcast(y)
             return (y * (g - (g * y).sum(axis=axis, keepdims=True)),)
@@ -285,14 +288,15 @@ class LogSoftmax(Op):
             out = np.subtract(rows, np.maximum.reduce(rows, axis=1, keepdims=True))
             total = row_sum(np.exp(out))
             out -= np.log(total, out=total)
-        out = from_rows(out, x.shape, axis).astype(x.dtype, copy=False)
+        with np.errstate(over="ignore"):  # float16: below -65504 is -inf, as in PyTorch
+            out = from_rows(out, x.shape, axis).astype(x.dtype, copy=False)
         self.save_for_backward(out)
         return out
 
     def backward(self, grad_output):
         (y,) = self.saved_tensors
         axis = self.axis
-        if self.graph_mode:
+        if self.graph_mode is not False:
             g = upcast(grad_output)
             return (g - exp(upcast(y)) * g.sum(axis=axis, keepdims=True),)
         shape = y.shape
@@ -403,7 +407,7 @@ class LayerNorm(Op):
         return out.reshape(x.shape).astype(x.dtype, copy=False)
 
     def backward(self, grad_output):
-        if self.graph_mode:
+        if self.graph_mode is not False:
             return self.backward_composed(grad_output)
         _, weight = self.saved_tensors
         _, needs_weight, needs_bias = self.needs_input_grad
@@ -467,7 +471,7 @@ class RMSNorm(Op):
 
     def backward(self, grad_output):
         x, weight = self.saved_tensors
-        if self.graph_mode:
+        if self.graph_mode is not False:
             return self.backward_composed(grad_output, x, weight)
         count = self.xhat.shape[1]
         g = upcast(grad_output).reshape(-1, count)
@@ -575,7 +579,7 @@ class BatchNorm(Op):
         return from_rows(out, x.shape, 1).astype(x.dtype, copy=False)
 
     def backward(self, grad_output):
-        if self.graph_mode:
+        if self.graph_mode is not False:
             return self.backward_composed(grad_output)
         _, weight = self.saved_tensors
         needs_x, needs_weight, needs_bias = self.needs_input_grad[:3]
@@ -743,7 +747,9 @@ class CrossEntropy(Op):
         else:
             scale = upcast(grad_output) * (1.0 / max(count, 1))
         shape = logits.shape
-        if self.graph_mode:  # softmax recomputed from the logits Tensor: differentiable
+        if (
+            self.graph_mode is not False
+        ):  # softmax recomputed from the logits Tensor: differentiable
             return self.backward_composed(logits, scale), None
         grad = np.multiply(self.probabilities, scale)
         picked_rows = np.arange(count)
@@ -805,7 +811,7 @@ class MSELoss(Op):
 
     def backward(self, grad_output):
         a, b = self.saved_tensors
-        if self.graph_mode:
+        if self.graph_mode is not False:
             difference = a - b
         else:
             difference = self.difference
