@@ -1,0 +1,88 @@
+"""docs/tutorial.md runs as written and prints what it says.
+
+Every ```python block is executed in order, in one namespace (as a reader pasting them
+into one Python session would), inside a temporary directory. When a ```text block
+follows a code block (with nothing but blank lines between), the code's printed output
+must equal it exactly; a block that prints something must be followed by one.
+"""
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+TUTORIAL = DOCS / "tutorial.md"
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
+IMAGE = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
+
+
+def tutorial_examples():
+    """(line number, code, expected output or None) for every python block, in order."""
+    text = TUTORIAL.read_text(encoding="utf-8")
+    fences = list(FENCE.finditer(text))
+    examples = []
+    for index, fence in enumerate(fences):
+        if fence.group(1) != "python":
+            continue
+        expected = None
+        if index + 1 < len(fences):
+            following = fences[index + 1]
+            between = text[fence.end() : following.start()]
+            if following.group(1) == "text" and not between.strip():
+                expected = following.group(2)
+        line = text.count("\n", 0, fence.start()) + 1
+        examples.append((line, fence.group(2), expected))
+    return examples
+
+
+def test_tutorial_has_code_and_expected_output():
+    examples = tutorial_examples()
+    assert len(examples) >= 25
+    assert sum(expected is not None for _, _, expected in examples) >= 20
+
+
+def test_every_block_runs_and_prints_what_the_text_says(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # whatever a block writes lands here
+    namespace = {"__name__": "__tutorial__"}
+    for line, code, expected in tutorial_examples():
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            try:
+                exec(compile(code, f"{TUTORIAL.name}:{line}", "exec"), namespace)
+            except Exception as error:
+                pytest.fail(f"the code block at tutorial.md line {line} raised {error!r}")
+        output = printed.getvalue()
+        if expected is None:
+            assert output == "", (
+                f"the code block at tutorial.md line {line} prints, but no ```text block "
+                f"after it shows what:\n{output}"
+            )
+            continue
+        assert output == expected, (
+            f"the code block at tutorial.md line {line} printed\n{output}\n"
+            f"but the tutorial says\n{expected}"
+        )
+
+
+def test_every_picture_exists():
+    text = TUTORIAL.read_text(encoding="utf-8")
+    pictures = IMAGE.findall(text)
+    assert len(pictures) >= 4
+    for picture in pictures:
+        assert (DOCS / picture).is_file(), f"tutorial.md shows {picture}, which does not exist"
+
+
+def test_text_blocks_only_follow_code_blocks():
+    # A ```text block anywhere else would be prose the test never checks.
+    text = TUTORIAL.read_text(encoding="utf-8")
+    fences = list(FENCE.finditer(text))
+    for index, fence in enumerate(fences):
+        if fence.group(1) != "text":
+            continue
+        assert index > 0, fence.group(2)
+        previous = fences[index - 1]
+        assert previous.group(1) == "python", fence.group(2)
+        assert not text[previous.end() : fence.start()].strip(), fence.group(2)
