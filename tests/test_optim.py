@@ -1,0 +1,220 @@
+"""Optimizers and schedulers step for step against PyTorch's, in float64."""
+
+import numpy as np
+import pytest
+import torch
+
+import tinygrad_ops as tg
+from tinygrad_ops import functional as F
+from tinygrad_ops import nn, optim
+
+torch.set_num_threads(1)
+
+CASES = {
+    "sgd": (optim.SGD, torch.optim.SGD, {"lr": 0.1}),
+    "sgd-momentum": (optim.SGD, torch.optim.SGD, {"lr": 0.1, "momentum": 0.9}),
+    "sgd-dampening": (optim.SGD, torch.optim.SGD, {"lr": 0.1, "momentum": 0.9, "dampening": 0.3}),
+    "sgd-nesterov": (optim.SGD, torch.optim.SGD, {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
+    "sgd-weight-decay": (
+        optim.SGD,
+        torch.optim.SGD,
+        {"lr": 0.1, "momentum": 0.5, "weight_decay": 0.1},
+    ),
+    "adam": (optim.Adam, torch.optim.Adam, {"lr": 0.05}),
+    "adam-weight-decay": (
+        optim.Adam,
+        torch.optim.Adam,
+        {"lr": 0.05, "betas": (0.8, 0.9), "eps": 1e-6, "weight_decay": 0.1},
+    ),
+    "adamw": (optim.AdamW, torch.optim.AdamW, {"lr": 0.05}),
+    "adamw-weight-decay": (optim.AdamW, torch.optim.AdamW, {"lr": 0.05, "weight_decay": 0.3}),
+}
+
+
+def _nets():
+    """A small MLP in both engines with the same float64 weights."""
+    torch.manual_seed(0)
+    theirs = torch.nn.Sequential(
+        torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)
+    ).double()
+    ours = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3)).double()
+    ours.load_state_dict({key: value.numpy() for key, value in theirs.state_dict().items()})
+    return ours, theirs
+
+
+def _batches(steps=5):
+    generator = np.random.default_rng(0)
+    return [
+        (generator.standard_normal((6, 4)), generator.integers(0, 3, size=6)) for _ in range(steps)
+    ]
+
+
+def _train_ours(model, optimizer, batches):
+    for inputs, targets in batches:
+        optimizer.zero_grad()
+        F.cross_entropy(model(tg.Tensor(inputs)), targets).backward()
+        optimizer.step()
+
+
+def _train_theirs(model, optimizer, batches):
+    for inputs, targets in batches:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(
+            model(torch.tensor(inputs)), torch.tensor(targets)
+        ).backward()
+        optimizer.step()
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_five_steps_match_pytorch(case):
+    ours_class, theirs_class, settings = CASES[case]
+    ours, theirs = _nets()
+    batches = _batches()
+    _train_ours(ours, ours_class(ours.parameters(), **settings), batches)
+    _train_theirs(theirs, theirs_class(theirs.parameters(), **settings), batches)
+    reference = dict(theirs.named_parameters())
+    moved = 0.0
+    for name, parameter in ours.named_parameters():
+        expected = reference[name].detach().numpy()
+        np.testing.assert_allclose(parameter.numpy(), expected, atol=1e-6, rtol=0, err_msg=name)
+        # Tighter than the contract, to catch a rule that is only approximately right.
+        np.testing.assert_allclose(parameter.numpy(), expected, atol=1e-12, rtol=1e-10)
+        moved += np.abs(parameter.numpy() - _nets()[1].state_dict()[name].numpy()).sum()
+    assert moved > 0.01  # the steps did something
+
+
+def test_step_updates_parameters_in_place_and_bumps_their_version():
+    layer = nn.Linear(3, 2)
+    weight_array = layer.weight.data
+    version = layer.weight._version[0]
+    optimizer = optim.SGD(layer.parameters(), lr=0.1)
+    out = layer(tg.ones(1, 3)).sum()
+    out.backward()
+    optimizer.step()
+    assert layer.weight.data is weight_array
+    assert layer.weight._version[0] > version
+    assert layer.weight.is_leaf
+
+
+def test_a_graph_saved_before_a_step_refuses_to_backward():
+    parameter = nn.Parameter(tg.Tensor([1.0, 2.0]))
+    optimizer = optim.SGD([parameter], lr=0.1)
+    (parameter * parameter).sum().backward()
+    stale = (parameter * parameter).sum()  # saves the parameter's current value
+    optimizer.step()
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        stale.backward()
+
+
+def test_parameters_without_gradients_are_left_alone():
+    used = nn.Parameter(tg.Tensor([1.0]))
+    unused = nn.Parameter(tg.Tensor([5.0]))
+    optimizer = optim.Adam([used, unused], lr=0.1)
+    (used * 2).sum().backward()
+    optimizer.step()
+    assert unused.item() == 5.0
+    assert used.item() != 1.0
+
+
+@pytest.mark.parametrize("case", ["sgd-momentum", "adam-weight-decay", "adamw"])
+def test_state_dict_round_trip_continues_the_same_trajectory(tmp_path, case):
+    ours_class, _, settings = CASES[case]
+    batches = _batches(5)
+    straight, _ = _nets()
+    _train_ours(straight, ours_class(straight.parameters(), **settings), batches)
+
+    first, _ = _nets()
+    optimizer = ours_class(first.parameters(), **settings)
+    _train_ours(first, optimizer, batches[:2])
+    tg.save({"model": first.state_dict(), "optimizer": optimizer.state_dict()}, tmp_path / "c.npz")
+    checkpoint = tg.load(tmp_path / "c.npz")
+    second, _ = _nets()
+    second.load_state_dict(checkpoint["model"])
+    resumed = ours_class(second.parameters(), **settings)
+    resumed.load_state_dict(checkpoint["optimizer"])
+    _train_ours(second, resumed, batches[2:])
+    for (name, a), (_, b) in zip(
+        straight.named_parameters(), second.named_parameters(), strict=True
+    ):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
+
+
+def test_state_dict_layout_follows_pytorch():
+    ours, theirs = _nets()
+    batches = _batches(1)
+    optimizer = optim.Adam(ours.parameters(), lr=0.01)
+    reference = torch.optim.Adam(theirs.parameters(), lr=0.01)
+    _train_ours(ours, optimizer, batches)
+    _train_theirs(theirs, reference, batches)
+    state, expected = optimizer.state_dict(), reference.state_dict()
+    assert sorted(state["state"]) == sorted(expected["state"])
+    assert state["param_groups"][0]["params"] == expected["param_groups"][0]["params"]
+    np.testing.assert_allclose(state["state"][2]["exp_avg_sq"], expected["state"][2]["exp_avg_sq"])
+
+
+def test_load_state_dict_rejects_a_different_model():
+    ours, _ = _nets()
+    optimizer = optim.SGD(ours.parameters(), lr=0.1, momentum=0.9)
+    _train_ours(ours, optimizer, _batches(1))
+    other = optim.SGD(nn.Linear(4, 8).parameters(), lr=0.1, momentum=0.9)
+    with pytest.raises(ValueError, match="has 4 parameters, this optimizer has 2"):
+        other.load_state_dict(optimizer.state_dict())
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: optim.SGD(p, lr=-1.0), "invalid lr"),
+        (lambda p: optim.SGD(p, lr=0.1, nesterov=True), "Nesterov"),
+        (lambda p: optim.Adam(p, betas=(0.9, 1.0)), "beta"),
+        (lambda p: optim.Adam([], lr=0.1), "empty"),
+        (lambda p: optim.SGD(p[0], lr=0.1), "iterable"),
+    ],
+)
+def test_bad_settings_are_clear_errors(make, message):
+    parameters = list(nn.Linear(2, 2).parameters())
+    with pytest.raises((ValueError, TypeError), match=message):
+        make(parameters)
+
+
+def test_zero_grad_sets_gradients_to_none():
+    parameter = nn.Parameter(tg.Tensor([1.0]))
+    optimizer = optim.SGD([parameter], lr=0.1)
+    (parameter * 3).sum().backward()
+    optimizer.zero_grad()
+    assert parameter.grad is None
+
+
+@pytest.mark.parametrize(
+    ("ours_class", "theirs_class", "settings"),
+    [
+        (optim.StepLR, torch.optim.lr_scheduler.StepLR, {"step_size": 3, "gamma": 0.5}),
+        (optim.CosineAnnealingLR, torch.optim.lr_scheduler.CosineAnnealingLR, {"T_max": 7}),
+        (
+            optim.CosineAnnealingLR,
+            torch.optim.lr_scheduler.CosineAnnealingLR,
+            {"T_max": 5, "eta_min": 0.01},
+        ),
+    ],
+)
+def test_schedulers_match_pytorch(ours_class, theirs_class, settings):
+    ours_optimizer = optim.SGD([nn.Parameter(tg.Tensor([1.0]))], lr=0.2)
+    theirs_optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.2)
+    ours = ours_class(ours_optimizer, **settings)
+    theirs = theirs_class(theirs_optimizer, **settings)
+    for _ in range(8):
+        np.testing.assert_allclose(ours.get_last_lr(), theirs.get_last_lr(), atol=1e-12)
+        theirs_optimizer.step()
+        ours.step()
+        theirs.step()
+
+
+def test_scheduler_state_dict_round_trip():
+    optimizer = optim.SGD([nn.Parameter(tg.Tensor([1.0]))], lr=1.0)
+    scheduler = optim.StepLR(optimizer, step_size=2)
+    for _ in range(3):
+        scheduler.step()
+    restored_optimizer = optim.SGD([nn.Parameter(tg.Tensor([1.0]))], lr=1.0)
+    restored = optim.StepLR(restored_optimizer, step_size=2)
+    restored.load_state_dict(scheduler.state_dict())
+    assert restored.get_last_lr() == scheduler.get_last_lr() == [0.1]
