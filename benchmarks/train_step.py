@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 import tinygrad_ops as tg
-from tinygrad_ops import functional as F
+from tinygrad_ops import functional as F  # noqa: N812 (the conventional name)
 from tinygrad_ops import optim
 
 SIZES = [(64, 64, 128, 10), (256, 784, 256, 10), (8, 8, 8, 4)]
