@@ -1,0 +1,248 @@
+"""The `tinygrad-ops` command: a short training end to end, --resume, and bad options."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tinygrad_ops as tg
+from tinygrad_ops import cli
+
+SMALL = ["--dataset", "moons", "--hidden", "16", "16", "--batch-size", "32", "--no-progress"]
+# Batch norm, dropout, AdamW and a schedule: every piece of state a resume must restore.
+STATEFUL = SMALL + [
+    "--norm",
+    "batch",
+    "--dropout",
+    "0.1",
+    "--optimizer",
+    "adamw",
+    "--scheduler",
+    "cosine",
+    "--lr",
+    "0.01",
+]
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    """One short run, shared by the tests that only read what it wrote."""
+    out = tmp_path_factory.mktemp("run")
+    code = cli.main(["train", *SMALL, "--epochs", "2", "--out", str(out)])
+    return code, out
+
+
+def test_a_short_run_writes_checkpoint_plot_and_graph(short_run, capsys):
+    code, out = short_run
+    assert code == 0
+    assert (out / "training.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "graph.svg").exists()
+    checkpoint = tg.load(out / "checkpoint.npz")
+    assert checkpoint["epoch"] == 2
+    assert len(checkpoint["history"]["test_accuracy"]) == 2
+    assert checkpoint["config"]["hidden"] == [16, 16]
+    assert "0.weight" in checkpoint["model"]
+    assert set(checkpoint["rng"]) == {"init", "loader"}
+
+
+def test_the_run_reports_the_test_accuracy(tmp_path, capsys):
+    code = cli.main(["train", *SMALL, "--epochs", "3", "--lr", "0.05", "--out", str(tmp_path)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "epoch   3/3" in printed
+    accuracy = float(printed.split("test accuracy: ")[1].split("%")[0])
+    assert accuracy > 80  # moons is easy: a short run already separates most points
+
+
+def test_the_model_is_built_from_the_options():
+    config = cli.config_from_args(
+        cli.build_parser("train").parse_args(
+            [
+                "train",
+                "--hidden",
+                "8",
+                "4",
+                "--norm",
+                "layer",
+                "--activation",
+                "gelu",
+                "--dropout",
+                "0.5",
+            ]
+        )
+    )
+    model = cli.build_model(64, 10, config)
+    assert [type(layer).__name__ for layer in model] == [
+        "Linear",
+        "LayerNorm",
+        "GELU",
+        "Dropout",
+        "Linear",
+        "LayerNorm",
+        "GELU",
+        "Dropout",
+        "Linear",
+    ]
+    assert (model[0].in_features, model[4].out_features, model[8].out_features) == (64, 4, 10)
+    assert config["lr"] == cli.DEFAULT_LR["adam"]
+
+
+def _interrupt_after(epoch):
+    def log(line):
+        if line.startswith(f"epoch {epoch:3d}/"):
+            raise KeyboardInterrupt
+
+    return log
+
+
+def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
+    straight = tmp_path / "straight"
+    assert cli.main(["train", *STATEFUL, "--epochs", "4", "--out", str(straight)]) == 0
+
+    interrupted = tmp_path / "interrupted"
+    args = cli.build_parser("train").parse_args(
+        ["train", *STATEFUL, "--epochs", "4", "--out", str(interrupted)]
+    )
+    with pytest.raises(KeyboardInterrupt):
+        cli.train(
+            cli.config_from_args(args), str(interrupted), progress=False, log=_interrupt_after(2)
+        )
+    assert tg.load(interrupted / "checkpoint.npz")["epoch"] == 2
+    resumed = ["train", *STATEFUL, "--epochs", "4", "--out", str(interrupted), "--resume"]
+    assert cli.main(resumed) == 0
+
+    expected = tg.load(straight / "checkpoint.npz")
+    got = tg.load(interrupted / "checkpoint.npz")
+    assert got["epoch"] == expected["epoch"] == 4
+    assert got["history"] == expected["history"]
+    for key, value in expected["model"].items():
+        np.testing.assert_array_equal(got["model"][key].numpy(), value.numpy(), err_msg=key)
+    assert got["optimizer"]["param_groups"] == expected["optimizer"]["param_groups"]
+
+
+def test_an_interrupt_says_how_to_continue(tmp_path, capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "train", interrupted)
+    assert cli.main(["train", "--out", str(tmp_path)]) == 130
+    assert "--resume" in capsys.readouterr().err
+
+
+def _one_line_error(capsys):
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "error:" in err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        (["--epochs", "0"], "--epochs"),
+        (["--epochs", "two"], "whole number"),
+        (["--batch-size", "-3"], "--batch-size"),
+        (["--lr", "-0.1"], "--lr"),
+        (["--lr", "nan"], "--lr"),
+        (["--dataset", "mnist"], "invalid choice"),
+        (["--activation", "swish"], "--activation"),
+        (["--norm", "group"], "--norm"),
+        (["--optimizer", "rmsprop"], "--optimizer"),
+        (["--scheduler", "linear"], "--scheduler"),
+        (["--hidden", "0"], "--hidden"),
+        (["--hidden"], "--hidden"),
+        (["--dropout", "1.5"], "--dropout"),
+        (["--momentum", "-1"], "--momentum"),
+        (["--weight-decay", "x"], "--weight-decay"),
+        (["--test-fraction", "1"], "--test-fraction"),
+        (["--seed", "1.5"], "--seed"),
+        (["--graph-format", "jpg"], "--graph-format"),
+        (["--bogus"], "unrecognized"),
+    ],
+)
+def test_each_bad_option_is_a_one_line_error(options, words, capsys, tmp_path):
+    assert cli.main(["train", *options, "--out", str(tmp_path / "never")]) == 2
+    assert words in _one_line_error(capsys)
+    assert not (tmp_path / "never").exists()
+
+
+def test_an_unknown_command_is_a_one_line_error(capsys):
+    assert cli.main(["fly"]) == 2
+    assert "invalid choice" in _one_line_error(capsys)
+
+
+def test_out_must_be_a_folder(tmp_path, capsys):
+    file = tmp_path / "file.txt"
+    file.write_text("x")
+    assert cli.main(["train", *SMALL, "--out", str(file)]) == 2
+    assert "is a file" in _one_line_error(capsys)
+
+
+def test_resume_without_a_checkpoint(tmp_path, capsys):
+    assert cli.main(["train", *SMALL, "--out", str(tmp_path), "--resume"]) == 2
+    assert "no checkpoint" in _one_line_error(capsys)
+
+
+def test_resume_with_other_settings_names_the_option(short_run, capsys):
+    _, out = short_run
+    options = ["train", *SMALL, "--hidden", "32", "--out", str(out), "--resume"]
+    assert cli.main(options) == 2
+    assert "--hidden [16, 16], not [32]" in _one_line_error(capsys)
+
+
+def test_resume_from_a_truncated_checkpoint(short_run, tmp_path, capsys):
+    _, out = short_run
+    data = (out / "checkpoint.npz").read_bytes()
+    (tmp_path / "checkpoint.npz").write_bytes(data[: len(data) // 2])
+    assert cli.main(["train", *SMALL, "--out", str(tmp_path), "--resume"]) == 1
+    err = _one_line_error(capsys)
+    assert "truncated" in err
+    assert str(tmp_path / "checkpoint.npz") in err
+
+
+def test_a_missing_subcommand_module_is_a_one_line_error(monkeypatch, capsys):
+    monkeypatch.setitem(
+        cli.COMMANDS, "ghost", cli.Command(help="not installed", module="tinygrad_ops.no_such")
+    )
+    assert cli.main(["ghost"]) == 1
+    assert "'ghost' command is not available" in _one_line_error(capsys)
+    # The other commands still work while one is missing.
+    assert cli.main(["train", "--epochs", "0"]) == 2
+
+
+def test_help_explains_every_option(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.build_parser("train").parse_args(["train", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    parser = cli.build_parser("train")
+    train_parser = parser._subparsers._group_actions[0].choices["train"]
+    for action in train_parser._actions:
+        if action.option_strings:
+            assert action.help, action.option_strings
+            assert action.option_strings[-1] in text
+
+
+def test_python_dash_m_runs_the_command():
+    result = subprocess.run(
+        [sys.executable, "-m", "tinygrad_ops", "train", "--epochs", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "--epochs" in result.stderr
+    help_result = subprocess.run(
+        [sys.executable, "-m", "tinygrad_ops", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert help_result.returncode == 0
+    assert "train" in help_result.stdout
+    assert "graph" in help_result.stdout
