@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as torch_functional
 
 import tinygrad_ops as tg
+from tinygrad_ops import functional as F  # noqa: N812 (the conventional alias)
 from tinygrad_ops import reference
 
 TOLERANCE = {"atol": 1e-10, "rtol": 1e-8}
@@ -242,3 +243,77 @@ def test_rms_norm_equals_layer_norm_on_centred_rows():
     np.testing.assert_allclose(
         reference.rms_norm(x, (6,), eps=1e-5), reference.layer_norm(x, (6,), eps=1e-5), **TOLERANCE
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# The engine's fused ops (tinygrad_ops.functional) against the loops
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 4)])
+def test_fused_softmax_matches_reference(shape):
+    x, upstream = normal(*shape, seed=30) * 4, normal(*shape, seed=31)
+    out, (grad_x,) = engine_grads(F.softmax, x, upstream=upstream)
+    expected = reference.softmax(x)
+    assert_all_close([out, grad_x], [expected, reference.softmax_backward(expected, upstream)])
+
+
+@pytest.mark.parametrize(
+    ("shape", "normalized_shape"), [((4, 5), (5,)), ((2, 3, 4), (3, 4)), ((2, 3, 4), (4,))]
+)
+def test_fused_layer_norm_matches_reference(shape, normalized_shape):
+    x = normal(*shape, seed=32) * 3 - 1
+    weight, bias = normal(*normalized_shape, seed=33), normal(*normalized_shape, seed=34)
+    upstream = normal(*shape, seed=35)
+    out, grads = engine_grads(
+        lambda t, w, b: F.layer_norm(t, normalized_shape, w, b),
+        x,
+        weight,
+        bias,
+        upstream=upstream,
+    )
+    expected = reference.layer_norm(x, normalized_shape, weight, bias)
+    expected_grads = reference.layer_norm_backward(x, upstream, normalized_shape, weight)
+    assert_all_close([out, *grads], [expected, *expected_grads])
+
+
+@pytest.mark.parametrize(
+    ("shape", "normalized_shape", "eps"), [((4, 5), (5,), None), ((2, 3, 4), (3, 4), 1e-4)]
+)
+def test_fused_rms_norm_matches_reference(shape, normalized_shape, eps):
+    x, weight = normal(*shape, seed=36), normal(*normalized_shape, seed=37)
+    upstream = normal(*shape, seed=38)
+    out, grads = engine_grads(
+        lambda t, w: F.rms_norm(t, normalized_shape, w, eps=eps), x, weight, upstream=upstream
+    )
+    expected = reference.rms_norm(x, normalized_shape, weight, eps=eps)
+    expected_grads = reference.rms_norm_backward(x, upstream, normalized_shape, weight, eps=eps)
+    assert_all_close([out, *grads], [expected, *expected_grads])
+
+
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5)])
+@pytest.mark.parametrize("training", [True, False])
+def test_fused_batch_norm_matches_reference(shape, training):
+    x = normal(*shape, seed=39) * 2 + 0.5
+    channels = shape[1]
+    weight, bias = normal(channels, seed=40), normal(channels, seed=41)
+    upstream = normal(*shape, seed=42)
+    start_mean, start_var = normal(channels, seed=43), np.abs(normal(channels, seed=44)) + 0.5
+    running_mean, running_var = tg.Tensor(start_mean.copy()), tg.Tensor(start_var.copy())
+    out, grads = engine_grads(
+        lambda t, w, b: F.batch_norm(
+            t, running_mean, running_var, w, b, training=training, momentum=0.1
+        ),
+        x,
+        weight,
+        bias,
+        upstream=upstream,
+    )
+    reference_mean, reference_var = start_mean.copy(), start_var.copy()
+    expected = reference.batch_norm(
+        x, reference_mean, reference_var, weight, bias, training=training, momentum=0.1
+    )
+    expected_grads = reference.batch_norm_backward(
+        x, upstream, start_mean, start_var, weight, training=training
+    )
+    assert_all_close([out, *grads], [expected, *expected_grads])
+    assert_all_close([running_mean.numpy(), running_var.numpy()], [reference_mean, reference_var])
