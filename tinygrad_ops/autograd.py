@@ -48,7 +48,15 @@ STATE = _State()
 
 
 def is_grad_enabled() -> bool:
-    """True when operations are being recorded for backward."""
+    """True when operations are being recorded for backward.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.is_grad_enabled()
+    True
+    >>> with tg.no_grad():
+    ...     tg.is_grad_enabled()
+    False
+    """
     return STATE.grad_enabled
 
 

@@ -30,15 +30,32 @@ def ones(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
 
 
 def full(shape, value, dtype=DEFAULT_DTYPE, requires_grad=False):
-    """A tensor filled with `value`."""
+    """A tensor filled with `value`.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.full((2,), 7.0).numpy()
+    array([7., 7.], dtype=float32)
+    """
     return Tensor(np.full(shape, value, dtype=dtype), requires_grad=requires_grad)
 
 
 def zeros_like(tensor, requires_grad=False):
+    """Zeros with the shape and dtype of `tensor`.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.zeros_like(tg.Tensor([[1.0, 2.0]])).numpy()
+    array([[0., 0.]], dtype=float32)
+    """
     return Tensor(np.zeros_like(tensor.data), requires_grad=requires_grad)
 
 
 def ones_like(tensor, requires_grad=False):
+    """Ones with the shape and dtype of `tensor`.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.ones_like(tg.Tensor([1.0, 2.0], dtype="float64")).numpy()
+    array([1., 1.])
+    """
     return Tensor(np.ones_like(tensor.data), requires_grad=requires_grad)
 
 
@@ -55,7 +72,13 @@ def randn(*shape, seed=None, dtype=DEFAULT_DTYPE, requires_grad=False):
 
 
 def rand(*shape, seed=None, dtype=DEFAULT_DTYPE, requires_grad=False):
-    """Uniform samples in [0, 1)."""
+    """Uniform samples in [0, 1); the same `seed` gives the same numbers.
+
+    >>> import tinygrad_ops as tg
+    >>> sample = tg.rand(2, 3, seed=0)
+    >>> sample.shape, bool(((sample.numpy() >= 0) & (sample.numpy() < 1)).all())
+    ((2, 3), True)
+    """
     generator = np.random.default_rng(seed)
     return Tensor(generator.random(_shape(shape)).astype(dtype), requires_grad=requires_grad)
 
@@ -77,4 +100,11 @@ def arange(start, stop=None, step=1, dtype=None):
 
 
 def eye(n, dtype=DEFAULT_DTYPE):
+    """The n x n identity matrix.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.eye(2).numpy()
+    array([[1., 0.],
+           [0., 1.]], dtype=float32)
+    """
     return Tensor(np.eye(n, dtype=dtype))
