@@ -89,8 +89,13 @@ def column_sum(matrix):
     return np.matmul(np.ones(rows, dtype=matrix.dtype), matrix)
 
 
+_vecdot = getattr(np, "vecdot", None)  # numpy >= 2.0: twice as fast as einsum here
+
+
 def row_dot(a, b):
     """sum_j a[i, j] * b[i, j] for every row i, shape (rows, 1), without a temporary."""
+    if _vecdot is not None:
+        return _vecdot(a, b).reshape(a.shape[0], 1)
     return np.einsum("ij,ij->i", a, b).reshape(a.shape[0], 1)
 
 
@@ -107,12 +112,23 @@ def as_rows(array, axis):
     return np.ascontiguousarray(array).reshape(-1, length)
 
 
+def reshaped(array, shape):
+    """`array` with `shape`; itself (not a view) when it has that shape already, so that the
+    engine can treat a returned gradient as its own (no defensive copy for a leaf's .grad)."""
+    return array if array.shape == shape else array.reshape(shape)
+
+
 def from_rows(rows, shape, axis):
-    """Undo `as_rows`: back to `shape` with the last axis moved to `axis`."""
+    """Undo `as_rows`: back to `shape` with the last axis moved to `axis` (C-contiguous).
+
+    Returns `rows` itself when no reshape is needed (see `reshaped`).
+    """
+    if rows.shape == shape:
+        return rows
     moved = shape[:axis] + shape[axis + 1 :] + (shape[axis],) if shape else ()
     array = rows.reshape(moved)
     if shape and axis != len(shape) - 1:
-        array = np.moveaxis(array, -1, axis)
+        array = np.ascontiguousarray(np.moveaxis(array, -1, axis))
     return array
 
 
@@ -192,7 +208,7 @@ class Erf(Op):
 class Gelu(Op):
     """out = x Φ(x), Φ(x) = (1 + erf(x/√2))/2;  dx = g (Φ(x) + x φ(x)), φ(x) = exp(-x²/2)/√(2π)"""
 
-    __slots__ = ("cdf",)
+    __slots__ = ()
 
     def forward(self, x):
         check_float("gelu", x)
@@ -200,19 +216,14 @@ class Gelu(Op):
         cdf = erf_array(wide * (1.0 / math.sqrt(2.0)))
         cdf += 1.0
         cdf *= 0.5
-        self.cdf = cdf
-        self.save_for_backward(x)
+        self.save_for_backward(x, cdf)
         return (wide * cdf).astype(x.dtype, copy=False)
 
     def backward(self, grad_output):
-        (x,) = self.saved_tensors
+        x, cdf = self.saved_tensors
         x = upcast(x)
-        if (
-            self.graph_mode is not False
-        ):  # Φ recomputed from the Tensor x, so that it is differentiable
+        if self.graph_mode is not False:  # Φ recomputed from the Tensor x: differentiable
             cdf = (erf(x * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
-        else:
-            cdf = self.cdf
         density = exp(x * x * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
         return (grad_output * (cdf + x * density),)
 
@@ -286,26 +297,27 @@ class LogSoftmax(Op):
         rows = as_rows(upcast(x), axis)
         with np.errstate(invalid="ignore"):  # a row of only -inf gives NaN, as in PyTorch
             out = np.subtract(rows, np.maximum.reduce(rows, axis=1, keepdims=True))
-            total = row_sum(np.exp(out))
-            out -= np.log(total, out=total)
+            probabilities = np.exp(out)
+            total = row_sum(probabilities)
+            out -= np.log(total)
+            # Keep softmax = exp(y) from the forward pass: a division now is cheaper than the
+            # exp that backward would otherwise recompute.
+            probabilities /= total
         with np.errstate(over="ignore"):  # float16: below -65504 is -inf, as in PyTorch
             out = from_rows(out, x.shape, axis).astype(x.dtype, copy=False)
-        self.save_for_backward(out)
+        self.save_for_backward(out, probabilities)
         return out
 
     def backward(self, grad_output):
-        (y,) = self.saved_tensors
+        y, probabilities = self.saved_tensors
         axis = self.axis
-        if self.graph_mode is not False:
+        if self.graph_mode is not False:  # exp(y) from the output Tensor: differentiable
             g = upcast(grad_output)
             return (g - exp(upcast(y)) * g.sum(axis=axis, keepdims=True),)
-        shape = y.shape
-        y = as_rows(upcast(y), axis)
         g = as_rows(upcast(grad_output), axis)
-        probabilities = np.exp(y)
-        probabilities *= row_sum(g)
-        grad = np.subtract(g, probabilities, out=probabilities)
-        return (from_rows(grad, shape, axis),)
+        grad = np.multiply(probabilities, row_sum(g))
+        np.subtract(g, grad, out=grad)
+        return (from_rows(grad, y.shape, axis),)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -372,7 +384,7 @@ class LayerNorm(Op):
     dx = (dx̂ - mean(dx̂) - x̂ mean(dx̂ x̂)) / sqrt(var + eps) with dx̂ = g w;
     dw = sum over the batch of g x̂;  db = sum over the batch of g"""
 
-    __slots__ = ("normalized_shape", "eps", "xhat", "inverse_std")
+    __slots__ = ("normalized_shape", "eps")
 
     def forward(self, x, weight, bias, normalized_shape, eps):
         check_float("layer_norm", x)
@@ -381,8 +393,6 @@ class LayerNorm(Op):
         check_affine("layer_norm", "bias", bias, normalized_shape, x)
         self.normalized_shape = normalized_shape
         self.eps = eps
-        # x for the create_graph path (and its version check, as PyTorch); weight for dx̂.
-        self.save_for_backward(x, weight)
         count = math.prod(normalized_shape)
         rows = upcast(x).reshape(-1, count)
         # Two passes (mean, then the mean of squared deviations): exact for constant rows,
@@ -394,8 +404,8 @@ class LayerNorm(Op):
         np.reciprocal(inverse_std, out=inverse_std)
         xhat = centered
         xhat *= inverse_std
-        self.xhat = xhat
-        self.inverse_std = inverse_std
+        # x for the create_graph path (and its version check, as in PyTorch), weight for dx̂.
+        self.save_for_backward(x, weight, xhat, inverse_std)
         if weight is not None:
             out = np.multiply(xhat, upcast(weight).reshape(count))
             if bias is not None:
@@ -404,16 +414,15 @@ class LayerNorm(Op):
             out = np.add(xhat, upcast(bias).reshape(count))
         else:
             out = xhat.copy()
-        return out.reshape(x.shape).astype(x.dtype, copy=False)
+        return reshaped(out, x.shape).astype(x.dtype, copy=False)
 
     def backward(self, grad_output):
         if self.graph_mode is not False:
             return self.backward_composed(grad_output)
-        _, weight = self.saved_tensors
+        _, weight, xhat, inverse_std = self.saved_tensors
         _, needs_weight, needs_bias = self.needs_input_grad
-        count = self.xhat.shape[1]
+        count = xhat.shape[1]
         g = upcast(grad_output).reshape(-1, count)
-        xhat = self.xhat
         shape = self.normalized_shape
         grad_weight = column_dot(g, xhat).reshape(shape) if needs_weight else None
         grad_bias = column_sum(g).reshape(shape) if needs_bias else None
@@ -423,12 +432,11 @@ class LayerNorm(Op):
                 grad_xhat = np.multiply(g, upcast(weight).reshape(count))
             else:
                 grad_xhat = g.copy()
-            grad_x = norm_input_grad_rows(grad_xhat, xhat, self.inverse_std)
-            grad_x = grad_x.reshape(grad_output.shape)
+            grad_x = reshaped(norm_input_grad_rows(grad_xhat, xhat, inverse_std), grad_output.shape)
         return grad_x, grad_weight, grad_bias
 
     def backward_composed(self, grad_output):
-        x, weight = self.saved_tensors
+        x, weight, _, _ = self.saved_tensors
         bias = self.inputs[2]
         k = len(self.normalized_shape)
         axes = tuple(range(x.ndim - k, x.ndim))
@@ -446,7 +454,7 @@ class RMSNorm(Op):
     """y = x̂ w, x̂ = x / sqrt(mean(x²) + eps) over the last k dims;
     dx = (dx̂ - x̂ mean(dx̂ x̂)) / sqrt(mean(x²) + eps) with dx̂ = g w;  dw = sum of g x̂"""
 
-    __slots__ = ("normalized_shape", "eps", "xhat", "inverse_rms")
+    __slots__ = ("normalized_shape", "eps")
 
     def forward(self, x, weight, normalized_shape, eps):
         check_float("rms_norm", x)
@@ -454,7 +462,6 @@ class RMSNorm(Op):
         check_affine("rms_norm", "weight", weight, normalized_shape, x)
         self.normalized_shape = normalized_shape
         self.eps = eps
-        self.save_for_backward(x, weight)
         count = math.prod(normalized_shape)
         rows = upcast(x).reshape(-1, count)
         inverse_rms = row_dot(rows, rows) / count
@@ -462,20 +469,18 @@ class RMSNorm(Op):
         np.sqrt(inverse_rms, out=inverse_rms)
         np.reciprocal(inverse_rms, out=inverse_rms)
         xhat = np.multiply(rows, inverse_rms)
-        self.xhat = xhat
-        self.inverse_rms = inverse_rms
+        self.save_for_backward(x, weight, xhat, inverse_rms)
         out = np.multiply(xhat, upcast(weight).reshape(count)) if weight is not None else xhat
         if out is xhat:
             out = xhat.copy()
-        return out.reshape(x.shape).astype(x.dtype, copy=False)
+        return reshaped(out, x.shape).astype(x.dtype, copy=False)
 
     def backward(self, grad_output):
-        x, weight = self.saved_tensors
+        x, weight, xhat, inverse_rms = self.saved_tensors
         if self.graph_mode is not False:
             return self.backward_composed(grad_output, x, weight)
-        count = self.xhat.shape[1]
+        count = xhat.shape[1]
         g = upcast(grad_output).reshape(-1, count)
-        xhat = self.xhat
         grad_weight = None
         if self.needs_input_grad[1]:
             grad_weight = column_dot(g, xhat).reshape(self.normalized_shape)
@@ -487,8 +492,8 @@ class RMSNorm(Op):
                 grad_xhat = g.copy()
             correction = np.multiply(xhat, row_dot(grad_xhat, xhat) / count)
             grad_xhat -= correction
-            grad_xhat *= self.inverse_rms
-            grad_x = grad_xhat.reshape(grad_output.shape)
+            grad_xhat *= inverse_rms
+            grad_x = reshaped(grad_xhat, grad_output.shape)
         return grad_x, grad_weight
 
     def backward_composed(self, grad_output, x, weight):
@@ -513,7 +518,7 @@ class BatchNorm(Op):
     with dx̂ = g w. Eval: x̂ = (x - running_mean) / sqrt(running_var + eps), a constant
     affine map, so dx = g w / sqrt(running_var + eps). Both: dw = sum g x̂, db = sum g."""
 
-    __slots__ = ("training", "eps", "xhat", "inverse_std", "running_mean")
+    __slots__ = ("training", "eps")
 
     def forward(self, x, weight, bias, running_mean, running_var, training, momentum, eps):
         check_float("batch_norm", x)
@@ -532,7 +537,6 @@ class BatchNorm(Op):
                 )
         self.training = training
         self.eps = eps
-        self.save_for_backward(x, weight)
         # Channels last, as a (rows, C) matrix: per-channel statistics are column reductions.
         columns = as_rows(upcast(x), 1)
         count = columns.shape[0]
@@ -557,57 +561,49 @@ class BatchNorm(Op):
                 running_var *= 1 - momentum
                 running_var += (momentum * count / (count - 1)) * variance
             inverse_std = np.reciprocal(np.sqrt(variance + eps))
-            xhat = centered
-            xhat *= inverse_std
         else:
             if running_mean is None or running_var is None:
                 raise ValueError("batch_norm: eval mode needs running_mean and running_var")
             inverse_std = np.reciprocal(np.sqrt(upcast(running_var) + eps))
-            xhat = np.subtract(columns, upcast(running_mean))
-            xhat *= inverse_std
-            self.running_mean = running_mean.copy()
-        self.xhat = xhat
-        self.inverse_std = inverse_std
-        if weight is not None:
-            out = np.multiply(xhat, upcast(weight))
-            if bias is not None:
-                out += upcast(bias)
-        elif bias is not None:
-            out = np.add(xhat, upcast(bias))
-        else:
-            out = xhat.copy()
+            centered = np.subtract(columns, upcast(running_mean))
+            running_mean = running_mean.copy()  # a constant of backward, whatever comes next
+        # Every factor is per channel, so x̂ w = (x - mean) · (w / std): one pass, and x̂
+        # itself is never stored (backward folds 1/std into its per-channel sums).
+        self.save_for_backward(x, weight, centered, inverse_std, None if training else running_mean)
+        scale = inverse_std * upcast(weight) if weight is not None else inverse_std
+        out = np.multiply(centered, scale)
+        if bias is not None:
+            out += upcast(bias)
         return from_rows(out, x.shape, 1).astype(x.dtype, copy=False)
 
     def backward(self, grad_output):
         if self.graph_mode is not False:
             return self.backward_composed(grad_output)
-        _, weight = self.saved_tensors
-        needs_x, needs_weight, needs_bias = self.needs_input_grad[:3]
+        _, weight, centered, inverse_std, _ = self.saved_tensors
+        needs_x, needs_weight, needs_bias = self.needs_input_grad
         g = as_rows(upcast(grad_output), 1)
-        xhat = self.xhat
-        grad_weight = column_dot(g, xhat) if needs_weight else None
-        grad_bias = column_sum(g) if needs_bias else None
+        count = centered.shape[0]
+        grad_sum = column_sum(g) if needs_bias or (needs_x and self.training) else None
+        # sum over the batch of g x̂ = (sum of g (x - mean)) / std
+        projection = None
+        if needs_weight or (needs_x and self.training):
+            projection = column_dot(g, centered) * inverse_std
         grad_x = None
         if needs_x:
-            scale = self.inverse_std
-            if weight is not None:
-                scale = scale * upcast(weight)
+            scale = inverse_std * upcast(weight) if weight is not None else inverse_std
+            grad_x = np.multiply(g, scale)
             if self.training:
-                count = xhat.shape[0]
-                # The same formula as layer_norm's, with the roles of rows and columns swapped.
-                mean_grad = column_sum(g) / count
-                mean_projection = column_dot(g, xhat) / count
-                correction = np.multiply(xhat, mean_projection)
-                correction += mean_grad
-                grad_x = np.subtract(g, correction, out=correction)
-                grad_x *= scale
-            else:
-                grad_x = np.multiply(g, scale)
+                # dx = (w/std) (g - mean(g) - x̂ mean(g x̂)), regrouped per channel:
+                # g·(w/std) - (x - mean)·(w/std² · mean(g x̂)) - (w/std)·mean(g)
+                correction = np.multiply(centered, scale * inverse_std * (projection / count))
+                correction += scale * (grad_sum / count)
+                grad_x -= correction
             grad_x = from_rows(grad_x, grad_output.shape, 1)
-        return grad_x, grad_weight, grad_bias
+        grad_weight = projection if needs_weight else None
+        return grad_x, grad_weight, grad_sum if needs_bias else None
 
     def backward_composed(self, grad_output):
-        x, weight = self.saved_tensors
+        x, weight, _, inverse_std, running_mean = self.saved_tensors
         bias = self.inputs[2]
         axes = (0,) if x.ndim == 2 else (0, 2)
         channel_shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
@@ -616,8 +612,8 @@ class BatchNorm(Op):
         if self.training:
             xhat, inverse_std = statistics_composed(x, axes, self.eps)
         else:
-            inverse_std = self.inverse_std.reshape(channel_shape)
-            xhat = (x - upcast(self.running_mean).reshape(channel_shape)) * inverse_std
+            inverse_std = inverse_std.reshape(channel_shape)
+            xhat = (x - upcast(running_mean).reshape(channel_shape)) * inverse_std
         scale = upcast(weight).reshape(channel_shape) if weight is not None else None
         grad_xhat = g * scale if scale is not None else g
         if self.training:
@@ -683,7 +679,7 @@ class CrossEntropy(Op):
     """loss_i = log sum_c exp(z_ic) - z_i,t_i (log_softmax and the pick fused), reduced by
     mean/sum/none;  dz_ic = g_i (softmax(z_i)_c - [c == t_i]) (divided by N for the mean)"""
 
-    __slots__ = ("reduction", "probabilities", "target", "count", "class_count")
+    __slots__ = ("reduction", "target", "count", "class_count")
 
     def forward(self, logits, target, reduction):
         check_float("cross_entropy", logits, "logits")
@@ -728,7 +724,7 @@ class CrossEntropy(Op):
         losses -= picked
         if self.needs_input_grad[0]:
             exponentials /= total.reshape(count, 1)
-            self.probabilities = exponentials
+            self.save_for_backward(exponentials)
         if reduction == "none":
             out = losses.reshape(target.shape)
         elif reduction == "sum":
@@ -738,6 +734,7 @@ class CrossEntropy(Op):
         return np.asarray(out).astype(logits.dtype, copy=False)
 
     def backward(self, grad_output):
+        (probabilities,) = self.saved_tensors
         logits = self.inputs[0]
         count = self.count
         if self.reduction == "none":
@@ -747,11 +744,9 @@ class CrossEntropy(Op):
         else:
             scale = upcast(grad_output) * (1.0 / max(count, 1))
         shape = logits.shape
-        if (
-            self.graph_mode is not False
-        ):  # softmax recomputed from the logits Tensor: differentiable
+        if self.graph_mode is not False:  # softmax recomputed from the logits: differentiable
             return self.backward_composed(logits, scale), None
-        grad = np.multiply(self.probabilities, scale)
+        grad = np.multiply(probabilities, scale)
         picked_rows = np.arange(count)
         grad[picked_rows, self.target] -= scale.reshape(-1) if np.ndim(scale) else scale
         if len(shape) <= 2:
@@ -781,7 +776,7 @@ class CrossEntropy(Op):
 class MSELoss(Op):
     """loss = mean((a - b)²) (or sum, or none);  da = 2 g (a - b) (/ n for the mean), db = -da"""
 
-    __slots__ = ("reduction", "difference")
+    __slots__ = ("reduction", "count")
 
     def forward(self, a, b, reduction):
         if reduction not in ("mean", "sum", "none"):
@@ -799,8 +794,8 @@ class MSELoss(Op):
                 "cannot be broadcast together"
             ) from None
         self.reduction = reduction
-        self.difference = difference
-        self.save_for_backward(a, b)
+        self.count = difference.size
+        self.save_for_backward(a, b, difference)
         if reduction == "none":
             return difference * difference
         flat = difference.reshape(-1)
@@ -810,14 +805,12 @@ class MSELoss(Op):
         return np.asarray(total / flat.size if flat.size else np.nan, dtype=difference.dtype)
 
     def backward(self, grad_output):
-        a, b = self.saved_tensors
-        if self.graph_mode is not False:
+        a, b, difference = self.saved_tensors
+        if self.graph_mode is not False:  # a - b from the input Tensors: differentiable
             difference = a - b
-        else:
-            difference = self.difference
         scale = grad_output * 2.0
         if self.reduction == "mean":
-            scale = scale * (1.0 / max(self.difference.size, 1))
+            scale = scale * (1.0 / max(self.count, 1))
         grad = difference * scale
         return grad, -grad
 
