@@ -8,6 +8,7 @@ A scheduler is any object with `name` and `run(graph)`; pass it to `backward(sch
 or register it under a name with `register_scheduler`.
 """
 
+from .scan_scheduler import ScanScheduler
 from .sequential import SequentialScheduler
 
 _REGISTRY = {}
@@ -65,3 +66,6 @@ def get_default_scheduler():
 
 
 register_scheduler("sequential", SequentialScheduler())
+register_scheduler("hillis-steele", ScanScheduler("hillis-steele"))
+register_scheduler("blelloch", ScanScheduler("blelloch"))
+register_scheduler("blocked", ScanScheduler("blocked", block_size=256))

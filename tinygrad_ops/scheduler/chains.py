@@ -1,0 +1,394 @@
+"""Finding the chains a scan scheduler can take over (SCAN.md section 4).
+
+A chain is a path of *anchors* x_0 -> x_1 -> ... -> x_n; the tensors strictly between two
+anchors are the *internal* nodes of a step. The rules that make the scan exact:
+
+- every consumer of x_{i-1} is an internal node of step i, x_i itself, or *independent*:
+  a tensor with no path into x_n (per-step loss terms and the sum that adds them up);
+- every consumer of an internal node is in the same step;
+- every op on the path from x_{i-1} to x_i has a row-wise Jacobian rule (jacobians.py).
+
+How they are found, in a few linear passes over the graph:
+
+1. The *spine*: from the output, follow the input with the longest path of ops behind
+   it; chains are long paths, so they lie on it.
+2. `level(t)`: the deepest spine tensor that `t` has a path into. Choosing the chain end
+   x_n = spine[K], the independent tensors are exactly those with level < K (they only
+   feed tensors nearer the output), and they can all be walked first.
+3. A spine tensor is an anchor when no edge of the region (descendants of the spine's
+   start that reach x_n) jumps over it: every path goes through it. One sweep in
+   topological order finds, for each spine tensor, the highest level of an edge jumping
+   over it, which gives the anchors for every choice of K at once; K is chosen to
+   maximise them.
+4. Steps are grouped by period (the ops of an RNN step repeat every few anchors) and
+   compared by *template*: the op classes, the wiring, the shapes, which inputs are
+   shared by every step (weights) and which are per step (the x_t @ W of an RNN, taken
+   into the step when nothing else uses them). A maximal run of identical templates is a
+   *segment*: its steps are batched, one vectorised call per op of the template.
+
+Anything that breaks a rule (a hook or a tg.grad input on the chain, an op without a
+rule, a consumer outside the step) ends the segment there; the rest of the graph is
+walked sequentially.
+"""
+
+import heapq
+
+import numpy as np
+
+from ..autograd import topological_order
+from . import jacobians
+
+# Ops a template may contain (their backward rules work unchanged on stacked operands).
+BATCHABLE = frozenset(jacobians.JACOBIAN_RULES)
+MIN_STEPS = 2  # a segment shorter than this is not worth a scan
+MAX_PERIOD = 16  # the most ops per step that the period search tries
+
+
+class GraphIndex:
+    """The graph as integer lists: tensors in topological order, inputs and consumers."""
+
+    def __init__(self, graph):
+        if graph.wanted is not None:
+            order = graph.order
+        else:
+            order = topological_order(graph.roots)
+        self.tensors = order
+        position = {id(tensor): index for index, tensor in enumerate(order)}
+        self.position = position
+        count = len(order)
+        inputs = [()] * count
+        consumers = [[] for _ in range(count)]
+        depth = [0] * count
+        for index, tensor in enumerate(order):
+            node = tensor._ctx
+            if node is None:
+                continue
+            deepest = -1
+            found = []
+            for operand, needs in zip(node.inputs, node.needs_input_grad):
+                if needs:
+                    where = position.get(id(operand))
+                    if where is not None:
+                        found.append(where)
+                        consumers[where].append(index)
+                        if depth[where] > deepest:
+                            deepest = depth[where]
+            inputs[index] = found
+            depth[index] = deepest + 1
+        self.inputs = inputs
+        self.consumers = consumers
+        self.depth = depth
+
+
+class Template:
+    """The shape of one step: its slots (tensors) and how each op's inputs are wired.
+
+    Slot 0 is the step's upper anchor x_i. Each other slot is reached as input `k` of an
+    earlier slot (`paths`). `wiring[j][k]` says what input k of slot j is: "prev" (x_{i-1}),
+    ("slot", m), ("shared", tensor) (the same tensor in every step), "step" (a different
+    tensor in every step, outside the step), or "const" (no gradient needed).
+    """
+
+    __slots__ = ("classes", "paths", "wiring", "shapes", "chain_slots", "key", "order")
+
+    def __init__(self, classes, paths, wiring, shapes, chain_slots, order):
+        self.classes = classes
+        self.paths = paths
+        self.wiring = wiring
+        self.shapes = shapes
+        self.chain_slots = chain_slots  # slots that depend on x_{i-1}
+        self.order = order  # slots, consumers before inputs
+        self.key = (
+            tuple(classes),
+            tuple(paths),
+            tuple(tuple(codes) for codes in wiring),
+            tuple(shapes),
+        )
+
+
+class Step:
+    """One step of a segment: its slot tensors and its per-step outside inputs."""
+
+    __slots__ = ("lower", "upper", "slots", "outside")
+
+    def __init__(self, lower, upper, slots, outside):
+        self.lower = lower
+        self.upper = upper
+        self.slots = slots
+        self.outside = outside  # list of (slot, input index, tensor) for "step" wiring
+
+
+class Segment:
+    """A run of isomorphic steps x_0 -> ... -> x_n that can be scanned."""
+
+    def __init__(self, template, steps):
+        self.template = template
+        self.steps = steps
+
+    @property
+    def anchors(self):
+        return [self.steps[0].lower] + [step.upper for step in self.steps]
+
+    @property
+    def length(self):
+        return len(self.steps)
+
+    @property
+    def state_shape(self):
+        return self.steps[0].upper.shape
+
+    @property
+    def jacobian_kind(self):
+        """'diagonal' when every op on the path is elementwise, else 'dense'."""
+        template = self.template
+        for slot in template.chain_slots:
+            if template.classes[slot] not in jacobians.ELEMENTWISE:
+                return "dense"
+        return "diagonal"
+
+    @property
+    def ops_per_step(self):
+        return len(self.template.classes)
+
+    def describe(self):
+        names = "->".join(
+            cls.__name__
+            for cls in reversed([self.template.classes[s] for s in self.template.order])
+        )
+        return f"{self.length} steps of [{names}]"
+
+
+class ChainPlan:
+    """What the analysis found: segments, the independent tensors, the graph index."""
+
+    def __init__(self, index, segments, independent):
+        self.index = index
+        self.segments = segments
+        self.independent = independent  # positions walked before any segment
+
+
+def find_chains(graph, min_steps=MIN_STEPS):
+    """Analyse `graph` (a BackwardGraph) and return a ChainPlan (segments may be empty)."""
+    index = GraphIndex(graph)
+    count = len(index.tensors)
+    empty = ChainPlan(index, [], [])
+    if count < 2 * min_steps:
+        return empty
+    tensors = index.tensors
+    inputs = index.inputs
+    consumers = index.consumers
+    depth = index.depth
+    # 1. The spine, from the deepest output down.
+    outputs = [where for where in range(count) if not consumers[where]]
+    top = max(outputs, key=lambda where: depth[where])
+    spine = [top]
+    while inputs[spine[-1]]:
+        spine.append(max(inputs[spine[-1]], key=lambda where: depth[where]))
+    # The chain starts below the spine's last non-shared tensor (a weight used everywhere
+    # would make every edge jump over every anchor).
+    start = len(spine) - 1
+    if len(consumers[spine[start]]) > 1 and tensors[spine[start]]._ctx is None and start > 0:
+        start -= 1
+    source = spine[start]
+    # 2. level: the deepest spine index a tensor has a path into (-1: none).
+    level = [-1] * count
+    for spine_index, where in enumerate(spine):
+        level[where] = spine_index
+    for where in range(count - 1, -1, -1):
+        best = level[where]
+        for consumer in consumers[where]:
+            if level[consumer] > best:
+                best = level[consumer]
+        level[where] = best
+    # Descendants of the source.
+    below = [False] * count
+    below[source] = True
+    for where in range(source + 1, count):
+        for operand in inputs[where]:
+            if below[operand]:
+                below[where] = True
+                break
+    # 3. Sweep: for each spine tensor, the highest level of an edge jumping over it.
+    spine_position = {where: spine_index for spine_index, where in enumerate(spine)}
+    blocking = {}
+    heap = []  # (-level of the edge's end, position of the edge's end)
+    for where in range(source, count):
+        if not below[where]:
+            continue
+        spine_index = spine_position.get(where)
+        if spine_index is not None:
+            while heap and heap[0][1] <= where:
+                heapq.heappop(heap)
+            blocking[spine_index] = -heap[0][0] if heap else -1
+        for consumer in consumers[where]:
+            heapq.heappush(heap, (-level[consumer], consumer))
+    # Anchors for end K: spine indices k >= K, below the source, with blocking[k] < K.
+    deepest = start
+    votes = [0] * (deepest + 2)
+    for spine_index, block in blocking.items():
+        low = block + 1
+        if low <= spine_index:
+            votes[low] += 1
+            votes[spine_index + 1] -= 1
+    best_end, best_count, running = 0, -1, 0
+    for end in range(deepest + 1):
+        running += votes[end]
+        if running > best_count:
+            best_end, best_count = end, running
+    if best_count < min_steps + 1:
+        return empty
+    anchors = sorted(
+        (spine[k] for k, block in blocking.items() if k >= best_end and block < best_end)
+    )  # positions, bottom (x_0) to top
+    independent = [where for where in range(count) if level[where] < best_end]
+    context = _StepContext(index, level, best_end, below, graph)
+    segments = _segments(anchors, context, min_steps)
+    return ChainPlan(index, segments, independent)
+
+
+class _StepContext:
+    def __init__(self, index, level, end, below, graph):
+        self.index = index
+        self.level = level
+        self.end = end
+        self.below = below
+        self.capture = graph.capture
+
+
+def _segments(anchors, context, min_steps):
+    """Group the anchors into periods and cut them into runs of identical templates."""
+    tensors = context.index.tensors
+    classes = [type(tensors[where]._ctx) for where in anchors]
+    # The period: the shift p with the longest run of classes[j] == classes[j - p].
+    best = None
+    for period in range(1, min(MAX_PERIOD, len(anchors) - 1) + 1):
+        run_start = period
+        for j in range(period, len(anchors) + 1):
+            if j == len(anchors) or classes[j] != classes[j - period]:
+                covered = j - run_start + period
+                if best is None or covered > best[0]:
+                    best = (covered, period, run_start - period, j - 1)
+                run_start = j + 1
+    if best is None:
+        return []
+    _, period, first, last = best
+    chosen = anchors[first : last + 1][::-1][::period][::-1]  # keep the top anchor
+    if len(chosen) < min_steps + 1:
+        return []
+    segments = []
+    run = []
+    for lower, upper in zip(chosen[:-1], chosen[1:]):
+        built = _step(lower, upper, context)
+        if run and (built is None or built[0].key != run[0][0].key):
+            _close(run, segments, min_steps)
+            run = []
+        if built is not None:
+            run.append(built)
+    _close(run, segments, min_steps)
+    return segments
+
+
+def _close(run, segments, min_steps):
+    """Make a segment of a run of (template, step) with equal keys: decide which outside
+    inputs are shared by every step and which are one per step."""
+    if len(run) < min_steps:
+        return
+    template = run[0][0]
+    steps = [step for _, step in run]
+    first_outside = steps[0].outside
+    shared = []
+    for number, (slot, k, operand) in enumerate(first_outside):
+        shared.append(all(step.outside[number][2] is operand for step in steps))
+    for step in steps:
+        step.outside = [entry for entry, is_shared in zip(step.outside, shared) if not is_shared]
+    wiring = [list(codes) for codes in template.wiring]
+    for (slot, k, operand), is_shared in zip(first_outside, shared):
+        wiring[slot][k] = ("shared", operand) if is_shared else "step"
+    template.wiring = wiring
+    segments.append(Segment(template, steps))
+
+
+def _step(lower_position, upper_position, context):
+    """The (template, step) between two anchors, or None if the step breaks a rule."""
+    index = context.index
+    tensors = index.tensors
+    position = index.position
+    consumers = index.consumers
+    level = context.level
+    end = context.end
+    capture = context.capture
+    below = context.below
+    lower = tensors[lower_position]
+    upper = tensors[upper_position]
+    if upper.shape != lower.shape:
+        return None
+    # The lower anchor: every consumer inside the step or independent.
+    for consumer in consumers[lower_position]:
+        if level[consumer] >= end and not lower_position < consumer <= upper_position:
+            return None
+    slots = [upper]
+    slot_of = {id(upper): 0}
+    classes = []
+    paths = [None]
+    wiring = []
+    shapes = []
+    outside = []
+    cursor = 0
+    while cursor < len(slots):
+        tensor = slots[cursor]
+        node = tensor._ctx
+        cls = type(node)
+        if cls not in BATCHABLE or tensor._hooks or (capture is not None and id(tensor) in capture):
+            return None
+        if cls is jacobians.MatMul and (np.ndim(node.inputs[0]) < 2 or np.ndim(node.inputs[1]) < 2):
+            return None
+        classes.append(cls)
+        shapes.append((tensor.data.shape, tensor.data.dtype.str))
+        codes = []
+        for k, (operand, needs) in enumerate(zip(node.inputs, node.needs_input_grad)):
+            where = position.get(id(operand)) if needs else None
+            if where is None:
+                codes.append("const")
+            elif operand is lower:
+                codes.append("prev")
+            elif id(operand) in slot_of:
+                codes.append(("slot", slot_of[id(operand)]))
+            elif (lower_position < where < upper_position and below[where]) or (
+                operand._ctx is not None and len(consumers[where]) == 1 and not below[where]
+            ):
+                # An internal node, or a side node used only here (x_t @ W of an RNN).
+                codes.append(("slot", len(slots)))
+                slot_of[id(operand)] = len(slots)
+                slots.append(operand)
+                paths.append((cursor, k))
+            else:
+                codes.append("outside")
+                outside.append((cursor, k, operand))
+        wiring.append(codes)
+        cursor += 1
+    # Internal slots: consumers inside the step only (no injection into a step's inside).
+    slot_positions = {position[id(tensor)] for tensor in slots}
+    for tensor in slots[1:]:
+        for consumer in consumers[position[id(tensor)]]:
+            if consumer not in slot_positions:
+                return None
+    # Which slots depend on x_{i-1}; each such dependence needs a row-wise Jacobian.
+    order = sorted(range(len(slots)), key=lambda slot: slots[slot]._ctx.sequence, reverse=True)
+    depends = [False] * len(slots)
+    for slot in reversed(order):  # inputs before consumers
+        for k, code in enumerate(wiring[slot]):
+            on_chain = code == "prev" or (code[0] == "slot" and depends[code[1]])
+            if not on_chain:
+                continue
+            depends[slot] = True
+            cls = classes[slot]
+            operand = slots[slot]._ctx.inputs[k]
+            if cls in jacobians.ELEMENTWISE and operand.shape != shapes[slot][0]:
+                return None  # a broadcast chain input: its gradient mixes rows
+            if cls is jacobians.MatMul and k != 0:
+                return None  # W @ x mixes the rows of x
+    if not depends[0]:
+        return None
+    chain_slots = [slot for slot in order if depends[slot]]
+    template = Template(classes, paths, wiring, shapes, chain_slots, order)
+    return template, Step(lower, upper, slots, outside)

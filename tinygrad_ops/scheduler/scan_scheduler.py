@@ -1,0 +1,378 @@
+"""The scan schedulers: backward along a chain as one prefix scan (SCAN.md sections 1 and 4).
+
+`ScanScheduler.run(graph)`:
+
+1. finds the chains (chains.py); without one it is the sequential walk;
+2. walks the *independent* tensors first (per-step losses and their sum), which leaves the
+   injections e_i waiting at the chain's anchors;
+3. walks the rest of the graph in reverse topological order; on reaching the top anchor
+   x_n of a segment it scans the segment in one go: the step Jacobians of every step are
+   built by one vectorised call per op (the saved values of all steps stacked), the scan
+   of [(0, g_n), (J_n, e_{n-1}), ..., (J_1, e_0)] gives every g_i, and one vectorised vjp
+   per op sends the side gradients (weights get the sum over the steps); x_0 then receives
+   g_0 and the walk goes on.
+
+Under `create_graph=True` (gradients that are themselves differentiable) and in
+`detect_anomaly()` mode every scan scheduler is the sequential walk: the batched calls
+would not be recorded node by node.
+"""
+
+import numpy as np
+
+from ..autograd import STATE, Op
+from . import jacobians, scans
+from .chains import find_chains
+
+_BATCHED_CLASSES = {}
+
+
+def _batched_class(op_class):
+    """A subclass of `op_class` whose saved values are stacked arrays set by the scheduler."""
+    batched = _BATCHED_CLASSES.get(op_class)
+    if batched is None:
+        batched = type(
+            "Batched" + op_class.__name__,
+            (op_class,),
+            {
+                "__slots__": ("stacked", "output_shape", "output_dtype"),
+                "saved_tensors": property(lambda self: self.stacked),
+            },
+        )
+        _BATCHED_CLASSES[op_class] = batched
+    return batched
+
+
+def _op_attributes(op_class):
+    names = []
+    for klass in op_class.__mro__:
+        if klass is Op:
+            break
+        names.extend(klass.__dict__.get("__slots__", ()))
+    return names
+
+
+class BatchedSlot:
+    """The nodes of one template slot over all the steps of a segment, saved values stacked."""
+
+    def __init__(self, nodes, output_shape, output_dtype):
+        first = nodes[0]
+        self.op_class = type(first)
+        self.first = first
+        self.output_shape = tuple(output_shape)
+        self.output_dtype = output_dtype
+        self.count = len(nodes)
+        ndim = len(output_shape)
+        saved_per_node = [node.saved_tensors for node in nodes]  # checks versions
+        stacked = []
+        is_stacked = []
+        for number, value in enumerate(saved_per_node[0]):
+            values = [saved[number] for saved in saved_per_node]
+            if value is None or all(other is value for other in values):
+                stacked.append(value)
+                is_stacked.append(False)
+                continue
+            array = np.stack([np.asarray(other) for other in values])
+            padding = ndim - (array.ndim - 1)
+            if padding > 0:
+                array = array.reshape(array.shape[:1] + (1,) * padding + array.shape[1:])
+            stacked.append(array)
+            is_stacked.append(True)
+        self.stacked = stacked
+        self.is_stacked = is_stacked
+
+    def node(self, start, stop, needs_input_grad=None):
+        """An op instance whose saved values are steps start..stop-1 of the stack."""
+        batched = _batched_class(self.op_class)()
+        for name in _op_attributes(self.op_class):
+            if hasattr(self.first, name):
+                setattr(batched, name, getattr(self.first, name))
+        batched.stacked = tuple(
+            value[start:stop] if flag else value
+            for value, flag in zip(self.stacked, self.is_stacked)
+        )
+        batched.needs_input_grad = (
+            self.first.needs_input_grad if needs_input_grad is None else needs_input_grad
+        )
+        batched.graph_mode = False
+        batched.inputs = self.first.inputs
+        batched.output_shape = (stop - start,) + self.output_shape
+        batched.output_dtype = self.output_dtype
+        return batched
+
+
+def _sum_to(grad, shape):
+    """Sum a (broadcast) gradient down to `shape`."""
+    grad = np.asarray(grad)
+    if grad.shape == tuple(shape):
+        return grad
+    extra = grad.ndim - len(shape)
+    axes = tuple(range(extra)) + tuple(
+        extra + axis
+        for axis, size in enumerate(shape)
+        if size == 1 and grad.shape[extra + axis] != 1
+    )
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)
+
+
+def _sum_to_stacked(grad, count, shape):
+    """A stacked gradient (count, *broadcast shape) summed to (count, *shape) per step."""
+    grad = np.asarray(grad)
+    full_ndim = grad.ndim - 1
+    padded = (1,) * (full_ndim - len(shape)) + tuple(shape)
+    axes = tuple(
+        1 + axis for axis, size in enumerate(padded) if size == 1 and grad.shape[1 + axis] != 1
+    )
+    if grad.shape[0] != count:
+        grad = np.broadcast_to(grad, (count,) + grad.shape[1:])
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape((count,) + tuple(shape))
+
+
+class SegmentRun:
+    """Scans one segment and finishes its side branches (see the module docstring)."""
+
+    def __init__(self, graph, segment):
+        self.graph = graph
+        self.segment = segment
+        template = segment.template
+        steps = segment.steps
+        self.count = len(steps)
+        self.batched = [
+            BatchedSlot(
+                [step.slots[slot]._ctx for step in steps],
+                template.shapes[slot][0],
+                np.dtype(template.shapes[slot][1]),
+            )
+            for slot in range(len(template.classes))
+        ]
+        for step in steps:
+            graph.visited.extend(tensor._ctx for tensor in step.slots)
+        self.state_shape = tuple(segment.state_shape)
+        self.dtype = steps[-1].upper.data.dtype
+        self.depends = set(template.chain_slots)
+        outside_index = {}
+        for number, (slot, k, _) in enumerate(steps[0].outside):
+            outside_index[(slot, k)] = number
+        self.outside_index = outside_index
+
+    # -- Jacobians -----------------------------------------------------------------------------
+
+    def jacobian(self, start, stop):
+        """The structured Jacobian of steps start..stop-1 (0-based, in chain order)."""
+        template = self.segment.template
+        adjoint = {0: jacobians.IDENTITY}
+        total = None
+        for slot in template.chain_slots:  # consumers before inputs
+            current = adjoint.pop(slot)
+            node = self.batched[slot].node(start, stop)
+            rule = jacobians.JACOBIAN_RULES[template.classes[slot]]
+            for k, code in enumerate(template.wiring[slot]):
+                if code == "prev":
+                    total = jacobians.add(total, jacobians.compose(current, rule(node, k)))
+                elif isinstance(code, tuple) and code[0] == "slot" and code[1] in self.depends:
+                    target = code[1]
+                    contribution = jacobians.compose(current, rule(node, k))
+                    adjoint[target] = jacobians.add(adjoint.get(target), contribution)
+        return total
+
+    def elements(self, injections):
+        """`build(start, stop)` for the scan: elements (J_i, e_{i-1}) from the top down."""
+        count = self.count
+        diagonal = self.segment.jacobian_kind == "diagonal"
+
+        def build(start, stop):
+            low, high = count - stop, count - start  # steps low..high-1, reversed
+            structured = self.jacobian(low, high)
+            if diagonal:
+                matrices = jacobians.as_diagonal(
+                    structured, self.state_shape, high - low, self.dtype
+                )
+            else:
+                matrices = jacobians.as_dense(structured, self.state_shape, high - low, self.dtype)
+            return (matrices[::-1], injections[low:high][::-1])
+
+        return build
+
+    # -- side branches -------------------------------------------------------------------------
+
+    def finish_steps(self, start, stop, upper_grads):
+        """Send the side gradients of steps start..stop-1, given the gradients of their
+        upper anchors (stacked in chain order)."""
+        template = self.segment.template
+        graph = self.graph
+        steps = self.segment.steps
+        count = stop - start
+        pending = {0: upper_grads}
+        for slot in template.order:  # consumers before inputs
+            grad = pending.pop(slot, None)
+            if grad is None:
+                continue
+            wiring = template.wiring[slot]
+            batched = self.batched[slot]
+            needs = tuple(
+                flag and code != "prev"
+                for flag, code in zip(batched.first.needs_input_grad, wiring)
+            )
+            if not any(needs):
+                continue
+            node = batched.node(start, stop, needs)
+            results = self._vjp(node, batched, grad, needs, start, stop)
+            for k, code in enumerate(wiring):
+                result = results[k]
+                if result is None or not needs[k] or code == "const":
+                    continue
+                if code == "step":
+                    number = self.outside_index[(slot, k)]
+                    operands = [steps[index].outside[number][2] for index in range(start, stop)]
+                    shape = operands[0].shape
+                    per_step = _sum_to_stacked(result, count, shape)
+                    for operand, value in zip(operands, per_step):
+                        graph.send(operand, value.astype(operand.data.dtype, copy=False))
+                elif code[0] == "shared":
+                    operand = code[1]
+                    value = _sum_to(result, operand.shape).astype(operand.data.dtype, copy=False)
+                    graph.send(operand, value)
+                else:  # ("slot", m)
+                    target = code[1]
+                    value = _sum_to_stacked(result, count, template.shapes[target][0])
+                    previous = pending.get(target)
+                    pending[target] = value if previous is None else previous + value
+
+    @staticmethod
+    def _vjp(node, batched, grad, needs, start, stop):
+        """The op's own backward on the stacked gradient; x @ W with a shared 2-D W sums
+        over the steps inside one matrix product instead of stacking per-step products."""
+        if batched.op_class is jacobians.MatMul and needs[1] and batched.is_stacked[0]:
+            a, b = node.saved_tensors
+            if not batched.is_stacked[1] and np.ndim(b) == 2:
+                size_in = a.shape[-1]
+                flat_a = a.reshape(-1, size_in)
+                flat_grad = np.broadcast_to(grad, a.shape[:-1] + (b.shape[-1],)).reshape(
+                    -1, b.shape[-1]
+                )
+                grad_b = flat_a.T @ flat_grad
+                grad_a = grad @ b.T if needs[0] else None
+                return (grad_a, grad_b)
+        return node.backward(grad)
+
+    # -- the whole segment ---------------------------------------------------------------------
+
+    def run(self, method, block_size):
+        graph = self.graph
+        steps = self.segment.steps
+        count = self.count
+        top = steps[-1].upper
+        seed = graph.pop_grad(top)
+        state_zero = np.zeros(self.state_shape, dtype=self.dtype)
+        seed = state_zero if seed is None else np.asarray(seed)
+        injections = np.empty((count,) + self.state_shape, dtype=self.dtype)
+        for index, step in enumerate(steps):
+            pending = graph.pop_grad(step.lower)
+            injections[index] = 0 if pending is None else pending
+        diagonal = self.segment.jacobian_kind == "diagonal"
+        operator = (
+            scans.DiagonalAffineCompose(seeded=True)
+            if diagonal
+            else scans.AffineCompose(seeded=True)
+        )
+        bottom = []
+
+        def sink(first_position, stop_position, prefixes):
+            # Position p holds g_{count - p}: the gradient of step (count - p)'s upper
+            # anchor, or of x_0 at p == count.
+            vectors = prefixes[0]
+            low = count - stop_position  # 0-based steps whose upper anchors are here
+            high = count - first_position
+            if stop_position == count + 1:
+                bottom.append(vectors[-1])
+                vectors = vectors[:-1]
+                low += 1
+            if high > low:
+                self.finish_steps(low, high, vectors[::-1])
+
+        scans.scan_from_prefix(
+            method,
+            (seed[None].astype(self.dtype, copy=False),),
+            self.elements(injections),
+            count,
+            operator,
+            block_size=block_size,
+            sink=sink,
+        )
+        lower = steps[0].lower
+        graph.send(lower, np.array(bottom[0], dtype=lower.data.dtype))
+
+
+class ScanScheduler:
+    """Backward with chains scanned by `method` ("hillis-steele", "blelloch", "blocked").
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor([0.5, -0.3], requires_grad=True)
+    >>> y = x
+    >>> for _ in range(8):
+    ...     y = y.tanh()
+    >>> y.sum().backward(scheduler="blelloch")
+    >>> x.grad.shape
+    (2,)
+    """
+
+    def __init__(self, method, block_size=256, min_steps=4):
+        if method not in ("sequential", "hillis-steele", "blelloch", "blocked"):
+            raise ValueError(f"unknown scan method {method!r}")
+        self.method = method
+        self.name = method
+        self.block_size = block_size
+        self.min_steps = min_steps
+
+    def choose(self, segment):
+        """(method, block size) for a segment; `auto` overrides this with its cost model."""
+        return self.method, self.block_size
+
+    def run(self, graph):
+        if graph.create_graph or STATE.anomaly:
+            graph.run_sequential()
+            return
+        plan = find_chains(graph, self.min_steps)
+        chosen = []
+        for segment in plan.segments:
+            method, block_size = self.choose(segment)
+            if method != "sequential":
+                chosen.append((segment, method, block_size))
+        if not chosen:
+            graph.run_sequential()
+            return
+        execute(graph, plan, chosen, self.name)
+
+
+def execute(graph, plan, chosen, name):
+    """Walk the graph with the chosen segments scanned (see the module docstring)."""
+    tensors = plan.index.tensors
+    position = plan.index.position
+    pop_grad = graph.pop_grad
+    visit = graph.visit
+    independent = set(plan.independent)
+    for where in reversed(plan.independent):
+        tensor = tensors[where]
+        grad = pop_grad(tensor)
+        if grad is not None:
+            visit(tensor, grad)
+    tops = {
+        position[id(segment.steps[-1].upper)]: (segment, method, block)
+        for segment, method, block in chosen
+    }
+    for where in range(len(tensors) - 1, -1, -1):
+        if where in independent:
+            continue
+        found = tops.get(where)
+        if found is not None:
+            segment, method, block_size = found
+            SegmentRun(graph, segment).run(method, block_size)
+            graph.scanned_segments.append((name, segment.anchors))
+            continue
+        tensor = tensors[where]
+        grad = pop_grad(tensor)
+        if grad is not None:
+            visit(tensor, grad)

@@ -1,0 +1,356 @@
+"""Prefix scans over an associative operator, vectorised over stacked numpy arrays.
+
+An *element* is a tuple of arrays that share a leading (stack) axis; `elements[0][i]`,
+`elements[1][i]`, ... together are element i. An operator combines two stacks of elements
+pairwise, earlier element on the left (the operators here are not commutative, so the
+order matters everywhere). Every scan returns the inclusive prefixes
+
+    out[i] = x[0] . x[1] . ... . x[i]
+
+The scans (SCAN.md section 2):
+
+- `sequential_scan`: the fold, one combine per element (the reference).
+- `hillis_steele_scan` (Hillis & Steele 1986): for k = 1, 2, 4, ...: x[i] = x[i-k] . x[i]
+  for every i >= k at once; ceil(log2 n) rounds, O(n log n) work.
+- `blelloch_scan` (Blelloch 1990), in its recursive odd/even form: the up-sweep combines
+  neighbours (x[0].x[1], x[2].x[3], ...), the half-length list is scanned the same way,
+  and the down-sweep fills in the even positions from the odd prefixes; 2 log2 n rounds,
+  O(n) work, any length (a ragged last element just waits one level).
+- `blocked_scan`: blocks of `block_size` elements taken in order; each block is scanned in
+  parallel (Blelloch) with the prefix carried in from the blocks before it, so the work
+  in flight (and the memory of a caller that builds elements block by block) is bounded
+  by the block size.
+
+Prefixes that start at element 0 may be cheaper than general elements: for the backward
+affine operator, element 0 is the seed gradient, so every prefix is a vector while general
+elements are (matrix, vector) pairs. Operators say so with two optional methods:
+`to_prefix(elements)` (turn elements that start at 0 into prefixes) and
+`extend(prefixes, elements)` (prefix . element). The defaults treat prefixes as elements.
+"""
+
+import numpy as np
+
+
+def take(elements, index):
+    """Element(s) `index` (an int, slice or index array) of a stack of elements."""
+    return tuple(array[index] for array in elements)
+
+
+def concatenate(*stacks):
+    """Stacks of elements joined along the stack axis."""
+    return tuple(np.concatenate(arrays, axis=0) for arrays in zip(*stacks))
+
+
+def length(elements):
+    return elements[0].shape[0]
+
+
+class AssociativeOperator:
+    """Base class: `combine(left, right)` pairs stacks element by element, left first.
+
+    Subclasses define `combine` and `identity(like, count)` (`count` identity elements
+    shaped like element 0 of `like`); they may make prefixes cheaper with `to_prefix` and
+    `extend` (see the module docstring).
+    """
+
+    def combine(self, left, right):  # pragma: no cover - subclasses override it
+        raise NotImplementedError
+
+    def identity(self, like, count):  # pragma: no cover - subclasses override it
+        raise NotImplementedError
+
+    def to_prefix(self, elements):
+        return elements
+
+    def extend(self, prefixes, elements):
+        return self.combine(prefixes, elements)
+
+
+class MatrixProduct(AssociativeOperator):
+    """Elements (A,) with A (..., d, d): A . B = A @ B, identity I."""
+
+    def combine(self, left, right):
+        return (np.matmul(left[0], right[0]),)
+
+    def identity(self, like, count):
+        matrix = like[0]
+        eye = np.broadcast_to(np.eye(matrix.shape[-1], dtype=matrix.dtype), matrix.shape[1:])
+        return (np.repeat(eye[None], count, axis=0),)
+
+
+class AffineCompose(AssociativeOperator):
+    """Elements (A, a), the map g -> g A + a on row vectors: (A, a) . (B, b) = (A B, a B + b).
+
+    `A` is (..., d, d) and `a` is (..., d); identity (I, 0). This is the backward step of
+    a chain (SCAN.md section 1). With `seeded=True` element 0 is (anything, g_n): every
+    prefix is then the vector alone, and extending it costs a vector-matrix product.
+    """
+
+    def __init__(self, seeded=False):
+        self.seeded = seeded
+
+    def combine(self, left, right):
+        A, a = left
+        B, b = right
+        return (np.matmul(A, B), apply_dense(a, B) + b)
+
+    def identity(self, like, count):
+        matrix, vector = like
+        eye = np.broadcast_to(np.eye(matrix.shape[-1], dtype=matrix.dtype), matrix.shape[1:])
+        return (
+            np.repeat(eye[None], count, axis=0),
+            np.zeros((count,) + vector.shape[1:], dtype=vector.dtype),
+        )
+
+    def to_prefix(self, elements):
+        return (elements[1],) if self.seeded else elements
+
+    def extend(self, prefixes, elements):
+        if not self.seeded:
+            return self.combine(prefixes, elements)
+        B, b = elements
+        return (apply_dense(prefixes[0], B) + b,)
+
+
+class DiagonalAffineCompose(AssociativeOperator):
+    """AffineCompose for diagonal matrices stored as their diagonals: (a, α) . (b, β) =
+    (a b, α b + β), all elementwise (the Jacobians of elementwise ops, SCAN.md section 4)."""
+
+    def __init__(self, seeded=False):
+        self.seeded = seeded
+
+    def combine(self, left, right):
+        A, a = left
+        B, b = right
+        return (A * B, a * B + b)
+
+    def identity(self, like, count):
+        diagonal, vector = like
+        return (
+            np.ones((count,) + diagonal.shape[1:], dtype=diagonal.dtype),
+            np.zeros((count,) + vector.shape[1:], dtype=vector.dtype),
+        )
+
+    def to_prefix(self, elements):
+        return (elements[1],) if self.seeded else elements
+
+    def extend(self, prefixes, elements):
+        if not self.seeded:
+            return self.combine(prefixes, elements)
+        B, b = elements
+        return (prefixes[0] * B + b,)
+
+
+def apply_dense(vectors, matrices):
+    """Row vectors (..., d) times matrices (..., d, e), batched: (..., e)."""
+    return np.matmul(vectors[..., None, :], matrices)[..., 0, :]
+
+
+# ----------------------------------------------------------------------------------------------
+# The scans
+
+
+def sequential_scan(elements, operator):
+    """Inclusive prefixes by a left fold: n - 1 combines, one after the other.
+
+    >>> import numpy as np
+    >>> matrices = (np.array([[[1, 1], [0, 1]]] * 3),)
+    >>> sequential_scan(matrices, MatrixProduct())[0][2].tolist()
+    [[1, 3], [0, 1]]
+    """
+    count = length(elements)
+    prefixes = [operator.to_prefix(take(elements, slice(0, 1)))]
+    for index in range(1, count):
+        prefixes.append(operator.extend(prefixes[-1], take(elements, slice(index, index + 1))))
+    return concatenate(*prefixes)
+
+
+def hillis_steele_scan(elements, operator):
+    """Inclusive prefixes in ceil(log2 n) rounds: round k sets x[i] = x[i-k] . x[i], i >= k.
+
+    Positions below k already hold finished prefixes (which contain element 0); the rest
+    hold general elements. Both halves of a round are one vectorised call each.
+
+    >>> import numpy as np
+    >>> matrices = (np.array([[[1, 1], [0, 1]]] * 5),)
+    >>> hillis_steele_scan(matrices, MatrixProduct())[0][:, 0, 1].tolist()
+    [1, 2, 3, 4, 5]
+    """
+    first = operator.to_prefix(take(elements, slice(0, 1)))
+    return _hillis_steele_from_prefix(first, take(elements, slice(1, None)), operator)
+
+
+def _hillis_steele_from_prefix(first, rest, operator):
+    """Hillis-Steele over [first (a prefix)] + rest (general elements)."""
+    count = 1 + length(rest)
+    prefixes = first
+    interior = rest  # position p (not yet finished) lives at interior[p - done]
+    done = 1
+    while done < count:
+        step = done
+        # Positions [step, 2 step) take a finished prefix from the left.
+        reach = min(step, count - step)
+        finished = operator.extend(take(prefixes, slice(0, reach)), take(interior, slice(0, reach)))
+        # Positions >= 2 step combine two general elements, step apart.
+        if count > 2 * step:
+            remaining = count - 2 * step
+            interior = operator.combine(
+                take(interior, slice(0, remaining)), take(interior, slice(step, step + remaining))
+            )
+        prefixes = concatenate(prefixes, finished)
+        done = min(2 * step, count)
+    return prefixes
+
+
+def _sequential_from_prefix(first, rest, operator):
+    prefixes = [first]
+    for index in range(length(rest)):
+        prefixes.append(operator.extend(prefixes[-1], take(rest, slice(index, index + 1))))
+    return concatenate(*prefixes)
+
+
+def blelloch_scan(elements, operator):
+    """Inclusive prefixes with O(n) combines in 2 log2 n rounds, for any length n.
+
+    Up-sweep: pair neighbours, p[j] = x[2j] . x[2j+1]; scan p the same way (recursively),
+    which gives the prefixes at the odd positions; down-sweep: the prefix at an even
+    position 2j is prefix(2j - 1) . x[2j].
+
+    >>> import numpy as np
+    >>> matrices = (np.array([[[1, 1], [0, 1]]] * 7),)
+    >>> blelloch_scan(matrices, MatrixProduct())[0][:, 0, 1].tolist()
+    [1, 2, 3, 4, 5, 6, 7]
+    """
+    first = operator.to_prefix(take(elements, slice(0, 1)))
+    return _blelloch_from_prefix(first, take(elements, slice(1, None)), operator)
+
+
+def _blelloch_from_prefix(first, rest, operator):
+    """Blelloch over [first (a prefix)] + rest (general elements)."""
+    count = 1 + length(rest)
+    if count == 1:
+        return first
+    pairs_count = count // 2
+    # Position 0 is `first`; positions 1.. are rest[0..].
+    if pairs_count > 1:
+        inner_rest = operator.combine(
+            take(rest, slice(1, 2 * pairs_count - 2, 2)),
+            take(rest, slice(2, 2 * pairs_count - 1, 2)),
+        )
+    else:
+        inner_rest = None
+    pair_zero = operator.extend(first, take(rest, slice(0, 1)))
+    if inner_rest is None:
+        odd_prefixes = pair_zero
+    else:
+        odd_prefixes = _blelloch_from_prefix(pair_zero, inner_rest, operator)
+    even_count = (count - 1) // 2
+    if even_count:
+        # Even position 2j (j >= 1) is rest[2j - 1].
+        later_evens = operator.extend(
+            take(odd_prefixes, slice(0, even_count)),
+            take(rest, slice(1, 2 * even_count, 2)),
+        )
+        even_prefixes = concatenate(first, later_evens)
+    else:
+        even_prefixes = first
+    return _interleave(even_prefixes, odd_prefixes, count)
+
+
+def _interleave(evens, odds, count):
+    """Positions 0, 2, 4, ... from `evens` and 1, 3, ... from `odds`, as one stack."""
+    out = []
+    for even_array, odd_array in zip(evens, odds):
+        merged = np.empty(
+            (count,) + even_array.shape[1:], dtype=np.result_type(even_array, odd_array)
+        )
+        merged[0::2] = even_array
+        merged[1::2] = odd_array
+        out.append(merged)
+    return tuple(out)
+
+
+def blocked_scan(elements, operator, block_size=64):
+    """Inclusive prefixes, `block_size` elements at a time: each block is scanned in
+    parallel (Blelloch) starting from the prefix carried in from the blocks before it.
+    `blocked_scan_lazy` takes a function that builds one block of elements on demand
+    instead (the chain scheduler uses it, so that only one block of Jacobians exists at
+    a time).
+
+    >>> import numpy as np
+    >>> matrices = (np.array([[[1, 1], [0, 1]]] * 10),)
+    >>> blocked_scan(matrices, MatrixProduct(), block_size=4)[0][:, 0, 1].tolist()
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    """
+    if block_size < 1:
+        raise ValueError(f"blocked_scan: block_size must be at least 1, got {block_size}")
+    count = length(elements)
+    return blocked_scan_lazy(
+        lambda start, stop: take(elements, slice(start, stop)), count, operator, block_size
+    )
+
+
+def blocked_scan_lazy(build, count, operator, block_size, sink=None):
+    """`blocked_scan` over elements made by `build(start, stop)`.
+
+    With `sink(start, stop, prefixes)` each block's prefixes are handed over as they are
+    made and nothing is kept (memory stays bounded by the block size); otherwise all the
+    prefixes are returned.
+    """
+    kept = []
+    carry = None
+    for start in range(0, count, block_size):
+        stop = min(start + block_size, count)
+        block = build(start, stop)
+        if carry is None:
+            prefixes = blelloch_scan(block, operator)
+        elif stop - start == 1:
+            prefixes = operator.extend(carry, block)
+        else:
+            prefixes = _blelloch_from_prefix_tail(carry, block, operator)
+        carry = take(prefixes, slice(-1, None))
+        if sink is None:
+            kept.append(prefixes)
+        else:
+            sink(start, stop, prefixes)
+    return concatenate(*kept) if sink is None else None
+
+
+def _blelloch_from_prefix_tail(carry, block, operator):
+    """Prefixes of carry . block[0..i] for every i (the carry itself is not returned)."""
+    return take(_blelloch_from_prefix(carry, block, operator), slice(1, None))
+
+
+def scan_from_prefix(method, first, build, count, operator, block_size=64, sink=None):
+    """Prefixes of [first] + elements, where `first` is already a prefix (the seed) and
+    `build(start, stop)` makes elements start..stop-1 of the rest (`count` of them).
+
+    `sink(start, stop, prefixes)` receives the prefixes of positions start..stop-1
+    (position 0 is `first`); "blocked" hands them over one block at a time and builds
+    one block of elements at a time, so its memory is bounded by `block_size`.
+    """
+    if method == "blocked":
+        sink(0, 1, first)
+        carry = first
+        for start in range(0, count, block_size):
+            stop = min(start + block_size, count)
+            block = build(start, stop)
+            prefixes = take(_blelloch_from_prefix(carry, block, operator), slice(1, None))
+            sink(start + 1, stop + 1, prefixes)
+            carry = take(prefixes, slice(-1, None))
+        return
+    rest = build(0, count)
+    scan = {
+        "sequential": _sequential_from_prefix,
+        "hillis-steele": _hillis_steele_from_prefix,
+        "blelloch": _blelloch_from_prefix,
+    }[method]
+    sink(0, count + 1, scan(first, rest, operator))
+
+
+SCANS = {
+    "sequential": sequential_scan,
+    "hillis-steele": hillis_steele_scan,
+    "blelloch": blelloch_scan,
+    "blocked": blocked_scan,
+}
