@@ -24,6 +24,15 @@ class Optimizer:
 
     `params` is an iterable of Parameters, or of dicts {"params": [...], "lr": ...} to give
     groups their own hyperparameters, as in PyTorch.
+
+    >>> import tinygrad_ops as tg
+    >>> model = tg.nn.Sequential(tg.nn.Linear(2, 2), tg.nn.Linear(2, 1))
+    >>> optimizer = tg.optim.SGD(
+    ...     [{"params": model[0].parameters(), "lr": 0.01}, {"params": model[1].parameters()}],
+    ...     lr=0.1,
+    ... )
+    >>> [group["lr"] for group in optimizer.param_groups]
+    [0.01, 0.1]
     """
 
     def __init__(self, params, defaults):
@@ -290,7 +299,18 @@ class AdamW(Adam):
 
 
 class LRScheduler:
-    """Base class: sets every group's lr to `lr_at(epoch)`; `step()` advances one epoch."""
+    """Base class: sets every group's lr to `lr_at(base_lr, epoch)`; `step()` advances
+    one epoch. A new schedule only needs `lr_at`.
+
+    >>> import tinygrad_ops as tg
+    >>> class Halving(tg.optim.LRScheduler):
+    ...     def lr_at(self, base_lr, epoch):
+    ...         return base_lr / 2**epoch
+    >>> scheduler = Halving(tg.optim.SGD([tg.nn.Parameter(tg.zeros(1))], lr=1.0))
+    >>> scheduler.step()
+    >>> scheduler.get_last_lr()
+    [0.5]
+    """
 
     def __init__(self, optimizer):
         self.optimizer = optimizer

@@ -33,12 +33,27 @@ def default_generator():
 
 
 def get_rng_state():
-    """The shared generator's state, a plain dict of numbers (JSON-friendly)."""
+    """The shared generator's state, a plain dict of numbers (JSON-friendly).
+
+    >>> import tinygrad_ops as tg
+    >>> state = tg.nn.get_rng_state()
+    >>> first = tg.nn.Linear(2, 2).weight.numpy().copy()
+    >>> tg.nn.set_rng_state(state)
+    >>> bool((tg.nn.Linear(2, 2).weight.numpy() == first).all())
+    True
+    """
     return _DEFAULT["generator"].bit_generator.state
 
 
 def set_rng_state(state):
-    """Restore a state returned by `get_rng_state`."""
+    """Restore a state returned by `get_rng_state` (what a resumed checkpoint does).
+
+    >>> import tinygrad_ops as tg
+    >>> state = tg.nn.get_rng_state()
+    >>> tg.nn.set_rng_state(state)
+    >>> tg.nn.get_rng_state() == state
+    True
+    """
     generator = np.random.default_rng()
     generator.bit_generator.state = state
     _DEFAULT["generator"] = generator

@@ -40,7 +40,16 @@ class Parameter(Tensor):
 
 
 class RemovableHandle:
-    """Returned by the `register_*_hook` methods; `remove()` unregisters the hook."""
+    """Returned by the `register_*_hook` methods; `remove()` unregisters the hook.
+
+    >>> import tinygrad_ops as tg
+    >>> layer = tg.nn.ReLU()
+    >>> handle = layer.register_forward_hook(lambda module, inputs, output: print("called"))
+    >>> _ = layer(tg.ones(1))
+    called
+    >>> handle.remove()
+    >>> _ = layer(tg.ones(1))
+    """
 
     _next_key = itertools.count()
 
