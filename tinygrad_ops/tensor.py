@@ -516,6 +516,11 @@ class Tensor:
         if recording:
             shadow = Tensor._make(self.data, self._requires_grad, self._ctx)
             shadow._version = self._version
+            if any(isinstance(value, Tensor) and value._requires_grad for value in operands):
+                # The op saves the old values for the other operand's gradient (a in
+                # d(a*b)/db), and the array is overwritten below: give it its own copy.
+                shadow.data = self.data.copy()
+                shadow._version = [0]
             result = op_class.apply(shadow, *operands, **options)
         else:
             with autograd.no_grad():
