@@ -287,6 +287,12 @@ _SEQUENCE = itertools.count()
 # The engine
 
 
+def node_name(node) -> str:
+    """The op's name for messages: the user's class for a custom Function's node."""
+    function = getattr(node, "function", None)
+    return function.__name__ if function is not None else type(node).__name__
+
+
 def unbroadcast(grad, shape: tuple, op, index: int):
     """Sum `grad` down to `shape`: the one place where broadcasting is undone.
 
@@ -309,7 +315,7 @@ def unbroadcast(grad, shape: tuple, op, index: int):
         if extra:
             grad = grad.reshape(grad.shape[extra:])
     if grad.shape != shape:
-        op_name = op if isinstance(op, str) else type(op).__name__
+        op_name = op if isinstance(op, str) else node_name(op)
         raise RuntimeError(
             f"{op_name}: the backward rule returned a gradient of shape {tuple(grad_shape)} "
             f"for input {index}, which has shape {shape}"
@@ -529,7 +535,7 @@ def _check_finite(node, index, grad):
             else "\n(the op was created outside detect_anomaly(), so its forward trace is unknown)"
         )
         raise RuntimeError(
-            f"Function '{type(node).__name__}' returned inf or nan values in its gradient "
+            f"Function '{node_name(node)}' returned inf or nan values in its gradient "
             f"for input {index}.{where}"
         )
 

@@ -201,7 +201,7 @@ class Sqrt(Op):
 
     def backward(self, grad_output):
         (out,) = self.saved_tensors
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):  # inf at 0, NaN for 0 / 0
             return (grad_output / (out * 2),)
 
 
