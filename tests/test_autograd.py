@@ -1,0 +1,875 @@
+"""Engine semantics: graph shapes, retain_graph, accumulation, deep chains, freed buffers,
+higher order, tg.grad, custom Functions, in-place detection, hooks, anomaly mode, grad mode.
+
+PyTorch (float64) is the oracle wherever it has the same thing.
+"""
+
+import gc
+import weakref
+from typing import ClassVar
+
+import numpy as np
+import pytest
+import torch
+
+import tinygrad_ops as tg
+
+
+def pair(values, requires_grad=True):
+    """The same float64 values as one of ours and one torch tensor."""
+    array = np.asarray(values, dtype=np.float64)
+    return (
+        tg.Tensor(array.copy(), requires_grad=requires_grad),
+        torch.tensor(array.copy(), requires_grad=requires_grad),
+    )
+
+
+def close(ours, theirs):
+    expected = theirs.detach().numpy() if isinstance(theirs, torch.Tensor) else theirs
+    np.testing.assert_allclose(np.asarray(ours.numpy()), expected, rtol=1e-10, atol=1e-12)
+
+
+# -- graph shapes ---------------------------------------------------------------------------
+
+
+def test_fan_out():
+    x, xt = pair([0.5, -1.0, 2.0])
+    for a, lib in ((x, tg), (xt, torch)):
+        out = (
+            a * 2 + a.exp() + a * a + lib.tanh(a)
+            if lib is torch
+            else a * 2 + a.exp() + a * a + a.tanh()
+        )
+        out.sum().backward()
+    close(x.grad, xt.grad)
+
+
+def test_diamond():
+    x, xt = pair([[0.5, -1.0], [2.0, 0.1]])
+
+    def diamond(a, tanh):
+        top = a * 3
+        left = top.exp()
+        right = tanh(top)
+        return (left * right + left).sum()
+
+    diamond(x, lambda t: t.tanh()).backward()
+    diamond(xt, torch.tanh).backward()
+    close(x.grad, xt.grad)
+
+
+def test_diamond_gradient_arrives_once_at_the_shared_node():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    shared = x * 2
+    calls = []
+    shared.register_hook(lambda grad: calls.append(grad.numpy().copy()))
+    (shared * 3 + shared * 5 + shared).sum().backward()
+    assert len(calls) == 1
+    np.testing.assert_allclose(calls[0], [9.0, 9.0])
+    np.testing.assert_allclose(x.grad.numpy(), [18.0, 18.0])
+
+
+def test_same_tensor_twice_in_one_op():
+    x, xt = pair([1.5, -2.0])
+    (x * x).sum().backward()
+    (xt * xt).sum().backward()
+    close(x.grad, xt.grad)
+    y, yt = pair([[1.0, 2.0], [3.0, 4.0]])
+    (y @ y).sum().backward()
+    (yt @ yt).sum().backward()
+    close(y.grad, yt.grad)
+
+
+def test_constants_get_no_gradient():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    constant = tg.Tensor([3.0, 4.0])
+    array = np.array([5.0, 6.0])
+    (x * constant + array * x + 7.0 * x + constant).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [15.0, 17.0])
+    assert constant.grad is None
+    assert not (constant * 2).requires_grad
+
+
+def test_non_leaf_grad_is_not_kept():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    middle = x * 2
+    (middle * middle).sum().backward()
+    assert middle.grad is None
+    assert x.grad is not None
+
+
+def test_detach_stops_the_gradient():
+    x, xt = pair([1.0, 2.0, -3.0])
+    (x * x.detach() + (x * 2).detach().exp()).sum().backward()
+    (xt * xt.detach() + (xt * 2).detach().exp()).sum().backward()
+    close(x.grad, xt.grad)
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 2.0, -3.0])
+
+
+def test_unused_branch_does_not_need_a_gradient():
+    x = tg.Tensor([1.0], requires_grad=True)
+    unused = tg.Tensor([2.0], requires_grad=True)
+    _ = unused.exp()
+    (x * 3).sum().backward()
+    assert unused.grad is None
+    np.testing.assert_allclose(x.grad.numpy(), [3.0])
+
+
+# -- retain_graph and accumulation -----------------------------------------------------------------
+
+
+def test_second_backward_without_retain_graph_is_an_error():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    loss = (x.exp() * x).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError, match=r"retain_graph=True"):
+        loss.backward()
+
+
+def test_second_grad_without_retain_graph_is_an_error():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    loss = (x.log() * x).sum()
+    tg.grad(loss, [x])
+    with pytest.raises(RuntimeError, match=r"retain_graph=True"):
+        tg.grad(loss, [x])
+
+
+def test_retain_graph_allows_a_second_backward_and_grads_accumulate():
+    x, xt = pair([0.3, -1.2])
+    loss = (x.exp() * x.tanh()).sum()
+    loss_t = (xt.exp() * xt.tanh()).sum()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    loss_t.backward(retain_graph=True)
+    loss_t.backward()
+    close(x.grad, xt.grad)
+    first = tg.Tensor([0.3, -1.2], dtype=np.float64, requires_grad=True)
+    (first.exp() * first.tanh()).sum().backward()
+    close(x.grad, 2 * first.grad.numpy())
+
+
+def test_gradients_accumulate_across_calls():
+    x, xt = pair([1.0, -2.0, 0.5])
+    for scale in (1.0, 2.0, 3.0):
+        (x * x * scale).sum().backward()
+        (xt * xt * scale).sum().backward()
+        close(x.grad, xt.grad)
+    np.testing.assert_allclose(x.grad.numpy(), 12 * np.array([1.0, -2.0, 0.5]))
+
+
+def test_accumulated_grad_is_not_aliased_to_the_upstream_gradient():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    upstream = np.array([1.0, 1.0], dtype=np.float32)
+    (x * 1).backward(upstream)
+    (x * 1).backward(upstream)
+    np.testing.assert_array_equal(upstream, [1.0, 1.0])
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])
+
+
+def test_backward_with_a_gradient_for_a_non_scalar():
+    x, xt = pair([[1.0, 2.0], [3.0, 4.0]])
+    upstream = np.array([[1.0, -1.0], [0.5, 2.0]])
+    (x * x).backward(upstream)
+    (xt * xt).backward(torch.tensor(upstream))
+    close(x.grad, xt.grad)
+    y, yt = pair([1.0, 2.0])
+    (y.exp()).backward(tg.Tensor(np.array([2.0, 3.0])))
+    (yt.exp()).backward(torch.tensor([2.0, 3.0], dtype=torch.float64))
+    close(y.grad, yt.grad)
+
+
+def test_long_chain_backward_is_iterative():
+    x = tg.Tensor(np.array([1.0]), requires_grad=True)
+    y = x
+    for _ in range(100_000):
+        y = y * 1.000001
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.000001**100_000], rtol=1e-9)
+
+
+# -- saved buffers are released -----------------------------------------------------------------
+
+
+class SaveTemporary(tg.Function):
+    """x * x, saving a temporary tensor (2 x) that nothing else holds."""
+
+    temporaries: ClassVar[list] = []
+
+    @staticmethod
+    def forward(ctx, x):
+        temporary = x * 2
+        SaveTemporary.temporaries.append(weakref.ref(temporary))
+        ctx.save_for_backward(temporary)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (temporary,) = ctx.saved_tensors
+        return grad_output * temporary
+
+
+def test_custom_function_saved_tensor_is_freed_after_backward():
+    SaveTemporary.temporaries.clear()
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    loss = SaveTemporary.apply(x).sum()
+    gc.collect()
+    assert SaveTemporary.temporaries[0]() is not None
+    loss.backward()
+    gc.collect()
+    assert SaveTemporary.temporaries[0]() is None
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+    assert loss is not None  # the graph itself is still alive
+
+
+def test_custom_function_saved_tensor_is_kept_with_retain_graph():
+    SaveTemporary.temporaries.clear()
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    loss = SaveTemporary.apply(x).sum()
+    loss.backward(retain_graph=True)
+    gc.collect()
+    assert SaveTemporary.temporaries[0]() is not None
+    loss.backward()
+    gc.collect()
+    assert SaveTemporary.temporaries[0]() is None
+    np.testing.assert_allclose(x.grad.numpy(), [4.0, 8.0])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda x: x.relu(), id="relu-mask"),
+        pytest.param(lambda x: x.abs(), id="abs-sign"),
+        pytest.param(lambda x: x.max(axis=0), id="max-share"),
+        pytest.param(lambda x: tg.maximum(x, 0.5), id="maximum-share"),
+        pytest.param(lambda x: x.clip(-1.0, 1.0), id="clip-mask"),
+    ],
+)
+def test_op_saved_array_is_freed_after_backward(make):
+    x = tg.Tensor(np.array([[0.5, -1.5], [2.0, -0.1]]), requires_grad=True)
+    out = make(x)
+    (saved,) = [value for value in out.grad_fn.saved_tensors if value is not None]
+    reference = weakref.ref(saved)
+    del saved
+    gc.collect()
+    assert reference() is not None
+    out.sum().backward()
+    gc.collect()
+    assert reference() is None
+
+
+def test_tg_grad_releases_buffers_unless_retained():
+    SaveTemporary.temporaries.clear()
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    loss = SaveTemporary.apply(x).sum()
+    tg.grad(loss, [x], retain_graph=True)
+    gc.collect()
+    assert SaveTemporary.temporaries[0]() is not None
+    tg.grad(loss, [x])
+    gc.collect()
+    assert SaveTemporary.temporaries[0]() is None
+
+
+# -- higher order ---------------------------------------------------------------------------------
+
+
+def small_function(x, matrix, exponent):
+    """Uses tanh, exp, mul, matmul, sum and pow (tensor and scalar exponents)."""
+    hidden = (matrix @ x).tanh()
+    return ((hidden * x.exp()) ** 2).sum() + (x**3).sum() + (x * x + 1.5) ** exponent
+
+
+def test_hessian_vector_product_matches_torch():
+    generator = np.random.default_rng(0)
+    matrix = generator.standard_normal((3, 3))
+    point = generator.standard_normal(3) * 0.5
+    vector = generator.standard_normal(3)
+    exponent = np.array(0.7)
+
+    x = tg.Tensor(point, requires_grad=True)
+    e = tg.Tensor(exponent, requires_grad=True)
+    gx, ge = tg.grad(small_function(x, tg.Tensor(matrix), e).sum(), [x, e], create_graph=True)
+    assert gx.requires_grad
+    hvp_x, hvp_e = tg.grad((gx * tg.Tensor(vector)).sum() + ge * 0.5, [x, e])
+
+    xt = torch.tensor(point)
+    et = torch.tensor(exponent)
+
+    def torch_function(xt, et):
+        return small_function(xt, torch.tensor(matrix), et).sum()
+
+    _, (expected_x, expected_e) = torch.autograd.functional.hvp(
+        torch_function, (xt, et), (torch.tensor(vector), torch.tensor(0.5, dtype=torch.float64))
+    )
+    close(hvp_x, expected_x)
+    close(hvp_e, expected_e)
+
+
+# torch warns that backward(create_graph=True) makes a reference cycle; we reset .grad below
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True:UserWarning")
+def test_double_backward_through_backward_create_graph():
+    generator = np.random.default_rng(1)
+    matrix = generator.standard_normal((3, 3))
+    point = generator.standard_normal(3) * 0.5
+    vector = generator.standard_normal(3)
+    x, xt = pair(point)
+    small_function(x, tg.Tensor(matrix), 2.0).sum().backward(create_graph=True)
+    small_function(xt, torch.tensor(matrix), 2.0).sum().backward(create_graph=True)
+    assert x.grad.requires_grad
+    close(x.grad, xt.grad)
+    first_x, first_xt = x.grad, xt.grad
+    x.grad = None
+    xt.grad = None
+    (first_x * tg.Tensor(vector)).sum().backward()
+    (first_xt * torch.tensor(vector)).sum().backward()
+    close(x.grad, xt.grad)
+
+
+SECOND_ORDER = [
+    pytest.param(lambda a: a.exp(), lambda a: a.exp(), id="exp"),
+    pytest.param(lambda a: a.log(), lambda a: a.log(), id="log"),
+    pytest.param(lambda a: a.sqrt(), lambda a: a.sqrt(), id="sqrt"),
+    pytest.param(lambda a: a.tanh(), lambda a: a.tanh(), id="tanh"),
+    pytest.param(lambda a: a.sigmoid(), lambda a: a.sigmoid(), id="sigmoid"),
+    pytest.param(lambda a: a.abs(), lambda a: a.abs(), id="abs"),
+    pytest.param(lambda a: a.relu(), lambda a: a.relu(), id="relu"),
+    pytest.param(lambda a: a.clip(0.6, 1.2), lambda a: a.clamp(0.6, 1.2), id="clip"),
+    pytest.param(lambda a: a**2.5, lambda a: a**2.5, id="pow-scalar"),
+    pytest.param(lambda a: 1.7**a, lambda a: 1.7**a, id="rpow"),
+    pytest.param(lambda a: a ** a.sum(), lambda a: a ** a.sum(), id="pow-tensor"),
+    pytest.param(lambda a: a / a.sum(), lambda a: a / a.sum(), id="div"),
+    pytest.param(lambda a: -a * a[::-1], lambda a: -a * a.flip(0), id="neg-mul-reversed"),
+    pytest.param(lambda a: a @ a.reshape(4, 1), lambda a: a @ a.reshape(4, 1), id="matmul"),
+    pytest.param(lambda a: a.max(), lambda a: a.amax(), id="max"),
+    pytest.param(lambda a: a.min(axis=0), lambda a: a.amin(0), id="min"),
+    pytest.param(lambda a: tg.maximum(a, a[::-1] * 0.9),
+                 lambda a: torch.maximum(a, a.flip(0) * 0.9), id="maximum"),
+    pytest.param(lambda a: a.var(ddof=1), lambda a: a.var(correction=1), id="var"),
+    pytest.param(lambda a: a.mean() * a, lambda a: a.mean() * a, id="mean"),
+    pytest.param(lambda a: tg.where(a > 1.0, a * a, a.exp()),
+                 lambda a: torch.where(a > 1.0, a * a, a.exp()), id="where"),
+    pytest.param(lambda a: a[np.array([0, 0, 3])], lambda a: a[torch.tensor([0, 0, 3])],
+                 id="getitem-repeated"),
+    pytest.param(lambda a: tg.stack([a, a * a]).sum(axis=0),
+                 lambda a: torch.stack([a, a * a]).sum(0), id="stack"),
+    pytest.param(lambda a: tg.concatenate([a, a.exp()]), lambda a: torch.cat([a, a.exp()]),
+                 id="concatenate"),
+    pytest.param(lambda a: a.reshape(2, 2).T.swapaxes(0, 1).broadcast_to((3, 2, 2)),
+                 lambda a: a.reshape(2, 2).T.transpose(0, 1).broadcast_to((3, 2, 2)),
+                 id="shape-ops"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("ours", "theirs"), SECOND_ORDER)
+def test_second_order_through_each_primitive(ours, theirs):
+    """Hessian-vector product of sum(w * f(x)**2) against torch double backward."""
+    generator = np.random.default_rng(2)
+    point = generator.uniform(0.5, 1.5, size=4)
+    x, xt = pair(point)
+    vector = generator.standard_normal(4)
+
+    def loss(f, a, weight_of):
+        out = f(a)
+        weights = weight_of(np.random.default_rng(3).standard_normal(tuple(out.shape)))
+        return (out * out * weights).sum()
+
+    (gx,) = tg.grad(loss(ours, x, tg.Tensor), [x], create_graph=True)
+    (hvp,) = tg.grad((gx * tg.Tensor(vector)).sum(), [x])
+    (gxt,) = torch.autograd.grad(loss(theirs, xt, torch.tensor), [xt], create_graph=True)
+    (hvpt,) = torch.autograd.grad((gxt * torch.tensor(vector)).sum(), [xt])
+    close(gx, gxt)
+    close(hvp, hvpt)
+
+
+def test_third_derivative():
+    x = tg.Tensor(np.array([0.7]), requires_grad=True)
+    (first,) = tg.grad((x**4).sum(), [x], create_graph=True)
+    (second,) = tg.grad(first.sum(), [x], create_graph=True)
+    (third,) = tg.grad(second.sum(), [x])
+    np.testing.assert_allclose(first.numpy(), 4 * 0.7**3)
+    np.testing.assert_allclose(second.numpy(), 12 * 0.7**2)
+    np.testing.assert_allclose(third.numpy(), 24 * 0.7)
+
+
+# -- tg.grad ----------------------------------------------------------------------------------
+
+
+def test_grad_returns_a_tuple_and_leaves_dot_grad_alone():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    result = tg.grad((x * x).sum(), [x])
+    assert isinstance(result, tuple)
+    np.testing.assert_allclose(result[0].numpy(), [2.0, 4.0])
+    assert x.grad is None
+    assert not result[0].requires_grad
+
+
+def test_grad_allow_unused():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    unused = tg.Tensor([3.0], requires_grad=True)
+    loss = (x * x).sum()
+    with pytest.raises(RuntimeError, match="allow_unused=True"):
+        tg.grad(loss, [x, unused], retain_graph=True)
+    grad_x, grad_unused = tg.grad(loss, [x, unused], allow_unused=True)
+    assert grad_unused is None
+    np.testing.assert_allclose(grad_x.numpy(), [2.0, 4.0])
+
+
+def test_grad_with_grad_outputs():
+    x, xt = pair([1.0, 2.0, 3.0])
+    upstream = np.array([0.5, -1.0, 2.0])
+    (ours,) = tg.grad(x.exp(), [x], grad_outputs=[tg.Tensor(upstream)])
+    (theirs,) = torch.autograd.grad(xt.exp(), [xt], grad_outputs=[torch.tensor(upstream)])
+    close(ours, theirs)
+    (single,) = tg.grad(x.tanh(), x, grad_outputs=upstream)
+    close(single, torch.autograd.grad(xt.tanh(), xt, torch.tensor(upstream))[0])
+
+
+def test_grad_non_leaf_inputs():
+    x, xt = pair([1.0, -2.0])
+    middle, middle_t = x * 3, xt * 3
+    loss, loss_t = (middle.tanh() * x).sum(), (middle_t.tanh() * xt).sum()
+    ours = tg.grad(loss, [middle, x])
+    theirs = torch.autograd.grad(loss_t, [middle_t, xt])
+    close(ours[0], theirs[0])
+    close(ours[1], theirs[1])
+
+
+def test_grad_several_outputs():
+    x, xt = pair([1.0, 2.0])
+    (ours,) = tg.grad([(x * x).sum(), x.exp().sum()], [x])
+    (theirs,) = torch.autograd.grad([(xt * xt).sum(), xt.exp().sum()], [xt])
+    close(ours, theirs)
+
+
+def test_grad_of_an_input_that_does_not_require_grad_is_an_error():
+    x = tg.Tensor([1.0], requires_grad=True)
+    constant = tg.Tensor([2.0])
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        tg.grad((x * constant).sum(), [constant])
+
+
+def test_grad_non_scalar_output_needs_grad_outputs():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"scalar.*\(2,\)"):
+        tg.grad(x * 2, [x])
+
+
+# -- custom Function ----------------------------------------------------------------------------
+
+
+class ScaledExp(tg.Function):
+    """out = scale * exp(x) * y, with a plain-number argument."""
+
+    @staticmethod
+    def forward(ctx, x, y, scale):
+        out = x.exp() * y * scale
+        ctx.save_for_backward(out, y)
+        ctx.scale = scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        out, y = ctx.saved_tensors
+        return grad_output * out, grad_output * out / y, None
+
+
+def test_custom_function_against_torch():
+    x, xt = pair([0.5, -1.0])
+    y, yt = pair([2.0, 3.0])
+    out = ScaledExp.apply(x, y, 1.5)
+    assert out.requires_grad
+    assert not out.is_leaf
+    (out * out).sum().backward()
+    expected = xt.exp() * yt * 1.5
+    (expected * expected).sum().backward()
+    close(out, expected)
+    close(x.grad, xt.grad)
+    close(y.grad, yt.grad)
+
+
+def test_custom_function_needs_input_grad_and_constants():
+    seen = []
+
+    class Recorder(tg.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            seen.append(ctx.needs_input_grad)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * 2, None
+
+    x = tg.Tensor([1.0], requires_grad=True)
+    Recorder.apply(x, tg.Tensor([3.0])).sum().backward()
+    assert seen == [(True, False)]
+    np.testing.assert_allclose(x.grad.numpy(), [2.0])
+    with tg.no_grad():
+        assert not Recorder.apply(x, x).requires_grad
+
+
+def test_custom_function_forward_is_not_recorded():
+    class Inspect(tg.Function):
+        @staticmethod
+        def forward(ctx, a):
+            inner = a * 2
+            assert not inner.requires_grad
+            return inner
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * 2
+
+    x = tg.Tensor([1.0], requires_grad=True)
+    Inspect.apply(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0])
+
+
+class Cube(tg.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * 3 * x * x
+
+
+def test_custom_function_with_create_graph():
+    x = tg.Tensor(np.array([2.0, -1.0]), requires_grad=True)
+    (first,) = tg.grad(Cube.apply(x).sum(), [x], create_graph=True)
+    assert first.requires_grad
+    np.testing.assert_allclose(first.numpy(), [12.0, 3.0])
+    (second,) = tg.grad(first.sum(), [x])
+    np.testing.assert_allclose(second.numpy(), [12.0, -6.0])
+
+
+def test_custom_function_wrong_gradient_count_is_an_error():
+    class TooMany(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output, grad_output
+
+    x = tg.Tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"TooMany.*2 gradients.*1 input"):
+        TooMany.apply(x).sum().backward()
+
+
+def test_custom_function_wrong_gradient_shape_names_the_op():
+    class BadShape(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return tg.Tensor(np.ones((3, 3)))
+
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"BadShape.*\(3, 3\).*\(2,\)"):
+        BadShape.apply(x).sum().backward()
+
+
+def test_custom_function_saved_tensor_modified_in_place_is_an_error():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    middle = x * 1
+    out = Cube.apply(middle)
+    middle.add_(1.0)
+    with pytest.raises(RuntimeError, match="in-place"):
+        out.sum().backward()
+
+
+# -- in-place operations ------------------------------------------------------------------------
+
+
+def test_inplace_on_a_saved_input_makes_backward_raise_naming_the_op():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    z = y.log()
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match=r"Log.*in-place"):
+        z.sum().backward()
+
+
+def test_inplace_on_a_saved_output_makes_backward_raise_naming_the_op():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match=r"Exp.*in-place"):
+        y.sum().backward()
+
+
+def test_inplace_through_a_view_is_detected():
+    x = tg.Tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    z = y.log()
+    y[0:2].mul_(2)
+    with pytest.raises(RuntimeError, match=r"Log.*in-place"):
+        z.sum().backward()
+
+
+@pytest.mark.parametrize(
+    "modify",
+    [
+        pytest.param(lambda t: t.relu_(), id="relu_"),
+        pytest.param(lambda t: t.add_(1.0), id="add_"),
+        pytest.param(lambda t: t.mul_(2.0), id="mul_"),
+        pytest.param(lambda t: t.zero_(), id="zero_"),
+        pytest.param(lambda t: t.clamp_(0.0, 1.0), id="clamp_"),
+    ],
+)
+def test_inplace_on_a_leaf_that_requires_grad_is_refused(modify):
+    x = tg.Tensor([1.0, -2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        modify(x)
+    np.testing.assert_array_equal(x.numpy(), [1.0, -2.0])
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        pytest.param(lambda t: t.relu_(), lambda t: t.relu_(), id="relu_"),
+        pytest.param(lambda t: t.add_(1.5), lambda t: t.add_(1.5), id="add_"),
+        pytest.param(lambda t: t.mul_(-2.0), lambda t: t.mul_(-2.0), id="mul_"),
+        pytest.param(lambda t: t.zero_(), lambda t: t.zero_(), id="zero_"),
+        pytest.param(lambda t: t.clamp_(-1.0, 1.0), lambda t: t.clamp_(-1.0, 1.0), id="clamp_"),
+    ],
+)
+def test_inplace_on_a_non_leaf_gives_torch_gradients(ours, theirs):
+    x, xt = pair([0.5, -2.0, 3.0])
+    w, wt = pair([1.0, 2.0, -1.5])
+    y, yt = x * w, xt * wt
+    assert ours(y) is y
+    theirs(yt)
+    (y * y * w).sum().backward()
+    (yt * yt * wt).sum().backward()
+    close(y, yt)
+    close(x.grad, xt.grad)
+    close(w.grad, wt.grad)
+
+
+def test_inplace_with_a_tensor_operand_gives_torch_gradients():
+    x, xt = pair([0.5, -2.0])
+    other, other_t = pair([3.0, 4.0])
+    y, yt = x.exp(), xt.exp()
+    y = y * 1
+    yt = yt * 1
+    y.mul_(other)
+    yt.mul_(other_t)
+    y.add_(other)
+    yt.add_(other_t)
+    y.sum().backward()
+    yt.sum().backward()
+    close(x.grad, xt.grad)
+    close(other.grad, other_t.grad)
+
+
+def test_inplace_on_a_leaf_is_allowed_under_no_grad():
+    x = tg.Tensor([1.0, -2.0], requires_grad=True)
+    with tg.no_grad():
+        x.mul_(2.0)
+        x.relu_()
+        x.add_(1.0)
+    np.testing.assert_array_equal(x.numpy(), [3.0, 1.0])
+    assert x.is_leaf
+    assert x.requires_grad
+    (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 2.0])
+
+
+def test_inplace_under_no_grad_on_a_saved_tensor_is_still_detected():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    loss = (x * x).sum()
+    with tg.no_grad():
+        x.add_(1.0)
+    with pytest.raises(RuntimeError, match=r"Mul.*in-place"):
+        loss.backward()
+
+
+# -- hooks ---------------------------------------------------------------------------------------
+
+
+def test_hook_is_called_with_the_gradient():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    seen = []
+    y.register_hook(lambda grad: seen.append(grad.numpy().copy()))
+    (y * y).sum().backward()
+    assert len(seen) == 1
+    np.testing.assert_allclose(seen[0], [6.0, 12.0])
+
+
+def test_hook_on_a_leaf():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    x.register_hook(lambda grad: seen.append(grad.numpy().copy()))
+    (x * 5).sum().backward()
+    np.testing.assert_allclose(seen[0], [5.0, 5.0])
+    np.testing.assert_allclose(x.grad.numpy(), [5.0, 5.0])
+
+
+def test_hook_replacement_is_used_and_handle_removes_it():
+    x, xt = pair([1.0, 2.0])
+    middle, middle_t = x * 2, xt * 2
+    handle = middle.register_hook(lambda grad: grad * 10)
+    handle_t = middle_t.register_hook(lambda grad: grad * 10)
+    (middle * middle).sum().backward(retain_graph=True)
+    (middle_t * middle_t).sum().backward(retain_graph=True)
+    close(x.grad, xt.grad)
+    np.testing.assert_allclose(x.grad.numpy(), [80.0, 160.0])
+    handle.remove()
+    handle_t.remove()
+    x.grad = None
+    xt.grad = None
+    (middle * middle).sum().backward()
+    (middle_t * middle_t).sum().backward()
+    close(x.grad, xt.grad)
+    np.testing.assert_allclose(x.grad.numpy(), [8.0, 16.0])
+
+
+def test_hooks_run_in_registration_order():
+    x = tg.Tensor([1.0], requires_grad=True)
+    y = x * 1
+    y.register_hook(lambda grad: grad + 1)
+    y.register_hook(lambda grad: grad * 10)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [20.0])
+
+
+def test_hook_on_a_tensor_without_grad_is_an_error():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        tg.Tensor([1.0]).register_hook(lambda grad: grad)
+
+
+def test_hook_returning_the_wrong_shape_is_an_error():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    y.register_hook(lambda grad: tg.Tensor(np.ones(3)))
+    with pytest.raises(RuntimeError, match=r"\(3,\).*\(2,\)"):
+        y.sum().backward()
+
+
+# -- anomaly mode -------------------------------------------------------------------------------
+
+
+def make_nan_gradient(x):
+    return (x.sqrt() * 0).sum()  # d sqrt at 0 is inf; times the 0 upstream gives NaN
+
+
+def test_detect_anomaly_names_the_op_and_the_forward_line():
+    x = tg.Tensor([0.0, 1.0], requires_grad=True)
+    with tg.detect_anomaly():
+        loss = make_nan_gradient(x)
+        with pytest.raises(RuntimeError, match="Sqrt") as error:
+            loss.backward()
+    message = str(error.value)
+    assert "make_nan_gradient" in message
+    assert "test_autograd.py" in message
+    assert "x.sqrt()" in message
+
+
+def test_detect_anomaly_catches_inf():
+    x = tg.Tensor([0.0], requires_grad=True)
+    with tg.detect_anomaly():
+        loss = x.sqrt().sum()
+        with pytest.raises(RuntimeError, match="Sqrt"):
+            loss.backward()
+
+
+def test_without_anomaly_mode_nan_gradients_pass_silently():
+    x = tg.Tensor([0.0, 1.0], requires_grad=True)
+    make_nan_gradient(x).backward()
+    assert np.isnan(x.grad.numpy()[0])
+
+
+def test_detect_anomaly_restores_the_previous_mode():
+    x = tg.Tensor([0.0], requires_grad=True)
+    with pytest.raises(RuntimeError), tg.detect_anomaly():
+        x.sqrt().sum().backward()
+    loss = x.sqrt().sum()
+    loss.backward()
+    assert np.isinf(x.grad.numpy()[0])
+
+
+# -- grad mode ----------------------------------------------------------------------------------
+
+
+def test_no_grad_context_records_nothing():
+    x = tg.Tensor([1.0], requires_grad=True)
+    with tg.no_grad():
+        assert not tg.is_grad_enabled()
+        y = x * 2
+        assert not y.requires_grad
+        assert y.is_leaf
+    assert tg.is_grad_enabled()
+    assert (x * 2).requires_grad
+
+
+def test_no_grad_and_enable_grad_as_decorators():
+    @tg.no_grad()
+    def without(t):
+        return t * 2
+
+    @tg.enable_grad()
+    def with_grad(t):
+        return t * 2
+
+    x = tg.Tensor([1.0], requires_grad=True)
+    assert not without(x).requires_grad
+    with tg.no_grad():
+        assert with_grad(x).requires_grad
+        assert not tg.is_grad_enabled()
+    assert without.__name__ == "without"
+
+
+def test_enable_grad_nested_in_no_grad():
+    x = tg.Tensor([1.0], requires_grad=True)
+    with tg.no_grad():
+        with tg.enable_grad():
+            assert (x * 2).requires_grad
+        assert not (x * 2).requires_grad
+
+
+def test_grad_mode_is_restored_after_an_exception():
+    with pytest.raises(ValueError, match="boom"), tg.no_grad():
+        raise ValueError("boom")
+    assert tg.is_grad_enabled()
+
+    @tg.no_grad()
+    def failing():
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        failing()
+    assert tg.is_grad_enabled()
+
+
+# -- errors of backward -------------------------------------------------------------------------
+
+
+def test_non_scalar_backward_without_gradient_is_an_error():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"scalar.*\(2,\)"):
+        (x * 2).backward()
+
+
+def test_backward_gradient_of_the_wrong_shape_is_an_error():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"\(3,\).*\(2,\)"):
+        (x * 2).backward(np.ones(3))
+
+
+def test_backward_on_a_tensor_without_grad_is_an_error():
+    with pytest.raises(RuntimeError, match="requires_grad=True"):
+        (tg.Tensor([1.0]) * 2).sum().backward()
+
+
+def test_unknown_scheduler_lists_the_known_ones():
+    x = tg.Tensor([1.0], requires_grad=True)
+    with pytest.raises(ValueError, match="sequential"):
+        (x * 2).sum().backward(scheduler="no-such-scheduler")
