@@ -10,7 +10,12 @@ def normalize_axes(axis, ndim, op_name):
     """`axis` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative ints."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if isinstance(axis, (int, np.integer)):
+        axes = (axis,)
+    elif isinstance(axis, (tuple, list)):
+        axes = tuple(axis)
+    else:  # e.g. a float: tuple() would fail with "'float' object is not iterable"
+        raise TypeError(f"{op_name}: axis must be an int or a tuple of ints, got {axis!r}")
     normalized = []
     for value in axes:
         if not isinstance(value, (int, np.integer)):
