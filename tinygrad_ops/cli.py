@@ -1,9 +1,9 @@
 """The `tinygrad-ops` command (also `python -m tinygrad_ops`).
 
-Subcommands live in one table, `COMMANDS`: a name, a one-line help, and either the two
-functions `add_arguments(parser)` / `run(args)` here, or the name of a module that has
-them, imported only when that subcommand is used (so `train` works without the graph
-extras installed, and adding a subcommand is a few lines).
+Subcommands live in one table, `COMMANDS` (at the end of this file): a name, a one-line
+help, and either the two functions `add_arguments(parser)` / `run(args)`, or the name of
+a module that defines them, imported only when that subcommand is used (so `train` works
+without the graph extras installed, and adding a subcommand is one entry).
 
 Every mistake on the command line is one line on stderr and a non-zero exit code (2 for
 bad options, 1 for a run that fails, such as an unreadable checkpoint), never a traceback.
@@ -18,8 +18,17 @@ import sys
 import time
 from dataclasses import dataclass
 
+from . import data, nn, optim
+from . import functional as F  # noqa: N812 (the PyTorch convention)
+from .autograd import no_grad
+from .serialize import load, save
+from .tensor import Tensor
+
+# scikit-learn (data sets), matplotlib (the plot), tqdm (the progress bar) and viz (the
+# graph) are imported where they are used: `--help` and option errors stay fast.
+
 # ----------------------------------------------------------------------------------------------
-# The subcommand table
+# Parsing and dispatch
 
 
 @dataclass
@@ -41,27 +50,6 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _add_train_arguments(parser):
-    _train_arguments(parser)
-
-
-def _run_train(args):
-    return run_train(args)
-
-
-COMMANDS = {
-    "train": Command(
-        help="train an MLP on a small real data set (digits or moons)",
-        add_arguments=_add_train_arguments,
-        run=_run_train,
-    ),
-    "graph": Command(
-        help="draw the compute graph of an expression or a model",
-        module="tinygrad_ops.viz.cli",
-    ),
-}
 
 
 def _load_command_module(name, command):
@@ -223,7 +211,7 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def _train_arguments(parser):
+def add_train_arguments(parser):
     parser.formatter_class = _HelpFormatter
     parser.description = (
         "Train a multi-layer perceptron on a small real data set with tinygrad_ops. Writes "
@@ -355,8 +343,6 @@ def config_from_args(args):
 
 def build_model(in_features, classes, config):
     """Linear -> [norm] -> activation -> [dropout], per hidden size, then a Linear head."""
-    from . import nn
-
     activations = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU, "sigmoid": nn.Sigmoid}
     norms = {"layer": nn.LayerNorm, "batch": nn.BatchNorm1d, "rms": nn.RMSNorm}
     layers = []
@@ -374,8 +360,6 @@ def build_model(in_features, classes, config):
 
 
 def build_optimizer(parameters, config):
-    from . import optim
-
     name = config["optimizer"]
     if name == "sgd":
         return optim.SGD(
@@ -389,8 +373,6 @@ def build_optimizer(parameters, config):
 
 
 def build_scheduler(optimizer, config):
-    from . import optim
-
     if config["scheduler"] == "step":
         return optim.StepLR(optimizer, step_size=max(1, config["epochs"] // 3), gamma=0.1)
     if config["scheduler"] == "cosine":
@@ -398,34 +380,24 @@ def build_scheduler(optimizer, config):
     return None
 
 
-def _rng_state():
-    from . import nn
-
-    return {"init": nn.get_rng_state()}
-
-
-def _set_rng_state(state):
-    from . import nn
-
-    nn.set_rng_state(state["init"])
-
-
 def _checkpoint(config, epoch, model, optimizer, scheduler, loader, history):
+    """Everything a resumed run needs to continue exactly as an uninterrupted one would:
+    the weights, the optimizer's moments, the schedule's position, and the random
+    generators' states (initialisation and dropout draw from `nn`'s, shuffling from the
+    loader's)."""
     return {
         "config": config,
         "epoch": epoch,
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "scheduler": None if scheduler is None else scheduler.state_dict(),
-        "rng": {**_rng_state(), "loader": loader.state_dict()},
+        "rng": {"init": nn.get_rng_state(), "loader": loader.state_dict()},
         "history": history,
     }
 
 
 def _resume(path, config, model, optimizer, scheduler, loader):
     """Restore a run from its checkpoint; returns (epoch, history)."""
-    from .serialize import load
-
     if not os.path.exists(path):
         raise UsageError(f"--resume: no checkpoint at {path} (train without --resume first)")
     checkpoint = load(path)
@@ -441,17 +413,13 @@ def _resume(path, config, model, optimizer, scheduler, loader):
     optimizer.load_state_dict(checkpoint["optimizer"])
     if scheduler is not None and checkpoint["scheduler"] is not None:
         scheduler.load_state_dict(checkpoint["scheduler"])
-    _set_rng_state(checkpoint["rng"])
+    nn.set_rng_state(checkpoint["rng"]["init"])
     loader.load_state_dict(checkpoint["rng"]["loader"])
     return int(checkpoint["epoch"]), checkpoint["history"]
 
 
 def evaluate(model, features, labels):
     """(mean cross-entropy, accuracy) of `model` on a whole data set, in eval mode."""
-    from . import functional as F  # noqa: N812 (the PyTorch convention)
-    from .autograd import no_grad
-    from .tensor import Tensor
-
     was_training = model.training
     model.eval()
     with no_grad():
@@ -462,14 +430,32 @@ def evaluate(model, features, labels):
     return loss, accuracy
 
 
+def run_epoch(model, loader, optimizer, bar):
+    """One pass over the training data: forward, loss, backward, step, per batch.
+    Returns (mean loss, accuracy) over the examples seen."""
+    model.train()
+    total_loss = 0.0
+    total_correct = 0
+    seen = 0
+    for inputs, targets in loader:
+        logits = model(inputs)
+        loss = F.cross_entropy(logits, targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        count = len(targets.data)
+        total_loss += loss.item() * count
+        total_correct += int((logits.data.argmax(axis=1) == targets.data).sum())
+        seen += count
+        bar.set_postfix(
+            loss=f"{total_loss / seen:.4f}", acc=f"{total_correct / seen:.3f}", refresh=False
+        )
+        bar.update()
+    return total_loss / seen, total_correct / seen
+
+
 def train(config, out, resume=False, progress=True, graph_format="svg", log=print):
     """Run a training as the `train` command does; returns a summary dict."""
-    import numpy as np
-
-    from . import data, nn
-    from . import functional as F  # noqa: N812 (the PyTorch convention)
-    from .serialize import save
-
     started = time.perf_counter()
     os.makedirs(out, exist_ok=True)
     checkpoint_path = os.path.join(out, CHECKPOINT)
@@ -495,47 +481,23 @@ def train(config, out, resume=False, progress=True, graph_format="svg", log=prin
         f"{classes} classes; model {_describe(model)}"
     )
     bar_class = _progress_bar_class(progress)
-    for epoch in range(start_epoch, config["epochs"]):
-        model.train()
-        total_loss = 0.0
-        total_correct = 0
-        seen = 0
-        with bar_class(
-            total=len(loader),
-            desc=f"epoch {epoch + 1}/{config['epochs']}",
-            leave=False,
-            unit="batch",
-        ) as bar:
-            for inputs, targets in loader:
-                logits = model(inputs)
-                loss = F.cross_entropy(logits, targets)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                count = len(targets.data)
-                total_loss += loss.item() * count
-                total_correct += int((logits.data.argmax(axis=1) == targets.data).sum())
-                seen += count
-                bar.set_postfix(
-                    loss=f"{total_loss / seen:.4f}",
-                    acc=f"{total_correct / seen:.3f}",
-                    refresh=False,
-                )
-                bar.update()
+    epochs = config["epochs"]
+    for epoch in range(start_epoch, epochs):
+        description = f"epoch {epoch + 1}/{epochs}"
+        with bar_class(total=len(loader), desc=description, leave=False, unit="batch") as bar:
+            train_loss, train_accuracy = run_epoch(model, loader, optimizer, bar)
         if scheduler is not None:
             scheduler.step()
         test_loss, test_accuracy = evaluate(model, test_x, test_y)
-        history["train_loss"].append(total_loss / seen)
-        history["train_accuracy"].append(total_correct / seen)
+        history["train_loss"].append(train_loss)
+        history["train_accuracy"].append(train_accuracy)
         history["test_loss"].append(test_loss)
         history["test_accuracy"].append(test_accuracy)
-        save(
-            _checkpoint(config, epoch + 1, model, optimizer, scheduler, loader, history),
-            checkpoint_path,
-        )
+        checkpoint = _checkpoint(config, epoch + 1, model, optimizer, scheduler, loader, history)
+        save(checkpoint, checkpoint_path)
         log(
-            f"epoch {epoch + 1:3d}/{config['epochs']}  loss {total_loss / seen:.4f}  "
-            f"train acc {100 * total_correct / seen:5.1f}%  test loss {test_loss:.4f}  "
+            f"epoch {epoch + 1:3d}/{epochs}  loss {train_loss:.4f}  "
+            f"train acc {100 * train_accuracy:5.1f}%  test loss {test_loss:.4f}  "
             f"test acc {100 * test_accuracy:5.1f}%"
         )
     test_loss, test_accuracy = evaluate(model, test_x, test_y)
@@ -551,12 +513,11 @@ def train(config, out, resume=False, progress=True, graph_format="svg", log=prin
         "test_accuracy": test_accuracy,
         "test_loss": test_loss,
         "history": history,
+        "model": model,
         "checkpoint": checkpoint_path,
         "plot": plot_path,
         "graph": graph_path,
         "seconds": elapsed,
-        "model": model,
-        "parameters": {name: np.array(p.data) for name, p in model.named_parameters()},
     }
 
 
@@ -628,9 +589,6 @@ def plot_history(history, path, title=""):
 def draw_graph(model, features, labels, path, graph_format, log=print):
     """Render the compute graph of one small forward pass and its loss through viz, if
     installed; returns the written file's path, or None (with a note) when it is not."""
-    from . import functional as F  # noqa: N812 (the PyTorch convention)
-    from .tensor import Tensor
-
     try:
         viz = importlib.import_module("tinygrad_ops.viz")
     except ImportError as error:
@@ -664,6 +622,23 @@ def run_train(args):
         graph_format=args.graph_format,
     )
     return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# The subcommand table: to add a command, add a line (its module defines add_arguments/run).
+
+
+COMMANDS = {
+    "train": Command(
+        help="train an MLP on a small real data set (digits or moons)",
+        add_arguments=add_train_arguments,
+        run=run_train,
+    ),
+    "graph": Command(
+        help="draw the compute graph of an expression or a model",
+        module="tinygrad_ops.viz.cli",
+    ),
+}
 
 
 if __name__ == "__main__":  # pragma: no cover
