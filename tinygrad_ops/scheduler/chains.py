@@ -32,6 +32,7 @@ walked sequentially.
 """
 
 import heapq
+import itertools
 
 import numpy as np
 
@@ -89,15 +90,46 @@ class Template:
     tensor in every step, outside the step), or "const" (no gradient needed).
     """
 
-    __slots__ = ("classes", "paths", "wiring", "shapes", "chain_slots", "key", "order")
+    __slots__ = (
+        "classes",
+        "paths",
+        "wiring",
+        "shapes",
+        "chain_slots",
+        "key",
+        "order",
+        "needs",
+        "uses",
+        "checks",
+    )
 
-    def __init__(self, classes, paths, wiring, shapes, chain_slots, order):
+    def __init__(self, classes, paths, wiring, shapes, chain_slots, order, needs):
         self.classes = classes
         self.paths = paths
         self.wiring = wiring
         self.shapes = shapes
         self.chain_slots = chain_slots  # slots that depend on x_{i-1}
         self.order = order  # slots, consumers before inputs
+        self.needs = needs  # each slot's needs_input_grad
+        self.uses = [0] * len(classes)  # how many inputs of the step read each slot
+        for codes in wiring:
+            for code in codes:
+                if isinstance(code, tuple) and code[0] == "slot":
+                    self.uses[code[1]] += 1
+        # What `_replay` checks, slot by slot.
+        self.checks = []
+        for slot, codes in enumerate(wiring):
+            prev_inputs = [k for k, code in enumerate(codes) if code == "prev"]
+            slot_inputs = [
+                (k, code[1])
+                for k, code in enumerate(codes)
+                if isinstance(code, tuple) and code[0] == "slot"
+            ]
+            outside_inputs = [k for k, code in enumerate(codes) if code == "outside"]
+            shape, dtype = shapes[slot]
+            self.checks.append(
+                (classes[slot], needs[slot], shape, dtype, prev_inputs, slot_inputs, outside_inputs)
+            )
         self.key = (
             tuple(classes),
             tuple(paths),
@@ -259,16 +291,18 @@ def _segments(anchors, context, min_steps):
     """Group the anchors into periods and cut them into runs of identical templates."""
     tensors = context.index.tensors
     classes = [type(tensors[where]._ctx) for where in anchors]
-    # The period: the shift p with the longest run of classes[j] == classes[j - p].
+    period = _period(classes)
+    if period is None:
+        return []
+    # The longest run of classes[j] == classes[j - period].
     best = None
-    for period in range(1, min(MAX_PERIOD, len(anchors) - 1) + 1):
-        run_start = period
-        for j in range(period, len(anchors) + 1):
-            if j == len(anchors) or classes[j] != classes[j - period]:
-                covered = j - run_start + period
-                if best is None or covered > best[0]:
-                    best = (covered, period, run_start - period, j - 1)
-                run_start = j + 1
+    run_start = period
+    for j in range(period, len(anchors) + 1):
+        if j == len(anchors) or classes[j] is not classes[j - period]:
+            covered = j - run_start + period
+            if best is None or covered > best[0]:
+                best = (covered, period, run_start - period, j - 1)
+            run_start = j + 1
     if best is None:
         return []
     _, period, first, last = best
@@ -276,16 +310,22 @@ def _segments(anchors, context, min_steps):
     if len(chosen) < min_steps + 1:
         return []
     segments = []
-    run = []
-    for lower, upper in zip(chosen[:-1], chosen[1:]):
+    run = []  # (template, step), from the top down
+    pairs = list(itertools.pairwise(chosen))
+    for lower, upper in reversed(pairs):
+        if run:
+            step = _replay(run[0][0], lower, upper, context)
+            if step is not None:
+                run.append((run[0][0], step))
+                continue
         built = _step(lower, upper, context)
         if run and (built is None or built[0].key != run[0][0].key):
-            _close(run, segments, min_steps)
+            _close(run[::-1], segments, min_steps)
             run = []
         if built is not None:
             run.append(built)
-    _close(run, segments, min_steps)
-    return segments
+    _close(run[::-1], segments, min_steps)
+    return segments[::-1]
 
 
 def _close(run, segments, min_steps):
@@ -297,7 +337,7 @@ def _close(run, segments, min_steps):
     steps = [step for _, step in run]
     first_outside = steps[0].outside
     shared = []
-    for number, (slot, k, operand) in enumerate(first_outside):
+    for number, (_, _, operand) in enumerate(first_outside):
         shared.append(all(step.outside[number][2] is operand for step in steps))
     for step in steps:
         step.outside = [entry for entry, is_shared in zip(step.outside, shared) if not is_shared]
@@ -306,6 +346,87 @@ def _close(run, segments, min_steps):
         wiring[slot][k] = ("shared", operand) if is_shared else "step"
     template.wiring = wiring
     segments.append(Segment(template, steps))
+
+
+def _period(classes):
+    """The number of anchors per step: the smallest shift under which a window of the op
+    classes in the middle of the spine repeats (None if nothing repeats)."""
+    count = len(classes)
+    window = min(count, 8 * MAX_PERIOD)
+    low = max(0, count // 2 - window // 2)
+    sample = classes[low : low + window]
+    for period in range(1, min(MAX_PERIOD, len(sample) // 2) + 1):
+        if all(sample[j] is sample[j - period] for j in range(period, len(sample))):
+            return period
+    return None
+
+
+def _replay(template, lower_position, upper_position, context):
+    """The step between two anchors if it matches `template` exactly, else None.
+
+    The fast path for the thousands of identical steps of an RNN: the slots are reached
+    by the template's paths and every rule of `_step` is checked against the template,
+    without searching.
+    """
+    index = context.index
+    tensors = index.tensors
+    position = index.position
+    consumers = index.consumers
+    lower = tensors[lower_position]
+    upper = tensors[upper_position]
+    slots = [upper]
+    for parent, k in template.paths[1:]:
+        slots.append(slots[parent]._ctx.inputs[k])
+    capture = context.capture
+    below = context.below
+    uses = template.uses
+    slot_positions = set()
+    outside = []
+    for slot, (cls, needs, shape, dtype, prev_inputs, slot_inputs, outside_inputs) in enumerate(
+        template.checks
+    ):
+        tensor = slots[slot]
+        node = tensor._ctx
+        data = tensor.data
+        if (
+            type(node) is not cls
+            or node.needs_input_grad != needs
+            or data.shape != shape
+            or data.dtype.str != dtype
+            or tensor._hooks
+        ):
+            return None
+        where = position.get(id(tensor))
+        if where is None or (slot and len(consumers[where]) != uses[slot]):
+            return None
+        slot_positions.add(where)
+        inputs = node.inputs
+        for k in prev_inputs:
+            if inputs[k] is not lower:
+                return None
+        for k, other in slot_inputs:
+            if inputs[k] is not slots[other]:
+                return None
+        for k in outside_inputs:
+            operand = inputs[k]
+            operand_position = position.get(id(operand))
+            if (
+                operand_position is not None
+                and below[operand_position]
+                and lower_position <= operand_position <= upper_position
+            ):
+                return None  # a node between the anchors that the template does not have
+            outside.append((slot, k, operand))
+    if len(slot_positions) != len(slots):
+        return None
+    if capture is not None and any(id(tensor) in capture for tensor in slots):
+        return None
+    level = context.level
+    end = context.end
+    for consumer in consumers[lower_position]:
+        if level[consumer] >= end and consumer not in slot_positions:
+            return None
+    return Step(lower, upper, slots, outside)
 
 
 def _step(lower_position, upper_position, context):
@@ -390,5 +511,6 @@ def _step(lower_position, upper_position, context):
     if not depends[0]:
         return None
     chain_slots = [slot for slot in order if depends[slot]]
-    template = Template(classes, paths, wiring, shapes, chain_slots, order)
+    needs = [tensor._ctx.needs_input_grad for tensor in slots]
+    template = Template(classes, paths, wiring, shapes, chain_slots, order, needs)
     return template, Step(lower, upper, slots, outside)

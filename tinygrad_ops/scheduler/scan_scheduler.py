@@ -17,6 +17,8 @@ Under `create_graph=True` (gradients that are themselves differentiable) and in
 would not be recorded node by node.
 """
 
+import gc
+
 import numpy as np
 
 from ..autograd import STATE, Op
@@ -335,20 +337,34 @@ class ScanScheduler:
         if graph.create_graph or STATE.anomaly:
             graph.run_sequential()
             return
-        plan = find_chains(graph, self.min_steps)
-        chosen = []
-        for segment in plan.segments:
-            method, block_size = self.choose(segment)
-            if method != "sequential":
-                chosen.append((segment, method, block_size))
-        if not chosen:
-            graph.run_sequential()
-            return
-        execute(graph, plan, chosen, self.name)
+        # The analysis and the batching make many small lists; pausing the cyclic garbage
+        # collector keeps it from re-scanning the whole graph meanwhile (none of it is cyclic).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            plan = find_chains(graph, self.min_steps)
+            chosen = []
+            for segment in plan.segments:
+                method, block_size = self.choose(segment)
+                if method != "sequential":
+                    chosen.append((segment, method, block_size))
+            if chosen:
+                execute(graph, plan, chosen, self.name)
+            else:
+                graph.run_sequential()
+        finally:
+            if collecting:
+                gc.enable()
 
 
 def execute(graph, plan, chosen, name):
-    """Walk the graph with the chosen segments scanned (see the module docstring)."""
+    """Walk the graph with the chosen segments scanned (see the module docstring).
+
+    Independent tensors first; then every position from the top down to the lowest
+    segment's top anchor, scanning each segment on reaching it; below the last segment
+    the engine's own sequential walk takes over (every tensor above it is done, so the
+    pending gradients there are complete in the walk's order).
+    """
     tensors = plan.index.tensors
     position = plan.index.position
     pop_grad = graph.pop_grad
@@ -360,19 +376,21 @@ def execute(graph, plan, chosen, name):
         if grad is not None:
             visit(tensor, grad)
     tops = {
-        position[id(segment.steps[-1].upper)]: (segment, method, block)
-        for segment, method, block in chosen
+        position[id(segment.steps[-1].upper)]: (segment, method, block_size)
+        for segment, method, block_size in chosen
     }
-    for where in range(len(tensors) - 1, -1, -1):
-        if where in independent:
-            continue
+    lowest = min(tops)
+    for where in range(len(tensors) - 1, lowest - 1, -1):
         found = tops.get(where)
         if found is not None:
             segment, method, block_size = found
             SegmentRun(graph, segment).run(method, block_size)
             graph.scanned_segments.append((name, segment.anchors))
             continue
+        if where in independent:
+            continue
         tensor = tensors[where]
         grad = pop_grad(tensor)
         if grad is not None:
             visit(tensor, grad)
+    graph.run_sequential()
