@@ -246,3 +246,12 @@ def test_python_dash_m_runs_the_command():
     assert help_result.returncode == 0
     assert "train" in help_result.stdout
     assert "graph" in help_result.stdout
+
+
+def test_the_progress_bar_shows_loss_and_accuracy(tmp_path, capsys):
+    options = [option for option in SMALL if option != "--no-progress"]
+    assert cli.main(["train", *options, "--epochs", "1", "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "epoch 1/1" in err
+    assert "loss=" in err
+    assert "acc=" in err

@@ -430,7 +430,7 @@ def evaluate(model, features, labels):
     return loss, accuracy
 
 
-def run_epoch(model, loader, optimizer, bar):
+def run_epoch(model, loader, optimizer, progress):
     """One pass over the training data: forward, loss, backward, step, per batch.
     Returns (mean loss, accuracy) over the examples seen."""
     model.train()
@@ -447,10 +447,7 @@ def run_epoch(model, loader, optimizer, bar):
         total_loss += loss.item() * count
         total_correct += int((logits.data.argmax(axis=1) == targets.data).sum())
         seen += count
-        bar.set_postfix(
-            loss=f"{total_loss / seen:.4f}", acc=f"{total_correct / seen:.3f}", refresh=False
-        )
-        bar.update()
+        progress.batch(loss=f"{total_loss / seen:.4f}", acc=f"{total_correct / seen:.3f}")
     return total_loss / seen, total_correct / seen
 
 
@@ -480,26 +477,33 @@ def train(config, out, resume=False, progress=True, graph_format="svg", log=prin
         f"{config['dataset']}: {len(train_y)} training and {len(test_y)} test examples, "
         f"{classes} classes; model {_describe(model)}"
     )
-    bar_class = _progress_bar_class(progress)
     epochs = config["epochs"]
-    for epoch in range(start_epoch, epochs):
-        description = f"epoch {epoch + 1}/{epochs}"
-        with bar_class(total=len(loader), desc=description, leave=False, unit="batch") as bar:
-            train_loss, train_accuracy = run_epoch(model, loader, optimizer, bar)
-        if scheduler is not None:
-            scheduler.step()
-        test_loss, test_accuracy = evaluate(model, test_x, test_y)
-        history["train_loss"].append(train_loss)
-        history["train_accuracy"].append(train_accuracy)
-        history["test_loss"].append(test_loss)
-        history["test_accuracy"].append(test_accuracy)
-        checkpoint = _checkpoint(config, epoch + 1, model, optimizer, scheduler, loader, history)
-        save(checkpoint, checkpoint_path)
-        log(
-            f"epoch {epoch + 1:3d}/{epochs}  loss {train_loss:.4f}  "
-            f"train acc {100 * train_accuracy:5.1f}%  test loss {test_loss:.4f}  "
-            f"test acc {100 * test_accuracy:5.1f}%"
-        )
+    progress = Progress(progress, (epochs - start_epoch) * len(loader), log)
+    try:
+        for epoch in range(start_epoch, epochs):
+            train_loss, train_accuracy = run_epoch(model, loader, optimizer, progress)
+            if scheduler is not None:
+                scheduler.step()
+            test_loss, test_accuracy = evaluate(model, test_x, test_y)
+            history["train_loss"].append(train_loss)
+            history["train_accuracy"].append(train_accuracy)
+            history["test_loss"].append(test_loss)
+            history["test_accuracy"].append(test_accuracy)
+            checkpoint = _checkpoint(
+                config, epoch + 1, model, optimizer, scheduler, loader, history
+            )
+            save(checkpoint, checkpoint_path)
+            progress.epoch(
+                f"epoch {epoch + 1}/{epochs}",
+                f"epoch {epoch + 1:3d}/{epochs}  loss {train_loss:.4f}  "
+                f"train acc {100 * train_accuracy:5.1f}%  test loss {test_loss:.4f}  "
+                f"test acc {100 * test_accuracy:5.1f}%",
+                loss=f"{train_loss:.4f}",
+                acc=f"{train_accuracy:.3f}",
+                test_acc=f"{test_accuracy:.3f}",
+            )
+    finally:
+        progress.close()
     test_loss, test_accuracy = evaluate(model, test_x, test_y)
     plot_path = os.path.join(out, PLOT)
     plot_history(history, plot_path, title=f"{config['dataset']}: {_describe(model)}")
@@ -532,33 +536,40 @@ def _describe(model):
     return " > ".join(layers)
 
 
-def _progress_bar_class(progress):
-    """tqdm when wanted and installed, else a silent stand-in with the same methods."""
-    if progress:
-        try:
-            from tqdm import tqdm
+class Progress:
+    """One tqdm bar over every batch of the run, showing the running loss and accuracy,
+    with the per-epoch lines printed above it; just the lines with --no-progress (or
+    without tqdm installed)."""
 
-            return tqdm
-        except ImportError:
-            pass
+    def __init__(self, enabled, total, log):
+        self.log = log
+        self.bar = None
+        if enabled:
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                return
+            self.bar = tqdm(total=total, unit="batch", dynamic_ncols=True)
 
-    class Silent:
-        def __init__(self, **options):
-            pass
+    def batch(self, **postfix):
+        if self.bar is not None:
+            # Drawn at tqdm's own pace (refresh=False): redrawing every batch costs more
+            # than the batch.
+            self.bar.set_postfix(postfix, refresh=False)
+            self.bar.update()
 
-        def __enter__(self):
-            return self
+    def epoch(self, description, line, **postfix):
+        if self.bar is None:
+            self.log(line)
+            return
+        self.bar.set_description(description, refresh=False)
+        self.bar.set_postfix(postfix)
+        with self.bar.external_write_mode():
+            self.log(line)
 
-        def __exit__(self, *exc_info):
-            return False
-
-        def set_postfix(self, **values):
-            pass
-
-        def update(self, count=1):
-            pass
-
-    return Silent
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
 
 
 def plot_history(history, path, title=""):
