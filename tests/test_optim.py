@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import tinygrad_ops as tg
-from tinygrad_ops import functional as F
+from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops import nn, optim
 
 torch.set_num_threads(1)
