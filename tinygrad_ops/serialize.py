@@ -160,6 +160,8 @@ def _encode(value, arrays, where):
     if isinstance(value, dict):
         items = []
         for key, item in value.items():
+            if isinstance(key, np.integer):
+                key = int(key)
             if not isinstance(key, (str, int)) or isinstance(key, bool):
                 raise TypeError(f"save: {where} has a key {key!r}; keys must be str or int")
             items.append([key, _encode(item, arrays, f"{where}[{key!r}]")])
