@@ -63,6 +63,18 @@ def upcast(value):
     return value
 
 
+def like_inputs(node, grads):
+    """`grads` cast to their inputs' dtypes, for the create_graph path: a plain backward's
+    arrays are cast by the engine, but Tensors are not (float16 ops compute in float32)."""
+    cast = []
+    for grad, operand in zip(grads, node.inputs):
+        dtype = getattr(operand, "dtype", None)
+        if grad is not None and dtype is not None and grad.dtype != dtype:
+            grad = grad.astype(dtype)
+        cast.append(grad)
+    return tuple(cast)
+
+
 def check_float(op_name, array, what="input"):
     if not isinstance(array, np.ndarray) or array.dtype.kind != "f":
         dtype = getattr(array, "dtype", type(array).__name__)
@@ -109,7 +121,19 @@ def as_rows(array, axis):
     if array.ndim and axis != array.ndim - 1:
         array = np.moveaxis(array, axis, -1)
     length = array.shape[-1] if array.ndim else 1
-    return np.ascontiguousarray(array).reshape(-1, length)
+    return np.ascontiguousarray(array).reshape(math.prod(array.shape[:-1]), length)
+
+
+def row_max(rows):
+    """The maximum of each row, shape (rows, 1) (zeros for rows of length 0)."""
+    if rows.shape[1] == 0:
+        return np.zeros((rows.shape[0], 1), dtype=rows.dtype)
+    return np.maximum.reduce(rows, axis=1, keepdims=True)
+
+
+def trailing_rows(array, k):
+    """`array` as a (rows, n) matrix, n the product of its last k dims (a view if possible)."""
+    return array.reshape(math.prod(array.shape[: array.ndim - k]), math.prod(array.shape[-k:]))
 
 
 def reshaped(array, shape):
@@ -222,9 +246,10 @@ class Gelu(Op):
     def backward(self, grad_output):
         x, cdf = self.saved_tensors
         x = upcast(x)
+        density = exp(x * x * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
         if self.graph_mode is not False:  # Φ recomputed from the Tensor x: differentiable
             cdf = (erf(x * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
-        density = exp(x * x * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
+            return like_inputs(self, (grad_output * (cdf + x * density),))
         return (grad_output * (cdf + x * density),)
 
 
@@ -263,7 +288,7 @@ class Softmax(Op):
         self.axis = axis
         rows = as_rows(upcast(x), axis)
         with np.errstate(invalid="ignore"):  # a row of only -inf gives NaN, as in PyTorch
-            out = np.subtract(rows, np.maximum.reduce(rows, axis=1, keepdims=True))
+            out = np.subtract(rows, row_max(rows))
             np.exp(out, out=out)
             out /= row_sum(out)
         out = from_rows(out, x.shape, axis).astype(x.dtype, copy=False)
@@ -276,7 +301,7 @@ class Softmax(Op):
         if self.graph_mode is not False:
             g = upcast(grad_output)
             y = upcast(y)
-            return (y * (g - (g * y).sum(axis=axis, keepdims=True)),)
+            return like_inputs(self, (y * (g - (g * y).sum(axis=axis, keepdims=True)),))
         shape = y.shape
         y = as_rows(upcast(y), axis)
         g = as_rows(upcast(grad_output), axis)
@@ -296,10 +321,11 @@ class LogSoftmax(Op):
         self.axis = axis
         rows = as_rows(upcast(x), axis)
         with np.errstate(invalid="ignore"):  # a row of only -inf gives NaN, as in PyTorch
-            out = np.subtract(rows, np.maximum.reduce(rows, axis=1, keepdims=True))
+            out = np.subtract(rows, row_max(rows))
             probabilities = np.exp(out)
             total = row_sum(probabilities)
-            out -= np.log(total)
+            with np.errstate(divide="ignore"):  # rows of length 0 (their output is empty)
+                out -= np.log(total)
             # Keep softmax = exp(y) from the forward pass: a division now is cheaper than the
             # exp that backward would otherwise recompute.
             probabilities /= total
@@ -313,7 +339,7 @@ class LogSoftmax(Op):
         axis = self.axis
         if self.graph_mode is not False:  # exp(y) from the output Tensor: differentiable
             g = upcast(grad_output)
-            return (g - exp(upcast(y)) * g.sum(axis=axis, keepdims=True),)
+            return like_inputs(self, (g - exp(upcast(y)) * g.sum(axis=axis, keepdims=True),))
         g = as_rows(upcast(grad_output), axis)
         grad = np.multiply(probabilities, row_sum(g))
         np.subtract(g, grad, out=grad)
@@ -358,7 +384,7 @@ def norm_input_grad_composed(grad_xhat, xhat, inverse_std, axes):
 def norm_input_grad_rows(grad_xhat, xhat, inverse_std):
     """The same formula on (rows, n) arrays, normalised along each row, written into
     `grad_xhat` (which the caller owns): four passes over the data and one temporary."""
-    count = xhat.shape[1]
+    count = max(xhat.shape[1], 1)
     mean_grad = row_sum(grad_xhat) / count
     mean_projection = row_dot(grad_xhat, xhat) / count
     correction = np.multiply(xhat, mean_projection)
@@ -393,8 +419,8 @@ class LayerNorm(Op):
         check_affine("layer_norm", "bias", bias, normalized_shape, x)
         self.normalized_shape = normalized_shape
         self.eps = eps
-        count = math.prod(normalized_shape)
-        rows = upcast(x).reshape(-1, count)
+        rows = trailing_rows(upcast(x), len(normalized_shape))
+        count = max(rows.shape[1], 1)  # the divisor (an empty normalized_shape gives empty rows)
         # Two passes (mean, then the mean of squared deviations): exact for constant rows,
         # where E[x^2] - E[x]^2 would cancel catastrophically.
         centered = np.subtract(rows, row_sum(rows) / count)
@@ -407,29 +433,28 @@ class LayerNorm(Op):
         # x for the create_graph path (and its version check, as in PyTorch), weight for dx̂.
         self.save_for_backward(x, weight, xhat, inverse_std)
         if weight is not None:
-            out = np.multiply(xhat, upcast(weight).reshape(count))
+            out = np.multiply(xhat, upcast(weight).reshape(-1))
             if bias is not None:
-                out += upcast(bias).reshape(count)
+                out += upcast(bias).reshape(-1)
         elif bias is not None:
-            out = np.add(xhat, upcast(bias).reshape(count))
+            out = np.add(xhat, upcast(bias).reshape(-1))
         else:
             out = xhat.copy()
         return reshaped(out, x.shape).astype(x.dtype, copy=False)
 
     def backward(self, grad_output):
         if self.graph_mode is not False:
-            return self.backward_composed(grad_output)
+            return like_inputs(self, self.backward_composed(grad_output))
         _, weight, xhat, inverse_std = self.saved_tensors
         _, needs_weight, needs_bias = self.needs_input_grad
-        count = xhat.shape[1]
-        g = upcast(grad_output).reshape(-1, count)
+        g = upcast(grad_output).reshape(xhat.shape)
         shape = self.normalized_shape
         grad_weight = column_dot(g, xhat).reshape(shape) if needs_weight else None
         grad_bias = column_sum(g).reshape(shape) if needs_bias else None
         grad_x = None
         if self.needs_input_grad[0]:
             if weight is not None:
-                grad_xhat = np.multiply(g, upcast(weight).reshape(count))
+                grad_xhat = np.multiply(g, upcast(weight).reshape(-1))
             else:
                 grad_xhat = g.copy()
             grad_x = reshaped(norm_input_grad_rows(grad_xhat, xhat, inverse_std), grad_output.shape)
@@ -462,15 +487,15 @@ class RMSNorm(Op):
         check_affine("rms_norm", "weight", weight, normalized_shape, x)
         self.normalized_shape = normalized_shape
         self.eps = eps
-        count = math.prod(normalized_shape)
-        rows = upcast(x).reshape(-1, count)
+        rows = trailing_rows(upcast(x), len(normalized_shape))
+        count = max(rows.shape[1], 1)  # the divisor (an empty normalized_shape gives empty rows)
         inverse_rms = row_dot(rows, rows) / count
         inverse_rms += eps
         np.sqrt(inverse_rms, out=inverse_rms)
         np.reciprocal(inverse_rms, out=inverse_rms)
         xhat = np.multiply(rows, inverse_rms)
         self.save_for_backward(x, weight, xhat, inverse_rms)
-        out = np.multiply(xhat, upcast(weight).reshape(count)) if weight is not None else xhat
+        out = np.multiply(xhat, upcast(weight).reshape(-1)) if weight is not None else xhat
         if out is xhat:
             out = xhat.copy()
         return reshaped(out, x.shape).astype(x.dtype, copy=False)
@@ -478,19 +503,19 @@ class RMSNorm(Op):
     def backward(self, grad_output):
         x, weight, xhat, inverse_rms = self.saved_tensors
         if self.graph_mode is not False:
-            return self.backward_composed(grad_output, x, weight)
+            return like_inputs(self, self.backward_composed(grad_output, x, weight))
         count = xhat.shape[1]
-        g = upcast(grad_output).reshape(-1, count)
+        g = upcast(grad_output).reshape(xhat.shape)
         grad_weight = None
         if self.needs_input_grad[1]:
             grad_weight = column_dot(g, xhat).reshape(self.normalized_shape)
         grad_x = None
         if self.needs_input_grad[0]:
             if weight is not None:
-                grad_xhat = np.multiply(g, upcast(weight).reshape(count))
+                grad_xhat = np.multiply(g, upcast(weight).reshape(-1))
             else:
                 grad_xhat = g.copy()
-            correction = np.multiply(xhat, row_dot(grad_xhat, xhat) / count)
+            correction = np.multiply(xhat, row_dot(grad_xhat, xhat) / max(count, 1))
             grad_xhat -= correction
             grad_xhat *= inverse_rms
             grad_x = reshaped(grad_xhat, grad_output.shape)
@@ -578,7 +603,7 @@ class BatchNorm(Op):
 
     def backward(self, grad_output):
         if self.graph_mode is not False:
-            return self.backward_composed(grad_output)
+            return like_inputs(self, self.backward_composed(grad_output))
         _, weight, centered, inverse_std, _ = self.saved_tensors
         needs_x, needs_weight, needs_bias = self.needs_input_grad
         g = as_rows(upcast(grad_output), 1)
@@ -667,7 +692,7 @@ class Linear(Op):
         g = grad_output.reshape((-1, out_features))
         grad_x = grad_weight = grad_bias = None
         if needs_x:
-            grad_x = (g @ weight).reshape(grad_output.shape[:-1] + (weight.shape[1],))
+            grad_x = reshaped(g @ weight, grad_output.shape[:-1] + (weight.shape[1],))
         if needs_weight:
             grad_weight = g.swapaxes(0, 1) @ x.reshape((-1, x.shape[-1]))
         if needs_bias:
@@ -716,7 +741,7 @@ class CrossEntropy(Op):
         count = rows.shape[0]
         self.count = count
         picked_rows = np.arange(count)
-        shifted = np.subtract(rows, np.maximum.reduce(rows, axis=1, keepdims=True))
+        shifted = np.subtract(rows, row_max(rows))
         picked = shifted[picked_rows, flat_target]
         exponentials = np.exp(shifted, out=shifted)
         total = row_sum(exponentials).reshape(count)
@@ -731,7 +756,8 @@ class CrossEntropy(Op):
             out = losses.sum()
         else:
             out = losses.sum() / count if count else np.full((), np.nan, losses.dtype)
-        return np.asarray(out).astype(logits.dtype, copy=False)
+        with np.errstate(over="ignore"):  # float16: a loss above 65504 is inf, as in PyTorch
+            return np.asarray(out).astype(logits.dtype, copy=False)
 
     def backward(self, grad_output):
         (probabilities,) = self.saved_tensors
@@ -745,12 +771,12 @@ class CrossEntropy(Op):
             scale = upcast(grad_output) * (1.0 / max(count, 1))
         shape = logits.shape
         if self.graph_mode is not False:  # softmax recomputed from the logits: differentiable
-            return self.backward_composed(logits, scale), None
+            return like_inputs(self, (self.backward_composed(logits, scale), None))
         grad = np.multiply(probabilities, scale)
         picked_rows = np.arange(count)
         grad[picked_rows, self.target] -= scale.reshape(-1) if np.ndim(scale) else scale
         if len(shape) <= 2:
-            return grad.reshape(shape), None
+            return reshaped(grad, shape), None
         return from_rows(grad, shape, 1), None
 
     def backward_composed(self, logits, scale):
