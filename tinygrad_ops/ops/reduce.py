@@ -20,7 +20,7 @@ def normalize_axes(axis, ndim, op_name):
     for value in axes:
         if not isinstance(value, (int, np.integer)):
             raise TypeError(f"{op_name}: axis must be an int or a tuple of ints, got {axis!r}")
-        if not -ndim <= value < max(ndim, 1) or (ndim == 0 and value not in (0, -1)):
+        if not -max(ndim, 1) <= value < max(ndim, 1):  # a 0-d tensor takes 0 and -1, as numpy
             raise ValueError(f"{op_name}: axis {value} is out of range for a {ndim}-d tensor")
         normalized.append(int(value) % max(ndim, 1))
     if len(set(normalized)) != len(normalized):
