@@ -228,6 +228,13 @@ REDUCE_CASES = [
     ),
     case("sum-all-keepdims", lambda a: a.sum(keepdims=True), torch_sum(None, True), (2, 3)),
     case("sum-0d", lambda a: a.sum(), torch_sum(), ()),
+    case("sum-0d-axis-neg", lambda a: a.sum(axis=-1), torch_sum(-1), ()),
+    case(
+        "max-0d-axis-neg-keepdims",
+        lambda a: a.max(axis=-1, keepdims=True),
+        torch_amax(-1, True),
+        (),
+    ),
     case("sum-0d-keepdims", lambda a: a.sum(keepdims=True), torch_sum(None, True), ()),
     case("sum-size1", lambda a: a.sum(axis=1), torch_sum(1), (3, 1)),
     case("sum-empty-axis", lambda a: a.sum(axis=0), torch_sum(0), (0, 3)),
@@ -424,6 +431,33 @@ GETITEM_CASES = [
         lambda a: a[torch.tensor([True, False, True])],
         (3, 2),
     ),
+    case(
+        "int-arrays-not-adjacent",
+        lambda a: a[np.array([0, 1]), :, np.array([1, 1])],
+        lambda a: a[torch.tensor([0, 1]), :, torch.tensor([1, 1])],
+        (2, 3, 4),
+    ),
+    case(
+        "int-arrays-broadcast",
+        lambda a: a[np.array([[0], [1]]), np.array([1, 1, 0])],
+        lambda a: a[torch.tensor([[0], [1]]), torch.tensor([1, 1, 0])],
+        (2, 3),
+    ),
+    case(
+        "empty-int-array",
+        lambda a: a[np.array([], dtype=np.int64)],
+        lambda a: a[torch.tensor([], dtype=torch.int64)],
+        (3, 2),
+    ),
+    case(
+        "mask-all-false",
+        lambda a: a[np.zeros((3, 2), dtype=bool)],
+        lambda a: a[torch.zeros((3, 2), dtype=torch.bool)],
+        (3, 2),
+    ),
+    case("0d-none", lambda a: a[None], lambda a: a[None], ()),
+    case("0d-ellipsis", lambda a: a[...], lambda a: a[...], ()),
+    case("numpy-int-scalar", lambda a: a[np.int64(1)], lambda a: a[1], (3, 2)),
     case("bool-tensor-mask", lambda a: a[a > 0], lambda a: a[a > 0], (3, 4)),
 ]
 
