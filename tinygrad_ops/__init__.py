@@ -17,6 +17,7 @@ from .serialize import CheckpointError, load, save
 from . import functional
 from .scheduler import (
     available_schedulers,
+    backward_plan,
     get_default_scheduler,
     register_scheduler,
     set_default_scheduler,
@@ -31,6 +32,7 @@ __all__ = [
     "Tensor",
     "arange",
     "available_schedulers",
+    "backward_plan",
     "concatenate",
     "detect_anomaly",
     "enable_grad",

@@ -8,6 +8,7 @@ A scheduler is any object with `name` and `run(graph)`; pass it to `backward(sch
 or register it under a name with `register_scheduler`.
 """
 
+from .auto import AutoScheduler
 from .scan_scheduler import ScanScheduler
 from .sequential import SequentialScheduler
 
@@ -69,3 +70,6 @@ register_scheduler("sequential", SequentialScheduler())
 register_scheduler("hillis-steele", ScanScheduler("hillis-steele"))
 register_scheduler("blelloch", ScanScheduler("blelloch"))
 register_scheduler("blocked", ScanScheduler("blocked", block_size=256))
+register_scheduler("auto", AutoScheduler())
+
+from .plan import backward_plan as backward_plan  # noqa: E402 (reads the registry above)

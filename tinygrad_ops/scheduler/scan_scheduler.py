@@ -333,8 +333,12 @@ class ScanScheduler:
         """(method, block size) for a segment; `auto` overrides this with its cost model."""
         return self.method, self.block_size
 
+    def worth_analysing(self, graph):
+        """Whether to look for chains at all (`auto` asks its cost model)."""
+        return True
+
     def run(self, graph):
-        if graph.create_graph or STATE.anomaly:
+        if graph.create_graph or STATE.anomaly or not self.worth_analysing(graph):
             graph.run_sequential()
             return
         # The analysis and the batching make many small lists; pausing the cyclic garbage

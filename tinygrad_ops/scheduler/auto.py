@@ -1,0 +1,254 @@
+"""`auto`: choose, per chain, between the sequential walk and the scans (SCAN.md section 3).
+
+The cost model, in seconds, for a segment of n steps of s ops each, whose chain tensor
+has R rows of d values:
+
+    sequential      n s c_visit
+    any scan        n s c_batch + R (products_mm t_mm(d) + products_mv t_mv(d)) + calls c_call
+
+with products counted per scan: Hillis-Steele n log2 n matrix-matrix products, Blelloch
+about n, blocked(b) about n plus n/b blocks of 6 log2 b calls each; a diagonal chain does
+elementwise work instead of products. The constants are measured once per process by a
+quick micro-benchmark on this machine (`calibrate`, about a quarter of a second):
+c_visit (one node of the engine's sequential walk), c_batch and c_analysis (the scan
+scheduler's per-node bookkeeping and chain finding), t_mm(d) and t_mv(d) (one d x d
+product in a stacked `np.matmul`) and c_call (one numpy call).
+
+Before paying for the chain analysis, `auto` looks at the shape of the tensors near the
+output: when even an endless chain of that width could not beat the walk, it walks.
+"""
+
+import itertools
+import math
+import time
+
+import numpy as np
+
+from .chains import find_chains
+from .scan_scheduler import ScanScheduler
+
+SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+BLOCK_SIZES = (64, 256, 1024)
+_CALIBRATION = {}
+
+
+def _best_time(function, repeats=3):
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _small_rnn(steps, size=2, batch=2, seed=0):
+    from ..tensor import Tensor
+
+    generator = np.random.default_rng(seed)
+    weight = Tensor(generator.standard_normal((size, size)) * 0.5, requires_grad=True)
+    bias = Tensor(np.zeros(size), requires_grad=True)
+    inputs = generator.standard_normal((steps, batch, size))
+    state = Tensor(np.zeros((batch, size)))
+    for step in range(steps):
+        state = (Tensor(inputs[step]) + state @ weight + bias).tanh()
+    return state.sum(), 5 * steps
+
+
+def calibrate(force=False):
+    """Measure the cost model's constants on this machine (cached for the process).
+
+    >>> costs = calibrate()
+    >>> sorted(costs)[:3]
+    ['c_analysis', 'c_batch', 'c_call']
+    """
+    if _CALIBRATION and not force:
+        return _CALIBRATION
+    from ..autograd import BackwardGraph
+
+    steps = 192
+    nodes = 5 * steps
+    costs = {}
+
+    def timed(scheduler):
+        loss, _ = _small_rnn(steps)
+        start = time.perf_counter()
+        loss.backward(scheduler=scheduler)
+        return time.perf_counter() - start
+
+    def analysis():
+        loss, _ = _small_rnn(steps)
+        graph = BackwardGraph([loss], None, False, True)
+        start = time.perf_counter()
+        find_chains(graph)
+        return time.perf_counter() - start
+
+    costs["c_visit"] = min(timed("sequential") for _ in range(2)) / nodes
+    costs["c_analysis"] = min(analysis() for _ in range(2)) / nodes
+    # The scanned run minus its analysis: bookkeeping plus small numpy work, per node.
+    scanned = min(timed(ScanScheduler("blelloch")) for _ in range(2)) / nodes
+    costs["c_batch"] = max(scanned - costs["c_analysis"], 0.1 * scanned)
+    tiny = np.ones((1, 2, 2))
+    costs["c_call"] = _best_time(lambda: [np.matmul(tiny, tiny) for _ in range(100)]) / 100
+    matrix_product = {}
+    vector_product = {}
+    generator = np.random.default_rng(0)
+    for size in SIZES:
+        count = max(4, int(1e5 / size**3))
+        left = generator.standard_normal((count, size, size))
+        vectors = left[:, :1, :]
+        np.matmul(left, left)  # warm up (thread pools, page faults)
+        matrix_product[size] = max(
+            (_best_time(lambda left=left: np.matmul(left, left)) - costs["c_call"]) / count,
+            1e-10,
+        )
+        vector_product[size] = max(
+            (
+                _best_time(lambda left=left, vectors=vectors: np.matmul(vectors, left))
+                - costs["c_call"]
+            )
+            / count,
+            1e-10,
+        )
+    # A stray slow measurement (a thread pool waking up) must not make a size look
+    # impossibly expensive: a doubling of d costs at most 16x (8x in theory).
+    for table in (matrix_product, vector_product):
+        for low, high in itertools.pairwise(SIZES):
+            table[high] = min(table[high], 16 * table[low])
+    costs["t_mm"] = matrix_product
+    costs["t_mv"] = vector_product
+    _CALIBRATION.clear()
+    _CALIBRATION.update(costs)
+    return _CALIBRATION
+
+
+def _per_product(table, size):
+    """Interpolate a per-size cost table (log-log, clamped at its ends)."""
+    if size <= SIZES[0]:
+        return table[SIZES[0]]
+    if size >= SIZES[-1]:
+        return table[SIZES[-1]] * (size / SIZES[-1]) ** 3
+    for low, high in itertools.pairwise(SIZES):
+        if low <= size <= high:
+            fraction = math.log(size / low) / math.log(high / low)
+            return math.exp(
+                math.log(table[low]) * (1 - fraction) + math.log(table[high]) * fraction
+            )
+    return table[SIZES[-1]]  # pragma: no cover
+
+
+def estimate(steps, ops_per_step, state_shape, kind, costs=None):
+    """Estimated seconds for each choice on a segment: {"sequential": ..., "blelloch": ...,
+    "hillis-steele": ..., "blocked:64": ..., ...}.
+
+    >>> times = estimate(2048, 5, (4, 8), "dense")
+    >>> sorted(times)
+    ['blelloch', 'blocked:1024', 'blocked:256', 'blocked:64', 'hillis-steele', 'sequential']
+    """
+    costs = calibrate() if costs is None else costs
+    nodes = steps * ops_per_step
+    size = state_shape[-1] if state_shape else 1
+    rows = int(np.prod(state_shape[:-1])) if len(state_shape) > 1 else 1
+    if kind == "dense":
+        matrix_cost = rows * _per_product(costs["t_mm"], size)
+        vector_cost = rows * _per_product(costs["t_mv"], size)
+        # Building the dense Jacobians: about one product per step.
+        building = steps * matrix_cost
+    else:
+        # Elementwise: a few flops per value; a 1 x 1 "product" is the measured unit.
+        matrix_cost = vector_cost = rows * size * costs["t_mm"][1]
+        building = steps * matrix_cost
+    # Finding the chain and batching its steps: per node, whatever the scan.
+    fixed = nodes * (costs["c_analysis"] + costs["c_batch"]) + building
+    rounds = max(1, math.ceil(math.log2(steps + 1)))
+    times = {"sequential": nodes * costs["c_visit"]}
+    times["hillis-steele"] = (
+        fixed
+        + steps * max(rounds - 1, 0) * matrix_cost
+        + steps * vector_cost
+        + 4 * rounds * costs["c_call"]
+    )
+    times["blelloch"] = fixed + steps * (matrix_cost + vector_cost) + 12 * rounds * costs["c_call"]
+    for block in BLOCK_SIZES:
+        if block >= steps:
+            continue
+        blocks = math.ceil(steps / block)
+        block_rounds = max(1, math.ceil(math.log2(block + 1)))
+        times[f"blocked:{block}"] = (
+            fixed
+            + steps * (matrix_cost + vector_cost)
+            + blocks * (12 * block_rounds + 8 * ops_per_step) * costs["c_call"]
+        )
+    return times
+
+
+def best_choice(times):
+    """(method, block size) of the cheapest entry of `estimate`'s result."""
+    name = min(times, key=times.get)
+    if name.startswith("blocked:"):
+        return "blocked", int(name.split(":")[1])
+    return name, None
+
+
+class AutoScheduler(ScanScheduler):
+    """Per chain, the cheapest of sequential and the scans by the calibrated cost model.
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor([0.5, -0.3], requires_grad=True)
+    >>> x.tanh().tanh().sum().backward(scheduler="auto")
+    >>> x.grad.shape
+    (2,)
+    """
+
+    name = "auto"
+
+    def __init__(self):
+        super().__init__("blelloch")
+        self.name = "auto"
+        self.last_estimates = []
+
+    def choose(self, segment):
+        times = estimate(
+            segment.length, segment.ops_per_step, segment.state_shape, segment.jacobian_kind
+        )
+        self.last_estimates.append(times)
+        method, block_size = best_choice(times)
+        return method, block_size or self.block_size
+
+    def worth_analysing(self, graph):
+        """Whether any chain near the output could be scanned faster than walked."""
+        costs = calibrate()
+        shape = _probe_shape(graph.roots)
+        if shape is None:
+            return False
+        size = shape[-1] if shape else 1
+        rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        # Best case: an endless dense chain, Blelloch's work, one product per node.
+        per_node_scan = (
+            costs["c_analysis"]
+            + costs["c_batch"]
+            + rows * (2 * _per_product(costs["t_mm"], size) + _per_product(costs["t_mv"], size))
+        )
+        return per_node_scan < costs["c_visit"]
+
+
+def _probe_shape(roots, hops=32):
+    """The shape of the widest non-leaf tensor within a few ops of the output (None if
+    there is none)."""
+    widest = None
+    for root in roots:
+        tensor = root
+        for _ in range(hops):
+            node = tensor._ctx
+            if node is None:
+                break
+            following = None
+            for operand, needs in zip(node.inputs, node.needs_input_grad):
+                if needs and operand._ctx is not None:
+                    if widest is None or operand.size > int(np.prod(widest)):
+                        widest = operand.shape
+                    if following is None:
+                        following = operand
+            if following is None:
+                break
+            tensor = following
+    return widest

@@ -1,0 +1,130 @@
+"""`backward_plan`: what a scheduler would do with a backward pass, without running it."""
+
+import numpy as np
+
+from ..autograd import BackwardGraph
+from . import resolve_scheduler
+from .auto import AutoScheduler, best_choice, estimate
+from .chains import find_chains
+from .scan_scheduler import ScanScheduler
+
+
+class SegmentPlan:
+    """One chain segment: where it is, its shape, and what each choice would cost."""
+
+    def __init__(self, segment, choice, block_size, estimates):
+        self.length = segment.length
+        self.ops_per_step = segment.ops_per_step
+        self.state_shape = tuple(segment.state_shape)
+        self.jacobian_kind = segment.jacobian_kind
+        self.step_ops = segment.describe()
+        self.choice = choice
+        self.block_size = block_size
+        self.estimates = estimates  # name -> estimated seconds
+        self.anchors = segment.anchors
+
+    @property
+    def scanned(self):
+        return self.choice != "sequential"
+
+    def __repr__(self):
+        return (
+            f"SegmentPlan(length={self.length}, kind={self.jacobian_kind!r}, "
+            f"choice={self.choice!r})"
+        )
+
+
+class BackwardPlan:
+    """The plan of one backward pass: the chain segments found, the scheduler's choice for
+    each, and the cost model's estimates. `print(plan)` shows it as a table."""
+
+    def __init__(self, scheduler_name, node_count, segments, independent_count):
+        self.scheduler = scheduler_name
+        self.node_count = node_count
+        self.segments = segments
+        self.independent_count = independent_count
+
+    @property
+    def scanned_segments(self):
+        return [segment for segment in self.segments if segment.scanned]
+
+    def __str__(self):
+        lines = [
+            f"backward plan for scheduler {self.scheduler!r}: {self.node_count} tensors, "
+            f"{len(self.segments)} chain segment(s), {len(self.scanned_segments)} scanned"
+        ]
+        if self.independent_count:
+            lines.append(
+                f"  {self.independent_count} independent tensors (per-step losses) walked first"
+            )
+        for number, segment in enumerate(self.segments):
+            choice = segment.choice
+            if choice == "blocked":
+                choice = f"blocked (block size {segment.block_size})"
+            lines.append(
+                f"  segment {number}: {segment.step_ops}, chain tensor {segment.state_shape}, "
+                f"{segment.jacobian_kind} Jacobians -> {choice}"
+            )
+            estimates = ", ".join(
+                f"{name} {seconds * 1e3:.2f} ms"
+                for name, seconds in sorted(segment.estimates.items(), key=lambda item: item[1])
+            )
+            lines.append(f"    estimated: {estimates}")
+        if not self.segments:
+            lines.append("  no chain found: the whole graph is walked sequentially")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def backward_plan(loss, scheduler=None, gradient=None):
+    """What `loss.backward(scheduler=scheduler)` would do, without running it: the chain
+    segments it would scan, their lengths and Jacobian kinds, and the `auto` cost model's
+    estimate for each choice. Nothing is computed or freed.
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor([0.5, -0.3], requires_grad=True)
+    >>> y = x
+    >>> for _ in range(16):
+    ...     y = y.tanh()
+    >>> plan = tg.backward_plan(y.sum(), scheduler="blelloch")
+    >>> [(segment.length, segment.jacobian_kind, segment.choice) for segment in plan.segments]
+    [(15, 'diagonal', 'blelloch')]
+    """
+    chosen = resolve_scheduler(scheduler)
+    if gradient is None:
+        seed = np.ones_like(loss.data)
+    else:
+        seed = gradient.data if hasattr(gradient, "data") else np.asarray(gradient)
+    graph = BackwardGraph([loss], None, False, True)
+    graph.send(loss, seed)
+    name = getattr(chosen, "name", type(chosen).__name__)
+    if not isinstance(chosen, ScanScheduler):
+        # The sequential walk (or a user's scheduler): chains are shown, none is scanned.
+        plan = find_chains(graph)
+        segments = [
+            SegmentPlan(segment, "sequential", None, _estimates(segment))
+            for segment in plan.segments
+        ]
+        return BackwardPlan(name, len(plan.index.tensors), segments, len(plan.independent))
+    plan = find_chains(graph, chosen.min_steps)
+    segments = []
+    for segment in plan.segments:
+        times = _estimates(segment)
+        if isinstance(chosen, AutoScheduler):
+            if chosen.worth_analysing(graph):
+                method, block_size = best_choice(times)
+            else:
+                method, block_size = "sequential", None
+        else:
+            method, block_size = chosen.choose(segment)
+        if method != "blocked":
+            block_size = None
+        segments.append(SegmentPlan(segment, method, block_size, times))
+    return BackwardPlan(name, len(plan.index.tensors), segments, len(plan.independent))
+
+
+def _estimates(segment):
+    return estimate(
+        segment.length, segment.ops_per_step, segment.state_shape, segment.jacobian_kind
+    )
