@@ -972,3 +972,111 @@ def test_random_graphs_match_torch(seed):
             np.testing.assert_allclose(
                 mine.grad.numpy(), reference.grad.numpy(), rtol=1e-9, atol=1e-12
             )
+
+
+# -- smaller semantics ----------------------------------------------------------------------------
+
+
+def test_hook_under_create_graph_matches_torch():
+    x, xt = pair([1.0, 2.0])
+    y, yt = x * x, xt * xt
+    y.register_hook(lambda grad: grad * y)
+    yt.register_hook(lambda grad: grad * yt)
+    (gx,) = tg.grad(y.sum(), [x], create_graph=True)
+    (gxt,) = torch.autograd.grad(yt.sum(), [xt], create_graph=True)
+    close(gx, gxt)
+    (ggx,) = tg.grad(gx.sum(), [x])
+    (ggxt,) = torch.autograd.grad(gxt.sum(), [xt])
+    close(ggx, ggxt)
+
+
+def test_grad_of_a_tensor_with_respect_to_itself_is_the_seed():
+    x = tg.Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    (same,) = tg.grad(x, [x], grad_outputs=[np.array([3.0, 4.0])])
+    np.testing.assert_allclose(same.numpy(), [3.0, 4.0])
+    y = x * 3
+    (seed,) = tg.grad(y.sum(), [y])
+    np.testing.assert_allclose(seed.numpy(), [1.0, 1.0])
+
+
+def test_backward_on_a_scalar_leaf():
+    x = tg.Tensor(np.array(2.0), requires_grad=True)
+    x.backward()
+    assert x.grad.shape == ()
+    assert x.grad.item() == 1.0
+
+
+def test_backward_into_a_grad_the_user_set():
+    x = tg.Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    x.grad = tg.Tensor(np.array([10.0, 10.0]))
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [13.0, 13.0])
+
+
+def test_one_element_non_scalar_backward_needs_no_gradient():
+    x, xt = pair([[1.5]])
+    (x * 2).backward()
+    (xt * 2).backward()
+    close(x.grad, xt.grad)
+
+
+def test_upstream_gradient_in_another_dtype_is_cast_to_the_output_dtype():
+    x = tg.Tensor(np.array([1.0, 2.0], dtype=np.float32), requires_grad=True)
+    (x * 2).backward(np.ones(2))
+    assert x.grad.dtype == np.float32
+    (grad,) = tg.grad(x * 2, [x], grad_outputs=[tg.Tensor(np.ones(2))])
+    assert grad.dtype == np.float32
+
+
+def test_custom_function_may_return_numpy_arrays():
+    class Doubler(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.numpy() * 2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output.numpy() * 2
+
+    x = tg.Tensor(np.array([1.0, 3.0]), requires_grad=True)
+    out = Doubler.apply(x)
+    assert isinstance(out, tg.Tensor)
+    (out * out).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [8.0, 24.0])
+
+
+def test_anomaly_report_names_a_custom_function():
+    class NanGradient(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * np.nan
+
+    x = tg.Tensor(np.array([1.0]), requires_grad=True)
+    with tg.detect_anomaly():
+        out = NanGradient.apply(x)
+        with pytest.raises(RuntimeError, match="NanGradient") as error:
+            out.sum().backward()
+    assert "test_anomaly_report_names_a_custom_function" in str(error.value)
+
+
+def test_custom_function_second_backward_says_to_retain_graph():
+    x = tg.Tensor(np.array([1.0]), requires_grad=True)
+    loss = Cube.apply(x).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError, match=r"retain_graph=True"):
+        loss.backward()
+
+
+def test_create_graph_gradients_accumulate_as_a_graph():
+    x = tg.Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    for _ in range(2):
+        (x**3).sum().backward(create_graph=True)
+    assert x.grad.requires_grad
+    first = x.grad
+    x.grad = None
+    first.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * 6 * np.array([1.0, 2.0]))
