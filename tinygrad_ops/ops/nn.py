@@ -51,6 +51,23 @@ def exp(value):
     return value.exp() if _is_tensor(value) else np.exp(value)
 
 
+_LOG2_E = 1.4426950408889634
+
+
+def exp_of_shifted(values, out=None):
+    """exp(values) for values <= 0 (logits minus their maximum), into `out` if given.
+
+    float32 goes through exp(t) = 2^(t·log2 e): numpy's float32 exp2 runs about twice as
+    fast as its exp. The extra rounding of t·log2 e costs a relative error of about
+    |t|·1e-7, the same size as the rounding already in t = x - max(x) (so a probability
+    near 1 is still exact to an ulp, and a tiny one to a few ulps). float64 uses exp.
+    """
+    if values.dtype != np.float32:
+        return np.exp(values, out=out)
+    scaled = np.multiply(values, np.float32(_LOG2_E), out=out)
+    return np.exp2(scaled, out=scaled)
+
+
 def compute_dtype(dtype):
     """The dtype an op computes in: float32 for float16 inputs, else the input's own."""
     return np.dtype(np.float32) if dtype == np.float16 else dtype
@@ -289,7 +306,7 @@ class Softmax(Op):
         rows = as_rows(upcast(x), axis)
         with np.errstate(invalid="ignore"):  # a row of only -inf gives NaN, as in PyTorch
             out = np.subtract(rows, row_max(rows))
-            np.exp(out, out=out)
+            exp_of_shifted(out, out=out)
             out /= row_sum(out)
         out = from_rows(out, x.shape, axis).astype(x.dtype, copy=False)
         self.save_for_backward(out)
@@ -322,7 +339,7 @@ class LogSoftmax(Op):
         rows = as_rows(upcast(x), axis)
         with np.errstate(invalid="ignore"):  # a row of only -inf gives NaN, as in PyTorch
             out = np.subtract(rows, row_max(rows))
-            probabilities = np.exp(out)
+            probabilities = exp_of_shifted(out)
             total = row_sum(probabilities)
             with np.errstate(divide="ignore"):  # rows of length 0 (their output is empty)
                 out -= np.log(total)
@@ -743,7 +760,7 @@ class CrossEntropy(Op):
         picked_rows = np.arange(count)
         shifted = np.subtract(rows, row_max(rows))
         picked = shifted[picked_rows, flat_target]
-        exponentials = np.exp(shifted, out=shifted)
+        exponentials = exp_of_shifted(shifted, out=shifted)
         total = row_sum(exponentials).reshape(count)
         losses = np.log(total)
         losses -= picked
