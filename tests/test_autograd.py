@@ -380,6 +380,64 @@ def test_second_order_through_each_primitive(ours, theirs):
     close(hvp, hvpt)
 
 
+SECOND_ORDER_SEVERAL_INPUTS = [
+    pytest.param(lambda a, b: a @ b, lambda a, b: a @ b, [(3,), (3,)], id="matmul-dot"),
+    pytest.param(lambda a, b: a @ b, lambda a, b: a @ b, [(2, 3), (3,)], id="matmul-matrix-vector"),
+    pytest.param(lambda a, b: a @ b, lambda a, b: a @ b, [(3,), (3, 2)], id="matmul-vector-matrix"),
+    pytest.param(lambda a, b: a @ b, lambda a, b: a @ b, [(2, 1, 2, 3), (3, 3, 2)],
+                 id="matmul-broadcast-batch"),
+    pytest.param(lambda a, b: a @ b, lambda a, b: a @ b, [(2, 2, 3), (3,)],
+                 id="matmul-batched-vector"),
+    pytest.param(lambda a, b: a**b, lambda a, b: a**b, [(2, 3), (3,)], id="pow-broadcast"),
+    pytest.param(lambda a, b: a / b, lambda a, b: a / b, [(2, 3), (2, 1)], id="div-broadcast"),
+    pytest.param(tg.maximum, torch.maximum,
+                 [np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 3.0])], id="maximum-ties"),
+    pytest.param(lambda a: a.max(axis=1), lambda a: a.amax(1),
+                 [np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])], id="max-ties"),
+    pytest.param(lambda a, b: tg.where(np.array([[True], [False]]), a, b),
+                 lambda a, b: torch.where(torch.tensor([[True], [False]]), a, b),
+                 [(3,), (2, 1)], id="where-broadcast"),
+    pytest.param(lambda a, b: a.sum(axis=0, keepdims=True) * b,
+                 lambda a, b: a.sum(0, keepdim=True) * b, [(2, 3), (3,)], id="sum-keepdims"),
+    pytest.param(lambda a: a**3, lambda a: a**3, [np.array([0.0, 0.5, -2.0])],
+                 id="pow-scalar-base-0"),
+    pytest.param(lambda a: a.abs() * a, lambda a: a.abs() * a, [np.array([0.0, -1.0, 2.0])],
+                 id="abs-at-0"),
+    pytest.param(lambda a: a[np.array([0, 0]), np.array([1, 1])],
+                 lambda a: a[torch.tensor([0, 0]), torch.tensor([1, 1])], [(2, 2)],
+                 id="getitem-repeated-pairs"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("ours", "theirs", "specs"), SECOND_ORDER_SEVERAL_INPUTS)
+def test_second_order_with_several_inputs(ours, theirs, specs):
+    """The Hessian-vector product of sum(w * f(a, b)**2) in every input, against torch."""
+    generator = np.random.default_rng(4)
+    values = [
+        generator.uniform(0.5, 1.5, size=spec) if isinstance(spec, tuple) else spec
+        for spec in specs
+    ]
+    vectors = [generator.standard_normal(np.shape(value)) for value in values]
+    inputs = [pair(value) for value in values]
+    ours_in = [mine for mine, _ in inputs]
+    theirs_in = [reference for _, reference in inputs]
+    out, expected = ours(*ours_in), theirs(*theirs_in)
+    weights = generator.standard_normal(tuple(expected.shape))
+    grads = tg.grad((out * out * tg.Tensor(weights)).sum(), ours_in, create_graph=True)
+    grads_t = torch.autograd.grad(
+        (expected * expected * torch.tensor(weights)).sum(), theirs_in, create_graph=True
+    )
+    product = sum((grad * tg.Tensor(vector)).sum() for grad, vector in zip(grads, vectors))
+    product_t = sum((grad * torch.tensor(vector)).sum() for grad, vector in zip(grads_t, vectors))
+    hessian_vector = tg.grad(product, ours_in, allow_unused=True)
+    hessian_vector_t = torch.autograd.grad(product_t, theirs_in, allow_unused=True)
+    for mine, reference in zip(hessian_vector, hessian_vector_t):
+        if reference is None:
+            assert mine is None or not np.any(mine.numpy())
+        else:
+            close(mine, reference)
+
+
 def test_third_derivative():
     x = tg.Tensor(np.array([0.7]), requires_grad=True)
     (first,) = tg.grad((x**4).sum(), [x], create_graph=True)
