@@ -93,3 +93,21 @@ def test_float16_double_backward_through_softmax_and_layer_norm():
 def test_cross_entropy_without_classes_is_a_clear_error():
     with pytest.raises(IndexError, match="out of bounds for 0 classes"):
         F.cross_entropy(tg.zeros(2, 0), np.array([0, 0]))
+
+
+def test_float32_softmax_is_accurate_to_float32_precision():
+    """float32 exponentials go through exp2 (see exp_of_shifted): still within a few ulps."""
+    logits = np.random.default_rng(8).standard_normal((64, 100)) * 20
+    logits32 = logits.astype(np.float32)
+    exact = torch.softmax(torch.tensor(logits32.astype(np.float64)), -1).numpy()
+    ours = F.softmax(tg.Tensor(logits32)).numpy()
+    np.testing.assert_allclose(ours, exact, rtol=2e-5, atol=1e-7)
+    big = exact > 1e-3  # the probabilities that matter: a few ulps
+    np.testing.assert_allclose(ours[big], exact[big], rtol=1e-6)
+    exact_log = torch.log_softmax(torch.tensor(logits32.astype(np.float64)), -1).numpy()
+    np.testing.assert_allclose(
+        F.log_softmax(tg.Tensor(logits32)).numpy(), exact_log, rtol=1e-6, atol=1e-6
+    )
+    target = np.arange(64) % 100
+    loss = F.cross_entropy(tg.Tensor(logits32), target, reduction="none").numpy()
+    np.testing.assert_allclose(loss, -exact_log[np.arange(64), target], rtol=1e-6, atol=1e-6)
