@@ -31,10 +31,18 @@ from pathlib import Path
 import graphviz
 import numpy as np
 
-from . import trace as trace_module
 from .groups import ModuleCalls
 from .record import BackwardRecord, GradientInfo, RecordingScheduler
-from .trace import _shape_text
+from .trace import (
+    CONSTANT,
+    INPUT,
+    INTERMEDIATE,
+    LEAF,
+    OUTPUT,
+    PARAMETER,
+    _shape_text,
+    trace,
+)
 
 INSTALL_HINT = (
     "Install Graphviz to get pictures: `sudo apt-get install graphviz` (Debian/Ubuntu), "
@@ -46,12 +54,12 @@ FONT = "Helvetica"
 
 # fill colour, border colour, extra attributes
 TENSOR_STYLES = {
-    trace_module.OUTPUT: ("#f8cecc", "#b85450", {"penwidth": "2.2"}),
-    trace_module.PARAMETER: ("#ffe6cc", "#d79b00", {}),
-    trace_module.LEAF: ("#d5e8d4", "#82b366", {}),
-    trace_module.INPUT: ("#dae8fc", "#6c8ebf", {}),
-    trace_module.CONSTANT: ("#f5f5f5", "#999999", {"fontsize": "9", "fontcolor": "#555555"}),
-    trace_module.INTERMEDIATE: ("#ffffff", "#666666", {}),
+    OUTPUT: ("#f8cecc", "#b85450", {"penwidth": "2.2"}),
+    PARAMETER: ("#ffe6cc", "#d79b00", {}),
+    LEAF: ("#d5e8d4", "#82b366", {}),
+    INPUT: ("#dae8fc", "#6c8ebf", {}),
+    CONSTANT: ("#f5f5f5", "#999999", {"fontsize": "9", "fontcolor": "#555555"}),
+    INTERMEDIATE: ("#ffffff", "#666666", {}),
 }
 OP_STYLE = {
     "shape": "box",
@@ -60,10 +68,12 @@ OP_STYLE = {
     "color": "#9673a6",
 }
 STEP_COLOUR = "#b03a2e"  # backward numbers and gradients
+GRAD_EDGE_COLOUR = "#a05a55"  # an edge that carried a gradient back
 GROUP_COLOURS = ("#f4f6fb", "#eaeef7", "#dfe5f2")  # module boxes, by nesting depth
 SCAN_STYLE = {"style": "filled,bold", "fillcolor": "#fff2cc", "color": "#d6b656"}
 
 SHOW_FLAGS = ("shape", "value", "grad")
+SHARE_LIMIT = 3  # a leaf with more uses than this is drawn once per use
 
 
 def _parse_show(show) -> set:
@@ -151,6 +161,7 @@ def draw(
     backward=None,
     groups=None,
     depth=None,
+    fold=3,
     title=None,
 ) -> graphviz.Digraph:
     """The graph that produced `root` as a `graphviz.Digraph` (displays inline in Jupyter).
@@ -163,7 +174,9 @@ def draw(
     (from `viz.backward(root)`) or a `RecordingScheduler` numbers them as that backward
     ran, labels edges with the gradients that flowed and draws scanned segments.
     `groups`: a `ModuleCalls` (from `viz.module_calls(model)`): one box per module call;
-    `depth`: collapse calls nested deeper than `depth` into one node each.
+    `depth`: collapse calls nested deeper than `depth` into one node each; `fold`: of a
+    module called many times in a row (an RNN cell), draw the first and last `fold` calls
+    and one node for the rest (None draws every call).
 
     >>> import tinygrad_ops as tg
     >>> from tinygrad_ops import viz
@@ -183,7 +196,7 @@ def draw(
             f"{type(groups).__name__}"
         )
     record = _resolve_record(backward)
-    graph = trace_module.trace(root)
+    graph = trace(root)
     steps = {}
     if record is True:
         steps = {op_id: step for step, op_id in enumerate(graph.backward_order(), start=1)}
@@ -226,7 +239,7 @@ def draw(
             if edge.target in graph.ops and edge.source not in graph.ops:
                 consumers.setdefault(edge.source, []).append(call_of.get(edge.target))
         for node_id, calls in consumers.items():
-            if node_id in call_of or graph.tensors[node_id].kind == trace_module.OUTPUT:
+            if node_id in call_of or graph.tensors[node_id].kind == OUTPUT:
                 continue
             common = _common_call(calls)
             if common is not None:
@@ -240,11 +253,17 @@ def draw(
             call = call.parent
         return call, call.depth == depth
 
+    fold_of = _folded_calls(groups, depth, fold) if groups is not None else {}
+    folds = {}  # fold display id -> the calls it stands for
     display_of = {}  # node id -> display id
     collapsed_calls = {}
     for node_id in graph.node_order:
         call, collapsed = visible_call(call_of.get(node_id))
-        if collapsed and node_id not in scan_of:
+        folded = _folded_ancestor(call, fold_of)
+        if folded is not None and node_id not in scan_of:
+            display_of[node_id] = folded[0]
+            folds[folded[0]] = folded[1]
+        elif collapsed and node_id not in scan_of:
             display_of[node_id] = f"call_{call.id}"
             collapsed_calls[call.id] = call
         else:
@@ -262,9 +281,9 @@ def draw(
         if source == target or key in seen_edges:
             continue
         seen_edges.add(key)
-        display_edges.append((source, target, edge))
+        display_edges.append((source, target, edge, merged))
     sources_of = {}
-    for source, target, _edge in display_edges:
+    for source, target, _edge, _merged in display_edges:
         sources_of.setdefault(target, []).append(source)
     all_display = list(dict.fromkeys(display_of[node_id] for node_id in display_of))
     kept = _nearest(
@@ -277,7 +296,11 @@ def draw(
     for node_id, display_id in display_of.items():
         if display_id not in kept or display_id in picture.nodes:
             continue
-        if display_id.startswith("call_"):
+        if display_id in folds:
+            run = folds[display_id]
+            picture.nodes[display_id] = _fold_attributes(run, graph, call_of)
+            outer = run[0].parent
+        elif display_id.startswith("call_"):
             call = collapsed_calls[display_id[len("call_") :]]
             picture.nodes[display_id] = _collapsed_attributes(call, graph, call_of)
             outer = call.parent
@@ -291,14 +314,23 @@ def draw(
             picture.cluster_of[display_id] = scan_of[node_id]
         elif outer is not None:
             outer, _ = visible_call(outer)
-            if display_id.startswith("call_"):
+            if display_id.startswith("call_") or display_id in folds:
                 # A collapsed call sits in its parent's box (if that is drawn as a box).
-                outer = collapsed_calls[display_id[len("call_") :]].parent
+                outer = (
+                    folds[display_id][0].parent
+                    if display_id in folds
+                    else collapsed_calls[display_id[len("call_") :]].parent
+                )
             if outer is not None:
                 picture.cluster_of[display_id] = outer
-    for source, target, edge in display_edges:
-        if source in kept and target in kept:
-            picture.edges.append((source, target, _edge_attributes(edge, graph, flags, record)))
+    kept_edges = [item for item in display_edges if item[0] in kept and item[1] in kept]
+    copies = _shared_copies(kept_edges, graph, picture, max_nodes)
+    for source, target, edge, merged in kept_edges:
+        if (source, target) in copies:
+            source = copies[(source, target)]
+        # A merged edge stands for several: one of their gradients would mislead.
+        attributes = _edge_attributes(edge, graph, flags, None if merged else record)
+        picture.edges.append((source, target, attributes))
     if dropped:
         elided = "elided"
         picture.nodes[elided] = {
@@ -310,12 +342,98 @@ def draw(
             "fontcolor": "#555555",
         }
         boundary = set()
-        for source, target, _edge in display_edges:
+        for source, target, _edge, _merged in display_edges:
             if target in kept and source not in kept and target not in boundary:
                 boundary.add(target)
                 picture.edges.append((elided, target, {"style": "dashed", "color": "#999999"}))
 
-    return _to_digraph(picture, rankdir, title, scan_titles, groups)
+    return _to_digraph(picture, rankdir, title, scan_titles)
+
+
+def _shared_copies(edges, graph, picture, max_nodes):
+    """Draw a leaf used by many ops (a weight shared by every RNN step) once per use.
+
+    One node with dozens of long edges makes the layout slow and the picture unreadable;
+    a small dashed copy beside each consumer reads better. Returns {(leaf, consumer):
+    copy id} and adds the copies to `picture` (in the consumer's box), unless that would
+    break `max_nodes`.
+    """
+    consumers = {}
+    for source, target, _edge, _merged in edges:
+        node = graph.tensors.get(source)
+        if node is not None and node.kind not in (INTERMEDIATE, OUTPUT):
+            consumers.setdefault(source, []).append(target)
+    shared = {
+        source: targets for source, targets in consumers.items() if len(targets) > SHARE_LIMIT
+    }
+    added = sum(len(targets) - 1 for targets in shared.values())
+    if not shared or (max_nodes is not None and len(picture.nodes) + added > max_nodes):
+        return {}
+    copies = {}
+    for source, targets in shared.items():
+        attributes = picture.nodes.pop(source)
+        cluster = picture.cluster_of.pop(source, None)
+        for number, target in enumerate(targets):
+            copy_id = f"{source}_use{number}"
+            node = graph.tensors[source]
+            copy = dict(attributes)
+            copy["label"] = node.name or _shape_text(node.shape)
+            copy["style"] = copy.get("style", "filled") + ",dashed"
+            copy["fontsize"] = "8"
+            copy["height"] = "0.2"
+            picture.nodes[copy_id] = copy
+            target_cluster = picture.cluster_of.get(target, cluster)
+            if target_cluster is not None:
+                picture.cluster_of[copy_id] = target_cluster
+            copies[(source, target)] = copy_id
+    return copies
+
+
+def _folded_calls(groups, depth, fold):
+    """Long runs of calls of one module (an RNN cell called 100 times): all but the first
+    and last `fold` calls are drawn as one node. Returns {call: (fold id, middle calls)}."""
+    if fold is None:
+        return {}
+    runs = {}
+    for call in groups.calls:
+        if depth is None or call.depth <= depth:
+            parent_key = call.parent.number if call.parent is not None else None
+            runs.setdefault((parent_key, call.path), []).append(call)
+    fold_of = {}
+    for run in runs.values():
+        if len(run) > 2 * fold + 1:
+            middle = run[fold : len(run) - fold]
+            entry = (f"fold_{middle[0].id}", middle)
+            for call in middle:
+                fold_of[call] = entry
+    return fold_of
+
+
+def _folded_ancestor(call, fold_of):
+    while call is not None:
+        if call in fold_of:
+            return fold_of[call]
+        call = call.parent
+    return None
+
+
+def _fold_attributes(run, graph, call_of):
+    inside = sum(
+        1 for node_id in graph.ops if any(_inside(call_of.get(node_id), call) for call in run)
+    )
+    first, last = run[0], run[-1]
+    lines = [
+        (f"{first.path or '(model)'}  × {len(run)}", [("b", None)]),
+        (f"{first.type_name} calls #{first.call_index} … #{last.call_index}", []),
+        (f"{inside} ops, not drawn", [("size", 9), ("color", "#555555")]),
+    ]
+    return {
+        "label": _html(lines),
+        "shape": "box3d",
+        "style": "filled,dashed",
+        "fillcolor": "#f0f0f0",
+        "color": "#4a6fa5",
+    }
 
 
 def _common_call(calls):
@@ -357,7 +475,7 @@ def _nearest(roots, sources_of, all_nodes, max_nodes):
 
 def _tensor_attributes(node, flags, record):
     fill, border, extra = TENSOR_STYLES[node.kind]
-    if node.kind == trace_module.CONSTANT:
+    if node.kind == CONSTANT:
         attributes = {
             "label": _constant_text(node),
             "shape": "box",
@@ -371,7 +489,7 @@ def _tensor_attributes(node, flags, record):
     lines = []
     if node.name:
         lines.append((node.name, [("b", None)]))
-    elif node.kind == trace_module.OUTPUT:
+    elif node.kind == OUTPUT:
         lines.append(("output", [("b", None)]))
     if "shape" in flags:
         lines.append((f"{_shape_text(node.shape)}  {node.dtype}", []))
@@ -450,13 +568,13 @@ def _edge_attributes(edge, graph, flags, record):
             info = record.edge_grad(graph.ops[edge.target].op, edge.index)
         if info is not None:
             lines.append((_grad_text(info), [("color", STEP_COLOUR)]))
-            attributes["color"] = "#444444:" + STEP_COLOUR
+            attributes["color"] = GRAD_EDGE_COLOUR
     if lines:
         attributes["label"] = _html(lines)
     return attributes
 
 
-def _to_digraph(picture, rankdir, title, scan_titles, groups):
+def _to_digraph(picture, rankdir, title, scan_titles):
     digraph = graphviz.Digraph("tinygrad_ops")
     digraph.attr(
         rankdir=rankdir,
@@ -489,7 +607,6 @@ def _to_digraph(picture, rankdir, title, scan_titles, groups):
         top = children.setdefault(None, [])
         if child not in top:
             top.append(child)
-    order = {call.id: index for index, call in enumerate(groups.calls)} if groups else {}
 
     def add_nodes(target, key):
         for display_id in members.get(key, ()):
@@ -507,11 +624,11 @@ def _to_digraph(picture, rankdir, title, scan_titles, groups):
                 fontcolor="#2c3e66",
             )
             add_nodes(box, call)
-            for child in sorted(children.get(call, ()), key=lambda item: order[item.id]):
+            for child in sorted(children.get(call, ()), key=lambda item: item.number):
                 add_call(box, child)
 
     add_nodes(digraph, None)
-    for call in sorted(children.get(None, ()), key=lambda item: order[item.id]):
+    for call in sorted(children.get(None, ()), key=lambda item: item.number):
         add_call(digraph, call)
     for key, scan_title in scan_titles.items():
         if key not in members:

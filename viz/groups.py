@@ -23,10 +23,11 @@ from tinygrad_ops import Tensor
 class ModuleCall:
     """One call of one module: where it sits in the model, and the ops it made."""
 
-    __slots__ = ("id", "path", "type_name", "call_index", "parent", "depth", "op_keys")
+    __slots__ = ("id", "number", "path", "type_name", "call_index", "parent", "depth", "op_keys")
 
-    def __init__(self, call_id, path, type_name, call_index):
-        self.id = call_id
+    def __init__(self, number, path, type_name, call_index):
+        self.id = f"g{number}"
+        self.number = number  # the order in which calls started
         self.path = path
         self.type_name = type_name
         self.call_index = call_index  # 0 for the module's first call, 1 for the next...
@@ -46,16 +47,76 @@ class ModuleCall:
 
 
 class ModuleCalls:
-    """The calls recorded by `module_calls`, in the order they started."""
+    """The calls recorded by `module_calls` (or by functions made with `wrap`), in the
+    order they started.
+
+    >>> import tinygrad_ops as tg
+    >>> from tinygrad_ops import viz
+    >>> calls = viz.ModuleCalls()
+    >>> double = calls.wrap(lambda x: x * 2, "double")
+    >>> out = double(double(tg.ones(3, requires_grad=True))).sum()
+    >>> [call.title for call in calls.calls]
+    ['double: function', 'double: function #1']
+    """
 
     def __init__(self):
         self.calls: list[ModuleCall] = []
         self._call_of_op = {}  # id(op) -> ModuleCall (the innermost call that made it)
         self._keep_alive = []  # the ops whose ids are keys above
+        self._stack = []  # the calls in progress, outermost first, with their input ids
+        self._count_by_key = {}
 
     def call_of(self, op):
-        """The innermost call that made `op` (None if it was made outside every module)."""
+        """The innermost call that made `op` (None if it was made outside every call)."""
         return self._call_of_op.get(id(op))
+
+    def begin(self, key, path, type_name, inputs):
+        """A call of the module (or function) whose `id()` is `key` starts, with `inputs`."""
+        index = self._count_by_key.get(key, 0)
+        self._count_by_key[key] = index + 1
+        call = ModuleCall(len(self.calls), path, type_name, index)
+        call.parent = self._stack[-1][0] if self._stack else None
+        call.depth = call.parent.depth + 1 if call.parent else 0
+        self.calls.append(call)
+        self._stack.append((call, {id(tensor) for tensor in _tensors_in(inputs)}))
+
+    def end(self, output):
+        """The call begun last returns `output`: claim the ops between its inputs and it."""
+        call, input_keys = self._stack.pop()
+        pending = _tensors_in(output)
+        seen = set()
+        while pending:
+            tensor = pending.pop()
+            node = tensor._ctx
+            if node is None or id(tensor) in input_keys or id(node) in seen:
+                continue
+            seen.add(id(node))
+            owner = self._call_of_op.get(id(node))
+            if owner is None:
+                self._call_of_op[id(node)] = call
+                self._keep_alive.append(node)
+                call.op_keys.add(id(node))
+            elif owner.number < call.number:
+                continue  # made by a call that started before this one: outside it
+            # Ops of child calls are walked through, to reach what this call made before them.
+            for operand in node.inputs:
+                if isinstance(operand, Tensor):
+                    pending.append(operand)
+
+    def wrap(self, function, name, type_name="function"):
+        """`function`, recording each of its calls as a group named `name` (for code that
+        is not an nn.Module: an RNN step written as a plain function, say)."""
+
+        def recorded(*inputs):
+            self.begin(id(recorded), name, type_name, inputs)
+            output = None
+            try:
+                output = function(*inputs)
+            finally:
+                self.end(output)
+            return output
+
+        return recorded
 
     def __len__(self):
         return len(self.calls)
@@ -94,41 +155,13 @@ def module_calls(model):
     ['(model): Sequential', '0: Linear', '1: Tanh']
     """
     record = ModuleCalls()
-    stack = []  # the calls in progress, outermost first
-    count_by_module = {}
     handles = []
 
     def before(module, inputs):
-        index = count_by_module.get(id(module), 0)
-        count_by_module[id(module)] = index + 1
-        call = ModuleCall(f"g{len(record.calls)}", paths[id(module)], type(module).__name__, index)
-        call.parent = stack[-1][0] if stack else None
-        call.depth = call.parent.depth + 1 if call.parent else 0
-        record.calls.append(call)
-        stack.append((call, {id(tensor) for tensor in _tensors_in(inputs)}))
+        record.begin(id(module), paths[id(module)], type(module).__name__, inputs)
 
     def after(module, inputs, output):
-        call, input_keys = stack.pop()
-        number = record.calls.index(call)
-        pending = [tensor for tensor in _tensors_in(output)]
-        seen = set()
-        while pending:
-            tensor = pending.pop()
-            node = tensor._ctx
-            if node is None or id(tensor) in input_keys or id(node) in seen:
-                continue
-            seen.add(id(node))
-            owner = record._call_of_op.get(id(node))
-            if owner is None:
-                record._call_of_op[id(node)] = call
-                record._keep_alive.append(node)
-                call.op_keys.add(id(node))
-            elif record.calls.index(owner) < number:
-                continue  # made by a call that started before this one: outside it
-            # Ops of child calls are walked through, to reach what this call made before them.
-            for operand in node.inputs:
-                if isinstance(operand, Tensor):
-                    pending.append(operand)
+        record.end(output)
 
     paths = {}
     for path, module in model.named_modules():
