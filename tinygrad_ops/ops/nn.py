@@ -164,11 +164,12 @@ def from_rows(rows, shape, axis):
 
     Returns `rows` itself when no reshape is needed (see `reshaped`).
     """
-    if rows.shape == shape:
+    last = len(shape) - 1
+    if axis == last and rows.shape == shape:
         return rows
     moved = shape[:axis] + shape[axis + 1 :] + (shape[axis],) if shape else ()
     array = rows.reshape(moved)
-    if shape and axis != len(shape) - 1:
+    if shape and axis != last:
         array = np.ascontiguousarray(np.moveaxis(array, -1, axis))
     return array
 
