@@ -305,8 +305,10 @@ def _segments(anchors, context, min_steps):
             run_start = j + 1
     if best is None:
         return []
-    _, period, first, last = best
-    chosen = anchors[first : last + 1][::-1][::period][::-1]  # keep the top anchor
+    _, period, _, last = best
+    # Every period-th anchor from the top of the run down; the bottom anchor x_0 may be of
+    # another kind (a leaf, say), so the stride runs on below the run and `_step` decides.
+    chosen = anchors[: last + 1][::-1][::period][::-1]
     if len(chosen) < min_steps + 1:
         return []
     segments = []
@@ -324,8 +326,45 @@ def _segments(anchors, context, min_steps):
             run = []
         if built is not None:
             run.append(built)
+    if run:
+        _extend_down(run, context)
     _close(run[::-1], segments, min_steps)
     return segments[::-1]
+
+
+def _extend_down(run, context):
+    """Add the steps below the lowest anchor that match the template.
+
+    The spine may end beside the chain (at x_1 @ W instead of h_0 @ U, equally deep), so
+    the first step can be missing; below the anchors `below` says nothing, so here every
+    outside input must have been created before the lower anchor (it cannot depend on it).
+    """
+    template = run[0][0]
+    position = context.index.position
+    prev_path = None
+    for slot, (_, _, _, _, prev_inputs, _, _) in enumerate(template.checks):
+        if prev_inputs:
+            prev_path = (slot, prev_inputs[0])
+            break
+    while True:
+        upper = run[-1][1].lower
+        if upper._ctx is None:
+            return
+        slots = [upper]
+        try:
+            for parent, k in template.paths[1:]:
+                slots.append(slots[parent]._ctx.inputs[k])
+            lower = slots[prev_path[0]]._ctx.inputs[prev_path[1]]
+        except (AttributeError, IndexError, TypeError):
+            return
+        lower_position = position.get(id(lower))
+        upper_position = position.get(id(upper))
+        if lower_position is None or upper_position is None:
+            return
+        step = _replay(template, lower_position, upper_position, context, created_before=True)
+        if step is None:
+            return
+        run.append((template, step))
 
 
 def _close(run, segments, min_steps):
@@ -350,18 +389,22 @@ def _close(run, segments, min_steps):
 
 def _period(classes):
     """The number of anchors per step: the smallest shift under which a window of the op
-    classes in the middle of the spine repeats (None if nothing repeats)."""
+    classes in the middle of the spine (nearly) repeats; None if nothing repeats."""
     count = len(classes)
     window = min(count, 8 * MAX_PERIOD)
     low = max(0, count // 2 - window // 2)
     sample = classes[low : low + window]
+    scores = {}
     for period in range(1, min(MAX_PERIOD, len(sample) // 2) + 1):
-        if all(sample[j] is sample[j - period] for j in range(period, len(sample))):
-            return period
-    return None
+        matches = sum(sample[j] is sample[j - period] for j in range(period, len(sample)))
+        scores[period] = matches / (len(sample) - period)
+    if not scores or max(scores.values()) < 0.5:
+        return None
+    best = max(scores.values())
+    return min(period for period, score in scores.items() if score >= 0.9 * best)
 
 
-def _replay(template, lower_position, upper_position, context):
+def _replay(template, lower_position, upper_position, context, created_before=False):
     """The step between two anchors if it matches `template` exactly, else None.
 
     The fast path for the thousands of identical steps of an RNN: the slots are reached
@@ -410,6 +453,13 @@ def _replay(template, lower_position, upper_position, context):
         for k in outside_inputs:
             operand = inputs[k]
             operand_position = position.get(id(operand))
+            if (
+                created_before
+                and operand._ctx is not None
+                and operand_position is not None
+                and operand_position >= lower_position
+            ):
+                return None
             if (
                 operand_position is not None
                 and below[operand_position]

@@ -1,0 +1,106 @@
+"""The scans alone: every scan against a plain left fold, for every length up to 70."""
+
+import numpy as np
+import pytest
+
+from tinygrad_ops.scheduler import scans
+
+LENGTHS = range(1, 71)
+SCANS = {
+    "sequential": scans.sequential_scan,
+    "hillis-steele": scans.hillis_steele_scan,
+    "blelloch": scans.blelloch_scan,
+    "blocked-1": lambda elements, operator: scans.blocked_scan(elements, operator, 1),
+    "blocked-3": lambda elements, operator: scans.blocked_scan(elements, operator, 3),
+    "blocked-8": lambda elements, operator: scans.blocked_scan(elements, operator, 8),
+}
+
+
+def fold_matrices(matrices):
+    """out[i] = M[0] @ M[1] @ ... @ M[i], one product at a time."""
+    out = [matrices[0]]
+    for matrix in matrices[1:]:
+        out.append(out[-1] @ matrix)
+    return np.stack(out)
+
+
+def fold_affine(matrices, vectors):
+    """(A, a) . (B, b) = (A B, a B + b), folded from the left."""
+    out_matrices = [matrices[0]]
+    out_vectors = [vectors[0]]
+    for matrix, vector in zip(matrices[1:], vectors[1:], strict=True):
+        out_vectors.append(np.einsum("...i,...ij->...j", out_vectors[-1], matrix) + vector)
+        out_matrices.append(out_matrices[-1] @ matrix)
+    return np.stack(out_matrices), np.stack(out_vectors)
+
+
+@pytest.mark.parametrize("name", SCANS)
+def test_matrix_products_match_the_fold(name):
+    scan = SCANS[name]
+    generator = np.random.default_rng(1)
+    for count in LENGTHS:
+        # Random 3x3 matrices do not commute: a scan that swaps operands fails.
+        matrices = generator.standard_normal((count, 3, 3)) * 0.7
+        (result,) = scan((matrices,), scans.MatrixProduct())
+        np.testing.assert_allclose(result, fold_matrices(matrices), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", SCANS)
+def test_affine_pairs_match_the_fold(name):
+    scan = SCANS[name]
+    generator = np.random.default_rng(2)
+    for count in LENGTHS:
+        matrices = generator.standard_normal((count, 2, 4, 4)) * 0.6  # batch of 2 rows
+        vectors = generator.standard_normal((count, 2, 4))
+        expected_matrices, expected_vectors = fold_affine(matrices, vectors)
+        result_matrices, result_vectors = scan((matrices, vectors), scans.AffineCompose())
+        np.testing.assert_allclose(result_matrices, expected_matrices, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(result_vectors, expected_vectors, rtol=1e-10, atol=1e-12)
+        # Seeded: element 0's vector is the seed and every prefix is a vector.
+        (seeded,) = scan((matrices, vectors), scans.AffineCompose(seeded=True))
+        np.testing.assert_allclose(seeded, expected_vectors, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", SCANS)
+def test_diagonal_affine_matches_the_dense_operator(name):
+    scan = SCANS[name]
+    generator = np.random.default_rng(3)
+    for count in (1, 2, 3, 7, 16, 17, 70):
+        diagonals = generator.standard_normal((count, 5))
+        vectors = generator.standard_normal((count, 5))
+        dense = np.einsum("ni,ij->nij", diagonals, np.eye(5))
+        _, expected = fold_affine(dense, vectors)
+        (result,) = scan((diagonals, vectors), scans.DiagonalAffineCompose(seeded=True))
+        np.testing.assert_allclose(result, expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["sequential", "hillis-steele", "blelloch", "blocked"])
+def test_scan_from_prefix_hands_every_prefix_to_the_sink(method):
+    generator = np.random.default_rng(4)
+    count = 37
+    matrices = generator.standard_normal((count, 3, 3)) * 0.6
+    vectors = generator.standard_normal((count, 3))
+    seed = generator.standard_normal((1, 3))
+    expected = [seed[0]]
+    for matrix, vector in zip(matrices, vectors, strict=True):
+        expected.append(expected[-1] @ matrix + vector)
+    received = np.full((count + 1, 3), np.nan)
+
+    def sink(start, stop, prefixes):
+        received[start:stop] = prefixes[0]
+
+    scans.scan_from_prefix(
+        method,
+        (seed,),
+        lambda start, stop: (matrices[start:stop], vectors[start:stop]),
+        count,
+        scans.AffineCompose(seeded=True),
+        block_size=5,
+        sink=sink,
+    )
+    np.testing.assert_allclose(received, np.stack(expected), rtol=1e-10, atol=1e-12)
+
+
+def test_blocked_scan_rejects_a_block_size_below_one():
+    with pytest.raises(ValueError, match="block_size"):
+        scans.blocked_scan((np.ones((3, 2, 2)),), scans.MatrixProduct(), block_size=0)

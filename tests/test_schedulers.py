@@ -1,0 +1,295 @@
+"""Every scheduler gives the sequential walk's gradients, and PyTorch's (SCAN.md section 5)."""
+
+import numpy as np
+import pytest
+import torch
+
+import tinygrad_ops as tg
+from tinygrad_ops import Tensor
+from tinygrad_ops import functional as F  # noqa: N812 (API.md spells it F)
+from tinygrad_ops.scheduler import ScanScheduler, available_schedulers, resolve_scheduler
+
+torch.set_num_threads(1)
+
+SCHEDULERS = ["sequential", "hillis-steele", "blelloch", "blocked", "auto"]
+SCAN_SCHEDULERS = ["hillis-steele", "blelloch", "blocked"]
+
+
+class Spy:
+    """A user-written scheduler object that runs another one and keeps the graph."""
+
+    def __init__(self, inner):
+        self.inner = resolve_scheduler(inner)
+        self.name = "spy"
+        self.graph = None
+
+    def run(self, graph):
+        self.graph = graph
+        self.inner.run(graph)
+
+
+def run_model(model, scheduler, dtype=np.float64, seed=0):
+    """Build the model from seeded arrays, backward with `scheduler`; the parameters' grads."""
+    loss, parameters = model(np, dtype, seed)
+    spy = Spy(scheduler)
+    loss.backward(scheduler=spy)
+    return [parameter.grad.numpy() for parameter in parameters], spy.graph
+
+
+def run_torch(model, seed=0):
+    loss, parameters = model(torch, np.float64, seed)
+    loss.backward()
+    return [parameter.grad.numpy() for parameter in parameters]
+
+
+def make(library, array, requires_grad=True):
+    if library is np:
+        return Tensor(array, requires_grad=requires_grad)
+    return torch.tensor(array, requires_grad=requires_grad)
+
+
+def rnn_model(steps=24, size=4, batch=3, every_step=False, residual=False, relu=False):
+    """h_t = tanh(x_t W + h_{t-1} U + b) (or ReLU, or h_{t-1} + that), loss on the last
+    state or on every state."""
+
+    def model(library, dtype, seed):
+        generator = np.random.default_rng(seed)
+        W = make(library, (generator.standard_normal((3, size)) * 0.5).astype(dtype))
+        U = make(library, (generator.standard_normal((size, size)) / np.sqrt(size)).astype(dtype))
+        b = make(library, (generator.standard_normal(size) * 0.1).astype(dtype))
+        h0 = make(library, generator.standard_normal((batch, size)).astype(dtype))
+        inputs = generator.standard_normal((steps, batch, 3)).astype(dtype)
+        if relu:
+            inputs[:, 0, :] = 0.0  # row 0: pre-activations exactly zero (ReLU's kink)
+        h = h0
+        loss = None
+        for step in range(steps):
+            x = make(library, inputs[step], requires_grad=False)
+            pre = x @ W + h @ U + b
+            if relu:
+                pre = pre * make(library, np.array([[0.0], [1.0], [1.0]], dtype), False)
+            new = pre.relu() if relu else pre.tanh()
+            h = h + new * 0.5 if residual else new
+            if every_step:
+                term = (h * h).sum()
+                loss = term if loss is None else loss + term
+        last = (h * h).sum()
+        loss = last if loss is None else loss + last
+        return loss, [W, U, b, h0]
+
+    return model
+
+
+def elementwise_chain(length=20):
+    def model(library, dtype, seed):
+        generator = np.random.default_rng(seed)
+        x = make(library, generator.uniform(-1, 1, (3, 5)).astype(dtype))
+        scale = make(library, generator.uniform(0.5, 1.5, 5).astype(dtype))
+        y = x
+        for _ in range(length):
+            y = (y * scale).tanh() + 0.1
+            y = y.sigmoid() * 2 - 0.5
+        return (y * y).sum(), [x, scale]
+
+    return model
+
+
+def mlp_with_skip_and_layer_norm():
+    """Not a chain: a skip connection and a layer norm (nothing to scan, all walked)."""
+
+    def model(library, dtype, seed):
+        generator = np.random.default_rng(seed)
+        x = make(library, generator.standard_normal((6, 8)).astype(dtype), False)
+        W1 = make(library, (generator.standard_normal((8, 8)) * 0.3).astype(dtype))
+        W2 = make(library, (generator.standard_normal((8, 8)) * 0.3).astype(dtype))
+        gamma = make(library, generator.uniform(0.5, 1.5, 8).astype(dtype))
+        beta = make(library, (generator.standard_normal(8) * 0.1).astype(dtype))
+        hidden = (x @ W1).tanh()
+        skipped = hidden + (hidden @ W2).relu()
+        if library is np:
+            normed = F.layer_norm(skipped, (8,), gamma, beta)
+        else:
+            normed = torch.nn.functional.layer_norm(skipped, (8,), gamma, beta)
+        return (normed * normed).sum() + normed.sum(), [W1, W2, gamma, beta]
+
+    return model
+
+
+def assert_same(ours, reference, rtol=1e-10, atol=1e-12):
+    assert len(ours) == len(reference)
+    for index, (mine, expected) in enumerate(zip(ours, reference, strict=True)):
+        scale = max(np.max(np.abs(expected)), 1e-300)
+        np.testing.assert_allclose(
+            mine, expected, rtol=rtol, atol=atol * scale, err_msg=f"gradient {index}"
+        )
+
+
+MODELS = {
+    "elementwise-chain": elementwise_chain(),
+    "rnn": rnn_model(),
+    "rnn-loss-every-step": rnn_model(every_step=True),
+    "residual-rnn": rnn_model(residual=True),
+    "relu-rnn-at-zero": rnn_model(relu=True),
+    "mlp-skip-layer-norm": mlp_with_skip_and_layer_norm(),
+}
+
+
+@pytest.mark.parametrize("model_name", MODELS)
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_scheduler_matches_sequential_and_pytorch(model_name, scheduler):
+    model = MODELS[model_name]
+    reference, _ = run_model(model, "sequential")
+    ours, graph = run_model(model, scheduler)
+    assert_same(ours, reference)
+    assert_same(ours, run_torch(model), rtol=1e-9)
+    if scheduler in SCAN_SCHEDULERS and model_name != "mlp-skip-layer-norm":
+        # The chain really was scanned (not silently walked).
+        assert graph.scanned_segments, "nothing was scanned"
+        assert graph.scanned_segments[0][0] == scheduler
+
+
+@pytest.mark.parametrize("steps", [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33])
+@pytest.mark.parametrize("scheduler", SCAN_SCHEDULERS)
+def test_chain_lengths(steps, scheduler):
+    model = rnn_model(steps=steps, size=3, batch=2)
+    reference, _ = run_model(model, "sequential")
+    small = ScanScheduler(scheduler, block_size=3, min_steps=1)
+    small.name = scheduler
+    ours, graph = run_model(model, small)
+    assert_same(ours, reference)
+    if steps >= 2:
+        lengths = [len(anchors) - 1 for _, anchors in graph.scanned_segments]
+        assert lengths
+        assert max(lengths) >= steps - 1
+
+
+@pytest.mark.parametrize("scheduler", SCAN_SCHEDULERS + ["auto"])
+def test_float32_with_a_looser_tolerance(scheduler):
+    model = rnn_model(steps=40, size=5)
+    reference, _ = run_model(model, "sequential", dtype=np.float32)
+    ours, _ = run_model(model, scheduler, dtype=np.float32)
+    for mine in ours:
+        assert mine.dtype == np.float32
+    assert_same(ours, reference, rtol=2e-4, atol=2e-5)
+
+
+def test_backward_plan_reports_the_rnn_chain_and_its_length():
+    loss, _ = rnn_model(steps=50)(np, np.float64, 0)
+    plan = tg.backward_plan(loss, scheduler="blelloch")
+    assert len(plan.segments) == 1
+    segment = plan.segments[0]
+    assert segment.length == 50
+    assert segment.jacobian_kind == "dense"
+    assert segment.choice == "blelloch"
+    assert set(segment.estimates) >= {"sequential", "blelloch", "hillis-steele"}
+    text = str(plan)
+    assert "50 steps" in text
+    assert "blelloch" in text
+    # The plan ran nothing: the real backward still works afterwards.
+    loss.backward()
+
+
+def test_backward_plan_for_an_elementwise_chain_is_diagonal():
+    loss, _ = elementwise_chain(10)(np, np.float64, 0)
+    plan = tg.backward_plan(loss, scheduler="auto")
+    assert plan.segments
+    assert plan.segments[0].jacobian_kind == "diagonal"
+    assert plan.segments[0].choice in {"sequential", "hillis-steele", "blelloch", "blocked"}
+
+
+def test_registry_names_and_unknown_name():
+    assert set(SCHEDULERS) <= set(available_schedulers())
+    x = Tensor([1.0], requires_grad=True)
+    with pytest.raises(ValueError, match=r"known schedulers: .*blelloch"):
+        (x * 2).sum().backward(scheduler="no-such-scheduler")
+    with pytest.raises(ValueError, match="hillis-steele"):
+        tg.set_default_scheduler("nope")
+
+
+def test_set_default_scheduler_is_used_by_backward():
+    model = rnn_model(steps=12)
+    reference, _ = run_model(model, "sequential")
+    previous = tg.set_default_scheduler("blelloch")
+    try:
+        loss, parameters = model(np, np.float64, 0)
+        loss.backward()
+    finally:
+        tg.set_default_scheduler(previous)
+    assert_same([parameter.grad.numpy() for parameter in parameters], reference)
+
+
+@pytest.mark.parametrize("scheduler", SCAN_SCHEDULERS)
+def test_tg_grad_with_a_scheduler(scheduler):
+    loss, parameters = rnn_model(steps=20)(np, np.float64, 0)
+    expected = tg.grad(loss, parameters, retain_graph=True)
+    got = tg.grad(loss, parameters, scheduler=scheduler)
+    assert_same([value.numpy() for value in got], [value.numpy() for value in expected])
+
+
+@pytest.mark.parametrize("scheduler", SCAN_SCHEDULERS)
+def test_hooks_on_the_chain_are_honoured(scheduler):
+    def model(library, dtype, seed):
+        loss, parameters = rnn_model(steps=16)(library, dtype, seed)
+        return loss, parameters
+
+    def with_hook(scheduler_name):
+        generator = np.random.default_rng(0)
+        U = Tensor(generator.standard_normal((3, 3)) * 0.5, requires_grad=True)
+        h = Tensor(generator.standard_normal((2, 3)), requires_grad=True)
+        states = []
+        for _ in range(12):
+            h = (h @ U).tanh()
+            states.append(h)
+        states[5].register_hook(lambda grad: grad * 3.0)
+        (h * h).sum().backward(scheduler=scheduler_name)
+        return [U.grad.numpy()]
+
+    assert_same(with_hook(scheduler), with_hook("sequential"))
+
+
+@pytest.mark.parametrize("scheduler", SCAN_SCHEDULERS)
+def test_create_graph_falls_back_to_the_walk(scheduler):
+    x = Tensor([0.3, -0.2], requires_grad=True, dtype=np.float64)
+    y = x
+    for _ in range(8):
+        y = y.tanh()
+    (grad,) = tg.grad(y.sum(), [x], create_graph=True, scheduler=scheduler)
+    (second,) = tg.grad(grad.sum(), [x])
+    x_torch = torch.tensor([0.3, -0.2], dtype=torch.float64, requires_grad=True)
+    y_torch = x_torch
+    for _ in range(8):
+        y_torch = y_torch.tanh()
+    (grad_torch,) = torch.autograd.grad(y_torch.sum(), [x_torch], create_graph=True)
+    (second_torch,) = torch.autograd.grad(grad_torch.sum(), [x_torch])
+    np.testing.assert_allclose(second.numpy(), second_torch.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("scheduler", SCAN_SCHEDULERS)
+def test_second_backward_without_retain_graph_raises(scheduler):
+    loss, _ = rnn_model(steps=10)(np, np.float64, 0)
+    loss.backward(scheduler=scheduler)
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        loss.backward(scheduler=scheduler)
+
+
+@pytest.mark.parametrize("scheduler", SCAN_SCHEDULERS)
+def test_retain_graph_allows_a_second_scanned_backward(scheduler):
+    model = rnn_model(steps=10)
+    reference, _ = run_model(model, "sequential")
+    loss, parameters = model(np, np.float64, 0)
+    loss.backward(retain_graph=True, scheduler=scheduler)
+    loss.backward(scheduler=scheduler)
+    assert_same([parameter.grad.numpy() / 2 for parameter in parameters], reference)
+
+
+def test_in_place_change_of_a_saved_tensor_is_caught():
+    U = Tensor(np.eye(3) * 0.5, requires_grad=True)
+    h = Tensor(np.ones((2, 3)), requires_grad=True)
+    states = []
+    for _ in range(10):
+        h = (h @ U).tanh()
+        states.append(h)
+    loss = (h * h).sum()
+    states[4].mul_(2.0)  # tanh saved its output: its gradient would now be wrong
+    with pytest.raises(RuntimeError, match="in-place"):
+        loss.backward(scheduler="blelloch")
