@@ -11,13 +11,13 @@ How the two kinds of backward work here (see the autograd module docstring)
     write into arrays they own (`out=`, in-place updates), float32 end to end.
     Under `create_graph=True` the rule receives Tensors, and saved intermediates would be
     constants of the new graph, which is wrong for everything that depends on the input
-    (x-hat and 1/std depend on x). So in that mode (`self.graph_mode is not False`) each rule
-    evaluates
-    the *same formula* with operations that numpy arrays and Tensors both support, and
-    recomputes those intermediates from the input Tensors: the result is differentiable
-    again (double backward, Hessian-vector products) at the cost of speed. Values that do
-    not depend on any input (the dropout mask, one-hot targets, running statistics in
-    eval mode) stay saved constants.
+    (x-hat and 1/std depend on x). So in that mode (`self.graph_mode` true) each rule
+    evaluates the *same formula* with operations that numpy arrays and Tensors both
+    support, recomputing those intermediates from the input Tensors (or reading the output
+    Tensor, for softmax): the result is differentiable again (double backward,
+    Hessian-vector products) at the cost of speed. Values that do not depend on any input
+    (the dropout mask, one-hot targets, running statistics in eval mode) stay saved
+    constants. `docs/derivations.md` ends with the same explanation.
 
 float16
     softmax, log_softmax and the norms compute in float32 inside and return float16: the
@@ -187,7 +187,7 @@ def normalize_axis(axis, ndim, op_name):
 
 
 def erf_numpy(x):
-    """The error function in pure numpy, accurate to about 1e-16 (used when scipy is absent).
+    """The error function in pure numpy, accurate to about 1e-15 (used when scipy is absent).
 
     |x| < 3: the series erf x = 2/sqrt(pi) exp(-x^2) sum_n 2^n x^(2n+1) / (1·3···(2n+1))
     (Abramowitz & Stegun 7.1.6), whose terms are all positive (no cancellation).
@@ -456,8 +456,8 @@ class LayerNorm(Op):
                 out += upcast(bias).reshape(-1)
         elif bias is not None:
             out = np.add(xhat, upcast(bias).reshape(-1))
-        else:
-            out = xhat.copy()
+        else:  # xhat is saved: the output must be another array (float16's cast makes one)
+            out = xhat.copy() if x.dtype == xhat.dtype else xhat
         return reshaped(out, x.shape).astype(x.dtype, copy=False)
 
     def backward(self, grad_output):
@@ -513,9 +513,10 @@ class RMSNorm(Op):
         np.reciprocal(inverse_rms, out=inverse_rms)
         xhat = np.multiply(rows, inverse_rms)
         self.save_for_backward(x, weight, xhat, inverse_rms)
-        out = np.multiply(xhat, upcast(weight).reshape(-1)) if weight is not None else xhat
-        if out is xhat:
-            out = xhat.copy()
+        if weight is not None:
+            out = np.multiply(xhat, upcast(weight).reshape(-1))
+        else:  # xhat is saved: the output must be another array (float16's cast makes one)
+            out = xhat.copy() if x.dtype == xhat.dtype else xhat
         return reshaped(out, x.shape).astype(x.dtype, copy=False)
 
     def backward(self, grad_output):
