@@ -89,7 +89,7 @@ def backward_plan(loss, scheduler=None, gradient=None):
     ...     y = y.tanh()
     >>> plan = tg.backward_plan(y.sum(), scheduler="blelloch")
     >>> [(segment.length, segment.jacobian_kind, segment.choice) for segment in plan.segments]
-    [(15, 'diagonal', 'blelloch')]
+    [(16, 'diagonal', 'blelloch')]
     """
     chosen = resolve_scheduler(scheduler)
     if gradient is None:
