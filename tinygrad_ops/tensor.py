@@ -513,6 +513,14 @@ class Tensor:
                 "modified in place (its gradient would be wrong); use the out-of-place op, or "
                 "wrap the update in tg.no_grad() as optimizers do"
             )
+        if recording and self._ctx is not None and self._ctx.is_view and self.data.base is not None:
+            # The new node would reach neither the viewed tensor's gradient nor, for a view of
+            # a leaf, protect the leaf's data: refuse rather than give wrong gradients.
+            raise RuntimeError(
+                f"{op_class.__name__} in place: this tensor is a view (made by "
+                f"{type(self._ctx).__name__}) of another tensor that requires grad; in-place "
+                "ops on views are not supported. Use the out-of-place op, or copy the view"
+            )
         if recording:
             shadow = Tensor._make(self.data, self._requires_grad, self._ctx)
             shadow._version = self._version
