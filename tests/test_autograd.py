@@ -666,9 +666,28 @@ def test_inplace_through_a_view_is_detected():
     x = tg.Tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 1
     z = y.log()
-    y[0:2].mul_(2)
+    with tg.no_grad():
+        y[0:2].mul_(2)
     with pytest.raises(RuntimeError, match=r"Log.*in-place"):
         z.sum().backward()
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        pytest.param(lambda t: t[0:2], id="getitem-of-leaf"),
+        pytest.param(lambda t: t.reshape(3), id="reshape-of-leaf"),
+        pytest.param(lambda t: (t * 1)[1:], id="getitem-of-non-leaf"),
+        pytest.param(lambda t: (t * 1).T, id="transpose-of-non-leaf"),
+    ],
+)
+def test_inplace_on_a_view_that_requires_grad_is_refused(view):
+    """Its new node would not reach the viewed tensor's gradient (and a leaf's data would
+    change under its gradient): refused, instead of silently wrong gradients."""
+    x = tg.Tensor(np.array([1.0, -2.0, 3.0]), requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"Mul in place.*view"):
+        view(x).mul_(2.0)
+    np.testing.assert_array_equal(x.numpy(), [1.0, -2.0, 3.0])
 
 
 @pytest.mark.parametrize(
