@@ -562,6 +562,8 @@ def test_batch_norm_errors():
         F.batch_norm(tg.ones(2, 3, 4, 5), *stats)
     with pytest.raises(ValueError, match="running_mean has shape"):
         F.batch_norm(tg.ones(2, 4), *stats)
+    with pytest.raises(ValueError, match="momentum=None"):
+        F.batch_norm(tg.ones(2, 3), *stats, training=True, momentum=None)
     with pytest.raises(TypeError, match="running_mean must be a Tensor"):
         F.batch_norm(tg.ones(2, 3), np.zeros(3), stats[1])
 

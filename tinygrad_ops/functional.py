@@ -226,6 +226,11 @@ def batch_norm(
         if stat is not None and stat.dtype.kind != "f":
             raise TypeError(f"batch_norm: {name} must be floating point, got {stat.dtype}")
         stats.append(stat)
+    if momentum is None:
+        raise ValueError(
+            "batch_norm: momentum=None (PyTorch's cumulative average) is not supported; "
+            "pass a number in [0, 1]"
+        )
     if not 0.0 <= momentum <= 1.0:
         raise ValueError(f"batch_norm: momentum must be in [0, 1], got {momentum}")
     update = training and any(stat is not None for stat in stats)
