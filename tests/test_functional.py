@@ -257,6 +257,12 @@ def test_fused_ops_match_their_composed_versions():
     compare_with_composed(
         lambda a, c: F.mse_loss(a, c), lambda a, c: ((a - c) * (a - c)).mean(), x, x + w
     )
+    compare_with_composed(lambda t: F.leaky_relu(t, 0.2), lambda t: tg.where(t > 0, t, t * 0.2), x)
+    compare_with_composed(
+        lambda t: F.dropout(t, 0.4, seed=2),
+        lambda t: t * (np.random.default_rng(2).random(t.shape) >= 0.4) / 0.6,
+        x,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
