@@ -216,3 +216,37 @@ def test_data_inputs_get_no_gradient():
         "[3] leaf t1 w 2×1: .grad += [[1],\n"
         "                             [2]]\n"
     )
+
+
+def rnn(steps):
+    """h_t = tanh(x_t W + h_{t-1} U) for a batch of 2: a chain the scan schedulers take."""
+    generator = np.random.default_rng(0)
+    W = tg.Tensor(generator.standard_normal((3, 4)) * 0.5, requires_grad=True)
+    U = tg.Tensor(generator.standard_normal((4, 4)) * 0.5, requires_grad=True)
+    h0 = tg.Tensor(generator.standard_normal((2, 4)), requires_grad=True)
+    h = h0
+    for x in generator.standard_normal((steps, 2, 3)):
+        h = (tg.Tensor(x) @ W + h @ U).tanh()
+    return (h * h).sum(), [W, U, h0]
+
+
+@pytest.mark.parametrize("scheduler", ["hillis-steele", "blelloch", "blocked"])
+def test_a_scanned_chain_is_one_step(scheduler):
+    loss, parameters = rnn(6)
+    out = io.StringIO()
+    viz.step_backward(loss, scheduler=scheduler, file=out)
+    text = out.getvalue()
+    lines = text.splitlines()
+    assert lines[0] == f"backward of t34 (scalar), scheduler {scheduler}"
+    assert lines[1] == "[1] op25 Sum(t33 2×4) -> t34 scalar"
+    scan_lines = [line for line in lines if " scan along the chain " in line]
+    assert scan_lines == [
+        f"[3] {scheduler} scan along the chain t13 -> t17 -> t20 -> t23 -> t26 -> t29 -> t32 "
+        "(6 steps): all its gradients at once"
+    ]
+    assert "Tanh(" not in text  # the chain's ops are not visited one by one
+    assert lines[-1].startswith("24 tensors got their gradients from a scan")
+    reference_loss, reference_parameters = rnn(6)
+    reference_loss.backward()
+    for mine, expected in zip(parameters, reference_parameters, strict=True):
+        np.testing.assert_allclose(mine.grad.numpy(), expected.grad.numpy(), rtol=1e-10)

@@ -81,12 +81,26 @@ class _StepPrinter:
     def run(self, graph):
         original_visit = graph.visit
         original_input_grads = graph.input_grads
-        step = {"number": 0}
+        step = {"number": 0, "segments": 0}
         seen_ops = set()
+
+        def report_scans():
+            # Scan schedulers note each chain segment in `graph.scanned_segments` once its
+            # gradients are computed: show it where it happened in the walk.
+            segments = getattr(graph, "scanned_segments", None) or []
+            for scan_name, anchors in segments[step["segments"] :]:
+                step["number"] += 1
+                chain = " -> ".join(self.label(tensor) for tensor in anchors)
+                self.print(
+                    f"[{step['number']}] {scan_name} scan along the chain {chain} "
+                    f"({len(anchors) - 1} steps): all its gradients at once"
+                )
+            step["segments"] = len(segments)
 
         def input_grads(node, grad, *rest, **options):
             # Every walk runs an op's backward rule through `graph.input_grads`, whether it
             # goes through `visit` (hooks, captures) or takes the engine's fast path.
+            report_scans()
             step["number"] += 1
             seen_ops.add(id(node))
             output = self.outputs.get(id(node))
@@ -120,6 +134,7 @@ class _StepPrinter:
             return results
 
         def visit(tensor, grad, *rest, **options):
+            report_scans()
             if tensor._ctx is None:
                 step["number"] += 1
                 target = f"[{step['number']}] leaf {self.label(tensor)} "
@@ -135,18 +150,19 @@ class _StepPrinter:
         finally:
             del graph.visit
             del graph.input_grads
-        skipped = [
-            self.label(tensor)
-            for tensor in graph.order
-            if tensor._ctx is not None and id(tensor._ctx) not in seen_ops
-        ]
-        segments = getattr(graph, "scanned_segments", None) or []
-        for scan_name, tensors in segments:
-            chain = " ".join(self.label(tensor) for tensor in tensors)
-            self.print(f"scanned by {scan_name}: {chain}")
+        report_scans()
+        skipped = sorted(
+            (
+                self.label(tensor)
+                for tensor in graph.order
+                if tensor._ctx is not None and id(tensor._ctx) not in seen_ops
+            ),
+            key=lambda label: int(label[1:].split()[0]) if label[1:2].isdigit() else -1,
+        )
         if skipped:
             self.print(
-                f"not visited one by one (their gradients came from a scan): {' '.join(skipped)}"
+                f"{len(skipped)} tensors got their gradients from a scan, not from a step of "
+                f"their own: {' '.join(skipped)}"
             )
 
     def _operand_text(self, operand) -> str:
