@@ -127,6 +127,7 @@ class Template:
             ]
             outside_inputs = [k for k, code in enumerate(codes) if code == "outside"]
             shape, dtype = shapes[slot]
+            dtype = np.dtype(dtype)
             self.checks.append(
                 (classes[slot], needs[slot], shape, dtype, prev_inputs, slot_inputs, outside_inputs)
             )
@@ -232,28 +233,36 @@ def find_chains(graph, min_steps=MIN_STEPS):
             if level[consumer] > best:
                 best = level[consumer]
         level[where] = best
-    # Descendants of the source.
+    # 3. Sweep in topological order over the descendants of the source (`below`): for each
+    # spine tensor, the highest level of an edge jumping over it. An edge that ends at or
+    # before the next spine tensor jumps over none and is not even queued.
+    spine_position = {where: spine_index for spine_index, where in enumerate(spine)}
+    spine_ascending = sorted(spine_position)
+    next_spine = 0  # index into spine_ascending of the first spine position > where
     below = [False] * count
     below[source] = True
-    for where in range(source + 1, count):
-        for operand in inputs[where]:
-            if below[operand]:
-                below[where] = True
-                break
-    # 3. Sweep: for each spine tensor, the highest level of an edge jumping over it.
-    spine_position = {where: spine_index for spine_index, where in enumerate(spine)}
     blocking = {}
     heap = []  # (-level of the edge's end, position of the edge's end)
+    heappush = heapq.heappush
     for where in range(source, count):
-        if not below[where]:
-            continue
+        if where != source:
+            for operand in inputs[where]:
+                if below[operand]:
+                    below[where] = True
+                    break
+            else:
+                continue
+        while next_spine < len(spine_ascending) and spine_ascending[next_spine] <= where:
+            next_spine += 1
         spine_index = spine_position.get(where)
         if spine_index is not None:
             while heap and heap[0][1] <= where:
                 heapq.heappop(heap)
             blocking[spine_index] = -heap[0][0] if heap else -1
+        limit = spine_ascending[next_spine] if next_spine < len(spine_ascending) else count
         for consumer in consumers[where]:
-            heapq.heappush(heap, (-level[consumer], consumer))
+            if consumer > limit:
+                heappush(heap, (-level[consumer], consumer))
     # Anchors for end K: spine indices k >= K, below the source, with blocking[k] < K.
     deepest = start
     votes = [0] * (deepest + 2)
@@ -435,7 +444,7 @@ def _replay(template, lower_position, upper_position, context, created_before=Fa
             type(node) is not cls
             or node.needs_input_grad != needs
             or data.shape != shape
-            or data.dtype.str != dtype
+            or data.dtype != dtype
             or tensor._hooks
         ):
             return None
