@@ -187,6 +187,31 @@ def test_long_chain_backward_is_iterative():
     np.testing.assert_allclose(x.grad.numpy(), [1.000001**100_000], rtol=1e-9)
 
 
+def test_long_chain_through_tg_grad():
+    x = tg.Tensor(np.array([1.0]), requires_grad=True)
+    y = x
+    for _ in range(100_000):
+        y = y * 1.000001
+    (grad,) = tg.grad(y.sum(), [x])
+    np.testing.assert_allclose(grad.numpy(), [1.000001**100_000], rtol=1e-9)
+
+
+def test_deep_chain_second_order():
+    """Both the create_graph pass and the pass through it are deeper than Python's recursion
+    limit."""
+    x, xt = pair([0.3])
+    y, yt = x, xt
+    for _ in range(1500):
+        y = (y * 1.001).tanh() + 0.001
+        yt = (yt * 1.001).tanh() + 0.001
+    (grad,) = tg.grad(y.sum(), [x], create_graph=True)
+    (grad_t,) = torch.autograd.grad(yt.sum(), [xt], create_graph=True)
+    close(grad, grad_t)
+    (second,) = tg.grad(grad.sum(), [x])
+    (second_t,) = torch.autograd.grad(grad_t.sum(), [xt])
+    close(second, second_t)
+
+
 # -- saved buffers are released -----------------------------------------------------------------
 
 
