@@ -11,6 +11,7 @@ The engine never imports this package; it reads the engine's tape (`tensor._ctx`
 2
 """
 
+from . import examples
 from .draw import (
     INSTALL_HINT,
     GraphvizNotFoundError,
@@ -39,6 +40,7 @@ __all__ = [
     "dot_program",
     "draw",
     "enable_notebook_display",
+    "examples",
     "module_calls",
     "print_tape",
     "render",

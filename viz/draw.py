@@ -242,6 +242,11 @@ def draw(
             if node_id in call_of or graph.tensors[node_id].kind == OUTPUT:
                 continue
             common = _common_call(calls)
+            # What a call was given is drawn outside it (and outside every call it was
+            # passed down through).
+            tensor = graph.tensors[node_id].tensor
+            while common is not None and tensor is not None and id(tensor) in common.input_keys:
+                common = common.parent
             if common is not None:
                 call_of[node_id] = common
 
@@ -504,8 +509,11 @@ def _tensor_attributes(node, flags, record):
             text = f"grad {_statistics(grad_values)}  ‖{_number(norm)}‖"
             lines.append((text, [("size", 9), ("color", STEP_COLOUR)]))
         elif info is not None:
-            text = f"grad {_number(info.minimum)} / {_number(info.mean)} / "
-            text += f"{_number(info.maximum)}  ‖{_number(info.norm)}‖"
+            if int(np.prod(info.shape)) == 1:
+                text = f"grad {_number(info.mean)}  ‖{_number(info.norm)}‖"
+            else:
+                text = f"grad {_number(info.minimum)} / {_number(info.mean)} / "
+                text += f"{_number(info.maximum)}  ‖{_number(info.norm)}‖"
             lines.append((text, [("size", 9), ("color", STEP_COLOUR)]))
     if not lines:
         lines.append(("", []))

@@ -23,7 +23,17 @@ from tinygrad_ops import Tensor
 class ModuleCall:
     """One call of one module: where it sits in the model, and the ops it made."""
 
-    __slots__ = ("id", "number", "path", "type_name", "call_index", "parent", "depth", "op_keys")
+    __slots__ = (
+        "id",
+        "number",
+        "path",
+        "type_name",
+        "call_index",
+        "parent",
+        "depth",
+        "op_keys",
+        "input_keys",
+    )
 
     def __init__(self, number, path, type_name, call_index):
         self.id = f"g{number}"
@@ -34,6 +44,7 @@ class ModuleCall:
         self.parent = None  # the enclosing ModuleCall, if any
         self.depth = 0
         self.op_keys = set()  # id() of the ops made directly in this call (not children's)
+        self.input_keys = set()  # id() of the tensors passed in (drawn outside the call)
 
     @property
     def title(self) -> str:
@@ -78,7 +89,8 @@ class ModuleCalls:
         call.parent = self._stack[-1][0] if self._stack else None
         call.depth = call.parent.depth + 1 if call.parent else 0
         self.calls.append(call)
-        self._stack.append((call, {id(tensor) for tensor in _tensors_in(inputs)}))
+        call.input_keys = {id(tensor) for tensor in _tensors_in(inputs)}
+        self._stack.append((call, call.input_keys))
 
     def end(self, output):
         """The call begun last returns `output`: claim the ops between its inputs and it."""
