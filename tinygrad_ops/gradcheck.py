@@ -34,7 +34,8 @@ def gradcheck(
     inputs = tuple(inputs)
     originals = inputs
     inputs = tuple(
-        Tensor(value.data.astype(np.float64), requires_grad=value.requires_grad)
+        # A C-ordered copy: the perturbation below writes through reshape(-1), a view only then
+        Tensor(np.array(value.data, dtype=np.float64, order="C"), requires_grad=value.requires_grad)
         if isinstance(value, Tensor)
         else value
         for value in inputs
