@@ -172,3 +172,12 @@ def test_gradcheck_rejects_a_function_that_returns_no_tensor():
     x = tg.Tensor(np.array([1.0]), requires_grad=True)
     with pytest.raises(TypeError, match="must return a Tensor"):
         tg.gradcheck(lambda t: t.numpy(), (x,))
+
+
+def test_gradcheck_on_non_contiguous_inputs():
+    transposed = np.random.default_rng(0).standard_normal((3, 2)).T
+    fortran = np.asfortranarray(np.ones((2, 2), dtype=np.float32))
+    x = tg.Tensor(transposed, requires_grad=True)
+    y = tg.Tensor(fortran, requires_grad=True)
+    assert tg.gradcheck(lambda a, b: a.exp().sum(axis=1) * (b * b).tanh().sum(), (x, y))
+    np.testing.assert_array_equal(x.numpy(), transposed)
