@@ -431,7 +431,7 @@ class BackwardGraph:
         heap = []
         leaves = []
         queued = set(grads)
-        for key in queued:
+        for key in grads:  # the dict, not the set: leaves are then visited in a fixed order
             tensor = tensors[key]
             if tensor._ctx is None:
                 leaves.append(tensor)
