@@ -74,8 +74,12 @@ def compose(first, second):
     if isinstance(first, Diagonal):
         if isinstance(second, Diagonal):
             return Diagonal(first.values * second.values)
+        if np.ndim(first.values) == 0:
+            return Dense(first.values * second.matrix)
         return Dense(np.expand_dims(first.values, -1) * second.matrix)
     if isinstance(second, Diagonal):
+        if np.ndim(second.values) == 0:
+            return Dense(first.matrix * second.values)
         return Dense(first.matrix * np.expand_dims(second.values, -2))
     return Dense(np.matmul(first.matrix, second.matrix))
 
