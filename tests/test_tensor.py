@@ -50,11 +50,6 @@ def test_constructor_from_tensor_copies():
     assert source.data[0] == 1.0
 
 
-def test_float_array_is_kept_without_copy():
-    array = np.zeros(3, dtype=np.float32)
-    assert tg.Tensor(array).data is array
-
-
 @pytest.mark.parametrize(
     "data",
     [
