@@ -17,6 +17,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 TUTORIAL = DOCS / "tutorial.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)#]+)\)")
 
 
 def tutorial_examples():
@@ -73,6 +74,14 @@ def test_every_picture_exists():
     assert len(pictures) >= 3
     for picture in pictures:
         assert (DOCS / picture).is_file(), f"tutorial.md shows {picture}, which does not exist"
+
+
+def test_every_local_link_exists():
+    text = TUTORIAL.read_text(encoding="utf-8")
+    for target in LINK.findall(text):
+        if "://" in target:
+            continue
+        assert (DOCS / target).exists(), f"tutorial.md links to {target}, which does not exist"
 
 
 def test_text_blocks_only_follow_code_blocks():
