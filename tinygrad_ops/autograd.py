@@ -501,11 +501,10 @@ class BackwardGraph:
             input_grad = grads[index]
             if input_grad is None or not node.needs_input_grad[index]:
                 continue
-            if not self.create_graph:
-                if type(input_grad) is not np.ndarray:
-                    input_grad = np.asarray(input_grad)
-                if input_grad.dtype != operand.data.dtype:
-                    input_grad = input_grad.astype(operand.data.dtype)
+            if not self.create_graph and type(input_grad) is not np.ndarray:
+                input_grad = np.asarray(input_grad)
+            if input_grad.dtype != operand.data.dtype:  # (a Tensor's astype is recorded)
+                input_grad = input_grad.astype(operand.data.dtype)
             if input_grad.shape != operand.data.shape:
                 # A sum makes a new array, so the reduced gradient is always the walk's own.
                 input_grad = unbroadcast(input_grad, operand.data.shape, node, index)
