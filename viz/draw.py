@@ -124,9 +124,11 @@ def _html(lines) -> str:
 
 def _constant_text(node) -> str:
     value = node.value
-    if np.ndim(value) == 0:
-        return _number(float(np.asarray(value)))
-    return f"const {_shape_text(node.shape)}"
+    if np.ndim(value) == 0 and isinstance(value, (bool, int, float, np.number)):
+        return _number(float(value))
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return f"const {_shape_text(node.shape)}"
+    return type(value).__name__
 
 
 class _Picture:

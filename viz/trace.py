@@ -43,7 +43,7 @@ class OpNode:
 
     id: str
     op_name: str
-    inputs: list  # node ids, one per operand, in operand order
+    inputs: list  # node ids of the operands, in operand order (None operands left out)
     output: str
     detail: str = ""
     op: object = field(default=None, repr=False, compare=False)
@@ -250,6 +250,8 @@ def trace(root) -> Trace:
             input_ids = []
             edges = []
             for index, operand in enumerate(node.inputs):
+                if operand is None:
+                    continue  # an optional operand left out (a Linear without bias)
                 if isinstance(operand, Tensor):
                     input_id = graph.tensor_ids[id(operand)]
                     shape = tuple(operand.shape)
