@@ -214,19 +214,15 @@ def draw(
     scan_of = {}  # node id -> scan cluster key
     scan_titles = {}
     if record is not None:
+        producer = {op_node.output: op_id for op_id, op_node in graph.ops.items()}
+        position = {node_id: index for index, node_id in enumerate(graph.node_order)}
         for number, (scan_name, tensors) in enumerate(record.scanned_segments):
             key = f"cluster_scan_{number}"
-            members = 0
-            for tensor in tensors:
-                tensor_id = graph.node_id(tensor)
-                if tensor_id is None:
-                    continue
-                scan_of[tensor_id] = key
-                members += 1
-                producer = tensor._ctx
-                if producer is not None and id(producer) in graph.op_ids:
-                    scan_of[graph.op_ids[id(producer)]] = key
-            scan_titles[key] = f"scan: {scan_name} ({members} tensors)"
+            anchors = [graph.node_id(tensor) for tensor in tensors]
+            anchors = sorted((a for a in anchors if a is not None), key=position.__getitem__)
+            for node_id in _segment_members(anchors, producer, graph):
+                scan_of[node_id] = key
+            scan_titles[key] = f"scan: {scan_name} ({max(len(anchors) - 1, 0)} steps)"
 
     call_of = {}  # node id -> innermost ModuleCall
     if groups is not None:
@@ -394,6 +390,31 @@ def _shared_copies(edges, graph, picture, max_nodes):
                 picture.cluster_of[copy_id] = target_cluster
             copies[(source, target)] = copy_id
     return copies
+
+
+def _segment_members(anchors, producer, graph):
+    """The nodes of a scanned chain segment: walking back from its top anchor to its
+    lowest, every op and intermediate tensor met (the steps' side branches included;
+    leaves such as shared weights stay outside)."""
+    if not anchors:
+        return []
+    lowest, top = anchors[0], anchors[-1]
+    members = [lowest]
+    seen = {lowest}
+    stack = [top]
+    while stack:
+        tensor_id = stack.pop()
+        if tensor_id in seen:
+            continue
+        seen.add(tensor_id)
+        op_id = producer.get(tensor_id)
+        if op_id is None:
+            continue  # a leaf
+        members.extend((tensor_id, op_id))
+        for input_id in graph.ops[op_id].inputs:
+            if input_id in producer or input_id == lowest:
+                stack.append(input_id)
+    return members
 
 
 def _folded_calls(groups, depth, fold):

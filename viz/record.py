@@ -6,7 +6,7 @@ wraps two methods of that one `BackwardGraph` object. `input_grads(node, grad)` 
 every scheduler runs an op's backward rule: the order of those calls is the backward
 order, `grad` is the total gradient of the op's output, and the results are the gradients
 sent back along each edge to the op's operands. `visit(tensor, grad)` is where a leaf
-receives its total gradient.
+receives its total gradient (a leaf, or a tensor a scan scheduler delivers).
 
 Scan schedulers (see SCAN.md) may fill `graph.scanned_segments`, a list of
 `(scan name, [tensors of the chain segment])`; the record keeps it, and `draw` shows each
@@ -58,8 +58,8 @@ class BackwardRecord:
         self._step_of = {}  # id(op) -> 1-based step
         self._edge_grads = {}  # (id(op), operand index) -> GradientInfo
         self._op_grads = {}  # id(op) -> GradientInfo of the total gradient of its output
-        self._leaf_grads = {}  # id(leaf) -> GradientInfo of the total gradient
-        self._keep_alive = []  # the leaves whose ids are keys above (ops are in visit_order)
+        self._visit_grads = {}  # id(tensor) -> GradientInfo of the total gradient at visit
+        self._keep_alive = []  # the tensors whose ids are keys above (ops are in visit_order)
         self.scanned_segments = []  # (scan name, [tensors]) from a scan scheduler
 
     def step(self, op):
@@ -72,9 +72,9 @@ class BackwardRecord:
 
     def tensor_grad(self, tensor):
         """The total gradient that arrived at `tensor` (or None)."""
-        if tensor._ctx is not None:
-            return self._op_grads.get(id(tensor._ctx))
-        return self._leaf_grads.get(id(tensor))
+        if tensor._ctx is not None and id(tensor._ctx) in self._op_grads:
+            return self._op_grads[id(tensor._ctx)]
+        return self._visit_grads.get(id(tensor))
 
     def __len__(self):
         return len(self.visit_order)
@@ -121,14 +121,15 @@ class RecordingScheduler:
         original_visit = graph.visit
         running = []  # the ops whose backward rule is running
 
-        def input_grads(node, grad):
-            # Every scheduler runs an op's backward rule through here: one call per visit.
+        def input_grads(node, grad, *more, **options):
+            # Every scheduler runs an op's backward rule through here: one call per visit
+            # (a scan scheduler computes the ops of the segments it scans without it).
             record._step_of[id(node)] = len(record.visit_order) + 1
             record.visit_order.append(node)
             record._op_grads[id(node)] = GradientInfo(grad)
             running.append(node)
             try:
-                results = list(original_input_grads(node, grad))
+                results = list(original_input_grads(node, grad, *more, **options))
             finally:
                 running.pop()
             # Results come in operand order, skipping operands that get no gradient; an
@@ -143,11 +144,10 @@ class RecordingScheduler:
                         break
             return results
 
-        def visit(tensor, grad):
-            if tensor._ctx is None:
-                record._leaf_grads[id(tensor)] = GradientInfo(grad)
-                record._keep_alive.append(tensor)
-            return original_visit(tensor, grad)
+        def visit(tensor, grad, *more, **options):
+            record._visit_grads[id(tensor)] = GradientInfo(grad)
+            record._keep_alive.append(tensor)
+            return original_visit(tensor, grad, *more, **options)
 
         # Instance attributes shadow the methods on this one graph object for the run; the
         # engine's own walk looks them up on `self`, so it calls the wrappers too.
