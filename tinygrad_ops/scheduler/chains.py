@@ -223,6 +223,19 @@ def find_chains(graph, min_steps=MIN_STEPS):
     if len(consumers[spine[start]]) > 1 and tensors[spine[start]]._ctx is None and start > 0:
         start -= 1
     source = spine[start]
+    # Fast path: a spine whose tensors each have one consumer, the next spine tensor, is a
+    # chain of anchors as it is (nothing can bypass them and nothing else reads them);
+    # the passes below are only needed when some anchor is also read elsewhere.
+    stretch = start
+    while stretch > 0 and consumers[spine[stretch]] == [spine[stretch - 1]]:
+        stretch -= 1
+    if start - stretch >= 4 * min_steps:
+        anchors = spine[stretch : start + 1][::-1]
+        strict = [0] * count  # level 0 >= end 0: every consumer must be inside its step
+        context = _StepContext(index, strict, 0, [False] * count, graph)
+        segments = _segments(anchors, context, min_steps)
+        if segments:
+            return ChainPlan(index, segments, [])
     # 2. level: the deepest spine index a tensor has a path into (-1: none).
     level = [-1] * count
     for spine_index, where in enumerate(spine):

@@ -150,8 +150,7 @@ class SegmentRun:
             )
             for slot in range(len(template.classes))
         ]
-        for step in steps:
-            graph.visited.extend(tensor._ctx for tensor in step.slots)
+        graph.visited.extend([tensor._ctx for step in steps for tensor in step.slots])
         self.state_shape = tuple(segment.state_shape)
         self.dtype = steps[-1].upper.data.dtype
         self.depends = set(template.chain_slots)
@@ -270,10 +269,12 @@ class SegmentRun:
         seed = graph.pop_grad(top)
         state_zero = np.zeros(self.state_shape, dtype=self.dtype)
         seed = state_zero if seed is None else np.asarray(seed)
-        injections = np.empty((count,) + self.state_shape, dtype=self.dtype)
+        injections = np.zeros((count,) + self.state_shape, dtype=self.dtype)
+        pop_grad = graph.pop_grad
         for index, step in enumerate(steps):
-            pending = graph.pop_grad(step.lower)
-            injections[index] = 0 if pending is None else pending
+            pending = pop_grad(step.lower)
+            if pending is not None:
+                injections[index] = pending
         diagonal = self.segment.jacobian_kind == "diagonal"
         operator = (
             scans.DiagonalAffineCompose(seeded=True)
