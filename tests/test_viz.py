@@ -424,3 +424,26 @@ def test_the_engine_does_not_import_viz():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_compact_leaves_out_intermediate_tensors_but_keeps_shapes_and_gradients():
+    _x, _w, loss = small_graph()
+    record = viz.backward(loss)
+    picture = viz.draw(loss, compact=True, backward=record)
+    assert node_names(picture) == ["t0", "t1", "op0", "op1", "t3"]  # t2 is left out
+    lines = dot_lines(picture)
+    assert (
+        'op0 -> op1 [label=<2<br/><font color="#b03a2e">∇ 2  ‖1.41‖</font>> color="#a05a55"]'
+        in (lines)
+    )
+    assert "t0 -> op0" in picture.source
+
+
+def test_inputs_used_only_by_folded_calls_fold_with_them():
+    calls = viz.ModuleCalls()
+    loss = viz.examples.rnn(steps=12, calls=calls)
+    source = viz.draw(loss, groups=calls, depth=0, fold=2, max_nodes=None).source
+    assert "<b>x[0]</b>" in source  # a kept step's input stays visible
+    assert "<b>x[11]</b>" in source
+    assert "x[5]" not in source  # the folded steps' inputs are inside the fold
+    assert source.count(" -> fold_g2") == 4  # h from step 1, and the three weights

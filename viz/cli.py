@@ -76,6 +76,9 @@ def add_arguments(parser):
         default=3,
         help="with --group: of a module called many times, draw the first and last N calls",
     )
+    parser.add_argument(
+        "--compact", action="store_true", help="leave out intermediate tensor nodes"
+    )
     parser.add_argument("--steps", type=int, default=4, help="time steps of the rnn example")
     parser.add_argument(
         "--print", action="store_true", help="also print the tape as text (execution/backward)"
@@ -190,6 +193,7 @@ def run(args):
             groups=calls,
             depth=args.depth,
             fold=args.fold,
+            compact=args.compact,
             title=title,
         )
     except GraphvizNotFoundError as error:

@@ -164,6 +164,7 @@ def draw(
     groups=None,
     depth=None,
     fold=3,
+    compact=False,
     title=None,
 ) -> graphviz.Digraph:
     """The graph that produced `root` as a `graphviz.Digraph` (displays inline in Jupyter).
@@ -178,7 +179,8 @@ def draw(
     `groups`: a `ModuleCalls` (from `viz.module_calls(model)`): one box per module call;
     `depth`: collapse calls nested deeper than `depth` into one node each; `fold`: of a
     module called many times in a row (an RNN cell), draw the first and last `fold` calls
-    and one node for the rest (None draws every call).
+    and one node for the rest (None draws every call). `compact`: leave out the nodes of
+    intermediate tensors (ops connect directly, edges still show shapes and gradients).
 
     >>> import tinygrad_ops as tg
     >>> from tinygrad_ops import viz
@@ -213,8 +215,8 @@ def draw(
     #    inside a collapsed call.
     scan_of = {}  # node id -> scan cluster key
     scan_titles = {}
+    producer = {op_node.output: op_id for op_id, op_node in graph.ops.items()}
     if record is not None:
-        producer = {op_node.output: op_id for op_id, op_node in graph.ops.items()}
         position = {node_id: index for index, node_id in enumerate(graph.node_order)}
         for number, (scan_name, tensors) in enumerate(record.scanned_segments):
             key = f"cluster_scan_{number}"
@@ -256,6 +258,10 @@ def draw(
             call = call.parent
         return call, call.depth == depth
 
+    def is_intermediate(node_id):
+        node = graph.tensors.get(node_id)
+        return node is not None and node.kind == INTERMEDIATE
+
     fold_of = _folded_calls(groups, depth, fold) if groups is not None else {}
     folds = {}  # fold display id -> the calls it stands for
     display_of = {}  # node id -> display id
@@ -269,16 +275,35 @@ def draw(
         elif collapsed and node_id not in scan_of:
             display_of[node_id] = f"call_{call.id}"
             collapsed_calls[call.id] = call
+        elif compact and is_intermediate(node_id):
+            continue  # not drawn: its shape labels the edges from its op to its consumers
         else:
             display_of[node_id] = node_id
+
+    # Inputs used only inside a folded run (the x_t of the folded RNN steps) fold too.
+    if folds:
+        consumer_displays = {}
+        for edge in graph.edges:
+            is_leaf = edge.source in graph.tensors and edge.source not in producer
+            if is_leaf and edge.target in display_of:
+                consumer_displays.setdefault(edge.source, set()).add(display_of[edge.target])
+        for node_id, targets in consumer_displays.items():
+            (target,) = targets if len(targets) == 1 else (None,)
+            if target in folds and graph.tensors[node_id].kind != OUTPUT:
+                display_of[node_id] = target
 
     # 2. The display edges (deduplicated where collapsing merged nodes), and the walk back
     #    from the outputs that decides what max_nodes keeps.
     display_edges = []
     seen_edges = set()
     for edge in graph.edges:
-        source, target = display_of[edge.source], display_of[edge.target]
-        merged = source != edge.source or target != edge.target
+        if compact and is_intermediate(edge.target):
+            continue  # op -> its intermediate output: drawn as op -> consumer instead
+        edge_source = edge.source
+        if compact and is_intermediate(edge.source):
+            edge_source = producer[edge.source]
+        source, target = display_of[edge_source], display_of[edge.target]
+        merged = source != edge_source or target != edge.target
         # Edges into a collapsed call are merged; x * x keeps its two edges (two operands).
         key = (source, target) if merged else (source, target, edge.index)
         if source == target or key in seen_edges:

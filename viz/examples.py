@@ -77,7 +77,9 @@ def rnn(steps=4, batch=2, input_size=3, hidden_size=5, seed=0, calls=None):
 
     cell = _grouped(calls, cell, "cell", "RNNCell")
     for step in range(steps):
-        state = cell(inputs[step], state)
+        x_step = inputs[step]
+        x_step.name = f"x[{step}]"
+        state = cell(x_step, state)
     return (state * state).mean()
 
 
