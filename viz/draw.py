@@ -295,7 +295,7 @@ def draw(
     # 2. The display edges (deduplicated where collapsing merged nodes), and the walk back
     #    from the outputs that decides what max_nodes keeps.
     display_edges = []
-    seen_edges = set()
+    seen_edges = {}  # key -> position in display_edges
     for edge in graph.edges:
         if compact and is_intermediate(edge.target):
             continue  # op -> its intermediate output: drawn as op -> consumer instead
@@ -303,13 +303,18 @@ def draw(
         if compact and is_intermediate(edge.source):
             edge_source = producer[edge.source]
         source, target = display_of[edge_source], display_of[edge.target]
-        merged = source != edge_source or target != edge.target
-        # Edges into a collapsed call are merged; x * x keeps its two edges (two operands).
-        key = (source, target) if merged else (source, target, edge.index)
-        if source == target or key in seen_edges:
+        if source == target:
             continue
-        seen_edges.add(key)
-        display_edges.append((source, target, edge, merged))
+        remapped = source != edge_source or target != edge.target
+        # Edges into a collapsed call are merged; x * x keeps its two edges (two operands).
+        key = (source, target) if remapped else (source, target, edge.index)
+        if key in seen_edges:
+            # A drawn edge that stands for several: one of their gradients would mislead.
+            position = seen_edges[key]
+            display_edges[position] = (*display_edges[position][:3], True)
+            continue
+        seen_edges[key] = len(display_edges)
+        display_edges.append((source, target, edge, False))
     sources_of = {}
     for source, target, _edge, _merged in display_edges:
         sources_of.setdefault(target, []).append(source)
@@ -326,11 +331,11 @@ def draw(
             continue
         if display_id in folds:
             run = folds[display_id]
-            picture.nodes[display_id] = _fold_attributes(run, graph, call_of)
+            picture.nodes[display_id] = _fold_attributes(run, graph, call_of, steps)
             outer = run[0].parent
         elif display_id.startswith("call_"):
             call = collapsed_calls[display_id[len("call_") :]]
-            picture.nodes[display_id] = _collapsed_attributes(call, graph, call_of)
+            picture.nodes[display_id] = _collapsed_attributes(call, graph, call_of, steps)
             outer = call.parent
         elif node_id in graph.ops:
             picture.nodes[display_id] = _op_attributes(graph.ops[node_id], steps.get(node_id))
@@ -356,7 +361,6 @@ def draw(
     for source, target, edge, merged in kept_edges:
         if (source, target) in copies:
             source = copies[(source, target)]
-        # A merged edge stands for several: one of their gradients would mislead.
         attributes = _edge_attributes(edge, graph, flags, None if merged else record)
         picture.edges.append((source, target, attributes))
     if dropped:
@@ -470,15 +474,15 @@ def _folded_ancestor(call, fold_of):
     return None
 
 
-def _fold_attributes(run, graph, call_of):
-    inside = sum(
-        1 for node_id in graph.ops if any(_inside(call_of.get(node_id), call) for call in run)
-    )
+def _fold_attributes(run, graph, call_of, steps):
+    members = set(run)
+    inside = [node_id for node_id in graph.ops if _folded_member(call_of.get(node_id), members)]
     first, last = run[0], run[-1]
     lines = [
         (f"{first.path or '(model)'}  × {len(run)}", [("b", None)]),
         (f"{first.type_name} calls #{first.call_index} … #{last.call_index}", []),
-        (f"{inside} ops, not drawn", [("size", 9), ("color", "#555555")]),
+        (f"{len(inside)} ops, not drawn", [("size", 9), ("color", "#555555")]),
+        *_step_range(inside, steps),
     ]
     return {
         "label": _html(lines),
@@ -586,12 +590,23 @@ def _op_attributes(op_node, step):
     return attributes
 
 
-def _collapsed_attributes(call, graph, call_of):
-    inside = sum(1 for node_id in graph.ops if _inside(call_of.get(node_id), call))
+def _step_range(op_ids, steps):
+    """'backward #4-#8' for the steps of the ops hidden in a collapsed node ('' if none)."""
+    numbers = [steps[op_id] for op_id in op_ids if op_id in steps]
+    if not numbers:
+        return []
+    low, high = min(numbers), max(numbers)
+    text = f"backward #{low}" + (f"–#{high}" if high != low else "")
+    return [(text, [("size", 9), ("color", STEP_COLOUR)])]
+
+
+def _collapsed_attributes(call, graph, call_of, steps):
+    inside = [node_id for node_id in graph.ops if _inside(call_of.get(node_id), call)]
     lines = [
         (call.path or "(model)", [("b", None)]),
         (f"{call.type_name}" + (f" call #{call.call_index}" if call.call_index else ""), []),
-        (f"{inside} ops", [("size", 9), ("color", "#555555")]),
+        (f"{len(inside)} ops", [("size", 9), ("color", "#555555")]),
+        *_step_range(inside, steps),
     ]
     return {
         "label": _html(lines),
@@ -600,6 +615,14 @@ def _collapsed_attributes(call, graph, call_of):
         "fillcolor": "#e8eefc",
         "color": "#4a6fa5",
     }
+
+
+def _folded_member(call, members):
+    while call is not None:
+        if call in members:
+            return True
+        call = call.parent
+    return False
 
 
 def _inside(call, ancestor):
