@@ -77,12 +77,13 @@ def main():
 
     # The scan scheduler: the chain segment it scanned, as one highlighted cluster.
     if "blelloch" in tg.available_schedulers():
-        loss = viz.examples.rnn(steps=4)
+        loss = viz.examples.rnn(steps=6)
         record = viz.backward(loss, scheduler="blelloch")
         save(
             "rnn_scan",
             loss,
             backward=record,
+            compact=True,
             rankdir="LR",
             title="backward(scheduler='blelloch'): the scanned chain segment",
         )
