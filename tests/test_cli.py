@@ -255,3 +255,13 @@ def test_the_progress_bar_shows_loss_and_accuracy(tmp_path, capsys):
     assert "epoch 1/1" in err
     assert "loss=" in err
     assert "acc=" in err
+
+
+def test_the_graph_command_is_dispatched_to_viz(short_run, tmp_path, capsys):
+    _, out = short_run
+    picture = tmp_path / "model.svg"
+    options = ["graph", "--checkpoint", str(out / "checkpoint.npz"), "--group", "-o", str(picture)]
+    assert cli.main(options) == 0
+    assert picture.read_text().lstrip().startswith("<?xml")
+    assert cli.main(["graph"]) == 2
+    assert "--checkpoint" in _one_line_error(capsys)
