@@ -39,8 +39,6 @@ import numpy as np
 from ..autograd import topological_order
 from . import jacobians
 
-# Ops a template may contain (their backward rules work unchanged on stacked operands).
-BATCHABLE = frozenset(jacobians.JACOBIAN_RULES)
 MIN_STEPS = 2  # a segment shorter than this is not worth a scan
 MAX_PERIOD = 16  # the most ops per step that the period search tries
 
@@ -215,8 +213,15 @@ def find_chains(graph, min_steps=MIN_STEPS):
     outputs = [where for where in range(count) if not consumers[where]]
     top = max(outputs, key=lambda where: depth[where])
     spine = [top]
-    while inputs[spine[-1]]:
-        spine.append(max(inputs[spine[-1]], key=lambda where: depth[where]))
+    current = top
+    while inputs[current]:
+        deepest = -1
+        for operand in inputs[current]:
+            if depth[operand] > deepest:
+                deepest = depth[operand]
+                following = operand
+        spine.append(following)
+        current = following
     # The chain starts below the spine's last non-shared tensor (a weight used everywhere
     # would make every edge jump over every anchor).
     start = len(spine) - 1
@@ -531,7 +536,11 @@ def _step(lower_position, upper_position, context):
         tensor = slots[cursor]
         node = tensor._ctx
         cls = type(node)
-        if cls not in BATCHABLE or tensor._hooks or (capture is not None and id(tensor) in capture):
+        if (
+            cls not in jacobians.JACOBIAN_RULES
+            or tensor._hooks
+            or (capture is not None and id(tensor) in capture)
+        ):
             return None
         if cls is jacobians.MatMul and (np.ndim(node.inputs[0]) < 2 or np.ndim(node.inputs[1]) < 2):
             return None
