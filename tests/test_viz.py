@@ -123,6 +123,18 @@ def test_printed_tape_in_execution_and_backward_order(capsys):
         "     2  op0    Mul(t0 x 2 float32, t1 w 2 float32) -> t2 2 float32",
     ]
     assert str(viz.trace(loss)) == viz.trace(loss).text()
+    assert repr(viz.trace(loss)) == viz.trace(loss).text()  # the prompt shows the tape
+
+
+def test_a_big_trace_has_a_short_repr():
+    x = named([0.5], "x")
+    out = x
+    for _ in range(150):
+        out = out.tanh()
+    assert repr(viz.trace(out)) == (
+        "<Trace: 151 tensors, 150 ops, 300 edges; print() it for the whole tape>"
+    )
+    assert len(str(viz.trace(out)).splitlines()) == 302
 
 
 # -- the DOT source ----------------------------------------------------------------------------

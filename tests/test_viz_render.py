@@ -80,6 +80,11 @@ def test_without_dot_the_dot_text_is_written_and_the_error_says_how_to_install(
     assert isinstance(error.value, RuntimeError)
 
 
+def test_a_finished_digraph_takes_no_draw_options(tmp_path):
+    with pytest.raises(TypeError, match="draw options"):
+        viz.render(viz.draw(small_loss()), tmp_path / "graph.dot", rankdir="TB")
+
+
 def test_unknown_format_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="format='jpg2'"):
         viz.render(small_loss(), tmp_path / "graph.jpg2")

@@ -758,7 +758,15 @@ def render(root, path, format=None, **draw_options) -> Path:
         format = "dot"
     if format not in FORMATS:
         raise ValueError(f"format={format!r}: use one of {', '.join(FORMATS)}")
-    digraph = root if isinstance(root, graphviz.Digraph) else draw(root, **draw_options)
+    if isinstance(root, graphviz.Digraph):
+        if draw_options:
+            raise TypeError(
+                f"render() got a finished Digraph and draw options {sorted(draw_options)}: "
+                "pass the tensor instead, or the options to draw()"
+            )
+        digraph = root
+    else:
+        digraph = draw(root, **draw_options)
     path.parent.mkdir(parents=True, exist_ok=True)
     if format == "dot":
         path.write_text(digraph.source, encoding="utf-8")

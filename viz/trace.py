@@ -75,6 +75,8 @@ def _is_parameter(tensor) -> bool:
     return any(cls.__name__ == "Parameter" for cls in type(tensor).__mro__)
 
 
+REPR_LIMIT = 100  # ops; a bigger trace's repr is a one-line summary
+
 # Op attributes worth showing beside the op's name (the rest are internal bookkeeping).
 _DETAIL_SLOTS = ("exponent", "axis")
 
@@ -161,7 +163,13 @@ class Trace:
         return self.text()
 
     def __repr__(self) -> str:
-        return f"<Trace: {len(self.tensors)} tensors, {len(self.ops)} ops, {len(self.edges)} edges>"
+        # At the prompt, `viz.trace(loss)` shows the tape itself (up to a readable size).
+        if len(self.ops) <= REPR_LIMIT:
+            return self.text()
+        return (
+            f"<Trace: {len(self.tensors)} tensors, {len(self.ops)} ops, {len(self.edges)} "
+            "edges; print() it for the whole tape>"
+        )
 
 
 def _as_roots(root) -> list:
