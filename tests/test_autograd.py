@@ -771,6 +771,20 @@ def test_inplace_with_a_tensor_operand_gives_torch_gradients():
     close(other.grad, other_t.grad)
 
 
+def test_consumers_recorded_before_an_inplace_op_keep_the_old_history():
+    # z consumed y before y.mul_(5): z's gradient must not pass through the in-place op.
+    x, xt = pair([1.0, 2.0])
+    for engine_x in (x, xt):
+        y = engine_x * 2
+        z = y * 3
+        y.mul_(5)
+        w = y * 7
+        y.add_(1)
+        (z.sum() + w.sum() + y.sum()).backward()
+    close(x.grad, xt.grad)  # 6 + 5 * 7 * 2 + 5 * 2 = 86 per element
+    np.testing.assert_allclose(x.grad.numpy(), [86.0, 86.0])
+
+
 def test_inplace_on_a_leaf_is_allowed_under_no_grad():
     x = tg.Tensor([1.0, -2.0], requires_grad=True)
     with tg.no_grad():

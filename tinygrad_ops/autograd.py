@@ -293,6 +293,30 @@ def node_name(node) -> str:
     return function.__name__ if function is not None else type(node).__name__
 
 
+def as_recorded(operand, node):
+    """The tensor `node` consumed as `operand`, with the history it had then.
+
+    An in-place op on a tensor that requires grad gives that tensor a new node, created
+    after every node that consumed it before; its old history moves to a 'shadow' tensor,
+    the in-place node's first input. So a node whose input's history is younger than the
+    node itself follows it back to that shadow: `y = x * 2; z = y * 3; y.mul_(5)` still
+    sends z's gradient to x through `x * 2` alone, as in PyTorch.
+    """
+    history = operand._ctx
+    while history is not None and history.sequence > node.sequence:
+        operand = history.inputs[0]
+        history = operand._ctx
+    return operand
+
+
+def recorded_inputs(node):
+    """`node.inputs`, each Tensor as `node` consumed it (see `as_recorded`)."""
+    return [
+        as_recorded(operand, node) if isinstance(operand, Tensor) else operand
+        for operand in node.inputs
+    ]
+
+
 def unbroadcast(grad, shape: tuple, op, index: int):
     """Sum `grad` down to `shape`: the one place where broadcasting is undone.
 
@@ -466,7 +490,7 @@ class BackwardGraph:
                         owned.add(parent_key)
                 continue
             self.visit(tensor, grad)
-            for parent in node.inputs:
+            for parent in recorded_inputs(node):
                 parent_key = id(parent)
                 if parent_key not in queued and parent_key in grads:
                     queued.add(parent_key)
@@ -501,6 +525,9 @@ class BackwardGraph:
             input_grad = grads[index]
             if input_grad is None or not node.needs_input_grad[index]:
                 continue
+            history = operand._ctx
+            if history is not None and history.sequence > node.sequence:
+                operand = as_recorded(operand, node)  # modified in place after node consumed it
             if not self.create_graph and type(input_grad) is not np.ndarray:
                 input_grad = np.asarray(input_grad)
             if input_grad.dtype != operand.data.dtype:  # (a Tensor's astype is recorded)
@@ -599,7 +626,7 @@ def topological_order(roots, wanted=None):
             leaves.append(tensor)
             continue
         interior.append(tensor)
-        for operand, needs in zip(node.inputs, node.needs_input_grad):
+        for operand, needs in zip(recorded_inputs(node), node.needs_input_grad):
             if needs and id(operand) not in seen:
                 seen.add(id(operand))
                 stack.append(operand)
@@ -616,7 +643,7 @@ def topological_order(roots, wanted=None):
             node is not None
             and any(
                 needs and id(operand) in reaching
-                for operand, needs in zip(node.inputs, node.needs_input_grad)
+                for operand, needs in zip(recorded_inputs(node), node.needs_input_grad)
             )
         ):
             reaching.add(key)
