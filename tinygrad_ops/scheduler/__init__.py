@@ -17,7 +17,21 @@ _DEFAULT = {"name": "sequential"}
 
 
 def register_scheduler(name, scheduler):
-    """Make `scheduler` (an object with `run(graph)`) available under `name`."""
+    """Make `scheduler` (an object with `run(graph)`) available under `name`.
+
+    A scheduler object works without registering too; registering lets `backward` and
+    `set_default_scheduler` take it by name:
+
+    >>> import tinygrad_ops as tg
+    >>> class Walk:  # the reference walk, as a user-written scheduler
+    ...     name = "walk"
+    ...     def run(self, graph):
+    ...         graph.run_sequential()
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    >>> (x * x).sum().backward(scheduler=Walk())
+    >>> x.grad.numpy()
+    array([2., 4.], dtype=float32)
+    """
     if not callable(getattr(scheduler, "run", None)):
         raise TypeError(f"a scheduler needs a run(graph) method, got {type(scheduler).__name__}")
     _REGISTRY[name] = scheduler
@@ -25,7 +39,14 @@ def register_scheduler(name, scheduler):
 
 
 def available_schedulers() -> list:
-    """The names `backward(scheduler=...)` accepts."""
+    """The names `backward(scheduler=...)` accepts.
+
+    >>> import tinygrad_ops as tg
+    >>> {"sequential", "hillis-steele", "blelloch", "blocked", "auto"} <= set(
+    ...     tg.available_schedulers()
+    ... )
+    True
+    """
     return sorted(_REGISTRY)
 
 
@@ -63,6 +84,12 @@ def set_default_scheduler(name):
 
 
 def get_default_scheduler():
+    """The name of the scheduler backward uses when given none.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.get_default_scheduler()
+    'sequential'
+    """
     return _DEFAULT["name"]
 
 
