@@ -312,6 +312,9 @@ class _StepContext:
         self.end = end
         self.below = below
         self.capture = graph.capture
+        # With several outputs, an output inside a step would carry a seed gradient that
+        # the step's Jacobian does not see: such steps are not scanned.
+        self.seeded = set(graph.grads) if len(graph.grads) > 1 else None
 
 
 def _segments(anchors, context, min_steps):
@@ -498,6 +501,9 @@ def _replay(template, lower_position, upper_position, context, created_before=Fa
         return None
     if capture is not None and any(id(tensor) in capture for tensor in slots):
         return None
+    seeded = context.seeded
+    if seeded is not None and any(id(tensor) in seeded for tensor in slots[1:]):
+        return None
     level = context.level
     end = context.end
     for consumer in consumers[lower_position]:
@@ -570,6 +576,8 @@ def _step(lower_position, upper_position, context):
         cursor += 1
     # Internal slots: consumers inside the step only (no injection into a step's inside).
     slot_positions = {position[id(tensor)] for tensor in slots}
+    if context.seeded is not None and any(id(tensor) in context.seeded for tensor in slots[1:]):
+        return None
     for tensor in slots[1:]:
         for consumer in consumers[position[id(tensor)]]:
             if consumer not in slot_positions:
