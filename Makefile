@@ -39,7 +39,7 @@ test: $(STAMP) graphviz lint
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python -m tinygrad_ops bench
+	$(BIN)/python -m tinygrad_ops bench all
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache .hypothesis

@@ -649,6 +649,10 @@ COMMANDS = {
         help="draw the compute graph of an expression or a model",
         module="tinygrad_ops.viz.cli",
     ),
+    "bench": Command(
+        help="run the benchmarks (this engine vs hand-written numpy and PyTorch)",
+        module="tinygrad_ops.bench",
+    ),
 }
 
 

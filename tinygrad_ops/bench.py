@@ -1,0 +1,79 @@
+"""`tinygrad-ops bench`: run the side-by-side benchmarks of a source checkout.
+
+    tinygrad-ops bench train-step            one SGD step: hand-written numpy, PyTorch, this engine
+    tinygrad-ops bench core -- --rounds 9    per-op overhead; arguments after -- go to the script
+    tinygrad-ops bench all
+
+The scripts live in `benchmarks/` next to the package (they are not installed) and need
+PyTorch, the reference they are measured against (`pip install -e ".[test]"`).
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+# Name on the command line -> script in benchmarks/ and what it measures.
+BENCHMARKS = {
+    "train-step": ("train_step.py", "a 2-layer MLP training step vs numpy and PyTorch"),
+    "core": ("bench_core.py", "per-op overhead of a 100-op chain; a 100,000-node backward"),
+    "nn-ops": ("bench_nn_ops.py", "softmax and the norms, forward+backward, vs PyTorch"),
+    "scan": ("bench_scan.py", "backward time per scheduler over hidden sizes and lengths"),
+}
+
+
+class BenchmarkError(OSError):
+    """The benchmarks cannot be run here (no source checkout, or PyTorch missing)."""
+
+
+def benchmarks_folder() -> Path:
+    """The `benchmarks/` folder of the source checkout this package was installed from."""
+    return Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def add_arguments(parser):
+    """The options of `tinygrad-ops bench`."""
+    listing = "; ".join(f"{name}: {about}" for name, (_, about) in BENCHMARKS.items())
+    parser.add_argument(
+        "name",
+        choices=[*BENCHMARKS, "all"],
+        help=f"which benchmark to run ({listing}; all: each in turn)",
+    )
+    parser.add_argument(
+        "script_args",
+        nargs="*",
+        metavar="ARG",
+        help="arguments passed on to the benchmark script (put them after --)",
+    )
+
+
+def run(args) -> int:
+    """Run the chosen benchmark script(s) in this process; returns the exit code."""
+    folder = benchmarks_folder()
+    if not folder.is_dir():
+        raise BenchmarkError(
+            f"no benchmarks/ folder at {folder}: the benchmarks come with a source checkout "
+            "(git clone, then pip install -e '.[all,test]')"
+        )
+    try:
+        import torch  # noqa: F401 (only checks that the reference is installed)
+    except ImportError:
+        raise BenchmarkError(
+            "the benchmarks compare against PyTorch: pip install torch==2.13.0 "
+            "(or pip install -e '.[test]')"
+        ) from None
+    names = list(BENCHMARKS) if args.name == "all" else [args.name]
+    for name in names:
+        script = folder / BENCHMARKS[name][0]
+        print(f"== {name}: {script.name} {' '.join(args.script_args)}".rstrip(), flush=True)
+        saved_argv = sys.argv
+        sys.argv = [str(script), *args.script_args]
+        try:
+            runpy.run_path(str(script), run_name="__main__")
+        except SystemExit as exit_request:
+            if exit_request.code not in (None, 0):
+                return exit_request.code if isinstance(exit_request.code, int) else 1
+        finally:
+            sys.argv = saved_argv
+    return 0
