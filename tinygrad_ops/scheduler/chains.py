@@ -99,6 +99,8 @@ class Template:
         "needs",
         "uses",
         "checks",
+        "prev_uses",
+        "prev_path",
     )
 
     def __init__(self, classes, paths, wiring, shapes, chain_slots, order, needs):
@@ -114,6 +116,11 @@ class Template:
             for code in codes:
                 if isinstance(code, tuple) and code[0] == "slot":
                     self.uses[code[1]] += 1
+        self.prev_uses = sum(codes.count("prev") for codes in wiring)
+        self.prev_path = None  # (slot, input index) where x_{i-1} is read
+        for slot, codes in enumerate(wiring):
+            if self.prev_path is None and "prev" in codes:
+                self.prev_path = (slot, codes.index("prev"))
         # What `_replay` checks, slot by slot.
         self.checks = []
         for slot, codes in enumerate(wiring):
@@ -603,3 +610,210 @@ def _step(lower_position, upper_position, context):
     needs = [tensor._ctx.needs_input_grad for tensor in slots]
     template = Template(classes, paths, wiring, shapes, chain_slots, order, needs)
     return template, Step(lower, upper, slots, outside)
+
+
+# ----------------------------------------------------------------------------------------------
+# The lean path: a chain whose every anchor and inside tensor is read by its step only.
+
+
+class LeanPlan:
+    """What `find_simple_chain` found: one segment whose tensors nothing else reads."""
+
+    def __init__(self, segment, counts):
+        self.segment = segment
+        self.counts = counts
+
+
+def find_simple_chain(graph, min_steps=MIN_STEPS):
+    """The common case without the full analysis: a chain (an RNN with its loss on the last
+    state, a chain of elementwise ops) whose anchors and inside tensors have no consumer
+    outside their step. One pass counts every tensor's consumers; the top step is found
+    near the output and every further step is checked against its template on the way
+    down. Returns a LeanPlan, or None (the full analysis then decides).
+    """
+    if graph.wanted is not None or len(graph.grads) != 1:
+        return None
+    counts = {}
+    stack = list(graph.roots)
+    for root in stack:
+        counts[id(root)] = 0
+    pop = stack.pop
+    push = stack.append
+    get = counts.get
+    while stack:
+        node = pop()._ctx
+        if node is None:
+            continue
+        for operand, needs in zip(node.inputs, node.needs_input_grad):
+            if needs:
+                key = id(operand)
+                seen = get(key)
+                if seen is None:
+                    counts[key] = 1
+                    push(operand)
+                else:
+                    counts[key] = seen + 1
+    # A window of the path below the output: inputs read once that lead on.
+    window = [graph.roots[0]]
+    while len(window) < 8 * MAX_PERIOD:
+        node = window[-1]._ctx
+        if node is None:
+            break
+        following = None
+        for operand, needs in zip(node.inputs, node.needs_input_grad):
+            if not needs or operand._ctx is None or get(id(operand)) != 1:
+                continue
+            leads_on = any(
+                flag and other._ctx is not None
+                for other, flag in zip(operand._ctx.inputs, operand._ctx.needs_input_grad)
+            )
+            if leads_on and (following is None or operand._ctx.sequence > following._ctx.sequence):
+                following = operand
+        if following is None:
+            break
+        window.append(following)
+    classes = [type(tensor._ctx) for tensor in window]
+    period = _period(classes[::-1])
+    if period is None or len(window) < 2 * period + 1:
+        return None
+    # The top-most tensor from which the classes repeat: the chain's last anchor.
+    top = 0
+    while top + period < len(window) and any(
+        classes[j] is not classes[j + period] for j in range(top, len(window) - period)
+    ):
+        top += 1
+    if top + period >= len(window):
+        return None
+    built = _lean_step(window[top + period], window[top], counts, graph)
+    if built is None:
+        return None
+    template, step = built
+    steps = [step]
+    while True:
+        upper = steps[-1].lower
+        if upper._ctx is None:
+            break
+        step = _lean_replay(template, upper, counts, graph)
+        if step is None:
+            break
+        steps.append(step)
+    if len(steps) < min_steps:
+        return None
+    run = [(template, step) for step in reversed(steps)]
+    segments = []
+    _close(run, segments, min_steps)
+    return LeanPlan(segments[0], counts) if segments else None
+
+
+def _lean_step(lower, upper, counts, graph):
+    """`_step` where every consumer must be inside the step (counts instead of lists)."""
+    if upper.shape != lower.shape or upper._ctx is None:
+        return None
+    capture = graph.capture
+    slots = [upper]
+    slot_of = {id(upper): 0}
+    classes, paths, wiring, shapes, outside = [], [None], [], [], []
+    prev_uses = 0
+    cursor = 0
+    while cursor < len(slots):
+        tensor = slots[cursor]
+        node = tensor._ctx
+        cls = type(node)
+        if cls not in jacobians.JACOBIAN_RULES or tensor._hooks:
+            return None
+        if capture is not None and id(tensor) in capture:
+            return None
+        if cls is jacobians.MatMul and (np.ndim(node.inputs[0]) < 2 or np.ndim(node.inputs[1]) < 2):
+            return None
+        classes.append(cls)
+        shapes.append((tensor.data.shape, tensor.data.dtype.str))
+        codes = []
+        for k, (operand, needs) in enumerate(zip(node.inputs, node.needs_input_grad)):
+            count = counts.get(id(operand)) if needs else None
+            if count is None:
+                codes.append("const")
+            elif operand is lower:
+                codes.append("prev")
+                prev_uses += 1
+            elif id(operand) in slot_of:
+                codes.append(("slot", slot_of[id(operand)]))
+            elif operand._ctx is not None and count == 1:
+                codes.append(("slot", len(slots)))
+                slot_of[id(operand)] = len(slots)
+                slots.append(operand)
+                paths.append((cursor, k))
+            else:
+                codes.append("outside")
+                outside.append((cursor, k, operand))
+        wiring.append(codes)
+        cursor += 1
+    if counts.get(id(lower)) != prev_uses:
+        return None  # the lower anchor is read outside the step
+    order = sorted(range(len(slots)), key=lambda slot: slots[slot]._ctx.sequence, reverse=True)
+    depends = [False] * len(slots)
+    for slot in reversed(order):
+        for k, code in enumerate(wiring[slot]):
+            if not (code == "prev" or (code[0] == "slot" and depends[code[1]])):
+                continue
+            depends[slot] = True
+            cls = classes[slot]
+            operand = slots[slot]._ctx.inputs[k]
+            if cls in jacobians.ELEMENTWISE and operand.shape != shapes[slot][0]:
+                return None
+            if cls is jacobians.MatMul and k != 0:
+                return None
+    if not depends[0]:
+        return None
+    chain_slots = [slot for slot in order if depends[slot]]
+    needs = [tensor._ctx.needs_input_grad for tensor in slots]
+    template = Template(classes, paths, wiring, shapes, chain_slots, order, needs)
+    # Every inside slot is read by its consumers in the step only.
+    for slot in range(1, len(slots)):
+        if counts.get(id(slots[slot])) != template.uses[slot]:
+            return None
+    return template, Step(lower, upper, slots, outside)
+
+
+def _lean_replay(template, upper, counts, graph):
+    """The step below `upper` if it matches `template` with nothing read from outside."""
+    slots = [upper]
+    try:
+        for parent, k in template.paths[1:]:
+            slots.append(slots[parent]._ctx.inputs[k])
+        slot, k = template.prev_path
+        lower = slots[slot]._ctx.inputs[k]
+    except (AttributeError, IndexError, TypeError):
+        return None
+    get = counts.get
+    if get(id(lower)) != template.prev_uses:
+        return None
+    uses = template.uses
+    outside = []
+    for slot, (cls, needs, shape, dtype, prev_inputs, slot_inputs, outside_inputs) in enumerate(
+        template.checks
+    ):
+        tensor = slots[slot]
+        node = tensor._ctx
+        data = tensor.data
+        if (
+            type(node) is not cls
+            or node.needs_input_grad != needs
+            or data.shape != shape
+            or data.dtype != dtype
+            or tensor._hooks
+            or (slot and get(id(tensor)) != uses[slot])
+        ):
+            return None
+        inputs = node.inputs
+        for k in prev_inputs:
+            if inputs[k] is not lower:
+                return None
+        for k, other in slot_inputs:
+            if inputs[k] is not slots[other]:
+                return None
+        for k in outside_inputs:
+            outside.append((slot, k, inputs[k]))
+    capture = graph.capture
+    if capture is not None and any(id(tensor) in capture for tensor in slots):
+        return None
+    return Step(lower, upper, slots, outside)

@@ -18,12 +18,13 @@ would not be recorded node by node.
 """
 
 import gc
+import heapq
 
 import numpy as np
 
 from ..autograd import STATE, Op
 from . import jacobians, scans
-from .chains import find_chains
+from .chains import find_chains, find_simple_chain
 
 _BATCHED_CLASSES = {}
 
@@ -347,6 +348,14 @@ class ScanScheduler:
         collecting = gc.isenabled()
         gc.disable()
         try:
+            lean = find_simple_chain(graph, self.min_steps)
+            if lean is not None:
+                method, block_size = self.choose(lean.segment)
+                if method == "sequential":
+                    graph.run_sequential()
+                else:
+                    execute_simple(graph, lean.segment, method, block_size, self.name)
+                return
             plan = find_chains(graph, self.min_steps)
             chosen = []
             for segment in plan.segments:
@@ -398,4 +407,32 @@ def execute(graph, plan, chosen, name):
         grad = pop_grad(tensor)
         if grad is not None:
             visit(tensor, grad)
+    graph.run_sequential()
+
+
+def execute_simple(graph, segment, method, block_size, name):
+    """Walk down to the segment's top anchor (by creation number, as the engine's walk
+    does), scan the segment, and let the engine's walk finish the graph."""
+    top = segment.steps[-1].upper
+    tensors = graph.tensors
+    grads = graph.grads
+    heap = [(-tensors[key]._ctx.sequence, key) for key in grads if tensors[key]._ctx is not None]
+    heapq.heapify(heap)
+    queued = set(grads)
+    while heap:
+        key = heapq.heappop(heap)[1]
+        tensor = tensors[key]
+        if tensor is top:
+            break
+        grad = graph.pop_grad(tensor)
+        if grad is None:
+            continue
+        graph.visit(tensor, grad)
+        for operand in tensor._ctx.inputs:
+            operand_key = id(operand)
+            if operand_key in grads and operand_key not in queued and operand._ctx is not None:
+                queued.add(operand_key)
+                heapq.heappush(heap, (-operand._ctx.sequence, operand_key))
+    SegmentRun(graph, segment).run(method, block_size)
+    graph.scanned_segments.append((name, segment.anchors))
     graph.run_sequential()
