@@ -71,7 +71,7 @@ def test_every_block_runs_and_prints_what_the_text_says(tmp_path, monkeypatch):
 def test_every_picture_exists():
     text = TUTORIAL.read_text(encoding="utf-8")
     pictures = IMAGE.findall(text)
-    assert len(pictures) >= 3
+    assert len(pictures) >= 4
     for picture in pictures:
         assert (DOCS / picture).is_file(), f"tutorial.md shows {picture}, which does not exist"
 
