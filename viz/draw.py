@@ -729,7 +729,13 @@ class GraphvizNotFoundError(RuntimeError):
 
 
 def dot_program():
-    """The path of Graphviz's `dot` program, or None when it is not installed."""
+    """The path of Graphviz's `dot` program, or None when it is not installed.
+
+    >>> from tinygrad_ops import viz
+    >>> path = viz.dot_program()
+    >>> path is None or path.endswith(("dot", "dot.exe"))
+    True
+    """
     return shutil.which("dot")
 
 
@@ -824,7 +830,15 @@ def enable_notebook_display() -> None:
 
 
 def disable_notebook_display() -> None:
-    """Undo `enable_notebook_display`."""
+    """Undo `enable_notebook_display`: Tensors display as text again.
+
+    >>> import tinygrad_ops as tg
+    >>> from tinygrad_ops import viz
+    >>> viz.enable_notebook_display()
+    >>> viz.disable_notebook_display()
+    >>> hasattr(tg.Tensor, "_repr_mimebundle_")
+    False
+    """
     from tinygrad_ops import Tensor
 
     if "_repr_mimebundle_" in Tensor.__dict__:
