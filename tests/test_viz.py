@@ -459,3 +459,34 @@ def test_inputs_used_only_by_folded_calls_fold_with_them():
     assert "<b>x[11]</b>" in source
     assert "x[5]" not in source  # the folded steps' inputs are inside the fold
     assert source.count(" -> fold_g2") == 4  # h from step 1, and the three weights
+
+
+def test_a_user_function_is_drawn_under_its_own_name():
+    class Cube(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * 3 * x * x
+
+    x = named([2.0], "x")
+    loss = Cube.apply(x).sum()
+    assert [op.op_name for op in viz.trace(loss).ops.values()] == ["Cube", "Sum"]
+    record = viz.backward(loss)
+    assert "<b>Cube</b>" in viz.draw(loss, backward=record).source
+    np.testing.assert_allclose(x.grad.numpy(), [12.0])
+
+
+def test_recording_a_create_graph_pass():
+    x = named([1.0, 2.0], "x")
+    loss = (x * x * x).sum()
+    recorder = viz.RecordingScheduler()
+    (grad,) = tg.grad(loss, [x], create_graph=True, scheduler=recorder)
+    assert [type(op).__name__ for op in recorder.record.visit_order] == ["Sum", "Mul", "Mul"]
+    np.testing.assert_allclose(grad.numpy(), [3.0, 12.0])
+    # The gradient is itself a graph that can be drawn (and differentiated again).
+    assert len(viz.trace(grad.sum()).ops) > 3

@@ -81,6 +81,14 @@ REPR_LIMIT = 100  # ops; a bigger trace's repr is a one-line summary
 _DETAIL_SLOTS = ("exponent", "axis")
 
 
+def _op_name(op) -> str:
+    """The op's class name; for a user `tg.Function`, the Function's own name."""
+    function = getattr(op, "function", None)
+    if isinstance(function, type):
+        return function.__name__
+    return type(op).__name__
+
+
 def _op_detail(op) -> str:
     parts = []
     for slot in _DETAIL_SLOTS:
@@ -280,7 +288,7 @@ def trace(root) -> Trace:
             graph.node_order.append(op_id)
             output_id = add_tensor(tensor)
             graph.ops[op_id] = OpNode(
-                op_id, type(node).__name__, input_ids, output_id, _op_detail(node), node
+                op_id, _op_name(node), input_ids, output_id, _op_detail(node), node
             )
             graph.op_ids[id(node)] = op_id
             for input_id, index, shape in edges:
