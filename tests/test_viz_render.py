@@ -88,3 +88,41 @@ def test_a_finished_digraph_takes_no_draw_options(tmp_path):
 def test_unknown_format_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="format='jpg2'"):
         viz.render(small_loss(), tmp_path / "graph.jpg2")
+
+
+@needs_dot
+def test_every_combination_of_options_gives_dot_that_graphviz_accepts():
+    import itertools
+    import subprocess
+
+    from tinygrad_ops import nn
+
+    nn.manual_seed(0)
+    model = nn.Sequential(
+        nn.Linear(3, 4), nn.Sequential(nn.Linear(4, 4), nn.Tanh()), nn.Linear(4, 2)
+    )
+    with viz.module_calls(model) as model_calls:
+        model_loss = model(tg.randn(2, 3, seed=0)).sum()  # an unnamed input, nested modules
+    rnn_calls = viz.ModuleCalls()
+    rnn_loss = viz.examples.rnn(steps=9, calls=rnn_calls)
+    for loss, calls in ((model_loss, model_calls), (rnn_loss, rnn_calls)):
+        record = viz.backward(loss, retain_graph=True)
+        options = itertools.product(
+            [None, 0, 1], [None, 1], [False, True], [None, 7], [None, record], ["", "shape|grad"]
+        )
+        for depth, fold, compact, max_nodes, backward, show in options:
+            picture = viz.draw(
+                loss,
+                groups=calls,
+                depth=depth,
+                fold=fold,
+                compact=compact,
+                max_nodes=max_nodes,
+                backward=backward,
+                show=show,
+            )
+            result = subprocess.run(
+                ["dot", "-Tsvg"], input=picture.source.encode(), capture_output=True, check=False
+            )
+            assert result.returncode == 0, (depth, fold, compact, max_nodes, result.stderr)
+            assert result.stderr == b"", (depth, fold, compact, max_nodes, result.stderr)

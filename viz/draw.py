@@ -567,10 +567,9 @@ def _tensor_attributes(node, flags, record):
                 text = f"grad {_number(info.minimum)} / {_number(info.mean)} / "
                 text += f"{_number(info.maximum)}  ‖{_number(info.norm)}‖"
             lines.append((text, [("size", 9), ("color", STEP_COLOUR)]))
-    if not lines:
-        lines.append(("", []))
     attributes = {
-        "label": _html(lines),
+        # An empty HTML label ("<>") is a syntax error in DOT; an empty plain one is not.
+        "label": _html(lines) if lines else "",
         "shape": "box",
         "style": "filled",
         "fillcolor": fill,
