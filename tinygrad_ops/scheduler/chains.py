@@ -37,6 +37,7 @@ import itertools
 import numpy as np
 
 from ..autograd import topological_order
+from ..tensor import Tensor
 from . import jacobians
 
 MIN_STEPS = 2  # a segment shorter than this is not worth a scan
@@ -415,6 +416,11 @@ def _close(run, segments, min_steps):
     shared = []
     for number, (_, _, operand) in enumerate(first_outside):
         shared.append(all(step.outside[number][2] is operand for step in steps))
+    for number, is_shared in enumerate(shared):
+        if not is_shared:
+            shape = first_outside[number][2].shape
+            if any(step.outside[number][2].shape != shape for step in steps):
+                return  # per-step inputs of different shapes cannot be stacked
     for step in steps:
         step.outside = [entry for entry, is_shared in zip(step.outside, shared) if not is_shared]
     wiring = [list(codes) for codes in template.wiring]
@@ -619,41 +625,22 @@ def _step(lower_position, upper_position, context):
 class LeanPlan:
     """What `find_simple_chain` found: one segment whose tensors nothing else reads."""
 
-    def __init__(self, segment, counts):
+    def __init__(self, segment):
         self.segment = segment
-        self.counts = counts
 
 
 def find_simple_chain(graph, min_steps=MIN_STEPS):
     """The common case without the full analysis: a chain (an RNN with its loss on the last
-    state, a chain of elementwise ops) whose anchors and inside tensors have no consumer
-    outside their step. One pass counts every tensor's consumers; the top step is found
-    near the output and every further step is checked against its template on the way
-    down. Returns a LeanPlan, or None (the full analysis then decides).
+    state, a chain of elementwise ops) whose anchors and inside tensors are read by their
+    own step only. The top step is found near the output, every further step is checked
+    against its template on the way down, and a last search over the tensors that are not
+    in the chain proves that none of them reads a chain tensor. Returns a LeanPlan, or
+    None (the full analysis then decides).
     """
-    if graph.wanted is not None or len(graph.grads) != 1:
+    if graph.wanted is not None or len(graph.grads) != 1 or len(graph.roots) != 1:
         return None
-    counts = {}
-    stack = list(graph.roots)
-    for root in stack:
-        counts[id(root)] = 0
-    pop = stack.pop
-    push = stack.append
-    get = counts.get
-    while stack:
-        node = pop()._ctx
-        if node is None:
-            continue
-        for operand, needs in zip(node.inputs, node.needs_input_grad):
-            if needs:
-                key = id(operand)
-                seen = get(key)
-                if seen is None:
-                    counts[key] = 1
-                    push(operand)
-                else:
-                    counts[key] = seen + 1
-    # A window of the path below the output: inputs read once that lead on.
+    # A window of the path below the output, following the input created last among
+    # those that lead on to further ops.
     window = [graph.roots[0]]
     while len(window) < 8 * MAX_PERIOD:
         node = window[-1]._ctx
@@ -661,13 +648,14 @@ def find_simple_chain(graph, min_steps=MIN_STEPS):
             break
         following = None
         for operand, needs in zip(node.inputs, node.needs_input_grad):
-            if not needs or operand._ctx is None or get(id(operand)) != 1:
+            operand_node = operand._ctx if needs else None
+            if operand_node is None:
                 continue
             leads_on = any(
                 flag and other._ctx is not None
-                for other, flag in zip(operand._ctx.inputs, operand._ctx.needs_input_grad)
+                for other, flag in zip(operand_node.inputs, operand_node.needs_input_grad)
             )
-            if leads_on and (following is None or operand._ctx.sequence > following._ctx.sequence):
+            if leads_on and (following is None or operand_node.sequence > following._ctx.sequence):
                 following = operand
         if following is None:
             break
@@ -684,36 +672,86 @@ def find_simple_chain(graph, min_steps=MIN_STEPS):
         top += 1
     if top + period >= len(window):
         return None
-    built = _lean_step(window[top + period], window[top], counts, graph)
+    built = _lean_step(window[top + period], window[top], graph)
     if built is None:
         return None
     template, step = built
     steps = [step]
-    while True:
-        upper = steps[-1].lower
-        if upper._ctx is None:
-            break
-        step = _lean_replay(template, upper, counts, graph)
+    while steps[-1].lower._ctx is not None:
+        step = _lean_replay(template, steps[-1].lower, graph)
         if step is None:
             break
         steps.append(step)
-    if len(steps) < min_steps:
+    if len(steps) < min_steps or not _nothing_else_reads(steps, graph):
         return None
     run = [(template, step) for step in reversed(steps)]
     segments = []
     _close(run, segments, min_steps)
-    return LeanPlan(segments[0], counts) if segments else None
+    return LeanPlan(segments[0]) if segments else None
 
 
-def _lean_step(lower, upper, counts, graph):
-    """`_step` where every consumer must be inside the step (counts instead of lists)."""
+def _nothing_else_reads(steps, graph):
+    """True when no tensor outside the chain reads a chain tensor (other than the top
+    anchor, which the output side reads) or the bottom anchor x_0.
+
+    Every tensor of the graph that is not in the chain is reached from the output without
+    entering the chain, or from the chain's outside inputs (weights, x_t): those two
+    searches see every reader. Inside the chain, each input was checked against the
+    template; an outside input must not be a chain tensor either.
+    """
+    protected = {id(tensor) for step in steps for tensor in step.slots}
+    if len(protected) != sum(len(step.slots) for step in steps):
+        return False  # a tensor in two steps (a shared computed input)
+    top = steps[0].upper
+    protected.add(id(steps[-1].lower))
+    starts = list(graph.roots)
+    seen = set()
+    for step in steps:
+        for _, _, operand in step.outside:
+            key = id(operand)
+            if key in protected:
+                return False
+            if key not in seen:
+                seen.add(key)
+                starts.append(operand)
+    for root in graph.roots:
+        seen.add(id(root))
+    stack = starts
+    while stack:
+        tensor = stack.pop()
+        node = tensor._ctx
+        if node is None:
+            continue
+        for operand, needs in zip(node.inputs, node.needs_input_grad):
+            if not needs:
+                continue
+            key = id(operand)
+            if key in protected:
+                if operand is not top:
+                    return False
+                continue
+            if key not in seen:
+                seen.add(key)
+                stack.append(operand)
+    return True
+
+
+def _absorbed(operand, lower):
+    """Whether an input of a step belongs to the step: made by an op after x_{i-1} was."""
+    node = operand._ctx
+    if node is None:
+        return False
+    return lower._ctx is None or node.sequence > lower._ctx.sequence
+
+
+def _lean_step(lower, upper, graph):
+    """`_step` for the lean path: the step's tensors are the inputs made after x_{i-1}."""
     if upper.shape != lower.shape or upper._ctx is None:
         return None
     capture = graph.capture
     slots = [upper]
     slot_of = {id(upper): 0}
     classes, paths, wiring, shapes, outside = [], [None], [], [], []
-    prev_uses = 0
     cursor = 0
     while cursor < len(slots):
         tensor = slots[cursor]
@@ -729,15 +767,13 @@ def _lean_step(lower, upper, counts, graph):
         shapes.append((tensor.data.shape, tensor.data.dtype.str))
         codes = []
         for k, (operand, needs) in enumerate(zip(node.inputs, node.needs_input_grad)):
-            count = counts.get(id(operand)) if needs else None
-            if count is None:
+            if not needs or not isinstance(operand, Tensor):
                 codes.append("const")
             elif operand is lower:
                 codes.append("prev")
-                prev_uses += 1
             elif id(operand) in slot_of:
                 codes.append(("slot", slot_of[id(operand)]))
-            elif operand._ctx is not None and count == 1:
+            elif _absorbed(operand, lower):
                 codes.append(("slot", len(slots)))
                 slot_of[id(operand)] = len(slots)
                 slots.append(operand)
@@ -747,8 +783,6 @@ def _lean_step(lower, upper, counts, graph):
                 outside.append((cursor, k, operand))
         wiring.append(codes)
         cursor += 1
-    if counts.get(id(lower)) != prev_uses:
-        return None  # the lower anchor is read outside the step
     order = sorted(range(len(slots)), key=lambda slot: slots[slot]._ctx.sequence, reverse=True)
     depends = [False] * len(slots)
     for slot in reversed(order):
@@ -767,15 +801,11 @@ def _lean_step(lower, upper, counts, graph):
     chain_slots = [slot for slot in order if depends[slot]]
     needs = [tensor._ctx.needs_input_grad for tensor in slots]
     template = Template(classes, paths, wiring, shapes, chain_slots, order, needs)
-    # Every inside slot is read by its consumers in the step only.
-    for slot in range(1, len(slots)):
-        if counts.get(id(slots[slot])) != template.uses[slot]:
-            return None
     return template, Step(lower, upper, slots, outside)
 
 
-def _lean_replay(template, upper, counts, graph):
-    """The step below `upper` if it matches `template` with nothing read from outside."""
+def _lean_replay(template, upper, graph):
+    """The step below `upper` if it matches `template` (readers are checked at the end)."""
     slots = [upper]
     try:
         for parent, k in template.paths[1:]:
@@ -784,25 +814,25 @@ def _lean_replay(template, upper, counts, graph):
         lower = slots[slot]._ctx.inputs[k]
     except (AttributeError, IndexError, TypeError):
         return None
-    get = counts.get
-    if get(id(lower)) != template.prev_uses:
-        return None
-    uses = template.uses
+    lower_node = lower._ctx
+    made_after = -1 if lower_node is None else lower_node.sequence
     outside = []
-    for slot, (cls, needs, shape, dtype, prev_inputs, slot_inputs, outside_inputs) in enumerate(
+    for slot, (cls, needs, _, dtype, prev_inputs, slot_inputs, outside_inputs) in enumerate(
         template.checks
     ):
         tensor = slots[slot]
         node = tensor._ctx
-        data = tensor.data
+        # Shapes of inside tensors are checked when their saved values are stacked (a
+        # mismatch raises there and the graph is walked); dtypes must match here.
         if (
             type(node) is not cls
+            or node.sequence <= made_after
             or node.needs_input_grad != needs
-            or data.shape != shape
-            or data.dtype != dtype
             or tensor._hooks
-            or (slot and get(id(tensor)) != uses[slot])
         ):
+            return None
+        dtype_here = tensor.data.dtype
+        if dtype_here is not dtype and dtype_here != dtype:
             return None
         inputs = node.inputs
         for k in prev_inputs:
@@ -812,7 +842,13 @@ def _lean_replay(template, upper, counts, graph):
             if inputs[k] is not slots[other]:
                 return None
         for k in outside_inputs:
-            outside.append((slot, k, inputs[k]))
+            operand = inputs[k]
+            operand_node = operand._ctx
+            if operand_node is not None and operand_node.sequence > made_after:
+                return None  # made inside this step, but the template has it outside
+            outside.append((slot, k, operand))
+    if upper.shape != template.shapes[0][0]:
+        return None
     capture = graph.capture
     if capture is not None and any(id(tensor) in capture for tensor in slots):
         return None

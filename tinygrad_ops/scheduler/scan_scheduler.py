@@ -398,9 +398,14 @@ def execute(graph, plan, chosen, name):
         found = tops.get(where)
         if found is not None:
             segment, method, block_size = found
-            SegmentRun(graph, segment).run(method, block_size)
-            graph.scanned_segments.append((name, segment.anchors))
-            continue
+            try:
+                runner = SegmentRun(graph, segment)
+            except ValueError:  # steps whose saved values do not stack: walk them
+                runner = None
+            if runner is not None:
+                runner.run(method, block_size)
+                graph.scanned_segments.append((name, segment.anchors))
+                continue
         if where in independent:
             continue
         tensor = tensors[where]
@@ -413,6 +418,11 @@ def execute(graph, plan, chosen, name):
 def execute_simple(graph, segment, method, block_size, name):
     """Walk down to the segment's top anchor (by creation number, as the engine's walk
     does), scan the segment, and let the engine's walk finish the graph."""
+    try:
+        runner = SegmentRun(graph, segment)
+    except ValueError:  # steps whose saved values do not stack: walk them
+        graph.run_sequential()
+        return
     top = segment.steps[-1].upper
     tensors = graph.tensors
     grads = graph.grads
@@ -433,6 +443,6 @@ def execute_simple(graph, segment, method, block_size, name):
             if operand_key in grads and operand_key not in queued and operand._ctx is not None:
                 queued.add(operand_key)
                 heapq.heappush(heap, (-operand._ctx.sequence, operand_key))
-    SegmentRun(graph, segment).run(method, block_size)
+    runner.run(method, block_size)
     graph.scanned_segments.append((name, segment.anchors))
     graph.run_sequential()
