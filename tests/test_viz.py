@@ -490,3 +490,10 @@ def test_recording_a_create_graph_pass():
     np.testing.assert_allclose(grad.numpy(), [3.0, 12.0])
     # The gradient is itself a graph that can be drawn (and differentiated again).
     assert len(viz.trace(grad.sum()).ops) > 3
+
+
+def test_names_with_markup_characters_are_escaped():
+    x = named([1.0], '<x> & "y"')
+    source = viz.draw((x * x).sum(), title="<t>").source
+    assert '<b>&lt;x&gt; &amp; "y"</b>' in source
+    assert 'label="<t>"' in source  # a plain (quoted) label, not an HTML one

@@ -409,7 +409,7 @@ def _shared_copies(edges, graph, picture, max_nodes):
             copy_id = f"{source}_use{number}"
             node = graph.tensors[source]
             copy = dict(attributes)
-            copy["label"] = node.name or _shape_text(node.shape)
+            copy["label"] = graphviz.nohtml(node.name or _shape_text(node.shape))
             copy["style"] = copy.get("style", "filled") + ",dashed"
             copy["fontsize"] = "8"
             copy["height"] = "0.2"
@@ -663,7 +663,7 @@ def _to_digraph(picture, rankdir, title, scan_titles):
         labelloc="t",
     )
     if title:
-        digraph.attr(label=title, fontsize="14")
+        digraph.attr(label=graphviz.nohtml(title), fontsize="14")
     digraph.attr("node", fontname=FONT, fontsize="10", margin="0.08,0.04", height="0.3")
     digraph.attr("edge", fontname=FONT, fontsize="8", color="#444444", arrowsize="0.6")
 
@@ -694,7 +694,7 @@ def _to_digraph(picture, rankdir, title, scan_titles):
         # Recursion here follows the nesting of module calls (a few levels), not the graph.
         with target.subgraph(name=f"cluster_{call.id}") as box:
             box.attr(
-                label=call.title,
+                label=graphviz.nohtml(call.title),
                 style="rounded,filled",
                 fillcolor=GROUP_COLOURS[min(call.depth, len(GROUP_COLOURS) - 1)],
                 color="#8a9bbd",
