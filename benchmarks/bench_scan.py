@@ -73,16 +73,22 @@ def skip_reason(steps, hidden, scheduler, max_memory_mb):
     return None
 
 
+def time_row(steps, hidden, repeats, max_memory_mb):
+    """Backward times of every scheduler on one case, the runs interleaved (round robin)
+    so that a slow spell of the shared machine does not fall on one scheduler only."""
+    runnable = [name for name in SCHEDULERS if not skip_reason(steps, hidden, name, max_memory_mb)]
+    best = dict.fromkeys(runnable, float("inf"))
+    for _ in range(repeats):
+        for name in runnable:
+            best[name] = min(best[name], time_backward(steps, hidden, name, 1))
+    return {name: best.get(name) for name in SCHEDULERS}
+
+
 def sweep(hiddens, lengths, repeats, max_memory_mb):
     results = {}  # (hidden, steps) -> {scheduler: seconds or None}
     for hidden in hiddens:
         for steps in lengths:
-            row = {}
-            for scheduler in SCHEDULERS:
-                if skip_reason(steps, hidden, scheduler, max_memory_mb):
-                    row[scheduler] = None
-                    continue
-                row[scheduler] = time_backward(steps, hidden, scheduler, repeats)
+            row = time_row(steps, hidden, repeats, max_memory_mb)
             results[(hidden, steps)] = row
             cells = "  ".join(
                 f"{name} {'-' if value is None else f'{value * 1e3:8.2f}'}"
@@ -203,11 +209,8 @@ def main(argv=None):
     # The headline cases of issue 6 first.
     print("\nHeadline: batch 4, 2048 steps, loss on the last state (ms, best of runs):")
     for hidden in (4, 8, 128):
-        row = {
-            name: time_backward(2048, hidden, name, repeats + 2)
-            for name in SCHEDULERS
-            if not skip_reason(2048, hidden, name, args.max_memory_mb)
-        }
+        row = time_row(2048, hidden, repeats + 2, args.max_memory_mb)
+        row = {name: value for name, value in row.items() if value is not None}
         scanned = [(row[name], name) for name in SCANS if name in row]
         best = min(value for name, value in row.items() if name != "auto")
         verdict = "scans skipped (memory/time)"

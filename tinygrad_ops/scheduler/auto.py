@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from .chains import find_chains
+from .chains import find_chains, find_simple_chain
 from .scan_scheduler import ScanScheduler
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -78,8 +78,10 @@ def calibrate(force=False):
     def analysis():
         loss, _ = _small_rnn(steps)
         graph = BackwardGraph([loss], None, False, True)
+        graph.send(loss, np.ones_like(loss.data))
         start = time.perf_counter()
-        find_chains(graph)
+        if find_simple_chain(graph) is None:
+            find_chains(graph)
         return time.perf_counter() - start
 
     costs["c_visit"] = min(timed("sequential") for _ in range(2)) / nodes
@@ -222,11 +224,12 @@ class AutoScheduler(ScanScheduler):
             return False
         size = shape[-1] if shape else 1
         rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
-        # Best case: an endless dense chain, Blelloch's work, one product per node.
+        # Best case: an endless dense chain, Blelloch's work (two matrix products and a
+        # vector product per step), steps of at least three ops.
         per_node_scan = (
             costs["c_analysis"]
             + costs["c_batch"]
-            + rows * (2 * _per_product(costs["t_mm"], size) + _per_product(costs["t_mv"], size))
+            + rows * (2 * _per_product(costs["t_mm"], size) + _per_product(costs["t_mv"], size)) / 3
         )
         return per_node_scan < costs["c_visit"]
 
