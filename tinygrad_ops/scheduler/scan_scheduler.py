@@ -68,13 +68,13 @@ class BatchedSlot:
         saved_per_node = [node.saved_tensors for node in nodes]  # checks versions
         stacked = []
         is_stacked = []
-        for number, value in enumerate(saved_per_node[0]):
-            values = [saved[number] for saved in saved_per_node]
-            if value is None or all(other is value for other in values):
-                stacked.append(value)
+        for values in zip(*saved_per_node):  # one saved value over all the steps
+            value = values[0]
+            if value is None or len(set(map(id, values))) == 1:
+                stacked.append(value)  # the same object in every step (a weight)
                 is_stacked.append(False)
                 continue
-            array = np.stack([np.asarray(other) for other in values])
+            array = np.stack(values)
             padding = ndim - (array.ndim - 1)
             if padding > 0:
                 array = array.reshape(array.shape[:1] + (1,) * padding + array.shape[1:])
