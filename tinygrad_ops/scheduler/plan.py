@@ -5,7 +5,7 @@ import numpy as np
 from ..autograd import BackwardGraph
 from . import resolve_scheduler
 from .auto import AutoScheduler, best_choice, estimate
-from .chains import find_chains
+from .chains import MIN_STEPS, find_chains, find_simple_chain
 from .scan_scheduler import ScanScheduler
 
 
@@ -99,19 +99,21 @@ def backward_plan(loss, scheduler=None, gradient=None):
     graph = BackwardGraph([loss], None, False, True)
     graph.send(loss, seed)
     name = getattr(chosen, "name", type(chosen).__name__)
-    if not isinstance(chosen, ScanScheduler):
-        # The sequential walk (or a user's scheduler): chains are shown, none is scanned.
-        plan = find_chains(graph)
-        segments = [
-            SegmentPlan(segment, "sequential", None, _estimates(segment))
-            for segment in plan.segments
-        ]
-        return BackwardPlan(name, len(plan.index.tensors), segments, len(plan.independent))
-    plan = find_chains(graph, chosen.min_steps)
+    scanning = isinstance(chosen, ScanScheduler)
+    min_steps = chosen.min_steps if scanning else MIN_STEPS
+    # The same analysis the scan schedulers run: the lean path first, else the full one.
+    lean = find_simple_chain(graph, min_steps)
+    if lean is not None:
+        found, independent = [lean.segment], 0
+    else:
+        plan = find_chains(graph, min_steps)
+        found, independent = plan.segments, len(plan.independent)
     segments = []
-    for segment in plan.segments:
+    for segment in found:
         times = _estimates(segment)
-        if isinstance(chosen, AutoScheduler):
+        if not scanning:
+            method, block_size = "sequential", None  # the walk (or a user's scheduler)
+        elif isinstance(chosen, AutoScheduler):
             if chosen.worth_analysing(graph):
                 method, block_size = best_choice(times)
             else:
@@ -121,7 +123,22 @@ def backward_plan(loss, scheduler=None, gradient=None):
         if method != "blocked":
             block_size = None
         segments.append(SegmentPlan(segment, method, block_size, times))
-    return BackwardPlan(name, len(plan.index.tensors), segments, len(plan.independent))
+    return BackwardPlan(name, _count_tensors(loss), segments, independent)
+
+
+def _count_tensors(root):
+    """How many tensors that require grad the backward pass would reach."""
+    seen = {id(root)}
+    stack = [root]
+    while stack:
+        node = stack.pop()._ctx
+        if node is None:
+            continue
+        for operand, needs in zip(node.inputs, node.needs_input_grad):
+            if needs and id(operand) not in seen:
+                seen.add(id(operand))
+                stack.append(operand)
+    return len(seen)
 
 
 def _estimates(segment):

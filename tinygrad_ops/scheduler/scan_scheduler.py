@@ -2,7 +2,8 @@
 
 `ScanScheduler.run(graph)`:
 
-1. finds the chains (chains.py); without one it is the sequential walk;
+1. finds the chains (chains.py: the lean path for a chain read by its own steps only,
+   else the full analysis); without one it is the sequential walk;
 2. walks the *independent* tensors first (per-step losses and their sum), which leaves the
    injections e_i waiting at the chain's anchors;
 3. walks the rest of the graph in reverse topological order; on reaching the top anchor
