@@ -65,7 +65,8 @@ def calibrate(force=False):
         return _CALIBRATION
     from ..autograd import BackwardGraph
 
-    steps = 192
+    # Long enough that the walk's per-node cost includes the cache misses of a big graph.
+    steps = 640
     nodes = 5 * steps
     costs = {}
 
@@ -118,6 +119,20 @@ def calibrate(force=False):
             table[high] = min(table[high], 16 * table[low])
     costs["t_mm"] = matrix_product
     costs["t_mv"] = vector_product
+    # The same products on a stack of 16 MiB, beyond the caches: what an unblocked scan
+    # of a long chain pays (a block of 256 steps mostly stays in cache).
+    large = {}
+    for size in SIZES:
+        if size > 64:
+            large[size] = matrix_product[size]
+            continue
+        count = 2**24 // (8 * size * size)
+        left = generator.standard_normal((count, size, size))
+        large[size] = max(
+            (_best_time(lambda left=left: np.matmul(left, left), 2) - costs["c_call"]) / count,
+            matrix_product[size],
+        )
+    costs["t_mm_large"] = large
     _CALIBRATION.clear()
     _CALIBRATION.update(costs)
     return _CALIBRATION
@@ -150,26 +165,35 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     nodes = steps * ops_per_step
     size = state_shape[-1] if state_shape else 1
     rows = int(np.prod(state_shape[:-1])) if len(state_shape) > 1 else 1
+    jacobian_bytes = steps * rows * size * size * 8
     if kind == "dense":
         matrix_cost = rows * _per_product(costs["t_mm"], size)
         vector_cost = rows * _per_product(costs["t_mv"], size)
-        # Building the dense Jacobians: about one product per step.
-        building = steps * matrix_cost
+        # All of a long chain's Jacobians at once do not fit in the caches.
+        unblocked_cost = matrix_cost
+        if jacobian_bytes > 2**23 and "t_mm_large" in costs:
+            unblocked_cost = rows * _per_product(costs["t_mm_large"], size)
     else:
         # Elementwise: a few flops per value; a 1 x 1 "product" is the measured unit.
-        matrix_cost = vector_cost = rows * size * costs["t_mm"][1]
-        building = steps * matrix_cost
-    # Finding the chain and batching its steps: per node, whatever the scan.
-    fixed = nodes * (costs["c_analysis"] + costs["c_batch"]) + building
+        matrix_cost = vector_cost = unblocked_cost = rows * size * costs["t_mm"][1]
+    # Finding the chain and batching its steps: per node, whatever the scan; building the
+    # Jacobians: about one product per step.
+    fixed = nodes * (costs["c_analysis"] + costs["c_batch"])
     rounds = max(1, math.ceil(math.log2(steps + 1)))
     times = {"sequential": nodes * costs["c_visit"]}
     times["hillis-steele"] = (
         fixed
-        + steps * max(rounds - 1, 0) * matrix_cost
+        + steps * unblocked_cost
+        + steps * max(rounds - 1, 0) * unblocked_cost
         + steps * vector_cost
         + 4 * rounds * costs["c_call"]
     )
-    times["blelloch"] = fixed + steps * (matrix_cost + vector_cost) + 12 * rounds * costs["c_call"]
+    times["blelloch"] = (
+        fixed
+        + steps * unblocked_cost
+        + steps * (unblocked_cost + vector_cost)
+        + 12 * rounds * costs["c_call"]
+    )
     for block in BLOCK_SIZES:
         if block >= steps:
             continue
@@ -177,15 +201,31 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
         block_rounds = max(1, math.ceil(math.log2(block + 1)))
         times[f"blocked:{block}"] = (
             fixed
+            + steps * matrix_cost
             + steps * (matrix_cost + vector_cost)
             + blocks * (12 * block_rounds + 8 * ops_per_step) * costs["c_call"]
         )
     return times
 
 
+SCAN_MARGIN = 0.85
+"""A scan is chosen only when its estimate beats the walk's by this factor: the model's
+errors cost little when the walk is kept (the scans win by 2x at most today) and a lot
+when a scan is chosen past the crossover (they lose by 5x at hidden 64)."""
+
+
 def best_choice(times):
-    """(method, block size) of the cheapest entry of `estimate`'s result."""
+    """(method, block size) of the cheapest entry of `estimate`'s result, keeping the
+    sequential walk unless a scan is clearly cheaper (`SCAN_MARGIN`).
+
+    >>> best_choice({"sequential": 1.0, "blelloch": 0.9})
+    ('sequential', None)
+    >>> best_choice({"sequential": 1.0, "blelloch": 0.5, "blocked:256": 0.6})
+    ('blelloch', None)
+    """
     name = min(times, key=times.get)
+    if name != "sequential" and times[name] > SCAN_MARGIN * times["sequential"]:
+        name = "sequential"
     if name.startswith("blocked:"):
         return "blocked", int(name.split(":")[1])
     return name, None
