@@ -169,10 +169,12 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     if kind == "dense":
         matrix_cost = rows * _per_product(costs["t_mm"], size)
         vector_cost = rows * _per_product(costs["t_mv"], size)
-        # All of a long chain's Jacobians at once do not fit in the caches.
+        # All of a long chain's Jacobians at once do not fit in the caches: the products
+        # slow down (t_mm_large), and so do the copies around them (pairing, interleaving),
+        # by about 30% on the machine this was written on (docs/scan.md).
         unblocked_cost = matrix_cost
         if jacobian_bytes > 2**23 and "t_mm_large" in costs:
-            unblocked_cost = rows * _per_product(costs["t_mm_large"], size)
+            unblocked_cost = max(rows * _per_product(costs["t_mm_large"], size), 1.3 * matrix_cost)
     else:
         # Elementwise: a few flops per value; a 1 x 1 "product" is the measured unit.
         matrix_cost = vector_cost = unblocked_cost = rows * size * costs["t_mm"][1]
