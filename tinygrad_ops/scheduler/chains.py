@@ -678,9 +678,13 @@ def find_simple_chain(graph, min_steps=MIN_STEPS):
         classes[j] is not classes[j + period] for j in range(top, len(window) - period)
     ):
         top += 1
-    if top + period >= len(window):
-        return None
-    built = _lean_step(window[top + period], window[top], graph)
+    # The phase: the first anchor from the top whose step is a valid template (the top of
+    # the repeating part may still be an output layer of another shape).
+    built = None
+    for upper in range(top, min(top + period, len(window) - period)):
+        built = _lean_step(window[upper + period], window[upper], graph)
+        if built is not None:
+            break
     if built is None:
         return None
     template, step = built
