@@ -58,8 +58,8 @@ def calibrate(force=False):
     """Measure the cost model's constants on this machine (cached for the process).
 
     >>> costs = calibrate()
-    >>> sorted(costs)[:3]
-    ['c_analysis', 'c_batch', 'c_call']
+    >>> sorted(costs)[:4]
+    ['c_analysis', 'c_analysis_full', 'c_batch', 'c_call']
     """
     if _CALIBRATION and not force:
         return _CALIBRATION
@@ -76,17 +76,17 @@ def calibrate(force=False):
         loss.backward(scheduler=scheduler)
         return time.perf_counter() - start
 
-    def analysis():
+    def analysis(finder):
         loss, _ = _small_rnn(steps)
         graph = BackwardGraph([loss], None, False, True)
         graph.send(loss, np.ones_like(loss.data))
         start = time.perf_counter()
-        if find_simple_chain(graph) is None:
-            find_chains(graph)
+        finder(graph)
         return time.perf_counter() - start
 
     costs["c_visit"] = min(timed("sequential") for _ in range(2)) / nodes
-    costs["c_analysis"] = min(analysis() for _ in range(2)) / nodes
+    costs["c_analysis"] = min(analysis(find_simple_chain) for _ in range(2)) / nodes
+    costs["c_analysis_full"] = min(analysis(find_chains) for _ in range(2)) / nodes
     # The scanned run minus its analysis: bookkeeping plus small numpy work, per node.
     scanned = min(timed(ScanScheduler("blelloch")) for _ in range(2)) / nodes
     costs["c_batch"] = max(scanned - costs["c_analysis"], 0.1 * scanned)
@@ -258,8 +258,9 @@ class AutoScheduler(ScanScheduler):
         method, block_size = best_choice(times)
         return method, block_size or self.block_size
 
-    def worth_analysing(self, graph):
-        """Whether any chain near the output could be scanned faster than walked."""
+    def worth_analysing(self, graph, full=False):
+        """Whether any chain near the output could be scanned faster than walked (with
+        `full`, paying for the full analysis, which looks at every tensor several times)."""
         costs = calibrate()
         shape = _probe_shape(graph.roots)
         if shape is None:
@@ -268,8 +269,9 @@ class AutoScheduler(ScanScheduler):
         rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
         # Best case: an endless dense chain, Blelloch's work (two matrix products and a
         # vector product per step), steps of at least three ops.
+        analysis = costs["c_analysis_full"] if full else costs["c_analysis"]
         per_node_scan = (
-            costs["c_analysis"]
+            analysis
             + costs["c_batch"]
             + rows * (2 * _per_product(costs["t_mm"], size) + _per_product(costs["t_mv"], size)) / 3
         )

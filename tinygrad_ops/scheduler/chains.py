@@ -694,12 +694,40 @@ def find_simple_chain(graph, min_steps=MIN_STEPS):
         if step is None:
             break
         steps.append(step)
+        if len(steps) == 4 and _read_from_outside(steps, graph, budget=256):
+            return None  # e.g. a loss at every step: the full analysis handles it
     if len(steps) < min_steps or not _nothing_else_reads(steps, graph):
         return None
     run = [(template, step) for step in reversed(steps)]
     segments = []
     _close(run, segments, min_steps)
     return LeanPlan(segments[0]) if segments else None
+
+
+def _read_from_outside(steps, graph, budget):
+    """A quick look from the output (at most `budget` tensors) for a tensor outside the
+    chain that reads one of these steps' tensors: True if one is seen."""
+    protected = {id(tensor) for step in steps for tensor in step.slots}
+    protected.add(id(steps[-1].lower))
+    top = steps[0].upper
+    seen = {id(root) for root in graph.roots}
+    stack = list(graph.roots)
+    while stack and budget > 0:
+        budget -= 1
+        node = stack.pop()._ctx
+        if node is None:
+            continue
+        for operand, needs in zip(node.inputs, node.needs_input_grad):
+            key = id(operand)
+            if not needs or key in seen:
+                continue
+            if key in protected:
+                if operand is not top:
+                    return True
+                continue
+            seen.add(key)
+            stack.append(operand)
+    return False
 
 
 def _nothing_else_reads(steps, graph):

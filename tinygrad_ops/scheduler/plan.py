@@ -114,7 +114,7 @@ def backward_plan(loss, scheduler=None, gradient=None):
         if not scanning:
             method, block_size = "sequential", None  # the walk (or a user's scheduler)
         elif isinstance(chosen, AutoScheduler):
-            if chosen.worth_analysing(graph):
+            if chosen.worth_analysing(graph, full=lean is None):
                 method, block_size = best_choice(times)
             else:
                 method, block_size = "sequential", None

@@ -336,8 +336,9 @@ class ScanScheduler:
         """(method, block size) for a segment; `auto` overrides this with its cost model."""
         return self.method, self.block_size
 
-    def worth_analysing(self, graph):
-        """Whether to look for chains at all (`auto` asks its cost model)."""
+    def worth_analysing(self, graph, full=False):
+        """Whether to look for chains at all (`full`: with the full analysis, once the
+        lean path found none); `auto` asks its cost model."""
         return True
 
     def run(self, graph):
@@ -356,6 +357,9 @@ class ScanScheduler:
                     graph.run_sequential()
                 else:
                     execute_simple(graph, lean.segment, method, block_size, self.name)
+                return
+            if not self.worth_analysing(graph, full=True):
+                graph.run_sequential()
                 return
             plan = find_chains(graph, self.min_steps)
             chosen = []
