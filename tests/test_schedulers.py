@@ -352,3 +352,41 @@ def test_an_output_inside_a_step_is_not_lost(scheduler):
         return [grad.numpy() for grad in grads]
 
     assert_same(run(scheduler), run("sequential"))
+
+
+def test_a_registered_jacobian_rule_puts_a_new_op_on_chains():
+    from tinygrad_ops.autograd import Op
+    from tinygrad_ops.scheduler import jacobians
+
+    class Cube(Op):
+        """out = a**3;  da = g * 3 a**2"""
+
+        __slots__ = ()
+
+        def forward(self, a):
+            self.save_for_backward(a)
+            return a * a * a
+
+        def backward(self, grad_output):
+            (a,) = self.saved_tensors
+            return (grad_output * 3 * a * a,)
+
+    def run(name):
+        x = Tensor(np.linspace(-0.9, 0.9, 6).reshape(2, 3), requires_grad=True)
+        y = x
+        for _ in range(12):
+            y = Cube.apply(y.tanh())
+        spy = Spy(name)
+        (y * y).sum().backward(scheduler=spy)
+        return [x.grad.numpy()], spy.graph
+
+    previous = jacobians.ELEMENTWISE
+    jacobians.register_jacobian(Cube, jacobians._elementwise_from_vjp)
+    try:
+        expected, _ = run("sequential")
+        got, graph = run("blelloch")
+    finally:
+        del jacobians.JACOBIAN_RULES[Cube]
+        jacobians.ELEMENTWISE = previous
+    assert_same(got, expected)
+    assert graph.scanned_segments
