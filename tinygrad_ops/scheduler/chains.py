@@ -707,7 +707,7 @@ def find_simple_chain(graph, min_steps=MIN_STEPS):
 def _read_from_outside(steps, graph, budget):
     """A quick look from the output (at most `budget` tensors) for a tensor outside the
     chain that reads one of these steps' tensors: True if one is seen."""
-    protected = {id(tensor) for step in steps for tensor in step.slots}
+    protected = set(map(id, itertools.chain.from_iterable(step.slots for step in steps)))
     protected.add(id(steps[-1].lower))
     top = steps[0].upper
     seen = {id(root) for root in graph.roots}
@@ -739,7 +739,7 @@ def _nothing_else_reads(steps, graph):
     searches see every reader. Inside the chain, each input was checked against the
     template; an outside input must not be a chain tensor either.
     """
-    protected = {id(tensor) for step in steps for tensor in step.slots}
+    protected = set(map(id, itertools.chain.from_iterable(step.slots for step in steps)))
     if len(protected) != sum(len(step.slots) for step in steps):
         return False  # a tensor in two steps (a shared computed input)
     top = steps[0].upper
@@ -857,22 +857,21 @@ def _lean_replay(template, upper, graph):
     lower_node = lower._ctx
     made_after = -1 if lower_node is None else lower_node.sequence
     outside = []
-    for slot, (cls, needs, _, dtype, prev_inputs, slot_inputs, outside_inputs) in enumerate(
+    for slot, (cls, needs, shape, dtype, prev_inputs, slot_inputs, outside_inputs) in enumerate(
         template.checks
     ):
         tensor = slots[slot]
         node = tensor._ctx
-        # Shapes of inside tensors are checked when their saved values are stacked (a
-        # mismatch raises there and the graph is walked); dtypes must match here.
+        data = tensor.data
         if (
             type(node) is not cls
             or node.sequence <= made_after
             or node.needs_input_grad != needs
+            or data.shape != shape
             or tensor._hooks
         ):
             return None
-        dtype_here = tensor.data.dtype
-        if dtype_here is not dtype and dtype_here != dtype:
+        if data.dtype is not dtype and data.dtype != dtype:
             return None
         inputs = node.inputs
         for k in prev_inputs:
@@ -887,8 +886,6 @@ def _lean_replay(template, upper, graph):
             if operand_node is not None and operand_node.sequence > made_after:
                 return None  # made inside this step, but the template has it outside
             outside.append((slot, k, operand))
-    if upper.shape != template.shapes[0][0]:
-        return None
     capture = graph.capture
     if capture is not None and any(id(tensor) in capture for tensor in slots):
         return None
