@@ -4,8 +4,9 @@ Each optimizer follows the update rule of its PyTorch namesake step for step (th
 pseudocode in PyTorch's documentation for torch.optim.SGD / Adam / AdamW), so the same
 model trained with the same gradients ends at the same parameters. The per-parameter
 state (momentum buffers, Adam's moments) is kept as numpy arrays; the parameters are
-updated in place under `no_grad`, which bumps their version counters, so a graph that
-saved a parameter before the step refuses to backward through the stale value.
+updated in place, in their own arrays (nothing is recorded), and their version counters
+are bumped, so a graph that saved a parameter before the step refuses to backward through
+the stale value.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import math
 
 import numpy as np
 
-from .autograd import no_grad
 from .tensor import Tensor
 
 
@@ -81,10 +81,14 @@ class Optimizer:
                 yield parameter, parameter.grad.data
 
     @staticmethod
-    def _update(parameter, new_value):
-        """Write `new_value` into the parameter in place (bumping its version counter)."""
-        with no_grad():
-            parameter.copy_(new_value)
+    def _subtract(parameter, update):
+        """parameter -= update, in the parameter's own array (bumping its version counter).
+
+        In place and without temporaries: the update of a large weight is one pass over
+        its memory, as in hand-written numpy.
+        """
+        np.subtract(parameter.data, update, out=parameter.data, casting="same_kind")
+        parameter._version[0] += 1
 
     # -- state dicts: parameters are referred to by their position, as in PyTorch ----------
 
@@ -214,7 +218,7 @@ class SGD(Optimizer):
                         buffer = momentum * buffer + (1 - group["dampening"]) * grad
                     state["momentum_buffer"] = buffer
                     grad = grad + momentum * buffer if group["nesterov"] else buffer
-                self._update(parameter, parameter.data - lr * grad)
+                self._subtract(parameter, lr * grad)
 
 
 class Adam(Optimizer):
@@ -255,7 +259,7 @@ class Adam(Optimizer):
                 if weight_decay != 0:
                     if self.decoupled_weight_decay:
                         # AdamW (Loshchilov & Hutter 2019): shrink the weights directly.
-                        value = value * (1 - lr * weight_decay)
+                        np.multiply(value, 1 - lr * weight_decay, out=value, casting="same_kind")
                     else:
                         grad = grad + weight_decay * value
                 state = self.state.setdefault(id(parameter), {})
@@ -271,7 +275,7 @@ class Adam(Optimizer):
                 bias_correction2 = 1 - beta2**step
                 step_size = lr / bias_correction1
                 denominator = np.sqrt(state["exp_avg_sq"]) / math.sqrt(bias_correction2) + eps
-                self._update(parameter, value - step_size * (state["exp_avg"] / denominator))
+                self._subtract(parameter, step_size * (state["exp_avg"] / denominator))
 
 
 class AdamW(Adam):
