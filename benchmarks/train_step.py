@@ -12,7 +12,12 @@ Run:  .venv/bin/python benchmarks/train_step.py  [--rounds 15] [--quick]
 """
 
 import argparse
+import os
 import time
+
+# Torch's OpenMP workers spin after each op by default, stealing the cores from whatever
+# runs next (numpy and this engine, interleaved here): make them sleep instead.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 import torch
@@ -114,13 +119,19 @@ class OursStep:
 
 
 def time_interleaved(steps, rounds, repeats):
-    """Median over `rounds` of the mean time of `repeats` calls, per step function."""
+    """Median over `rounds` of the mean time of `repeats` calls, per step function.
+
+    The order rotates every round, so that no engine always runs right after another.
+    """
     timings = {name: [] for name in steps}
     for step in steps.values():  # warm up
         for _ in range(3):
             step()
-    for _ in range(rounds):
-        for name, step in steps.items():
+    names = list(steps)
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            step = steps[name]
             start = time.perf_counter()
             for _ in range(repeats):
                 step()

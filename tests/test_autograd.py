@@ -1196,3 +1196,34 @@ def test_create_graph_gradients_accumulate_as_a_graph():
     x.grad = None
     first.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), 2 * 6 * np.array([1.0, 2.0]))
+
+
+def test_a_gradient_array_the_rule_keeps_is_never_written_into():
+    kept = tg.Tensor(np.array([1.0, 2.0]))
+
+    class ReturnsKept(tg.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return kept  # the same tensor every time: the engine must not add into it
+
+    x = tg.Tensor(np.array([0.0, 0.0]), requires_grad=True)
+    # The last-recorded consumer's gradient (kept's array) reaches x first.
+    ((x * 3).sum() + ReturnsKept.apply(x).sum() + ReturnsKept.apply(x).sum()).backward()
+    np.testing.assert_array_equal(kept.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [5.0, 7.0])
+
+
+def test_leaves_given_the_same_upstream_array_get_separate_gradients():
+    a = tg.Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    b = tg.Tensor(np.array([3.0, 4.0]), requires_grad=True)
+    (a + b).sum().backward()  # Add passes the same array to both inputs
+    assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    a.grad.numpy()[:] = 0.0
+    np.testing.assert_array_equal(b.grad.numpy(), [1.0, 1.0])
+    (a * b).sum().backward()  # accumulating into one leaf leaves the other alone
+    np.testing.assert_array_equal(a.grad.numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(b.grad.numpy(), [2.0, 3.0])

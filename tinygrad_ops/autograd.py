@@ -28,6 +28,7 @@ import heapq
 import itertools
 import operator
 import traceback
+from sys import getrefcount
 
 import numpy as np
 
@@ -171,9 +172,6 @@ class Op:
     )
     # Ops whose output is a numpy view of their input share the input's version counter.
     is_view = False
-    # Backward returns arrays it made and keeps no reference to (the engine may add into
-    # them in place); False for rules that may hand back arrays someone else holds.
-    fresh_grads = True
 
     def forward(self, *arrays, **options):  # pragma: no cover - every op overrides it
         raise NotImplementedError
@@ -508,46 +506,60 @@ class BackwardGraph:
         for every input that needs a gradient. `output` is the tensor `node` produced
         (a create_graph pass needs it when the rule reads the saved output)."""
         if self.create_graph:
-            node.graph_mode = True
-            node.graph_output = output
-            try:
-                with enable_grad():
-                    grads = node.backward(grad)
-            finally:
-                node.graph_mode = False
-                node.graph_output = None
-        else:
-            node.graph_mode = False
-            grads = node.backward(grad)
+            return self._recorded_input_grads(node, grad, output)
+        grads = node.backward(grad)
         results = []
-        fresh = node.fresh_grads
+        needs_input_grad = node.needs_input_grad
         for index, operand in enumerate(node.inputs):
             input_grad = grads[index]
-            if input_grad is None or not node.needs_input_grad[index]:
+            if input_grad is None or not needs_input_grad[index]:
                 continue
             history = operand._ctx
             if history is not None and history.sequence > node.sequence:
                 operand = as_recorded(operand, node)  # modified in place after node consumed it
-            if not self.create_graph and type(input_grad) is not np.ndarray:
+            data = operand.data
+            if type(input_grad) is not np.ndarray:
                 input_grad = np.asarray(input_grad)
-            if input_grad.dtype != operand.data.dtype:  # (a Tensor's astype is recorded)
-                input_grad = input_grad.astype(operand.data.dtype)
-            if input_grad.shape != operand.data.shape:
+            if input_grad.dtype != data.dtype:
+                input_grad = input_grad.astype(data.dtype)
+            if input_grad.shape != data.shape:
                 # A sum makes a new array, so the reduced gradient is always the walk's own.
-                input_grad = unbroadcast(input_grad, operand.data.shape, node, index)
-                owned = not self.create_graph
+                input_grad = unbroadcast(input_grad, data.shape, node, index)
+                owned = True
             else:
-                # Owned: a new array the rule made for this input alone.
-                owned = (
-                    fresh
-                    and not self.create_graph
-                    and input_grad is not grad
-                    and input_grad.base is None
-                    and (index == 0 or all(other is not input_grad for other in grads[:index]))
-                )
+                # Owned: an array (not a view) that nothing but this loop refers to: the
+                # `grads` tuple, the local name and getrefcount's argument make 3. The
+                # upstream gradient passed through, an array returned for two inputs, or
+                # one the rule also keeps all count more.
+                owned = input_grad.base is None and getrefcount(input_grad) <= 3
             if STATE.anomaly:
                 _check_finite(node, index, input_grad)
             results.append((operand, input_grad, owned))
+        return results
+
+    def _recorded_input_grads(self, node, grad, output):
+        """`input_grads` for create_graph: the rule runs on Tensors and is recorded."""
+        node.graph_mode = True
+        node.graph_output = output
+        try:
+            with enable_grad():
+                grads = node.backward(grad)
+        finally:
+            node.graph_mode = False
+            node.graph_output = None
+        results = []
+        for index, operand in enumerate(node.inputs):
+            input_grad = grads[index]
+            if input_grad is None or not node.needs_input_grad[index]:
+                continue
+            operand = as_recorded(operand, node)
+            if input_grad.dtype != operand.data.dtype:  # a Tensor's astype is recorded too
+                input_grad = input_grad.astype(operand.data.dtype)
+            if input_grad.shape != operand.data.shape:
+                input_grad = unbroadcast(input_grad, operand.data.shape, node, index)
+            if STATE.anomaly:
+                _check_finite(node, index, input_grad)
+            results.append((operand, input_grad, False))
         return results
 
 
@@ -812,7 +824,6 @@ class _CustomFunctionNode(Op):
     """The tape node of a user `Function`: calls its static `backward` with Tensors."""
 
     __slots__ = ("function", "ctx")
-    fresh_grads = False  # user code may return tensors it keeps
 
     def backward(self, grad_output):
         if self.ctx._freed:

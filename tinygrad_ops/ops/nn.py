@@ -747,7 +747,9 @@ class CrossEntropy(Op):
         if logits.ndim == 1:  # a single sample of C logits with a 0-d target
             logits = logits.reshape(1, class_count)
         flat_target = target.reshape(-1)
-        if flat_target.size and (flat_target.min() < 0 or flat_target.max() >= class_count):
+        # One reduction checks both bounds: viewed as unsigned, a negative index is huge.
+        unsigned = flat_target.view(flat_target.dtype.str.replace("i", "u"))
+        if flat_target.size and unsigned.max() >= class_count:
             bad = flat_target[(flat_target < 0) | (flat_target >= class_count)][0]
             raise IndexError(
                 f"cross_entropy: target {bad} is out of bounds for {class_count} classes "
@@ -775,8 +777,11 @@ class CrossEntropy(Op):
             out = losses.sum()
         else:
             out = losses.sum() / count if count else np.full((), np.nan, losses.dtype)
+        out = np.asarray(out)
+        if out.dtype == logits.dtype:
+            return out
         with np.errstate(over="ignore"):  # float16: a loss above 65504 is inf, as in PyTorch
-            return np.asarray(out).astype(logits.dtype, copy=False)
+            return out.astype(logits.dtype)
 
     def backward(self, grad_output):
         (probabilities,) = self.saved_tensors
