@@ -250,3 +250,14 @@ def test_a_scanned_chain_is_one_step(scheduler):
     reference_loss.backward()
     for mine, expected in zip(parameters, reference_parameters, strict=True):
         np.testing.assert_allclose(mine.grad.numpy(), expected.grad.numpy(), rtol=1e-10)
+
+
+def test_an_operand_left_out_is_printed_as_none():
+    from tinygrad_ops import functional as F  # noqa: N812 (the conventional name)
+
+    x = tg.Tensor(np.ones((2, 3)), requires_grad=True)
+    weight = tg.Tensor(np.ones((1, 3)), requires_grad=True)
+    out = io.StringIO()
+    viz.step_backward(F.linear(x, weight).sum(), file=out)  # no bias: an input of None
+    assert "Linear(t0 2×3, t1 1×3, None) -> t2 2×1" in out.getvalue()
+    np.testing.assert_array_equal(weight.grad.numpy(), [[2.0, 2.0, 2.0]])

@@ -166,6 +166,8 @@ class _StepPrinter:
             )
 
     def _operand_text(self, operand) -> str:
+        if operand is None:  # an optional input left out (a linear layer without bias)
+            return "None"
         if isinstance(operand, Tensor):
             return f"{self.label(operand)} {_shape_text(operand.shape)}"
         if np.ndim(operand) == 0:
