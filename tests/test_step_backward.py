@@ -261,3 +261,34 @@ def test_an_operand_left_out_is_printed_as_none():
     viz.step_backward(F.linear(x, weight).sum(), file=out)  # no bias: an input of None
     assert "Linear(t0 2×3, t1 1×3, None) -> t2 2×1" in out.getvalue()
     np.testing.assert_array_equal(weight.grad.numpy(), [[2.0, 2.0, 2.0]])
+
+
+def test_a_custom_function_shows_its_own_name_and_rule():
+    class Cube(tg.Function):
+        """out = x**3;  dx = g * 3 x**2"""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * 3 * x * x
+
+    x = named([1.0, 2.0], "x")
+    out = io.StringIO()
+    viz.step_backward(Cube.apply(x).sum(), file=out)
+    assert out.getvalue() == (
+        "backward of t2 (scalar), scheduler sequential\n"
+        "[1] op1 Sum(t1 2) -> t2 scalar\n"
+        "    rule     out = sum of a over axes;  da = g broadcast back over the summed axes\n"
+        "    grad in  t2: 1\n"
+        "    sends    t1 <- [1, 1]\n"
+        "[2] op0 Cube(t0 x 2) -> t1 2\n"
+        "    rule     out = x**3;  dx = g * 3 x**2\n"
+        "    grad in  t1: [1, 1]\n"
+        "    sends    t0 x <- [3, 12]\n"
+        "[3] leaf t0 x 2: .grad += [3, 12]\n"
+    )

@@ -53,9 +53,14 @@ def _values_text(values, precision, indent) -> str:
     return text
 
 
+def _op_class(op):
+    """The class that defines the op: the user's `tg.Function` subclass for a custom op."""
+    return getattr(op, "function", None) or type(op)
+
+
 def _rule(op) -> str:
     """The maths line of an op's docstring ('out = a * b;  da = g * b, db = g * a')."""
-    doc = type(op).__doc__ or ""
+    doc = _op_class(op).__doc__ or ""
     first = doc.strip().splitlines()[0].strip() if doc.strip() else ""
     return first if first.startswith("out") else ""
 
@@ -109,7 +114,8 @@ class _StepPrinter:
             operands = ", ".join(self._operand_text(operand) for operand in node.inputs)
             self.print(
                 f"[{step['number']}] {self.names.get(id(node), 'op?')} "
-                f"{type(node).__name__}({operands}) -> {output_label} {_shape_text(output_shape)}"
+                f"{_op_class(node).__name__}({operands}) -> {output_label} "
+                f"{_shape_text(output_shape)}"
             )
             rule = _rule(node)
             if rule:
