@@ -702,7 +702,7 @@ def _seed_for(root, gradient, argument_name):
                 f"grad can be implicitly created only for scalar outputs; the output has shape "
                 f"{root.shape}: pass {argument_name} with that shape"
             )
-        return np.ones_like(root.data)
+        return np.ones(root.data.shape, dtype=root.data.dtype)
     seed = gradient.data if isinstance(gradient, Tensor) else np.asarray(gradient)
     if seed.shape != root.shape:
         raise RuntimeError(

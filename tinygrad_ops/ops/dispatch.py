@@ -5,12 +5,19 @@ Backward rules run on numpy arrays in a plain backward and on Tensors under
 `.sum`, `.reshape` and `.swapaxes` exist on both; these helpers cover the rest.
 """
 
+import math
+
 import numpy as np
+
+from ..tensor import Tensor
+
+# Below this many elements a broadcast gradient is materialised: np.broadcast_to costs
+# about 2 us of Python, more than copying a small array (and the copy is then the walk's
+# own, so a leaf can keep it). Larger arrays stay read-only views: no extra pass.
+SMALL_BROADCAST = 4096
 
 
 def _is_tensor(value):
-    from ..tensor import Tensor
-
     return isinstance(value, Tensor)
 
 
@@ -28,7 +35,13 @@ def log(x):
 
 
 def broadcast_to(x, shape):
-    return x.broadcast_to(shape) if _is_tensor(x) else np.broadcast_to(x, shape)
+    if _is_tensor(x):
+        return x.broadcast_to(shape)
+    if math.prod(shape) <= SMALL_BROADCAST:
+        out = np.empty(shape, dtype=x.dtype)
+        out[...] = x
+        return out
+    return np.broadcast_to(x, shape)
 
 
 def scatter_add(grad, index, shape, basic):

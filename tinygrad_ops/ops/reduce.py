@@ -39,10 +39,13 @@ class Sum(Op):
     __slots__ = ("input_shape", "kept_shape")
 
     def forward(self, a, axis=None, keepdims=False):
-        axes = normalize_axes(axis, a.ndim, "sum")
         self.input_shape = a.shape
+        if axis is None:  # the common case (a loss), without the axis bookkeeping
+            self.kept_shape = (1,) * a.ndim
+            return np.add.reduce(a, axis=None, keepdims=keepdims)
+        axes = normalize_axes(axis, a.ndim, "sum")
         self.kept_shape = keepdims_shape(a.shape, axes)
-        return np.sum(a, axis=axes, keepdims=keepdims)
+        return np.add.reduce(a, axis=axes, keepdims=keepdims)
 
     def backward(self, grad_output):
         grad = grad_output.reshape(self.kept_shape)
