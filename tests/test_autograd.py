@@ -1227,3 +1227,28 @@ def test_leaves_given_the_same_upstream_array_get_separate_gradients():
     (a * b).sum().backward()  # accumulating into one leaf leaves the other alone
     np.testing.assert_array_equal(a.grad.numpy(), [3.0, 4.0])
     np.testing.assert_array_equal(b.grad.numpy(), [2.0, 3.0])
+
+
+def test_a_gradient_sent_again_after_a_pop_is_not_taken_as_owned():
+    # A scheduler that pops a pending (owned) gradient and sends one of its own instead:
+    # the engine must not then add into that array in place.
+    mine = np.array([1.0, 1.0])
+
+    class PopAndResend:
+        name = "pop-and-resend"
+
+        def run(self, graph):
+            (target,) = [t for t in graph.order if t.name == "y"]
+            graph.send(target, np.zeros(2), owned=True)
+            graph.pop_grad(target)
+            graph.send(target, mine)  # not owned
+            graph.send(target, np.array([2.0, 2.0]))  # must not be added into `mine`
+            graph.run_sequential()
+
+    x = tg.Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    y = x * 3
+    y.name = "y"
+    (y * y).sum().backward(scheduler=PopAndResend())
+    np.testing.assert_array_equal(mine, [1.0, 1.0])
+    # 3 * (2y + mine + 2) with y = [3, 6]
+    np.testing.assert_array_equal(x.grad.numpy(), [27.0, 45.0])

@@ -400,8 +400,11 @@ class BackwardGraph:
         if previous is None:
             grads[key] = grad
             self.tensors[key] = tensor
+            # Ownership describes the array stored now (an earlier one may have been popped).
             if owned:
                 self.owned.add(key)
+            else:
+                self.owned.discard(key)
         elif self.create_graph:
             grads[key] = previous + grad
         elif key in self.owned:
@@ -452,14 +455,18 @@ class BackwardGraph:
         plain = self.capture is None and not self.create_graph and not STATE.anomaly
         heap = []
         leaves = []
-        queued = set(grads)
-        for key in grads:  # the dict, not the set: leaves are then visited in a fixed order
-            tensor = tensors[key]
+        queued = set()
+
+        def queue(tensor, key):
+            """Schedule a tensor that has just received its first gradient."""
+            queued.add(key)
             if tensor._ctx is None:
                 leaves.append(tensor)
             else:
-                heap.append((-tensor._ctx.sequence, key))
-        heapq.heapify(heap)
+                heappush(heap, (-tensor._ctx.sequence, key))
+
+        for key in list(grads):  # the dict's order: leaves are then visited in a fixed order
+            queue(tensors[key], key)
         while heap:
             key = heappop(heap)[1]
             tensor = tensors[key]
@@ -476,11 +483,9 @@ class BackwardGraph:
                         tensors[parent_key] = parent
                         if parent_owned:
                             owned.add(parent_key)
-                        queued.add(parent_key)
-                        if parent._ctx is None:
-                            leaves.append(parent)
                         else:
-                            heappush(heap, (-parent._ctx.sequence, parent_key))
+                            owned.discard(parent_key)
+                        queue(parent, parent_key)
                     elif parent_key in owned:
                         np.add(previous, parent_grad, out=previous)
                     else:
@@ -491,11 +496,7 @@ class BackwardGraph:
             for parent in recorded_inputs(node):
                 parent_key = id(parent)
                 if parent_key not in queued and parent_key in grads:
-                    queued.add(parent_key)
-                    if parent._ctx is None:
-                        leaves.append(parent)
-                    else:
-                        heappush(heap, (-parent._ctx.sequence, parent_key))
+                    queue(parent, parent_key)
         for leaf in leaves:
             grad = grads.pop(id(leaf), None)
             if grad is not None:
