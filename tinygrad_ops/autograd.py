@@ -677,8 +677,6 @@ def run_backward(
     With `inputs=None` gradients accumulate into every reachable leaf's `.grad`
     (`Tensor.backward`); otherwise they are returned for `inputs`, in order (`tg.grad`).
     """
-    from .scheduler import resolve_scheduler
-
     wanted = None if inputs is None else {id(tensor) for tensor in inputs}
     graph = BackwardGraph(roots, wanted, create_graph, accumulate_into_leaves=inputs is None)
     for root, seed in zip(roots, seeds):
@@ -686,7 +684,11 @@ def run_backward(
             seed = Tensor._make(np.asarray(seed), False, None)
         graph.send(root, seed)
     try:
-        resolve_scheduler(scheduler).run(graph)
+        schedulers = _scheduler_package()
+        if scheduler is None and schedulers.get_default_scheduler() == "sequential":
+            graph.run_sequential()  # the common case, without the registry look-up
+        else:
+            schedulers.resolve_scheduler(scheduler).run(graph)
     finally:
         if not retain_graph:
             for node in graph.visited:
@@ -694,6 +696,18 @@ def run_backward(
     if inputs is None:
         return None
     return [graph.captured.get(id(tensor)) for tensor in inputs]
+
+
+_schedulers = None  # the scheduler package, imported on first use (it imports this module)
+
+
+def _scheduler_package():
+    global _schedulers
+    if _schedulers is None:
+        from . import scheduler
+
+        _schedulers = scheduler
+    return _schedulers
 
 
 def _seed_for(root, gradient, argument_name):
