@@ -41,6 +41,7 @@ ancestry of the weights and inputs) proves that none of them reads a chain tenso
 
 import heapq
 import itertools
+from operator import gt, is_, le, lt
 
 import numpy as np
 
@@ -110,6 +111,11 @@ class Template:
         "checks",
         "prev_uses",
         "prev_path",
+        "route",
+        "parents",
+        "tree_leaves",
+        "extra_prev",
+        "extra_slot_inputs",
     )
 
     def __init__(self, classes, paths, wiring, shapes, chain_slots, order, needs):
@@ -130,6 +136,31 @@ class Template:
         for slot, codes in enumerate(wiring):
             if self.prev_path is None and "prev" in codes:
                 self.prev_path = (slot, codes.index("prev"))
+        # For the column-wise check of the lean path (`_lean_columns`): the input indices
+        # that lead from x_i to x_{i-1} (the route), each slot's parent in the tree of
+        # paths, the slots that are no slot's parent, and the reads that the paths do not
+        # already prove (x_{i-1} read a second time, a slot read by two ops).
+        self.route = None
+        self.parents = [None] + [parent for parent, _ in paths[1:]]
+        self.tree_leaves = [
+            slot for slot in range(len(classes)) if slot not in set(self.parents[1:])
+        ]
+        if self.prev_path is not None:
+            route = [self.prev_path[1]]
+            slot = self.prev_path[0]
+            while slot:
+                parent, k = paths[slot]
+                route.append(k)
+                slot = parent
+            self.route = route[::-1]
+        self.extra_prev = []
+        self.extra_slot_inputs = []
+        for slot, codes in enumerate(wiring):
+            for k, code in enumerate(codes):
+                if code == "prev" and (slot, k) != self.prev_path:
+                    self.extra_prev.append((slot, k))
+                elif isinstance(code, tuple) and code[0] == "slot" and paths[code[1]] != (slot, k):
+                    self.extra_slot_inputs.append((slot, k, code[1]))
         # What `_replay` checks, slot by slot.
         self.checks = []
         for slot, codes in enumerate(wiring):
@@ -166,23 +197,53 @@ class Step:
 
 
 class Segment:
-    """A run of isomorphic steps x_0 -> ... -> x_n that can be scanned."""
+    """A run of isomorphic steps x_0 -> ... -> x_n that can be scanned, kept by columns.
 
-    def __init__(self, template, steps):
+    `anchors` are x_0 .. x_n; `columns[slot]` holds the slot's tensor in every step (step
+    0 is x_0 -> x_1); `outside` lists the per-step inputs of the template (its "step"
+    wiring) as (slot, input index, [the input in every step]).
+    """
+
+    def __init__(self, template, anchors, columns, outside, nodes=None):
         self.template = template
-        self.steps = steps
+        self.anchors = anchors
+        self.columns = columns
+        self.outside = outside
+        self._nodes = nodes
+
+    @classmethod
+    def from_steps(cls, template, steps, outside):
+        anchors = [steps[0].lower] + [step.upper for step in steps]
+        columns = [[step.slots[slot] for step in steps] for slot in range(len(template.classes))]
+        return cls(template, anchors, columns, outside)
 
     @property
-    def anchors(self):
-        return [self.steps[0].lower] + [step.upper for step in self.steps]
+    def nodes(self):
+        """Per slot, the node of every step (chain order)."""
+        if self._nodes is None:
+            self._nodes = [[tensor._ctx for tensor in column] for column in self.columns]
+        return self._nodes
+
+    @property
+    def steps(self):
+        """The steps as `Step` objects (built on demand: the scan itself reads columns)."""
+        per_step = [[] for _ in range(self.length)]
+        for slot, k, operands in self.outside:
+            for index, operand in enumerate(operands):
+                per_step[index].append((slot, k, operand))
+        rows = zip(*self.columns, strict=True)
+        return [
+            Step(self.anchors[index], self.anchors[index + 1], list(row), per_step[index])
+            for index, row in enumerate(rows)
+        ]
 
     @property
     def length(self):
-        return len(self.steps)
+        return len(self.anchors) - 1
 
     @property
     def state_shape(self):
-        return self.steps[0].upper.shape
+        return self.anchors[-1].shape
 
     @property
     def jacobian_kind(self):
@@ -420,22 +481,40 @@ def _close(run, segments, min_steps):
         return
     template = run[0][0]
     steps = [step for _, step in run]
-    first_outside = steps[0].outside
+    columns = [
+        (slot, k, [step.outside[number][2] for step in steps])
+        for number, (slot, k, _) in enumerate(steps[0].outside)
+    ]
+    outside = _shared_or_per_step(template, columns, len(steps))
+    if outside is None:
+        return
+    segments.append(Segment.from_steps(template, steps, outside))
+
+
+def _shared_or_per_step(template, columns, count):
+    """Split the outside inputs (slot, k, [input of every step]) into shared ones (the same
+    tensor in every step: a weight) and per-step ones; rewrite the template's wiring to
+    ("shared", tensor) and "step", and return the per-step ones (None when they cannot be
+    stacked)."""
     shared = []
-    for number, (_, _, operand) in enumerate(first_outside):
-        shared.append(all(step.outside[number][2] is operand for step in steps))
-    for number, is_shared in enumerate(shared):
-        if not is_shared:
-            shape = first_outside[number][2].shape
-            if any(step.outside[number][2].shape != shape for step in steps):
-                return  # per-step inputs of different shapes cannot be stacked
-    for step in steps:
-        step.outside = [entry for entry, is_shared in zip(step.outside, shared) if not is_shared]
+    per_step = []
+    for slot, k, operands in columns:
+        operands = operands[:count]
+        first = operands[0]
+        if all(map(is_, operands, itertools.repeat(first))):
+            shared.append((slot, k, first))
+            continue
+        shape = first.shape
+        if any(operand.shape != shape for operand in operands):
+            return None  # per-step inputs of different shapes cannot be stacked
+        per_step.append((slot, k, operands))
     wiring = [list(codes) for codes in template.wiring]
-    for (slot, k, operand), is_shared in zip(first_outside, shared):
-        wiring[slot][k] = ("shared", operand) if is_shared else "step"
+    for slot, k, operand in shared:
+        wiring[slot][k] = ("shared", operand)
+    for slot, k, _ in per_step:
+        wiring[slot][k] = "step"
     template.wiring = wiring
-    segments.append(Segment(template, steps))
+    return per_step
 
 
 def _period(classes):
@@ -688,91 +767,230 @@ def find_simple_chain(graph, min_steps=MIN_STEPS):
     if built is None:
         return None
     template, step = built
-    steps = [step]
-    while steps[-1].lower._ctx is not None:
-        step = _lean_replay(template, steps[-1].lower, graph)
-        if step is None:
-            break
-        steps.append(step)
-        if len(steps) == 4 and _read_from_outside(steps, graph, budget=256):
-            return None  # e.g. a loss at every step: the full analysis handles it
-    if len(steps) < min_steps or not _nothing_else_reads(steps, graph):
+    anchors = _walk_route(template.route, step)
+    try:
+        found = _lean_columns(template, anchors)
+    except (AttributeError, IndexError, TypeError):  # pragma: no cover - a malformed node
         return None
-    run = [(template, step) for step in reversed(steps)]
-    segments = []
-    _close(run, segments, min_steps)
-    return LeanPlan(segments[0]) if segments else None
+    count, tensors, outside = found
+    if count < min_steps or not _no_outside_readers(graph, anchors, tensors, outside, count):
+        return None
+    # Columns in chain order (step 0 is x_0 -> x_1).
+    chain_columns = [column[count - 1 :: -1] for column in tensors]
+    outside = _shared_or_per_step(
+        template, [(slot, k, column[count - 1 :: -1]) for slot, k, column in outside], count
+    )
+    if outside is None:
+        return None
+    return LeanPlan(Segment(template, anchors[count::-1], chain_columns, outside))
 
 
-def _read_from_outside(steps, graph, budget):
-    """A quick look from the output (at most `budget` tensors) for a tensor outside the
-    chain that reads one of these steps' tensors: True if one is seen."""
-    protected = set(map(id, itertools.chain.from_iterable(step.slots for step in steps)))
-    protected.add(id(steps[-1].lower))
-    top = steps[0].upper
-    seen = {id(root) for root in graph.roots}
-    stack = list(graph.roots)
-    while stack and budget > 0:
-        budget -= 1
-        node = stack.pop()._ctx
-        if node is None:
-            continue
-        for operand, needs in zip(node.inputs, node.needs_input_grad):
-            key = id(operand)
-            if not needs or key in seen:
+def _walk_route(route, top_step):
+    """x_n, x_{n-1}, ...: the anchors below the top step, each reached from the one above
+    by the template's route of input indices, while creation numbers keep falling (an
+    in-place op can make a node's input younger than the node; the walk stops there)."""
+    anchors = [top_step.upper, top_step.lower]
+    tensor = top_step.lower
+    node = tensor._ctx
+    if node is None:
+        return anchors
+    newest = node.sequence
+    try:
+        while True:
+            below = tensor
+            for k in route:
+                below = below._ctx.inputs[k]
+            node = below._ctx
+            if node is None:
+                anchors.append(below)  # a leaf: x_0, if the step above it checks out
+                break
+            if node.sequence >= newest:
+                break
+            anchors.append(below)
+            tensor = below
+            newest = node.sequence
+    except (AttributeError, IndexError, TypeError):
+        pass  # the route leads off the graph (a leaf, a constant): the walk ends here
+    return anchors
+
+
+def _cut(values, expected, good):
+    """The first index below `good` whose value is not `expected`, or where `values` ends
+    (else `good`)."""
+    if len(values) >= good and values.count(expected) == len(values):
+        return good
+    for index in range(min(good, len(values))):
+        if values[index] != expected:
+            return index
+    return min(good, len(values))
+
+
+def _column(nodes, k):
+    """Input `k` of every node, up to the first node that has none."""
+    try:
+        return [node.inputs[k] for node in nodes]
+    except (AttributeError, IndexError, TypeError):
+        column = []
+        for node in nodes:
+            try:
+                column.append(node.inputs[k])
+            except (AttributeError, IndexError, TypeError):
+                break
+        return column
+
+
+def _nodes_of(tensors):
+    """The node of every tensor, up to the first value that is not a tensor."""
+    try:
+        return [tensor._ctx for tensor in tensors]
+    except AttributeError:
+        nodes = []
+        for tensor in tensors:
+            node = getattr(tensor, "_ctx", _NOT_A_TENSOR)
+            if node is _NOT_A_TENSOR:
+                break
+            nodes.append(node)
+        return nodes
+
+
+_NOT_A_TENSOR = object()
+
+
+def _lean_columns(template, anchors):
+    """Check the steps below the top step against `template`, one column (one slot over
+    every step) at a time, each check a single pass in C where it can be.
+
+    `anchors` are x_n, x_{n-1}, ... as `_walk_route` found them; step i (from the top)
+    has upper anchor anchors[i] and lower anchor anchors[i + 1]. Returns (count, tensors,
+    outside): how many steps from the top match, the slot columns, and the columns of the
+    outside inputs as (slot, k, [input of every step]); all top-down. What is checked is
+    what `_lean_step` built the template from: the op class, needs_input_grad, shape and
+    dtype of every slot, no hooks, the wiring by identity, and the creation numbers (every
+    slot made after x_{i-1} and before the op that reads it; every outside input made
+    before x_{i-1}). Readers from outside the chain are checked by `_no_outside_readers`.
+    """
+    count = len(anchors) - 1
+    tensors = [anchors[:-1]]
+    nodes = [_nodes_of(anchors[:-1])]
+    for parent, k in template.paths[1:]:
+        column = _column(nodes[parent], k)
+        count = min(count, len(column))
+        tensors.append(column)
+        nodes.append(_nodes_of(column))
+        count = min(count, len(nodes[-1]))
+    good = count
+    for slot, check in enumerate(template.checks):
+        good = _cut([type(node) for node in nodes[slot]], check[0], good)
+    if good < count:
+        tensors = [column[:good] for column in tensors]
+        nodes = [column[:good] for column in nodes]
+    if good == 0:
+        return 0, tensors, []
+    lowers = anchors[1 : good + 1]
+    for slot, (_, needs, shape, dtype, _, _, _) in enumerate(template.checks):
+        column = tensors[slot]
+        good = _cut([node.needs_input_grad for node in nodes[slot]], needs, good)
+        good = _cut([tensor.data.shape for tensor in column], shape, good)
+        good = _cut([tensor.data.dtype for tensor in column], dtype, good)
+        good = _cut([tensor._hooks for tensor in column], None, good) if good else 0
+    if good and lowers[good - 1].shape != tensors[0][0].shape:
+        good -= 1  # x_0 of another shape (a broadcast start): its step is walked instead
+    if good == 0:
+        return 0, tensors, []
+    sequences = [[node.sequence for node in column[:good]] for column in nodes]
+    bottom = lowers[good - 1]._ctx
+    lower_sequences = sequences[0][1:] + [-1 if bottom is None else bottom.sequence]
+    for slot in range(1, len(nodes)):
+        parent = template.parents[slot]
+        good = _cut(list(map(lt, sequences[slot], sequences[parent])), True, good)
+    for slot in template.tree_leaves:
+        good = _cut(list(map(gt, sequences[slot], lower_sequences)), True, good)
+    for slot, k in template.extra_prev:
+        good = _cut(list(map(is_, _column(nodes[slot][:good], k), lowers)), True, good)
+    for slot, k, other in template.extra_slot_inputs:
+        column = _column(nodes[slot][:good], k)
+        good = _cut(list(map(is_, column, tensors[other])), True, good)
+        good = _cut(list(map(lt, sequences[other], sequences[slot])), True, good)
+    outside = []
+    for slot, (_, _, _, _, _, _, outside_inputs) in enumerate(template.checks):
+        for k in outside_inputs:
+            if not good:
+                return 0, tensors, outside
+            column = _column(nodes[slot][:good], k)
+            outside.append((slot, k, column))
+            first = column[0]
+            if all(map(is_, column, itertools.repeat(first))):
+                made = first._ctx
+                if made is not None:
+                    # Made before x_{i-1} for every step: x_{i-1} of the lowest step decides.
+                    while good and made.sequence > lower_sequences[good - 1]:
+                        good -= 1
                 continue
-            if key in protected:
-                if operand is not top:
-                    return True
-                continue
-            seen.add(key)
-            stack.append(operand)
-    return False
+            made = [operand._ctx for operand in column]
+            made = [-1 if node is None else node.sequence for node in made]
+            good = _cut(list(map(le, made, lower_sequences)), True, good)
+    return good, tensors, outside
 
 
-def _nothing_else_reads(steps, graph):
-    """True when no tensor outside the chain reads a chain tensor (other than the top
-    anchor, which the output side reads) or the bottom anchor x_0.
+def _no_outside_readers(graph, anchors, tensors, outside, count):
+    """True when no tensor outside the top `count` steps reads one of their tensors (other
+    than x_n, which the output side reads) or their bottom anchor x_0.
 
     Every tensor of the graph that is not in the chain is reached from the output without
     entering the chain, or from the chain's outside inputs (weights, x_t): those two
-    searches see every reader. Inside the chain, each input was checked against the
-    template; an outside input must not be a chain tensor either.
+    searches see every reader. Chain tensors were made after x_0 and no later than x_n,
+    so only a tensor made in that span is looked up among them (the set of their ids is
+    built the first time one is met, which an RNN with its loss on the last state never
+    does).
     """
-    protected = set(map(id, itertools.chain.from_iterable(step.slots for step in steps)))
-    if len(protected) != sum(len(step.slots) for step in steps):
-        return False  # a tensor in two steps (a shared computed input)
-    top = steps[0].upper
-    protected.add(id(steps[-1].lower))
+    top = anchors[0]
+    bottom = anchors[count]
+    high = top._ctx.sequence
+    low = -1 if bottom._ctx is None else bottom._ctx.sequence
+    protected = None
+
+    def in_chain(tensor):
+        nonlocal protected
+        if tensor is bottom:
+            return True
+        node = tensor._ctx
+        if node is None or not low < node.sequence <= high:
+            return False
+        if protected is None:
+            protected = set(
+                map(id, itertools.chain.from_iterable(column[:count] for column in tensors))
+            )
+        return id(tensor) in protected
+
     starts = list(graph.roots)
-    seen = set()
-    for step in steps:
-        for _, _, operand in step.outside:
+    seen = {id(root) for root in starts}
+    for _, _, column in outside:
+        column = column[:count]
+        if all(map(is_, column, itertools.repeat(column[0]))):
+            column = column[:1]  # a weight shared by every step: one look is enough
+        for operand in column:
             key = id(operand)
-            if key in protected:
+            if key in seen:
+                continue
+            if in_chain(operand):
                 return False
-            if key not in seen:
-                seen.add(key)
-                starts.append(operand)
-    for root in graph.roots:
-        seen.add(id(root))
+            seen.add(key)
+            starts.append(operand)
     stack = starts
     while stack:
-        tensor = stack.pop()
-        node = tensor._ctx
+        node = stack.pop()._ctx
         if node is None:
             continue
         for operand, needs in zip(node.inputs, node.needs_input_grad):
             if not needs:
                 continue
             key = id(operand)
-            if key in protected:
-                if operand is not top:
-                    return False
+            if key in seen or operand is top:
                 continue
-            if key not in seen:
-                seen.add(key)
-                stack.append(operand)
+            if in_chain(operand):
+                return False
+            seen.add(key)
+            stack.append(operand)
     return True
 
 
@@ -842,51 +1060,3 @@ def _lean_step(lower, upper, graph):
     needs = [tensor._ctx.needs_input_grad for tensor in slots]
     template = Template(classes, paths, wiring, shapes, chain_slots, order, needs)
     return template, Step(lower, upper, slots, outside)
-
-
-def _lean_replay(template, upper, graph):
-    """The step below `upper` if it matches `template` (readers are checked at the end)."""
-    slots = [upper]
-    try:
-        for parent, k in template.paths[1:]:
-            slots.append(slots[parent]._ctx.inputs[k])
-        slot, k = template.prev_path
-        lower = slots[slot]._ctx.inputs[k]
-    except (AttributeError, IndexError, TypeError):
-        return None
-    lower_node = lower._ctx
-    made_after = -1 if lower_node is None else lower_node.sequence
-    outside = []
-    for slot, (cls, needs, shape, dtype, prev_inputs, slot_inputs, outside_inputs) in enumerate(
-        template.checks
-    ):
-        tensor = slots[slot]
-        node = tensor._ctx
-        data = tensor.data
-        if (
-            type(node) is not cls
-            or node.sequence <= made_after
-            or node.needs_input_grad != needs
-            or data.shape != shape
-            or tensor._hooks
-        ):
-            return None
-        if data.dtype is not dtype and data.dtype != dtype:
-            return None
-        inputs = node.inputs
-        for k in prev_inputs:
-            if inputs[k] is not lower:
-                return None
-        for k, other in slot_inputs:
-            if inputs[k] is not slots[other]:
-                return None
-        for k in outside_inputs:
-            operand = inputs[k]
-            operand_node = operand._ctx
-            if operand_node is not None and operand_node.sequence > made_after:
-                return None  # made inside this step, but the template has it outside
-            outside.append((slot, k, operand))
-    capture = graph.capture
-    if capture is not None and any(id(tensor) in capture for tensor in slots):
-        return None
-    return Step(lower, upper, slots, outside)

@@ -170,7 +170,9 @@ def _matmul(node, index):
     _, b = node.saved_tensors
     if np.ndim(b) < 2:
         return None
-    matrix = np.swapaxes(b, -1, -2)
+    # A C-ordered copy (a small weight): products with it then come out C-ordered too,
+    # and the scan does not copy them again.
+    matrix = np.ascontiguousarray(np.swapaxes(b, -1, -2))
     if matrix.ndim > 2:
         # Batch dims of b line up with the rows of x that precede the matrix row axis.
         matrix = np.expand_dims(matrix, -3)

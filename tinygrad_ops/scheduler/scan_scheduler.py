@@ -20,6 +20,8 @@ would not be recorded node by node.
 
 import gc
 import heapq
+import itertools
+from operator import is_
 
 import numpy as np
 
@@ -55,6 +57,12 @@ def _op_attributes(op_class):
     return names
 
 
+class SavedValuesError(ValueError):
+    """A node of the segment cannot give its saved values as they were recorded (freed by
+    an earlier backward, or changed in place): the walk, which raises the engine's own
+    error for it, takes over."""
+
+
 class BatchedSlot:
     """The nodes of one template slot over all the steps of a segment, saved values stacked."""
 
@@ -64,18 +72,34 @@ class BatchedSlot:
         self.first = first
         self.output_shape = tuple(output_shape)
         self.output_dtype = output_dtype
-        self.count = len(nodes)
+        self.count = count = len(nodes)
         ndim = len(output_shape)
-        saved_per_node = [node.saved_tensors for node in nodes]  # checks versions
+        # What `saved_tensors` checks node by node, here one pass per check.
+        saved_per_node = [node.saved for node in nodes]
+        if None in saved_per_node:
+            raise SavedValuesError("a saved value was freed")
+        sources = [node.sources for node in nodes]
+        if sources.count(None) != count:
+            changed = [
+                record[2][0] != record[3] for records in sources if records for record in records
+            ]
+            if True in changed:
+                raise SavedValuesError("a saved value was changed in place")
+        if [len(saved) for saved in saved_per_node].count(len(first.saved)) != count:
+            raise ValueError("the steps saved different numbers of values")
+        # Freed together by _ReleaseAll when Op.release would free every one of them.
+        self.saves = any(saved_per_node)
+        self.releasable = all(saved_per_node) and type(first).release is Op.release
         stacked = []
         is_stacked = []
-        for values in zip(*saved_per_node):  # one saved value over all the steps
+        for position in range(len(first.saved)):
+            values = [saved[position] for saved in saved_per_node]
             value = values[0]
-            if value is None or len(set(map(id, values))) == 1:
+            if value is None or all(map(is_, values, itertools.repeat(value))):
                 stacked.append(value)  # the same object in every step (a weight)
                 is_stacked.append(False)
                 continue
-            array = np.stack(values)
+            array = _stack(values)
             padding = ndim - (array.ndim - 1)
             if padding > 0:
                 array = array.reshape(array.shape[:1] + (1,) * padding + array.shape[1:])
@@ -83,17 +107,24 @@ class BatchedSlot:
             is_stacked.append(True)
         self.stacked = stacked
         self.is_stacked = is_stacked
+        self.attributes = [
+            (name, getattr(first, name))
+            for name in _op_attributes(self.op_class)
+            if hasattr(first, name)
+        ]
 
     def node(self, start, stop, needs_input_grad=None):
         """An op instance whose saved values are steps start..stop-1 of the stack."""
         batched = _batched_class(self.op_class)()
-        for name in _op_attributes(self.op_class):
-            if hasattr(self.first, name):
-                setattr(batched, name, getattr(self.first, name))
-        batched.stacked = tuple(
-            value[start:stop] if flag else value
-            for value, flag in zip(self.stacked, self.is_stacked)
-        )
+        for name, value in self.attributes:
+            setattr(batched, name, value)
+        if start == 0 and stop == self.count:
+            batched.stacked = tuple(self.stacked)
+        else:
+            batched.stacked = tuple(
+                value[start:stop] if flag else value
+                for value, flag in zip(self.stacked, self.is_stacked)
+            )
         batched.needs_input_grad = (
             self.first.needs_input_grad if needs_input_grad is None else needs_input_grad
         )
@@ -102,6 +133,43 @@ class BatchedSlot:
         batched.output_shape = (stop - start,) + self.output_shape
         batched.output_dtype = self.output_dtype
         return batched
+
+
+def _stack(values):
+    """np.stack for a list of same-shaped arrays, with one copy into a new buffer (faster
+    than np.stack's per-array expand_dims); anything else goes to np.stack."""
+    first = values[0]
+    if type(first) is np.ndarray and first.ndim:
+        shape = first.shape
+        dtype = first.dtype
+        if [value.shape for value in values].count(shape) == len(values) and [
+            value.dtype for value in values
+        ].count(dtype) == len(values):
+            out = np.empty((len(values),) + shape, dtype=dtype)
+            np.concatenate(values, axis=0, out=out.reshape((-1,) + shape[1:]))
+            return out
+    return np.stack(values)
+
+
+class _ReleaseAll:
+    """Stands in `graph.visited` for the nodes of a scanned segment: the engine calls
+    `release()` once (unless retain_graph) and the saved buffers of every node go at once,
+    as `Op.release` would free them one by one."""
+
+    __slots__ = ("columns", "others")
+
+    def __init__(self, columns, others):
+        self.columns = columns  # node lists whose class uses Op.release and saves something
+        self.others = others  # node lists released one by one (their own release)
+
+    def release(self):
+        for nodes in self.columns:
+            for node in nodes:
+                node.saved = None
+                node.sources = None
+        for nodes in self.others:
+            for node in nodes:
+                node.release()
 
 
 def _sum_to(grad, shape):
@@ -142,24 +210,29 @@ class SegmentRun:
         self.graph = graph
         self.segment = segment
         template = segment.template
-        steps = segment.steps
-        self.count = len(steps)
+        self.count = segment.length
         self.batched = [
-            BatchedSlot(
-                [step.slots[slot]._ctx for step in steps],
-                template.shapes[slot][0],
-                np.dtype(template.shapes[slot][1]),
-            )
-            for slot in range(len(template.classes))
+            BatchedSlot(nodes, template.shapes[slot][0], np.dtype(template.shapes[slot][1]))
+            for slot, nodes in enumerate(segment.nodes)
         ]
-        graph.visited.extend([tensor._ctx for step in steps for tensor in step.slots])
+        graph.visited.append(
+            _ReleaseAll(
+                [
+                    nodes
+                    for nodes, batched in zip(segment.nodes, self.batched)
+                    if batched.releasable
+                ],
+                [
+                    nodes
+                    for nodes, batched in zip(segment.nodes, self.batched)
+                    if batched.saves and not batched.releasable
+                ],
+            )
+        )
         self.state_shape = tuple(segment.state_shape)
-        self.dtype = steps[-1].upper.data.dtype
+        self.dtype = segment.anchors[-1].data.dtype
         self.depends = set(template.chain_slots)
-        outside_index = {}
-        for number, (slot, k, _) in enumerate(steps[0].outside):
-            outside_index[(slot, k)] = number
-        self.outside_index = outside_index
+        self.outside_columns = {(slot, k): operands for slot, k, operands in segment.outside}
 
     # -- Jacobians -----------------------------------------------------------------------------
 
@@ -182,7 +255,8 @@ class SegmentRun:
         return total
 
     def elements(self, injections):
-        """`build(start, stop)` for the scan: elements (J_i, e_{i-1}) from the top down."""
+        """`build(start, stop)` for the scan: elements (J_i, e_{i-1}) from the top down
+        (J_i alone when `injections` is None: no gradient enters the chain's inside)."""
         count = self.count
         diagonal = self.segment.jacobian_kind == "diagonal"
 
@@ -195,6 +269,8 @@ class SegmentRun:
                 )
             else:
                 matrices = jacobians.as_dense(structured, self.state_shape, high - low, self.dtype)
+            if injections is None:
+                return (matrices[::-1],)
             return (matrices[::-1], injections[low:high][::-1])
 
         return build
@@ -206,7 +282,6 @@ class SegmentRun:
         upper anchors (stacked in chain order)."""
         template = self.segment.template
         graph = self.graph
-        steps = self.segment.steps
         count = stop - start
         pending = {0: upper_grads}
         for slot in template.order:  # consumers before inputs
@@ -228,8 +303,7 @@ class SegmentRun:
                 if result is None or not needs[k] or code == "const":
                     continue
                 if code == "step":
-                    number = self.outside_index[(slot, k)]
-                    operands = [steps[index].outside[number][2] for index in range(start, stop)]
+                    operands = self.outside_columns[(slot, k)][start:stop]
                     shape = operands[0].shape
                     per_step = _sum_to_stacked(result, count, shape)
                     for operand, value in zip(operands, per_step):
@@ -265,24 +339,32 @@ class SegmentRun:
 
     def run(self, method, block_size):
         graph = self.graph
-        steps = self.segment.steps
+        anchors = self.segment.anchors
         count = self.count
-        top = steps[-1].upper
+        top = anchors[-1]
         seed = graph.pop_grad(top)
         state_zero = np.zeros(self.state_shape, dtype=self.dtype)
         seed = state_zero if seed is None else np.asarray(seed)
+        grads = graph.grads
+        pending = [grads.pop(id(anchor), None) for anchor in anchors[:-1]]
+        injected = not all(map(is_, pending, itertools.repeat(None)))
         injections = np.zeros((count,) + self.state_shape, dtype=self.dtype)
-        pop_grad = graph.pop_grad
-        for index, step in enumerate(steps):
-            pending = pop_grad(step.lower)
-            if pending is not None:
-                injections[index] = pending
+        if injected:
+            for index, value in enumerate(pending):
+                if value is not None:
+                    injections[index] = value
         diagonal = self.segment.jacobian_kind == "diagonal"
-        operator = (
-            scans.DiagonalAffineCompose(seeded=True)
-            if diagonal
-            else scans.AffineCompose(seeded=True)
-        )
+        if injected:
+            operator = (
+                scans.DiagonalAffineCompose(seeded=True)
+                if diagonal
+                else scans.AffineCompose(seeded=True)
+            )
+        else:
+            # Nothing enters the chain between its ends (a loss on the last state only):
+            # the scan composes the Jacobians alone, half the work of the affine pairs.
+            operator = scans.SeededProduct(diagonal)
+            injections = None
         bottom = []
 
         def sink(first_position, stop_position, prefixes):
@@ -307,7 +389,7 @@ class SegmentRun:
             block_size=block_size,
             sink=sink,
         )
-        lower = steps[0].lower
+        lower = anchors[0]
         graph.send(lower, np.array(bottom[0], dtype=lower.data.dtype))
 
 
@@ -395,7 +477,7 @@ def execute(graph, plan, chosen, name):
         if grad is not None:
             visit(tensor, grad)
     tops = {
-        position[id(segment.steps[-1].upper)]: (segment, method, block_size)
+        position[id(segment.anchors[-1])]: (segment, method, block_size)
         for segment, method, block_size in chosen
     }
     lowest = min(tops)
@@ -428,7 +510,7 @@ def execute_simple(graph, segment, method, block_size, name):
     except ValueError:  # steps whose saved values do not stack: walk them
         graph.run_sequential()
         return
-    top = segment.steps[-1].upper
+    top = segment.anchors[-1]
     tensors = graph.tensors
     grads = graph.grads
     heap = [(-tensors[key]._ctx.sequence, key) for key in grads if tensors[key]._ctx is not None]

@@ -141,6 +141,35 @@ class DiagonalAffineCompose(AssociativeOperator):
         return (prefixes[0] * B + b,)
 
 
+class SeededProduct(AssociativeOperator):
+    """AffineCompose when every injection is zero: elements (A,) with A (..., d, d), or
+    diagonals (..., d) with `diagonal=True`, composed as A B; element 0 is the seed, so
+    every prefix is a vector (g -> g A). Half the work of the affine pairs."""
+
+    def __init__(self, diagonal=False):
+        self.diagonal = diagonal
+
+    def combine(self, left, right):
+        if self.diagonal:
+            return (left[0] * right[0],)
+        return (np.matmul(left[0], right[0]),)
+
+    def identity(self, like, count):
+        (matrix,) = like
+        if self.diagonal:
+            return (np.ones((count,) + matrix.shape[1:], dtype=matrix.dtype),)
+        eye = np.broadcast_to(np.eye(matrix.shape[-1], dtype=matrix.dtype), matrix.shape[1:])
+        return (np.repeat(eye[None], count, axis=0),)
+
+    def to_prefix(self, elements):  # pragma: no cover - the schedulers pass the seed itself
+        raise TypeError("SeededProduct takes its seed as the first prefix")
+
+    def extend(self, prefixes, elements):
+        if self.diagonal:
+            return (prefixes[0] * elements[0],)
+        return (apply_dense(prefixes[0], elements[0]),)
+
+
 def apply_dense(vectors, matrices):
     """Row vectors (..., d) times matrices (..., d, e), batched: (..., e)."""
     return np.matmul(vectors[..., None, :], matrices)[..., 0, :]
