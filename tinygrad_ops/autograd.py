@@ -266,12 +266,15 @@ class Op:
         """
         sources = []
         for index, value in enumerate(self.saved):
-            if value is out_data:
-                sources.append((index, None, out._version, out._version[0]))
+            if value is None:
+                continue
+            if value is out_data:  # a new tensor: version 0
+                sources.append((index, None, out._version, 0))
                 continue
             for operand in operands:
                 if isinstance(operand, Tensor) and value is operand.data:
-                    sources.append((index, operand, operand._version, operand._version[0]))
+                    version = operand._version
+                    sources.append((index, operand, version, version[0]))
                     break
         return sources or None
 
@@ -455,11 +458,10 @@ class BackwardGraph:
         plain = self.capture is None and not self.create_graph and not STATE.anomaly
         heap = []
         leaves = []
-        queued = set()
 
         def queue(tensor, key):
-            """Schedule a tensor that has just received its first gradient."""
-            queued.add(key)
+            """Schedule a tensor that has just received its first gradient (a tensor is
+            in `grads` exactly while it is queued and not yet visited)."""
             if tensor._ctx is None:
                 leaves.append(tensor)
             else:
@@ -485,17 +487,26 @@ class BackwardGraph:
                             owned.add(parent_key)
                         else:
                             owned.discard(parent_key)
-                        queue(parent, parent_key)
+                        parent_node = parent._ctx
+                        if parent_node is None:
+                            leaves.append(parent)
+                        else:
+                            heappush(heap, (-parent_node.sequence, parent_key))
                     elif parent_key in owned:
                         np.add(previous, parent_grad, out=previous)
                     else:
                         grads[parent_key] = np.asarray(previous + parent_grad)  # 0-d stays an array
                         owned.add(parent_key)
                 continue
-            self.visit(tensor, grad)
+            # The general case: the parents that had no pending gradient before the visit
+            # and have one after it are queued now.
+            waiting = {}
             for parent in recorded_inputs(node):
-                parent_key = id(parent)
-                if parent_key not in queued and parent_key in grads:
+                if id(parent) not in grads:
+                    waiting[id(parent)] = parent
+            self.visit(tensor, grad)
+            for parent_key, parent in waiting.items():
+                if parent_key in grads:
                     queue(parent, parent_key)
         for leaf in leaves:
             grad = grads.pop(id(leaf), None)
@@ -511,6 +522,7 @@ class BackwardGraph:
         grads = node.backward(grad)
         results = []
         needs_input_grad = node.needs_input_grad
+        anomaly = STATE.anomaly
         for index, operand in enumerate(node.inputs):
             input_grad = grads[index]
             if input_grad is None or not needs_input_grad[index]:
@@ -521,7 +533,8 @@ class BackwardGraph:
             data = operand.data
             if type(input_grad) is not np.ndarray:
                 input_grad = np.asarray(input_grad)
-            if input_grad.dtype != data.dtype:
+            dtype = input_grad.dtype
+            if dtype is not data.dtype and dtype != data.dtype:  # (builtin dtypes are shared)
                 input_grad = input_grad.astype(data.dtype)
             if input_grad.shape != data.shape:
                 # A sum makes a new array, so the reduced gradient is always the walk's own.
@@ -533,7 +546,7 @@ class BackwardGraph:
                 # upstream gradient passed through, an array returned for two inputs, or
                 # one the rule also keeps all count more.
                 owned = input_grad.base is None and getrefcount(input_grad) <= 3
-            if STATE.anomaly:
+            if anomaly:
                 _check_finite(node, index, input_grad)
             results.append((operand, input_grad, owned))
         return results
