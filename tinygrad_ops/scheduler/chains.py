@@ -45,7 +45,7 @@ from operator import gt, is_, le, lt
 
 import numpy as np
 
-from ..autograd import topological_order
+from ..autograd import Op, topological_order
 from ..tensor import Tensor
 from . import jacobians
 
@@ -116,9 +116,11 @@ class Template:
         "tree_leaves",
         "extra_prev",
         "extra_slot_inputs",
+        "const_slots",
+        "options",
     )
 
-    def __init__(self, classes, paths, wiring, shapes, chain_slots, order, needs):
+    def __init__(self, classes, paths, wiring, shapes, chain_slots, order, needs, options=None):
         self.classes = classes
         self.paths = paths
         self.wiring = wiring
@@ -153,6 +155,9 @@ class Template:
                 route.append(k)
                 slot = parent
             self.route = route[::-1]
+        self.const_slots = {slot for slot, codes in enumerate(wiring) if "const" in codes}
+        # Each slot's op options (PowScalar's exponent...): (attribute, value) pairs.
+        self.options = options or [() for _ in classes]
         self.extra_prev = []
         self.extra_slot_inputs = []
         for slot, codes in enumerate(wiring):
@@ -181,7 +186,41 @@ class Template:
             tuple(paths),
             tuple(tuple(codes) for codes in wiring),
             tuple(shapes),
+            tuple(
+                tuple((name, _option_key(value)) for name, value in pairs) for pairs in self.options
+            ),
         )
+
+
+def op_attributes(op_class):
+    """The attributes an op class sets besides those of `Op` (its options: an exponent)."""
+    names = []
+    for klass in op_class.__mro__:
+        if klass is Op:
+            break
+        names.extend(klass.__dict__.get("__slots__", ()))
+    return names
+
+
+def node_options(node):
+    """(attribute, value) for each option the node has set."""
+    return tuple(
+        (name, getattr(node, name)) for name in op_attributes(type(node)) if hasattr(node, name)
+    )
+
+
+_SIMPLE_OPTIONS = (int, float, complex, str, bool, bytes, type(None), np.dtype)
+
+
+def _same_option(value, expected):
+    """Options equal by value for numbers and names, else the same object."""
+    if value is expected:
+        return True
+    return type(value) is type(expected) and type(value) in _SIMPLE_OPTIONS and value == expected
+
+
+def _option_key(value):
+    return value if type(value) in _SIMPLE_OPTIONS else ("object", id(value))
 
 
 class Step:
@@ -569,6 +608,9 @@ def _replay(template, lower_position, upper_position, context, created_before=Fa
             or tensor._hooks
         ):
             return None
+        for name, value in template.options[slot]:
+            if not _same_option(getattr(node, name, _NOT_A_TENSOR), value):
+                return None
         where = position.get(id(tensor))
         if where is None or (slot and len(consumers[where]) != uses[slot]):
             return None
@@ -701,7 +743,8 @@ def _step(lower_position, upper_position, context):
         return None
     chain_slots = [slot for slot in order if depends[slot]]
     needs = [tensor._ctx.needs_input_grad for tensor in slots]
-    template = Template(classes, paths, wiring, shapes, chain_slots, order, needs)
+    options = [node_options(tensor._ctx) for tensor in slots]
+    template = Template(classes, paths, wiring, shapes, chain_slots, order, needs, options)
     return template, Step(lower, upper, slots, outside)
 
 
@@ -890,11 +933,21 @@ def _lean_columns(template, anchors):
     for slot, (_, needs, shape, dtype, _, _, _) in enumerate(template.checks):
         column = tensors[slot]
         good = _cut([node.needs_input_grad for node in nodes[slot]], needs, good)
-        good = _cut([tensor.data.shape for tensor in column], shape, good)
-        good = _cut([tensor.data.dtype for tensor in column], dtype, good)
-        good = _cut([tensor._hooks for tensor in column], None, good) if good else 0
-    if good and lowers[good - 1].shape != tensors[0][0].shape:
-        good -= 1  # x_0 of another shape (a broadcast start): its step is walked instead
+        good = _cut([tensor._hooks for tensor in column], None, good)
+        if slot in template.const_slots:
+            # A slot's shape and dtype follow from its inputs' (and its options): only a
+            # constant input (x_t without grad, a Python number) can change them; x_0 is
+            # checked below, the other inputs are checked slots or the same weight.
+            good = _cut([tensor.data.shape for tensor in column], shape, good)
+            good = _cut([tensor.data.dtype for tensor in column], dtype, good)
+        for name, value in template.options[slot]:
+            same = [_same_option(getattr(node, name, _NOT_A_TENSOR), value) for node in nodes[slot]]
+            good = _cut(same, True, good)
+    if good and (
+        lowers[good - 1].shape != template.shapes[0][0]
+        or lowers[good - 1].data.dtype != template.checks[0][3]
+    ):
+        good -= 1  # x_0 of another shape or dtype: its step is walked instead
     if good == 0:
         return 0, tensors, []
     sequences = [[node.sequence for node in column[:good]] for column in nodes]
@@ -1058,5 +1111,6 @@ def _lean_step(lower, upper, graph):
         return None
     chain_slots = [slot for slot in order if depends[slot]]
     needs = [tensor._ctx.needs_input_grad for tensor in slots]
-    template = Template(classes, paths, wiring, shapes, chain_slots, order, needs)
+    options = [node_options(tensor._ctx) for tensor in slots]
+    template = Template(classes, paths, wiring, shapes, chain_slots, order, needs, options)
     return template, Step(lower, upper, slots, outside)

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..autograd import STATE, Op
 from . import jacobians, scans
-from .chains import find_chains, find_simple_chain
+from .chains import find_chains, find_simple_chain, op_attributes
 
 _BATCHED_CLASSES = {}
 
@@ -46,15 +46,6 @@ def _batched_class(op_class):
         )
         _BATCHED_CLASSES[op_class] = batched
     return batched
-
-
-def _op_attributes(op_class):
-    names = []
-    for klass in op_class.__mro__:
-        if klass is Op:
-            break
-        names.extend(klass.__dict__.get("__slots__", ()))
-    return names
 
 
 class SavedValuesError(ValueError):
@@ -109,7 +100,7 @@ class BatchedSlot:
         self.is_stacked = is_stacked
         self.attributes = [
             (name, getattr(first, name))
-            for name in _op_attributes(self.op_class)
+            for name in op_attributes(self.op_class)
             if hasattr(first, name)
         ]
 
