@@ -128,6 +128,24 @@ class RowBuffers:
         return self.state.__exit__(*exception)
 
 
+_ONES = {}
+
+
+def ones_vector(length, dtype):
+    """A read-only vector of ones, cached: `np.ones` costs a microsecond of Python per call,
+    as much as the BLAS product it feeds for a small layer."""
+    key = (length, dtype)
+    ones = _ONES.get(key)
+    if ones is None:
+        ones = np.ones(length, dtype=dtype)
+        if length <= 65536:  # a bounded cache: a few small shapes recur in a training loop
+            if len(_ONES) >= 64:
+                _ONES.clear()
+            ones.flags.writeable = False
+            _ONES[key] = ones
+    return ones
+
+
 def row_sum(matrix):
     """Sums of the rows of a C-contiguous 2-D array, shape (rows, 1).
 
@@ -137,7 +155,7 @@ def row_sum(matrix):
     rows, columns = matrix.shape
     if rows == 0 or columns == 0:
         return np.add.reduce(matrix, axis=1, keepdims=True)
-    return np.matmul(matrix, np.ones(columns, dtype=matrix.dtype)).reshape(rows, 1)
+    return np.matmul(matrix, ones_vector(columns, matrix.dtype)).reshape(rows, 1)
 
 
 def column_sum(matrix):
@@ -145,7 +163,7 @@ def column_sum(matrix):
     rows, columns = matrix.shape
     if rows == 0 or columns == 0:
         return np.add.reduce(matrix, axis=0)
-    return np.matmul(np.ones(rows, dtype=matrix.dtype), matrix)
+    return np.matmul(ones_vector(rows, matrix.dtype), matrix)
 
 
 _vecdot = getattr(np, "vecdot", None)  # numpy >= 2.0: twice as fast as einsum here
@@ -741,13 +759,19 @@ class Linear(Op):
                 f"linear: bias has shape {bias.shape}, expected ({out_features},) for weight "
                 f"of shape {weight.shape}"
             )
-        for name, value in (("weight", weight), ("bias", bias)):
-            if value is not None and value.dtype != x.dtype:
-                raise TypeError(
-                    f"linear: {name} has dtype {value.dtype} but the input has dtype {x.dtype}"
-                )
+        dtype = x.dtype
+        if weight.dtype != dtype or (bias is not None and bias.dtype != dtype):
+            name, value = ("weight", weight) if weight.dtype != dtype else ("bias", bias)
+            raise TypeError(
+                f"linear: {name} has dtype {value.dtype} but the input has dtype {dtype}"
+            )
         needs_x, needs_weight, _ = self.needs_input_grad
         self.save_for_backward(x if needs_weight else None, weight if needs_x else None)
+        if x.ndim == 2:  # the common case needs no reshapes
+            out = np.matmul(x, weight.T)
+            if bias is not None:
+                out += bias
+            return out
         out = np.matmul(x.reshape(-1, x.shape[-1]), weight.T)
         if bias is not None:
             out += bias
@@ -756,23 +780,40 @@ class Linear(Op):
     def backward(self, grad_output):
         x, weight = self.saved_tensors
         needs_x, needs_weight, needs_bias = self.needs_input_grad
-        out_features = grad_output.shape[-1]
-        g = grad_output.reshape((-1, out_features))
-        grad_x = grad_weight = grad_bias = None
-        if needs_x:
-            grad_x = reshaped(g @ weight, grad_output.shape[:-1] + (weight.shape[1],))
-        if needs_weight:
-            grad_weight = g.swapaxes(0, 1) @ x.reshape((-1, x.shape[-1]))
+        if grad_output.ndim == 2:  # the common case needs no reshapes
+            g = grad_output
+            grad_x = g @ weight if needs_x else None
+            grad_weight = g.swapaxes(0, 1) @ x if needs_weight else None
+        else:
+            g = grad_output.reshape((-1, grad_output.shape[-1]))
+            grad_x = grad_weight = None
+            if needs_x:
+                grad_x = reshaped(g @ weight, grad_output.shape[:-1] + (weight.shape[1],))
+            if needs_weight:
+                grad_weight = g.swapaxes(0, 1) @ x.reshape((-1, x.shape[-1]))
+        grad_bias = None
         if needs_bias:
-            grad_bias = g.sum(axis=0)
+            if type(g) is not np.ndarray:  # a Tensor (create_graph): a recorded sum
+                grad_bias = g.sum(axis=0)
+            elif g.dtype == np.float16 or not g.flags.c_contiguous:
+                grad_bias = np.add.reduce(g, axis=0)
+            else:  # BLAS: about twice as fast as np.add.reduce for (64, 128)
+                grad_bias = column_sum(g)
         return grad_x, grad_weight, grad_bias
+
+
+# Integer dtypes and their unsigned twins (a view, not a conversion, of the target).
+_UNSIGNED = {np.dtype(f"int{bits}"): np.dtype(f"uint{bits}") for bits in (8, 16, 32, 64)}
+# From this many elements exp_of_shifted's exp2 route is faster than np.exp (measured:
+# 1.5 us against 0.6 us at 640 elements, 6 us against 7.8 us at 16,384).
+_EXP2_FROM = 4096
 
 
 class CrossEntropy(Op):
     """loss_i = log sum_c exp(z_ic) - z_i,t_i (log_softmax and the pick fused), reduced by
     mean/sum/none;  dz_ic = g_i (softmax(z_i)_c - [c == t_i]) (divided by N for the mean)"""
 
-    __slots__ = ("reduction", "target", "count", "class_count")
+    __slots__ = ("reduction", "target", "count", "class_count", "positions")
 
     def forward(self, logits, target, reduction):
         check_float("cross_entropy", logits, "logits")
@@ -797,7 +838,7 @@ class CrossEntropy(Op):
             logits = logits.reshape(1, class_count)
         flat_target = target.reshape(-1)
         # One reduction checks both bounds: viewed as unsigned, a negative index is huge.
-        unsigned = flat_target.view(flat_target.dtype.str.replace("i", "u"))
+        unsigned = flat_target.view(_UNSIGNED.get(flat_target.dtype, flat_target.dtype))
         if flat_target.size and unsigned.max() >= class_count:
             bad = flat_target[(flat_target < 0) | (flat_target >= class_count)][0]
             raise IndexError(
@@ -807,13 +848,20 @@ class CrossEntropy(Op):
         self.reduction = reduction
         self.target = flat_target
         self.class_count = class_count
-        rows = as_rows(upcast(logits), 1)
+        plain = logits.ndim == 2 and logits.dtype != np.float16 and logits.flags.c_contiguous
+        rows = logits if plain else as_rows(upcast(logits), 1)
         count = rows.shape[0]
         self.count = count
-        picked_rows = np.arange(count)
+        # Each sample's target logit, found by its position in the flattened (N, C) rows
+        # (one `take`, and the backward reuses the positions).
+        positions = np.arange(0, count * class_count, class_count) + flat_target
+        self.positions = positions
         shifted = np.subtract(rows, row_max(rows))
-        picked = shifted[picked_rows, flat_target]
-        exponentials = exp_of_shifted(shifted, out=shifted)
+        picked = shifted.reshape(-1).take(positions)
+        if shifted.size < _EXP2_FROM:
+            exponentials = np.exp(shifted, out=shifted)
+        else:
+            exponentials = exp_of_shifted(shifted, out=shifted)
         total = row_sum(exponentials).reshape(count)
         losses = np.log(total)
         losses -= picked
@@ -823,9 +871,9 @@ class CrossEntropy(Op):
         if reduction == "none":
             out = losses.reshape(target.shape)
         elif reduction == "sum":
-            out = losses.sum()
+            out = np.add.reduce(losses)
         else:
-            out = losses.sum() / count if count else np.full((), np.nan, losses.dtype)
+            out = np.add.reduce(losses) / count if count else np.full((), np.nan, losses.dtype)
         out = np.asarray(out)
         if out.dtype == logits.dtype:
             return out
@@ -846,8 +894,7 @@ class CrossEntropy(Op):
         if self.graph_mode is not False:  # softmax recomputed from the logits: differentiable
             return like_inputs(self, (self.backward_composed(logits, scale), None))
         grad = np.multiply(probabilities, scale)
-        picked_rows = np.arange(count)
-        grad[picked_rows, self.target] -= scale.reshape(-1) if np.ndim(scale) else scale
+        grad.reshape(-1)[self.positions] -= scale.reshape(-1) if scale.ndim else scale
         if len(shape) <= 2:
             return reshaped(grad, shape), None
         return from_rows(grad, shape, 1), None
