@@ -57,7 +57,7 @@ class SavedValuesError(ValueError):
 class BatchedSlot:
     """The nodes of one template slot over all the steps of a segment, saved values stacked."""
 
-    def __init__(self, nodes, output_shape, output_dtype):
+    def __init__(self, nodes, output_shape, output_dtype, stacks=None):
         first = nodes[0]
         self.op_class = type(first)
         self.first = first
@@ -69,18 +69,13 @@ class BatchedSlot:
         saved_per_node = [node.saved for node in nodes]
         if None in saved_per_node:
             raise SavedValuesError("a saved value was freed")
-        sources = [node.sources for node in nodes]
-        if sources.count(None) != count:
-            changed = [
-                record[2][0] != record[3] for records in sources if records for record in records
-            ]
-            if True in changed:
-                raise SavedValuesError("a saved value was changed in place")
         if [len(saved) for saved in saved_per_node].count(len(first.saved)) != count:
             raise ValueError("the steps saved different numbers of values")
+        _check_versions([node.sources for node in nodes])
         # Freed together by _ReleaseAll when Op.release would free every one of them.
         self.saves = any(saved_per_node)
         self.releasable = all(saved_per_node) and type(first).release is Op.release
+        stacks = [] if stacks is None else stacks
         stacked = []
         is_stacked = []
         for position in range(len(first.saved)):
@@ -90,7 +85,7 @@ class BatchedSlot:
                 stacked.append(value)  # the same object in every step (a weight)
                 is_stacked.append(False)
                 continue
-            array = _stack(values)
+            array = _stack(values, stacks)
             padding = ndim - (array.ndim - 1)
             if padding > 0:
                 array = array.reshape(array.shape[:1] + (1,) * padding + array.shape[1:])
@@ -126,20 +121,41 @@ class BatchedSlot:
         return batched
 
 
-def _stack(values):
-    """np.stack for a list of same-shaped arrays, with one copy into a new buffer (faster
-    than np.stack's per-array expand_dims); anything else goes to np.stack."""
-    first = values[0]
-    if type(first) is np.ndarray and first.ndim:
-        shape = first.shape
-        dtype = first.dtype
-        if [value.shape for value in values].count(shape) == len(values) and [
-            value.dtype for value in values
-        ].count(dtype) == len(values):
-            out = np.empty((len(values),) + shape, dtype=dtype)
-            np.concatenate(values, axis=0, out=out.reshape((-1,) + shape[1:]))
-            return out
-    return np.stack(values)
+def _check_versions(sources):
+    """Raise SavedValuesError when a saved input or output changed in place since it was
+    saved (each node's `sources`: (index, tensor, version counter, version then))."""
+    if sources.count(None) == len(sources):
+        return
+    records = len(sources[0] or ())
+    if records and [len(entries) for entries in sources if entries].count(records) == len(sources):
+        # Every node has the same number of records: one pass per record position.
+        for position in range(records):
+            if True in [entries[position][2][0] != entries[position][3] for entries in sources]:
+                raise SavedValuesError("a saved value was changed in place")
+        return
+    changed = [record[2][0] != record[3] for entries in sources if entries for record in entries]
+    if True in changed:
+        raise SavedValuesError("a saved value was changed in place")
+
+
+def _stack(values, stacks):
+    """np.stack(values) (np.array: one pass, the same shape checks and dtype promotion).
+
+    `stacks` holds (values, stacked) of the segment's earlier stacks: the state saved by
+    `h @ U` is the state saved by the previous step's tanh, one step later, so such a
+    column is the earlier stack shifted by one (a single copy) instead of a new stack.
+    """
+    count = len(values)
+    for others, stacked in stacks:
+        if len(others) != count or stacked.dtype != np.result_type(values[0]):
+            continue
+        if all(map(is_, values[1:], others)):
+            return np.concatenate([np.asarray(values[0])[None], stacked[:-1]])
+        if all(map(is_, values[:-1], others[1:])):
+            return np.concatenate([stacked[1:], np.asarray(values[-1])[None]])
+    array = np.array(values)
+    stacks.append((values, array))
+    return array
 
 
 class _ReleaseAll:
@@ -202,8 +218,9 @@ class SegmentRun:
         self.segment = segment
         template = segment.template
         self.count = segment.length
+        stacks = []
         self.batched = [
-            BatchedSlot(nodes, template.shapes[slot][0], np.dtype(template.shapes[slot][1]))
+            BatchedSlot(nodes, template.shapes[slot][0], np.dtype(template.shapes[slot][1]), stacks)
             for slot, nodes in enumerate(segment.nodes)
         ]
         graph.visited.append(
