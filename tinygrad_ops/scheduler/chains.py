@@ -815,17 +815,18 @@ def find_simple_chain(graph, min_steps=MIN_STEPS):
         found = _lean_columns(template, anchors)
     except (AttributeError, IndexError, TypeError):  # pragma: no cover - a malformed node
         return None
-    count, tensors, outside = found
+    count, tensors, nodes, outside = found
     if count < min_steps or not _no_outside_readers(graph, anchors, tensors, outside, count):
         return None
     # Columns in chain order (step 0 is x_0 -> x_1).
     chain_columns = [column[count - 1 :: -1] for column in tensors]
+    chain_nodes = [column[count - 1 :: -1] for column in nodes]
     outside = _shared_or_per_step(
         template, [(slot, k, column[count - 1 :: -1]) for slot, k, column in outside], count
     )
     if outside is None:
         return None
-    return LeanPlan(Segment(template, anchors[count::-1], chain_columns, outside))
+    return LeanPlan(Segment(template, anchors[count::-1], chain_columns, outside, chain_nodes))
 
 
 def _walk_route(route, top_step):
@@ -928,12 +929,16 @@ def _lean_columns(template, anchors):
         tensors = [column[:good] for column in tensors]
         nodes = [column[:good] for column in nodes]
     if good == 0:
-        return 0, tensors, []
+        return 0, tensors, nodes, []
     lowers = anchors[1 : good + 1]
     for slot, (_, needs, shape, dtype, _, _, _) in enumerate(template.checks):
         column = tensors[slot]
-        good = _cut([node.needs_input_grad for node in nodes[slot]], needs, good)
-        good = _cut([tensor._hooks for tensor in column], None, good)
+        # needs_input_grad, or None for a tensor with hooks: both checks in one pass.
+        flags = [
+            node.needs_input_grad if tensor._hooks is None else None
+            for tensor, node in zip(column, nodes[slot])
+        ]
+        good = _cut(flags, needs, good)
         if slot in template.const_slots:
             # A slot's shape and dtype follow from its inputs' (and its options): only a
             # constant input (x_t without grad, a Python number) can change them; x_0 is
@@ -949,7 +954,7 @@ def _lean_columns(template, anchors):
     ):
         good -= 1  # x_0 of another shape or dtype: its step is walked instead
     if good == 0:
-        return 0, tensors, []
+        return 0, tensors, nodes, []
     sequences = [[node.sequence for node in column[:good]] for column in nodes]
     bottom = lowers[good - 1]._ctx
     lower_sequences = sequences[0][1:] + [-1 if bottom is None else bottom.sequence]
@@ -968,7 +973,7 @@ def _lean_columns(template, anchors):
     for slot, (_, _, _, _, _, _, outside_inputs) in enumerate(template.checks):
         for k in outside_inputs:
             if not good:
-                return 0, tensors, outside
+                return 0, tensors, nodes, outside
             column = _column(nodes[slot][:good], k)
             outside.append((slot, k, column))
             first = column[0]
@@ -982,7 +987,7 @@ def _lean_columns(template, anchors):
             made = [operand._ctx for operand in column]
             made = [-1 if node is None else node.sequence for node in made]
             good = _cut(list(map(le, made, lower_sequences)), True, good)
-    return good, tensors, outside
+    return good, tensors, nodes, outside
 
 
 def _no_outside_readers(graph, anchors, tensors, outside, count):

@@ -161,7 +161,9 @@ def _stack(values, stacks):
 class _ReleaseAll:
     """Stands in `graph.visited` for the nodes of a scanned segment: the engine calls
     `release()` once (unless retain_graph) and the saved buffers of every node go at once,
-    as `Op.release` would free them one by one."""
+    as `Op.release` would free them one by one. (Their `sources` records stay until the
+    graph goes: they only refer to the node's inputs, which `node.inputs` holds anyway,
+    and freeing them costs as much again as freeing the buffers.)"""
 
     __slots__ = ("columns", "others")
 
@@ -173,7 +175,6 @@ class _ReleaseAll:
         for nodes in self.columns:
             for node in nodes:
                 node.saved = None
-                node.sources = None
         for nodes in self.others:
             for node in nodes:
                 node.release()
