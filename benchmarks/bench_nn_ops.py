@@ -1,23 +1,40 @@
 """Forward + backward of the fused nn ops against PyTorch CPU, in the same run.
 
-    .venv/bin/python benchmarks/bench_nn_ops.py [--rounds 30] [--threads 1 2] [--size 256 1024]
+    .venv/bin/python benchmarks/bench_nn_ops.py [--rounds 60] [--threads 1 2] [--size 256 1024]
 
 Each case runs `out = op(x); out.backward(upstream)` with x, the affine parameters and the
-upstream gradient in float32, and reports the median over the rounds (after warm-up) for
-both engines, and their ratio (ours / PyTorch; below 1 means we are faster). The table is
-printed once per PyTorch intra-op thread count in `--threads` (1 and 2 by default: the
-machines this project targets have 2 cores). numpy's elementwise loops are
-single-threaded; its BLAS calls (the row and column sums here are matrix-vector products)
-use the OpenBLAS thread pool. On a machine shared with other jobs the 2-thread PyTorch
-figures swing widely (its worker threads wait on busy cores); the 1-thread ones are the
-steadier comparison. cross_entropy (1024 classes) is listed too, as a step of every
-training loop. (linear is left out: both engines spend its time in the same BLAS matrix
-products, and two BLAS thread pools fighting over two cores measure only the fight.)
+upstream gradient in float32, producing every gradient (x, weight, bias), and reports the
+median over the rounds for both engines, and their ratio (ours / PyTorch; below 1 means we
+are faster). Both engines wrap the same numpy array as a fresh leaf each round without
+copying it (`tg.Tensor(x)`, `torch.from_numpy(x)`), so neither pays for a copy the other
+skips. The rounds are interleaved in blocks (each block warms up first, and the order of
+the two engines alternates between blocks), so that a noisy neighbour hurts both alike.
+
+The table is printed once per PyTorch intra-op thread count in `--threads` (1 and 2 by
+default: the machines this project targets have 2 cores; 2 is PyTorch's default there).
+numpy's elementwise loops are single-threaded; its BLAS calls (the row and column sums here
+are matrix-vector products) use the OpenBLAS thread pool. On a machine shared with other
+jobs the 2-thread PyTorch figures swing widely (its worker threads spin on busy cores);
+the 1-thread ones are the steadier comparison. cross_entropy (1024 classes) is listed too,
+as a step of every training loop. (linear is left out: both engines spend its time in the
+same BLAS matrix products, and two BLAS thread pools fighting over two cores measure only
+the fight.)
+
+The last column counts the page faults of one of our rounds. It should be 0: when it is
+not, glibc is handing the freed arrays back to the operating system after every round and
+taking fresh zeroed pages for the next (about 2 us per 4 KiB page, several times the
+arithmetic). That depends on where other live objects sit on the heap, not on the op; see
+benchmarks/README.md for the malloc settings that stop it.
 """
 
 import argparse
 import statistics
 import time
+
+try:
+    import resource
+except ImportError:  # not on Windows: the page-fault column is left blank there
+    resource = None
 
 import numpy as np
 import torch
@@ -26,7 +43,8 @@ import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the conventional alias)
 
 
-def median_seconds(step, rounds, warmup=5):
+def timed_rounds(step, rounds, warmup=5):
+    """Seconds of each of `rounds` calls of `step`, after `warmup` untimed calls."""
     for _ in range(warmup):
         step()
     times = []
@@ -34,7 +52,16 @@ def median_seconds(step, rounds, warmup=5):
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return times
+
+
+def page_faults_per_round(step, rounds=10):
+    if resource is None:
+        return None
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(rounds):
+        step()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / rounds
 
 
 def cases(rows, columns):
@@ -83,7 +110,7 @@ def cases(rows, columns):
             ours_weight.grad = ours_bias.grad = None
 
         def theirs_step(op=theirs_ops[name]):
-            tensor = torch.tensor(x, requires_grad=True)
+            tensor = torch.from_numpy(x).requires_grad_()
             out = op(tensor)
             out.backward(theirs_upstream if out.ndim else None)
             theirs_weight.grad = theirs_bias.grad = None
@@ -93,7 +120,8 @@ def cases(rows, columns):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=60)
+    parser.add_argument("--blocks", type=int, default=6, help="interleaved blocks of rounds")
     parser.add_argument(
         "--threads", type=int, nargs="+", default=[1, 2], help="PyTorch intra-op thread counts"
     )
@@ -106,16 +134,22 @@ def main(argv=None):
             f"\nforward+backward, ({rows}, {columns}) float32, median of {args.rounds} rounds, "
             f"torch {torch.__version__} with {threads} thread(s), numpy {np.__version__}"
         )
-        print(f"{'op':<14} {'ours (us)':>10} {'torch (us)':>11} {'ratio':>7}")
+        print(f"{'op':<14} {'ours (us)':>10} {'torch (us)':>11} {'ratio':>7} {'our faults':>11}")
+        per_block = max(1, -(-args.rounds // args.blocks))
         for name, ours_step, theirs_step in cases(rows, columns):
-            # Interleave the two engines' rounds, so that a noisy neighbour hurts both alike.
             ours_times, theirs_times = [], []
-            for _ in range(3):
-                ours_times.append(median_seconds(ours_step, args.rounds // 3 + 1))
-                theirs_times.append(median_seconds(theirs_step, args.rounds // 3 + 1))
+            for block in range(args.blocks):
+                order = [(ours_step, ours_times), (theirs_step, theirs_times)]
+                for step, times in order if block % 2 == 0 else order[::-1]:
+                    times.extend(timed_rounds(step, per_block))
             ours = statistics.median(ours_times)
             theirs = statistics.median(theirs_times)
-            print(f"{name:<14} {ours * 1e6:>10.0f} {theirs * 1e6:>11.0f} {ours / theirs:>7.2f}")
+            faults = page_faults_per_round(ours_step)
+            faults = "" if faults is None else f"{faults:.0f}"
+            print(
+                f"{name:<14} {ours * 1e6:>10.0f} {theirs * 1e6:>11.0f} {ours / theirs:>7.2f} "
+                f"{faults:>11}"
+            )
 
 
 if __name__ == "__main__":
