@@ -138,3 +138,13 @@ def test_walk_queues_a_parent_used_twice_by_a_hooked_tensor_once():
     assert len(seen) == 1
     assert len(calls) == 1
     np.testing.assert_array_equal(x.grad.numpy(), [6.0, 12.0])
+
+
+def test_op_results_have_every_tensor_slot_set():
+    # Op.apply builds its result without Tensor._make (the hot path): no slot may be missed.
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    for result in (x * 2, (x * 2).detach(), tg.Tensor([3.0])):
+        for slot in tg.Tensor.__slots__:
+            if slot != "__weakref__":
+                getattr(result, slot)  # AttributeError if apply forgot one
+    assert (x * 2)._version == [0]

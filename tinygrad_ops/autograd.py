@@ -245,7 +245,15 @@ class Op:
         out_data = node.forward(*arrays, **options)
         if type(out_data) is not np.ndarray:
             out_data = np.asarray(out_data)
-        out = Tensor._make(out_data, recording, node if recording else None)
+        # Tensor._make written out: this is the hottest path of a forward pass.
+        out = _new_tensor(Tensor)
+        out.data = out_data
+        out.grad = None
+        out._requires_grad = recording
+        out._ctx = node if recording else None
+        out._version = [0]
+        out._hooks = None
+        out.name = None
         if cls.is_view and out_data.base is not None and isinstance(operands[0], Tensor):
             out._version = operands[0]._version
         if recording:
@@ -278,6 +286,8 @@ class Op:
                     break
         return sources or None
 
+
+_new_tensor = object.__new__
 
 # Creation order of the nodes: a node is always created after the nodes of its inputs, so
 # sorting by it gives a topological order (PyTorch's engine orders by a sequence number too).

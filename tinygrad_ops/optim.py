@@ -87,7 +87,8 @@ class Optimizer:
         In place and without temporaries: the update of a large weight is one pass over
         its memory, as in hand-written numpy.
         """
-        np.subtract(parameter.data, update, out=parameter.data, casting="same_kind")
+        data = parameter.data
+        np.subtract(data, update, out=data)  # (a ufunc's default casting is "same_kind")
         parameter._version[0] += 1
 
     # -- state dicts: parameters are referred to by their position, as in PyTorch ----------
@@ -205,10 +206,10 @@ class SGD(Optimizer):
 
     def step(self):
         for group in self.param_groups:
-            lr, momentum = group["lr"], group["momentum"]
+            lr, momentum, weight_decay = group["lr"], group["momentum"], group["weight_decay"]
             for parameter, grad in self._parameters_with_grads(group):
-                if group["weight_decay"] != 0:
-                    grad = grad + group["weight_decay"] * parameter.data
+                if weight_decay != 0:
+                    grad = grad + weight_decay * parameter.data
                 if momentum != 0:
                     state = self.state.setdefault(id(parameter), {})
                     buffer = state.get("momentum_buffer")
