@@ -15,10 +15,12 @@ default: the machines this project targets have 2 cores; 2 is PyTorch's default 
 numpy's elementwise loops are single-threaded; its BLAS calls (the row and column sums here
 are matrix-vector products) use the OpenBLAS thread pool. On a machine shared with other
 jobs the 2-thread PyTorch figures swing widely (its worker threads spin on busy cores);
-the 1-thread ones are the steadier comparison. cross_entropy (1024 classes) is listed too,
-as a step of every training loop. (linear is left out: both engines spend its time in the
-same BLAS matrix products, and two BLAS thread pools fighting over two cores measure only
-the fight.)
+the 1-thread ones are the steadier comparison. A row where PyTorch with more threads took
+over three times as long as with fewer is marked "torch stalled": its workers waited for
+a core held by another job, so that row measures the machine, not the op.
+cross_entropy (1024 classes) is listed too, as a step of every training loop. (linear is
+left out: both engines spend its time in the same BLAS matrix products, and two BLAS
+thread pools fighting over two cores measure only the fight.)
 
 The last column counts the page faults of one of our rounds. It should be 0: when it is
 not, glibc is handing the freed arrays back to the operating system after every round and
@@ -128,6 +130,7 @@ def main(argv=None):
     parser.add_argument("--size", type=int, nargs=2, default=(256, 1024))
     args = parser.parse_args(argv)
     rows, columns = args.size
+    fewest_threads = {}  # op -> PyTorch's median with the fewest threads measured so far
     for threads in args.threads:
         torch.set_num_threads(threads)
         print(
@@ -146,9 +149,12 @@ def main(argv=None):
             theirs = statistics.median(theirs_times)
             faults = page_faults_per_round(ours_step)
             faults = "" if faults is None else f"{faults:.0f}"
+            # More threads that take several times longer than fewer: PyTorch's workers
+            # waited for a core that another job held (milliseconds, in scheduler slices).
+            stalled = theirs > 3 * fewest_threads.setdefault(name, theirs)
             print(
                 f"{name:<14} {ours * 1e6:>10.0f} {theirs * 1e6:>11.0f} {ours / theirs:>7.2f} "
-                f"{faults:>11}"
+                f"{faults:>11}{'  (torch stalled: machine busy)' if stalled else ''}"
             )
 
 
