@@ -139,6 +139,59 @@ def time_interleaved(steps, rounds, repeats):
     return {name: float(np.median(values)) for name, values in timings.items()}
 
 
+class BareTensor:
+    """The leanest tape a Python engine on numpy can have, for the chain figure's floor.
+
+    No version counters, no shape, dtype or broadcasting checks, no hooks, no in-place
+    accumulation, no higher-order gradients: each op stores its inputs and a closure that
+    maps the output's gradient to the inputs' gradients, and backward walks the chain
+    once. Whatever this engine costs above it is the price of those checks and features.
+    """
+
+    __slots__ = ("data", "grad", "parents", "rule")
+
+    def __init__(self, data, parents=(), rule=None):
+        self.data, self.grad, self.parents, self.rule = data, None, parents, rule
+
+    def __mul__(self, other):
+        if isinstance(other, BareTensor):
+            a, b = self.data, other.data
+            return BareTensor(a * b, (self, other), lambda g: (g * b, g * a))
+        return BareTensor(self.data * other, (self,), lambda g: (g * other,))
+
+    def __add__(self, constant):
+        return BareTensor(self.data + constant, (self,), lambda g: (g,))
+
+    def tanh(self):
+        out = np.tanh(self.data)
+        return BareTensor(out, (self,), lambda g: (g * (1 - out * out),))
+
+    def sum(self):
+        shape = self.data.shape
+        return BareTensor(self.data.sum(), (self,), lambda g: (np.broadcast_to(g, shape),))
+
+    def backward(self):
+        order, seen, stack = [], set(), [self]
+        while stack:  # a chain: the search meets the nodes in reverse creation order
+            tensor = stack.pop()
+            order.append(tensor)
+            for parent in tensor.parents:
+                if parent.rule is not None and id(parent) not in seen:
+                    seen.add(id(parent))
+                    stack.append(parent)
+        grads = {id(self): np.ones(())}
+        for tensor in order:
+            grad = grads.pop(id(tensor), None)
+            if grad is None:
+                continue
+            for parent, parent_grad in zip(tensor.parents, tensor.rule(grad)):
+                if parent.rule is None:
+                    parent.grad = parent_grad if parent.grad is None else parent.grad + parent_grad
+                else:
+                    previous = grads.get(id(parent))
+                    grads[id(parent)] = parent_grad if previous is None else previous + parent_grad
+
+
 def chain_overhead(rounds):
     """Forward+backward of a chain of 100 elementwise ops on 4x4 float32, per op."""
 
@@ -156,7 +209,14 @@ def chain_overhead(rounds):
             y = ((y * 1.01).tanh() + 0.5) * x
         y.sum().backward()
 
-    timings = time_interleaved({"tinygrad_ops": ours, "torch": theirs}, rounds, 20)
+    def bare():
+        x = BareTensor(np.full((4, 4), 0.5, dtype=np.float32))
+        y = x
+        for _ in range(25):
+            y = ((y * 1.01).tanh() + 0.5) * x
+        y.sum().backward()
+
+    timings = time_interleaved({"tinygrad_ops": ours, "torch": theirs, "bare": bare}, rounds, 20)
     return {name: seconds / 100 for name, seconds in timings.items()}
 
 
@@ -194,6 +254,10 @@ def main(argv=None):
         f"100-op chain (4x4, fwd+bwd, torch 1 thread): ours {chain['tinygrad_ops'] * 1e6:.2f} "
         f"us/op, torch {chain['torch'] * 1e6:.2f} us/op, "
         f"ours/torch {chain['tinygrad_ops'] / chain['torch']:.2f}"
+    )
+    print(
+        f"  leanest possible tape (no checks, BareTensor): {chain['bare'] * 1e6:.2f} us/op, "
+        f"bare/torch {chain['bare'] / chain['torch']:.2f}"
     )
 
 
