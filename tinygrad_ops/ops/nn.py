@@ -109,22 +109,26 @@ class RowBuffers:
     Measured on (256, 1024) float32: 52 us per update with the default buffer of 8192,
     33 us with 1024, the cost of a plain `a * b` of two full arrays. Reductions along rows
     (`np.maximum.reduce`) are a little slower with it, so they run before entering.
-    `np.errstate` restores the buffer size on exit (numpy >= 2.0).
+    The previous buffer size is restored on exit (numpy 2's errstate would restore it too,
+    numpy 1's would not).
     """
 
-    __slots__ = ("length", "state")
+    __slots__ = ("length", "state", "previous")
 
     def __init__(self, length, **error_handling):
         self.length = length
         self.state = np.errstate(**error_handling)
+        self.previous = None
 
     def __enter__(self):
         self.state.__enter__()
         if 512 <= self.length < 8192:  # the default buffer is 8192 elements
-            np.setbufsize(self.length - self.length % 16)  # numpy wants a multiple of 16
+            self.previous = np.setbufsize(self.length - self.length % 16)  # a multiple of 16
         return self
 
     def __exit__(self, *exception):
+        if self.previous is not None:
+            np.setbufsize(self.previous)
         return self.state.__exit__(*exception)
 
 
