@@ -15,15 +15,24 @@ expects to take more than 20x the sequential walk, are skipped (shown as "-").
 
 import argparse
 import gc
+import os
 import sys
 import time
 import tracemalloc
 from pathlib import Path
 
-import numpy as np
+# One BLAS thread. The stacked products of a scan at hidden 32 and more are big enough
+# for OpenBLAS to start its worker threads, which then spin after every product: on a
+# small machine shared with other work they steal the cores from whatever runs next
+# (the scans measured 5x slower at hidden 32, and the walk timed after them 5x slower
+# too). Set before numpy is imported; an explicit setting in the environment wins.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
-from tinygrad_ops import Tensor
-from tinygrad_ops.scheduler import ScanScheduler, auto
+import numpy as np  # noqa: E402
+
+from tinygrad_ops import Tensor  # noqa: E402
+from tinygrad_ops.scheduler import ScanScheduler, auto  # noqa: E402
 
 SCHEDULERS = ["sequential", "hillis-steele", "blelloch", "blocked", "auto"]
 SCANS = ["hillis-steele", "blelloch", "blocked"]
@@ -196,7 +205,7 @@ def main(argv=None):
     else:
         hiddens = [2, 4, 8, 16, 32, 64, 128]
         lengths = [64, 256, 1024, 2048, 8192]
-        repeats = args.repeats or 3
+        repeats = args.repeats or 5
     calibration = auto.calibrate()  # once, before timing (auto would do it on first use)
     print(
         "calibration: sequential visit {:.2f} us/node, chain analysis {:.2f} us/node, "

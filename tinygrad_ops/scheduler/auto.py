@@ -4,20 +4,24 @@ The cost model, in seconds, for a segment of n steps of s ops each, whose chain 
 has R rows of d values:
 
     sequential      n s c_visit
-    any scan        n s c_batch + R (products_mm t_mm(d) + products_mv t_mv(d)) + calls c_call
+    any scan        n s (c_analysis + c_batch) + c_chain
+                    + R (products_mm t_mm(d) + products_mv t_mv(d)) + calls c_call
 
 with products counted per scan: Hillis-Steele n log2 n matrix-matrix products, Blelloch
 about n, blocked(b) about n plus n/b blocks of 6 log2 b calls each; a diagonal chain does
 elementwise work instead of products. The constants are measured once per process by a
-quick micro-benchmark on this machine (`calibrate`, about a quarter of a second):
-c_visit (one node of the engine's sequential walk), c_batch and c_analysis (the scan
-scheduler's per-node bookkeeping and chain finding), t_mm(d) and t_mv(d) (one d x d
-product in a stacked `np.matmul`) and c_call (one numpy call).
+quick micro-benchmark on this machine (`calibrate`, about half a second): c_visit (one
+node of the engine's sequential walk), c_analysis and c_batch (the scan scheduler's
+chain check and its batching, per node), c_chain (what a scan costs once per chain:
+finding the step template, the scan's numpy calls), t_mm(d) and t_mv(d) (one d x d
+product in a stacked `np.matmul`) and c_call (one numpy call). The per-node and
+per-chain parts come from timing two chain lengths.
 
 Before paying for the chain analysis, `auto` looks at the shape of the tensors near the
 output: when even an endless chain of that width could not beat the walk, it walks.
 """
 
+import gc
 import itertools
 import math
 import time
@@ -28,6 +32,7 @@ from .chains import find_chains, find_simple_chain
 from .scan_scheduler import ScanScheduler
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+CACHE_BYTES = 2**22  # Jacobians beyond this (per scan or per block) slow the products down
 BLOCK_SIZES = (64, 256, 1024)
 _CALIBRATION = {}
 
@@ -42,6 +47,7 @@ def _best_time(function, repeats=3):
 
 
 def _small_rnn(steps, size=2, batch=2, seed=0):
+    """A tanh RNN of `steps` steps (4 ops each) on tiny arrays: (loss, number of nodes)."""
     from ..tensor import Tensor
 
     generator = np.random.default_rng(seed)
@@ -51,7 +57,7 @@ def _small_rnn(steps, size=2, batch=2, seed=0):
     state = Tensor(np.zeros((batch, size)))
     for step in range(steps):
         state = (Tensor(inputs[step]) + state @ weight + bias).tanh()
-    return state.sum(), 5 * steps
+    return state.sum(), 4 * steps + 1
 
 
 def calibrate(force=False):
@@ -65,31 +71,61 @@ def calibrate(force=False):
         return _CALIBRATION
     from ..autograd import BackwardGraph
 
-    # Long enough that the walk's per-node cost includes the cache misses of a big graph.
-    steps = 640
-    nodes = 5 * steps
+    # The walk and the scan at two chain lengths, runs interleaved (a slow spell of a
+    # shared machine then hits both), best of five: the scan's cost splits into a part
+    # per node and a part per chain (finding the step template, the scan's numpy calls).
+    # The longer chain is long enough that the per-node costs include the cache misses
+    # of a big graph.
+    short, long = 64, 640
     costs = {}
 
-    def timed(scheduler):
-        loss, _ = _small_rnn(steps)
-        start = time.perf_counter()
-        loss.backward(scheduler=scheduler)
-        return time.perf_counter() - start
+    def paused(function):
+        collecting = gc.isenabled()
+        gc.disable()  # as the scan schedulers do; the walk allocates too little to care
+        try:
+            start = time.perf_counter()
+            function()
+            return time.perf_counter() - start
+        finally:
+            if collecting:
+                gc.enable()
 
-    def analysis(finder):
-        loss, _ = _small_rnn(steps)
+    def backward(scheduler, steps):
+        loss, nodes = _small_rnn(steps)
+        return paused(lambda: loss.backward(scheduler=scheduler)) / nodes
+
+    def analysis(finder, steps):
+        loss, nodes = _small_rnn(steps)
         graph = BackwardGraph([loss], None, False, True)
         graph.send(loss, np.ones_like(loss.data))
-        start = time.perf_counter()
-        finder(graph)
-        return time.perf_counter() - start
+        return paused(lambda: finder(graph)) / nodes
 
-    costs["c_visit"] = min(timed("sequential") for _ in range(2)) / nodes
-    costs["c_analysis"] = min(analysis(find_simple_chain) for _ in range(2)) / nodes
-    costs["c_analysis_full"] = min(analysis(find_chains) for _ in range(2)) / nodes
-    # The scanned run minus its analysis: bookkeeping plus small numpy work, per node.
-    scanned = min(timed(ScanScheduler("blelloch")) for _ in range(2)) / nodes
+    def backward_wide():
+        loss, nodes = _small_rnn(160, size=32, batch=4)
+        return paused(lambda: loss.backward(scheduler="sequential")) / nodes
+
+    scan = ScanScheduler("blelloch")
+    best = {"visit": math.inf, "short": math.inf, "long": math.inf}
+    for _ in range(5):
+        best["visit"] = min(best["visit"], backward("sequential", long))
+        best["short"] = min(best["short"], backward(scan, short))
+        best["long"] = min(best["long"], backward(scan, long))
+    short_nodes, long_nodes = 4 * short + 1, 4 * long + 1
+    short_time, long_time = best["short"] * short_nodes, best["long"] * long_nodes
+    scanned = max((long_time - short_time) / (long_nodes - short_nodes), 0.5 * best["long"])
+    costs["c_visit"] = best["visit"]
+    costs["c_analysis"] = min(analysis(find_simple_chain, long) for _ in range(3))
+    costs["c_analysis_full"] = min(analysis(find_chains, long) for _ in range(2))
     costs["c_batch"] = max(scanned - costs["c_analysis"], 0.1 * scanned)
+    costs["c_chain"] = max(short_time - scanned * short_nodes, 0.0)
+    # The walk's cost grows with the arrays (its matrix products are d x d): a second
+    # walk, on states of 32 values in 4 rows, gives the part per node that grows with
+    # rows * d^2.
+    wide = min(backward_wide() for _ in range(3))
+    costs["c_visit_area"] = max((wide - costs["c_visit"]) / (4 * 32 * 32), 0.0)
+    # Elementwise work (building the Jacobians: d x d values per row and step).
+    values = np.ones((64, 4, 32, 32))
+    costs["c_element"] = _best_time(lambda: np.multiply(values, values)) / values.size
     tiny = np.ones((1, 2, 2))
     costs["c_call"] = _best_time(lambda: [np.matmul(tiny, tiny) for _ in range(100)]) / 100
     matrix_product = {}
@@ -153,6 +189,13 @@ def _per_product(table, size):
     return table[SIZES[-1]]  # pragma: no cover
 
 
+def visit_cost(state_shape, costs):
+    """Seconds per node of the sequential walk on a chain tensor of `state_shape`."""
+    size = state_shape[-1] if state_shape else 1
+    rows = math.prod(state_shape[:-1]) if len(state_shape) > 1 else 1
+    return costs["c_visit"] + costs.get("c_visit_area", 0.0) * rows * size * size
+
+
 def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     """Estimated seconds for each choice on a segment: {"sequential": ..., "blelloch": ...,
     "hillis-steele": ..., "blocked:64": ..., ...}.
@@ -164,47 +207,58 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     costs = calibrate() if costs is None else costs
     nodes = steps * ops_per_step
     size = state_shape[-1] if state_shape else 1
-    rows = int(np.prod(state_shape[:-1])) if len(state_shape) > 1 else 1
+    rows = math.prod(state_shape[:-1]) if len(state_shape) > 1 else 1
     jacobian_bytes = steps * rows * size * size * 8
-    if kind == "dense":
+    # Building a step's dense Jacobian: d x d values per row (a product by a weight
+    # scaled row by row), elementwise work.
+    build_cost = rows * size * size * costs.get("c_element", 0.0)
+    dense = kind == "dense"
+    if dense:
         matrix_cost = rows * _per_product(costs["t_mm"], size)
         vector_cost = rows * _per_product(costs["t_mv"], size)
         # All of a long chain's Jacobians at once do not fit in the caches: the products
         # slow down (t_mm_large), and so do the copies around them (pairing, interleaving),
         # by about 30% on the machine this was written on (docs/scan.md).
-        unblocked_cost = matrix_cost
-        if jacobian_bytes > 2**23 and "t_mm_large" in costs:
-            unblocked_cost = max(rows * _per_product(costs["t_mm_large"], size), 1.3 * matrix_cost)
+        large_cost = matrix_cost
+        if "t_mm_large" in costs:
+            large_cost = max(rows * _per_product(costs["t_mm_large"], size), 1.3 * matrix_cost)
+        unblocked_cost = large_cost if jacobian_bytes > CACHE_BYTES else matrix_cost
     else:
         # Elementwise: a few flops per value; a 1 x 1 "product" is the measured unit.
         matrix_cost = vector_cost = unblocked_cost = rows * size * costs["t_mm"][1]
-    # Finding the chain and batching its steps: per node, whatever the scan; building the
-    # Jacobians: about one product per step.
-    fixed = nodes * (costs["c_analysis"] + costs["c_batch"])
+        build_cost = matrix_cost
+    # Finding the chain and batching its steps: per node, whatever the scan, plus a part
+    # per chain; then building the Jacobians, and the scan's products: Blelloch about one
+    # matrix product and one vector product per step (the seeded scan composes the
+    # Jacobians; prefixes are vectors), Hillis-Steele about log2 n products per step.
+    fixed = (
+        nodes * (costs["c_analysis"] + costs["c_batch"])
+        + costs.get("c_chain", 0.0)
+        + steps * build_cost
+    )
     rounds = max(1, math.ceil(math.log2(steps + 1)))
-    times = {"sequential": nodes * costs["c_visit"]}
+    times = {"sequential": nodes * visit_cost(state_shape, costs)}
     times["hillis-steele"] = (
         fixed
-        + steps * unblocked_cost
-        + steps * max(rounds - 1, 0) * unblocked_cost
+        + steps * max(rounds - 1, 1) * unblocked_cost
         + steps * vector_cost
         + 4 * rounds * costs["c_call"]
     )
     times["blelloch"] = (
-        fixed
-        + steps * unblocked_cost
-        + steps * (unblocked_cost + vector_cost)
-        + 12 * rounds * costs["c_call"]
+        fixed + steps * (unblocked_cost + vector_cost) + 12 * rounds * costs["c_call"]
     )
     for block in BLOCK_SIZES:
         if block >= steps:
             continue
         blocks = math.ceil(steps / block)
         block_rounds = max(1, math.ceil(math.log2(block + 1)))
+        # A block's Jacobians beyond the caches cost what an unblocked scan's do.
+        block_cost = matrix_cost
+        if dense and block * rows * size * size * 8 > CACHE_BYTES:
+            block_cost = large_cost
         times[f"blocked:{block}"] = (
             fixed
-            + steps * matrix_cost
-            + steps * (matrix_cost + vector_cost)
+            + steps * (block_cost + vector_cost)
             + blocks * (12 * block_rounds + 8 * ops_per_step) * costs["c_call"]
         )
     return times
@@ -266,22 +320,24 @@ class AutoScheduler(ScanScheduler):
         if shape is None:
             return False
         size = shape[-1] if shape else 1
-        rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
-        # Best case: an endless dense chain, Blelloch's work (two matrix products and a
-        # vector product per step), steps of at least three ops.
+        rows = math.prod(shape[:-1]) if len(shape) > 1 else 1
+        # Best case: an endless dense chain, blocked's work (building the Jacobians, a
+        # matrix product and a vector product per step), steps of at least three ops.
         analysis = costs["c_analysis_full"] if full else costs["c_analysis"]
-        per_node_scan = (
-            analysis
-            + costs["c_batch"]
-            + rows * (2 * _per_product(costs["t_mm"], size) + _per_product(costs["t_mv"], size)) / 3
+        per_step = (
+            _per_product(costs["t_mm"], size)
+            + _per_product(costs["t_mv"], size)
+            + size * size * costs.get("c_element", 0.0)
         )
-        return per_node_scan < costs["c_visit"]
+        per_node_scan = analysis + costs["c_batch"] + rows * per_step / 3
+        return per_node_scan < visit_cost(shape, costs)
 
 
 def _probe_shape(roots, hops=32):
     """The shape of the widest non-leaf tensor within a few ops of the output (None if
     there is none)."""
     widest = None
+    widest_size = -1
     for root in roots:
         tensor = root
         for _ in range(hops):
@@ -291,8 +347,9 @@ def _probe_shape(roots, hops=32):
             following = None
             for operand, needs in zip(node.inputs, node.needs_input_grad):
                 if needs and operand._ctx is not None:
-                    if widest is None or operand.size > int(np.prod(widest)):
-                        widest = operand.shape
+                    size = operand.data.size
+                    if size > widest_size:
+                        widest, widest_size = operand.data.shape, size
                     if following is None:
                         following = operand
             if following is None:
