@@ -66,6 +66,16 @@ def test_batch_norm_of_many_channels_matches_torch(shape, training):
     np.testing.assert_allclose(ours_stats[1].numpy(), theirs_stats[1].numpy(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_over_many_classes_matches_torch(reduction):
+    target = np.random.default_rng(4).integers(0, 700, 5)
+    check_op(
+        lambda z: F.cross_entropy(z, target, reduction),
+        lambda z: TF.cross_entropy(z, torch.tensor(target), reduction=reduction),
+        (5, 700),
+    )
+
+
 def float32_cases(columns):
     return [
         (lambda x, w, b: F.softmax(x), lambda x, w, b: torch.softmax(x, -1)),
@@ -82,10 +92,17 @@ def float32_cases(columns):
             lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
             lambda x, w, b: TF.batch_norm(x, None, None, w, b, training=True),
         ),
+        (
+            lambda x, w, b: F.cross_entropy(x, TARGETS % columns, "none"),
+            lambda x, w, b: TF.cross_entropy(x, torch.tensor(TARGETS % columns), reduction="none"),
+        ),
     ]
 
 
-@pytest.mark.parametrize("case", range(5))
+TARGETS = np.random.default_rng(7).integers(0, 1 << 20, 16)  # taken modulo the class count
+
+
+@pytest.mark.parametrize("case", range(6))
 def test_float32_wide_rows_are_accurate_to_float32(case):
     """The benchmark's shape class: float32 in, float32 out, close to float64 PyTorch."""
     columns = 1024
@@ -95,10 +112,10 @@ def test_float32_wide_rows_are_accurate_to_float32(case):
         generator.uniform(0.5, 1.5, columns).astype(np.float32),
         generator.standard_normal(columns).astype(np.float32),
     ]
-    upstream = generator.standard_normal((16, columns)).astype(np.float32)
     ours, theirs = float32_cases(columns)[case]
     inputs = [tg.Tensor(array, requires_grad=True) for array in arrays]
     out = ours(*inputs)
+    upstream = generator.standard_normal(out.shape).astype(np.float32)
     out.backward(upstream)
     exact = [torch.tensor(array.astype(np.float64), requires_grad=True) for array in arrays]
     expected = theirs(*exact)
@@ -107,7 +124,7 @@ def test_float32_wide_rows_are_accurate_to_float32(case):
     scale = float(np.abs(expected.detach().numpy()).max())
     np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), atol=2e-6 * scale)
     for mine, reference in zip(inputs, exact):
-        if reference.grad is None:  # softmax and rms_norm leave the bias alone
+        if reference.grad is None:  # softmax, rms_norm, cross_entropy: no weight or bias
             continue
         assert mine.grad.dtype == np.float32
         grad_scale = float(np.abs(reference.grad.numpy()).max())

@@ -117,11 +117,13 @@ class RowBuffers:
 
     def __init__(self, length, **error_handling):
         self.length = length
-        self.state = np.errstate(**error_handling)
+        # Nothing to set for short rows without error handling: then this costs ~0.3 us.
+        self.state = np.errstate(**error_handling) if error_handling else None
         self.previous = None
 
     def __enter__(self):
-        self.state.__enter__()
+        if self.state is not None:
+            self.state.__enter__()
         if 512 <= self.length < 8192:  # the default buffer is 8192 elements
             self.previous = np.setbufsize(self.length - self.length % 16)  # a multiple of 16
         return self
@@ -129,7 +131,8 @@ class RowBuffers:
     def __exit__(self, *exception):
         if self.previous is not None:
             np.setbufsize(self.previous)
-        return self.state.__exit__(*exception)
+        if self.state is not None:
+            self.state.__exit__(*exception)
 
 
 _ONES = {}
@@ -860,18 +863,20 @@ class CrossEntropy(Op):
         # (one `take`, and the backward reuses the positions).
         positions = np.arange(0, count * class_count, class_count) + flat_target
         self.positions = positions
-        shifted = np.subtract(rows, row_max(rows))
-        picked = shifted.reshape(-1).take(positions)
-        if shifted.size < _EXP2_FROM:
-            exponentials = np.exp(shifted, out=shifted)
-        else:
-            exponentials = exp_of_shifted(shifted, out=shifted)
-        total = row_sum(exponentials).reshape(count)
-        losses = np.log(total)
-        losses -= picked
-        if self.needs_input_grad[0]:
-            exponentials /= total.reshape(count, 1)
-            self.save_for_backward(exponentials)
+        maximum = row_max(rows)
+        with RowBuffers(class_count):
+            shifted = np.subtract(rows, maximum)
+            picked = shifted.reshape(-1).take(positions)
+            if shifted.size < _EXP2_FROM:
+                exponentials = np.exp(shifted, out=shifted)
+            else:
+                exponentials = exp_of_shifted(shifted, out=shifted)
+            total = row_sum(exponentials).reshape(count)
+            losses = np.log(total)
+            losses -= picked
+            if self.needs_input_grad[0]:
+                exponentials /= total.reshape(count, 1)
+                self.save_for_backward(exponentials)
         if reduction == "none":
             out = losses.reshape(target.shape)
         elif reduction == "sum":
@@ -897,7 +902,8 @@ class CrossEntropy(Op):
         shape = logits.shape
         if self.graph_mode is not False:  # softmax recomputed from the logits: differentiable
             return like_inputs(self, (self.backward_composed(logits, scale), None))
-        grad = np.multiply(probabilities, scale)
+        with RowBuffers(probabilities.shape[1]):
+            grad = np.multiply(probabilities, scale)
         grad.reshape(-1)[self.positions] -= scale.reshape(-1) if scale.ndim else scale
         if len(shape) <= 2:
             return reshaped(grad, shape), None
