@@ -10,7 +10,7 @@ of the scans (tracemalloc) and the crossover plot docs/images/scan_crossover.png
     .venv/bin/python benchmarks/bench_scan.py --quick    # a small sweep (under a minute)
 
 Scans whose dense Jacobians would not fit in --max-memory-mb, or that the cost model
-expects to take more than 20x the sequential walk, are skipped (shown as "-").
+expects to take more than 5x the sequential walk, are skipped (shown as "-").
 """
 
 import argparse
@@ -77,7 +77,7 @@ def skip_reason(steps, hidden, scheduler, max_memory_mb):
         expected = estimates.get("blocked:256", estimates["blelloch"])
     else:
         expected = estimates[scheduler]
-    if expected > 20 * estimates["sequential"]:
+    if expected > 5 * estimates["sequential"]:
         return "slow"
     return None
 

@@ -64,8 +64,8 @@ def calibrate(force=False):
     """Measure the cost model's constants on this machine (cached for the process).
 
     >>> costs = calibrate()
-    >>> sorted(costs)[:4]
-    ['c_analysis', 'c_analysis_full', 'c_batch', 'c_call']
+    >>> {"c_visit", "c_analysis", "c_batch", "c_chain", "t_mm"} <= set(costs)
+    True
     """
     if _CALIBRATION and not force:
         return _CALIBRATION
@@ -115,6 +115,8 @@ def calibrate(force=False):
     scanned = max((long_time - short_time) / (long_nodes - short_nodes), 0.5 * best["long"])
     costs["c_visit"] = best["visit"]
     costs["c_analysis"] = min(analysis(find_simple_chain, long) for _ in range(3))
+    short_analysis = min(analysis(find_simple_chain, short) for _ in range(3)) * short_nodes
+    costs["c_analysis_chain"] = max(short_analysis - costs["c_analysis"] * short_nodes, 0.0)
     costs["c_analysis_full"] = min(analysis(find_chains, long) for _ in range(2))
     costs["c_batch"] = max(scanned - costs["c_analysis"], 0.1 * scanned)
     costs["c_chain"] = max(short_time - scanned * short_nodes, 0.0)
@@ -264,17 +266,23 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     return times
 
 
-SCAN_MARGIN = 0.85
-"""A scan is chosen only when its estimate beats the walk's by this factor: the model's
-errors cost little when the walk is kept (the scans win by 2x at most today) and a lot
-when a scan is chosen past the crossover (they lose by 5x at hidden 64)."""
+SCAN_MARGIN = 0.95
+"""A scan is chosen only when its estimate beats the walk's by this factor (a slight
+preference for the walk: past the crossover a wrong scan loses more than a wrong walk)."""
+
+
+def analysis_cost(steps, ops_per_step, costs=None):
+    """The part of a scan's estimate already spent once the chain has been found (the
+    lean chain check): sunk when `auto` chooses, so left out of that comparison."""
+    costs = calibrate() if costs is None else costs
+    return steps * ops_per_step * costs["c_analysis"] + costs.get("c_analysis_chain", 0.0)
 
 
 def best_choice(times):
     """(method, block size) of the cheapest entry of `estimate`'s result, keeping the
     sequential walk unless a scan is clearly cheaper (`SCAN_MARGIN`).
 
-    >>> best_choice({"sequential": 1.0, "blelloch": 0.9})
+    >>> best_choice({"sequential": 1.0, "blelloch": 0.97})
     ('sequential', None)
     >>> best_choice({"sequential": 1.0, "blelloch": 0.5, "blocked:256": 0.6})
     ('blelloch', None)
@@ -308,7 +316,14 @@ class AutoScheduler(ScanScheduler):
         times = estimate(
             segment.length, segment.ops_per_step, segment.state_shape, segment.jacobian_kind
         )
+        # The chain is found already: what is left to pay is the scan without its analysis.
+        sunk = analysis_cost(segment.length, segment.ops_per_step)
+        times = {
+            name: (seconds if name == "sequential" else max(seconds - sunk, 0.0))
+            for name, seconds in times.items()
+        }
         self.last_estimates.append(times)
+        del self.last_estimates[:-16]  # the latest few, for inspection (a training loop runs long)
         method, block_size = best_choice(times)
         return method, block_size or self.block_size
 
