@@ -125,6 +125,10 @@ def calibrate(force=False):
     # rows * d^2.
     wide = min(backward_wide() for _ in range(3))
     costs["c_visit_area"] = max((wide - costs["c_visit"]) / (4 * 32 * 32), 0.0)
+    # Fresh memory, per byte (page faults and the first write): a scan that keeps all of
+    # a long chain's Jacobians at once pays it on them and again on their pair products.
+    fresh = 2**22
+    costs["c_fresh"] = _best_time(lambda: np.ones(fresh), 3) / (8 * fresh)
     # Elementwise work (building the Jacobians: d x d values per row and step).
     values = np.ones((64, 4, 32, 32))
     costs["c_element"] = _best_time(lambda: np.multiply(values, values)) / values.size
@@ -218,36 +222,40 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     if dense:
         matrix_cost = rows * _per_product(costs["t_mm"], size)
         vector_cost = rows * _per_product(costs["t_mv"], size)
-        # All of a long chain's Jacobians at once do not fit in the caches: the products
-        # slow down (t_mm_large), and so do the copies around them (pairing, interleaving),
-        # by about 30% on the machine this was written on (docs/scan.md).
-        large_cost = matrix_cost
+        # Beyond the caches the products slow down, and so do the copies around them
+        # (pairing, interleaving) and the building of the Jacobians: measured here, an
+        # unblocked scan of 8-64 MiB of Jacobians took 1.15-1.25x the blocked scan's time.
+        large_cost = 1.5 * matrix_cost
         if "t_mm_large" in costs:
-            large_cost = max(rows * _per_product(costs["t_mm_large"], size), 1.3 * matrix_cost)
+            large_cost = max(rows * _per_product(costs["t_mm_large"], size), large_cost)
         unblocked_cost = large_cost if jacobian_bytes > CACHE_BYTES else matrix_cost
+        unblocked_build = build_cost
+        if jacobian_bytes > CACHE_BYTES:
+            # Written to fresh memory twice (the Jacobians, the first pair products).
+            fresh = 2 * rows * size * size * 8 * costs.get("c_fresh", 0.0)
+            unblocked_build = 1.5 * build_cost + fresh
     else:
         # Elementwise: a few flops per value; a 1 x 1 "product" is the measured unit.
         matrix_cost = vector_cost = unblocked_cost = rows * size * costs["t_mm"][1]
-        build_cost = matrix_cost
+        build_cost = unblocked_build = matrix_cost
     # Finding the chain and batching its steps: per node, whatever the scan, plus a part
     # per chain; then building the Jacobians, and the scan's products: Blelloch about one
     # matrix product and one vector product per step (the seeded scan composes the
     # Jacobians; prefixes are vectors), Hillis-Steele about log2 n products per step.
-    fixed = (
-        nodes * (costs["c_analysis"] + costs["c_batch"])
-        + costs.get("c_chain", 0.0)
-        + steps * build_cost
-    )
+    fixed = nodes * (costs["c_analysis"] + costs["c_batch"]) + costs.get("c_chain", 0.0)
     rounds = max(1, math.ceil(math.log2(steps + 1)))
     times = {"sequential": nodes * visit_cost(state_shape, costs)}
     times["hillis-steele"] = (
         fixed
+        + steps * unblocked_build
         + steps * max(rounds - 1, 1) * unblocked_cost
         + steps * vector_cost
         + 4 * rounds * costs["c_call"]
     )
     times["blelloch"] = (
-        fixed + steps * (unblocked_cost + vector_cost) + 12 * rounds * costs["c_call"]
+        fixed
+        + steps * (unblocked_build + unblocked_cost + vector_cost)
+        + 12 * rounds * costs["c_call"]
     )
     for block in BLOCK_SIZES:
         if block >= steps:
@@ -255,12 +263,12 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
         blocks = math.ceil(steps / block)
         block_rounds = max(1, math.ceil(math.log2(block + 1)))
         # A block's Jacobians beyond the caches cost what an unblocked scan's do.
-        block_cost = matrix_cost
+        block_cost, block_build = matrix_cost, build_cost
         if dense and block * rows * size * size * 8 > CACHE_BYTES:
-            block_cost = large_cost
+            block_cost, block_build = large_cost, unblocked_build
         times[f"blocked:{block}"] = (
             fixed
-            + steps * (block_cost + vector_cost)
+            + steps * (block_build + block_cost + vector_cost)
             + blocks * (12 * block_rounds + 8 * ops_per_step) * costs["c_call"]
         )
     return times
@@ -326,6 +334,15 @@ class AutoScheduler(ScanScheduler):
         del self.last_estimates[:-16]  # the latest few, for inspection (a training loop runs long)
         method, block_size = best_choice(times)
         return method, block_size or self.block_size
+
+    def worth_checking(self, steps, ops_per_step, state_shape):
+        """Once the lean path has walked down a chain and knows its length: whether its
+        best scan, checks included, would beat the walk (a short chain at hidden 32 does
+        not)."""
+        kind = "dense" if len(state_shape) and state_shape[-1] > 1 else "diagonal"
+        times = estimate(steps, ops_per_step, state_shape, kind)
+        scan = min(seconds for name, seconds in times.items() if name != "sequential")
+        return scan < times["sequential"]
 
     def worth_analysing(self, graph, full=False):
         """Whether any chain near the output could be scanned faster than walked (with

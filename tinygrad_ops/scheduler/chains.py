@@ -759,13 +759,17 @@ class LeanPlan:
         self.segment = segment
 
 
-def find_simple_chain(graph, min_steps=MIN_STEPS):
+def find_simple_chain(graph, min_steps=MIN_STEPS, worth_checking=None):
     """The common case without the full analysis: a chain (an RNN with its loss on the last
     state, a chain of elementwise ops) whose anchors and inside tensors are read by their
     own step only. The top step is found near the output, every further step is checked
     against its template on the way down, and a last search over the tensors that are not
     in the chain proves that none of them reads a chain tensor. Returns a LeanPlan, or
     None (the full analysis then decides).
+
+    `worth_checking(steps, ops_per_step, state_shape)`, when given, is asked once the
+    walk down the chain knows its length, before the checks: False gives a LeanPlan
+    without a segment (walk: a scan of a chain this short would not pay).
     """
     if graph.wanted is not None or len(graph.grads) != 1 or len(graph.roots) != 1:
         return None
@@ -811,6 +815,10 @@ def find_simple_chain(graph, min_steps=MIN_STEPS):
         return None
     template, step = built
     anchors = _walk_route(template.route, step)
+    if worth_checking is not None and not worth_checking(
+        len(anchors) - 1, len(template.classes), template.shapes[0][0]
+    ):
+        return LeanPlan(None)
     try:
         found = _lean_columns(template, anchors)
     except (AttributeError, IndexError, TypeError):  # pragma: no cover - a malformed node

@@ -427,6 +427,10 @@ class ScanScheduler:
         """(method, block size) for a segment; `auto` overrides this with its cost model."""
         return self.method, self.block_size
 
+    # Whether to check a chain of `steps` steps once its length is known; `auto` asks its
+    # cost model (None: always).
+    worth_checking = None
+
     def worth_analysing(self, graph, full=False):
         """Whether to look for chains at all (`full`: with the full analysis, once the
         lean path found none); `auto` asks its cost model."""
@@ -441,7 +445,10 @@ class ScanScheduler:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            lean = find_simple_chain(graph, self.min_steps)
+            lean = find_simple_chain(graph, self.min_steps, self.worth_checking)
+            if lean is not None and lean.segment is None:
+                graph.run_sequential()  # a chain too short to pay for its scan
+                return
             if lean is not None:
                 method, block_size = self.choose(lean.segment)
                 if method == "sequential":
