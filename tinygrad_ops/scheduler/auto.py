@@ -362,7 +362,39 @@ class AutoScheduler(ScanScheduler):
             + size * size * costs.get("c_element", 0.0)
         )
         per_node_scan = analysis + costs["c_batch"] + rows * per_step / 3
-        return per_node_scan < visit_cost(shape, costs)
+        visit = visit_cost(shape, costs)
+        if per_node_scan >= visit:
+            return False
+        # A scan also costs once per chain (c_chain): a chain of fewer nodes than this
+        # cannot repay it. Following the graph that deep is cheaper than finding the chain
+        # (the path followed skips the side ops of a step, x_t W: hence the 0.6).
+        nodes = costs.get("c_chain", 0.0) / (visit - per_node_scan)
+        return _deeper_than(graph.roots, 0.6 * nodes)
+
+
+def _deeper_than(roots, count):
+    """Whether a path of more than `count` ops leads down from one of `roots`, following
+    each node's most recently made input (the chain of an RNN, rather than its x_t W)."""
+    for root in roots:
+        tensor = root
+        depth = 0
+        while depth <= count:
+            node = tensor._ctx
+            if node is None:
+                break
+            following = None
+            newest = -1
+            for operand, needs in zip(node.inputs, node.needs_input_grad):
+                operand_node = operand._ctx if needs else None
+                if operand_node is not None and operand_node.sequence > newest:
+                    following, newest = operand, operand_node.sequence
+            if following is None:
+                break
+            tensor = following
+            depth += 1
+        if depth > count:
+            return True
+    return False
 
 
 def _probe_shape(roots, hops=32):

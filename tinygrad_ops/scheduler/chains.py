@@ -33,10 +33,11 @@ walked sequentially.
 The lean path (`find_simple_chain`, tried first) covers the common case in a fraction of
 the time: a chain whose tensors are read by their own step only (an RNN with its loss on
 the last state, a chain of elementwise ops). It needs no index of the whole graph: the
-top step is found just below the output, every step below is checked against the top
-step's template while walking down (a step's tensors are the inputs made after its lower
-anchor), and one search over the tensors *outside* the chain (the output side and the
-ancestry of the weights and inputs) proves that none of them reads a chain tensor.
+top step is found just below the output, the template's route of input indices walks
+down the chain, every step is checked against the template one column (one slot over
+all the steps) per check, and one search over the tensors *outside* the chain (the
+output side and the ancestry of the weights and inputs) proves that none of them reads
+a chain tensor.
 """
 
 import heapq
@@ -565,7 +566,7 @@ def _period(classes):
     sample = classes[low : low + window]
     scores = {}
     for period in range(1, min(MAX_PERIOD, len(sample) // 2) + 1):
-        matches = sum(sample[j] is sample[j - period] for j in range(period, len(sample)))
+        matches = list(map(is_, sample[period:], sample[:-period])).count(True)
         scores[period] = matches / (len(sample) - period)
     if not scores or max(scores.values()) < 0.5:
         return None
@@ -785,12 +786,12 @@ def find_simple_chain(graph, min_steps=MIN_STEPS, worth_checking=None):
             operand_node = operand._ctx if needs else None
             if operand_node is None:
                 continue
-            leads_on = any(
-                flag and other._ctx is not None
-                for other, flag in zip(operand_node.inputs, operand_node.needs_input_grad)
-            )
-            if leads_on and (following is None or operand_node.sequence > following._ctx.sequence):
-                following = operand
+            if following is not None and operand_node.sequence <= following._ctx.sequence:
+                continue
+            for other, flag in zip(operand_node.inputs, operand_node.needs_input_grad):
+                if flag and other._ctx is not None:  # it leads on to further ops
+                    following = operand
+                    break
         if following is None:
             break
         window.append(following)
@@ -914,10 +915,11 @@ def _lean_columns(template, anchors):
 
     `anchors` are x_n, x_{n-1}, ... as `_walk_route` found them; step i (from the top)
     has upper anchor anchors[i] and lower anchor anchors[i + 1]. Returns (count, tensors,
-    outside): how many steps from the top match, the slot columns, and the columns of the
-    outside inputs as (slot, k, [input of every step]); all top-down. What is checked is
-    what `_lean_step` built the template from: the op class, needs_input_grad, shape and
-    dtype of every slot, no hooks, the wiring by identity, and the creation numbers (every
+    nodes, outside): how many steps from the top match, the slot columns (tensors and
+    their nodes), and the columns of the outside inputs as (slot, k, [input of every
+    step]); all top-down. What is checked is what `_lean_step` built the template from:
+    the op class and options, needs_input_grad, shape and dtype (where a constant input
+    could change them), no hooks, the wiring by identity, and the creation numbers (every
     slot made after x_{i-1} and before the op that reads it; every outside input made
     before x_{i-1}). Readers from outside the chain are checked by `_no_outside_readers`.
     """
