@@ -67,7 +67,9 @@ def test_linear_bias_gradient_of_a_non_contiguous_upstream_gradient():
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
 
 
-@pytest.mark.parametrize("target_dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8])
+@pytest.mark.parametrize(
+    "target_dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64]
+)
 def test_cross_entropy_positions_for_every_integer_target_dtype(target_dtype):
     generator = np.random.default_rng(3)
     logits, tlogits = _pair(generator.standard_normal((7, 5)))
@@ -148,3 +150,24 @@ def test_op_results_have_every_tensor_slot_set():
             if slot != "__weakref__":
                 getattr(result, slot)  # AttributeError if apply forgot one
     assert (x * 2)._version == [0]
+
+
+def test_cross_entropy_gradient_with_retain_graph_is_the_same_twice():
+    # The backward reads the saved exponentials and totals without writing into them.
+    generator = np.random.default_rng(8)
+    logits = tg.Tensor(generator.standard_normal((4, 3)), requires_grad=True)
+    loss = F.cross_entropy(logits, np.array([0, 2, 1, 2]), reduction="none")
+    weights = tg.Tensor(generator.standard_normal(4))
+    total = (loss * weights).sum()
+    total.backward(retain_graph=True)
+    first = logits.grad.numpy().copy()
+    logits.grad = None
+    total.backward()
+    np.testing.assert_array_equal(logits.grad.numpy(), first)
+
+
+def test_cached_row_starts_are_read_only():
+    starts = nn_ops.row_starts(3, 5)
+    np.testing.assert_array_equal(starts, [0, 5, 10])
+    assert starts is nn_ops.row_starts(3, 5)
+    assert not starts.flags.writeable

@@ -153,6 +153,24 @@ def ones_vector(length, dtype):
     return ones
 
 
+_ROW_STARTS = {}
+
+
+def row_starts(rows, columns):
+    """0, columns, 2·columns, ...: where each row of a flattened (rows, columns) array
+    starts; read-only and cached like `ones_vector`."""
+    key = (rows, columns)
+    starts = _ROW_STARTS.get(key)
+    if starts is None:
+        starts = np.arange(0, rows * columns, columns)
+        if rows <= 65536:
+            if len(_ROW_STARTS) >= 64:
+                _ROW_STARTS.clear()
+            starts.flags.writeable = False
+            _ROW_STARTS[key] = starts
+    return starts
+
+
 def row_sum(matrix):
     """Sums of the rows of a C-contiguous 2-D array, shape (rows, 1).
 
@@ -846,7 +864,7 @@ class CrossEntropy(Op):
         flat_target = target.reshape(-1)
         # One reduction checks both bounds: viewed as unsigned, a negative index is huge.
         unsigned = flat_target.view(_UNSIGNED.get(flat_target.dtype, flat_target.dtype))
-        if flat_target.size and unsigned.max() >= class_count:
+        if flat_target.size and np.maximum.reduce(unsigned) >= class_count:
             bad = flat_target[(flat_target < 0) | (flat_target >= class_count)][0]
             raise IndexError(
                 f"cross_entropy: target {bad} is out of bounds for {class_count} classes "
@@ -861,7 +879,9 @@ class CrossEntropy(Op):
         self.count = count
         # Each sample's target logit, found by its position in the flattened (N, C) rows
         # (one `take`, and the backward reuses the positions).
-        positions = np.arange(0, count * class_count, class_count) + flat_target
+        # (Checked above to lie in [0, C), the target converts to intp safely; an uint64
+        # target plus an intp offset would otherwise promote to float64.)
+        positions = row_starts(count, class_count) + flat_target.astype(np.intp, copy=False)
         self.positions = positions
         maximum = row_max(rows)
         with RowBuffers(class_count):
@@ -875,8 +895,9 @@ class CrossEntropy(Op):
             losses = np.log(total)
             losses -= picked
             if self.needs_input_grad[0]:
-                exponentials /= total.reshape(count, 1)
-                self.save_for_backward(exponentials)
+                # softmax = exponentials / total: the division is left to the backward,
+                # where it joins the multiplication by the upstream gradient (one pass).
+                self.save_for_backward(exponentials, total.reshape(count, 1))
         if reduction == "none":
             out = losses.reshape(target.shape)
         elif reduction == "sum":
@@ -890,7 +911,7 @@ class CrossEntropy(Op):
             return out.astype(logits.dtype)
 
     def backward(self, grad_output):
-        (probabilities,) = self.saved_tensors
+        exponentials, total = self.saved_tensors
         logits = self.inputs[0]
         count = self.count
         if self.reduction == "none":
@@ -902,8 +923,8 @@ class CrossEntropy(Op):
         shape = logits.shape
         if self.graph_mode is not False:  # softmax recomputed from the logits: differentiable
             return like_inputs(self, (self.backward_composed(logits, scale), None))
-        with RowBuffers(probabilities.shape[1]):
-            grad = np.multiply(probabilities, scale)
+        with RowBuffers(exponentials.shape[1]):
+            grad = np.multiply(exponentials, scale / total)  # softmax times the scale
         grad.reshape(-1)[self.positions] -= scale.reshape(-1) if scale.ndim else scale
         if len(shape) <= 2:
             return reshaped(grad, shape), None
