@@ -434,18 +434,19 @@ def test_backward_uses_the_saved_output_not_a_recomputation():
     np.testing.assert_allclose(x.grad.numpy()[0], y[0] * (np.eye(3)[0] - y), rtol=1e-6)
 
 
+@pytest.mark.parametrize("width", [6, 1024])  # 1024: the one-row ufunc buffer path
 @pytest.mark.parametrize("offset", [0.0, 1e-9, 1e-4])
-def test_norms_of_constant_and_near_constant_inputs(offset):
-    base = np.full((3, 6), 7.0)
+def test_norms_of_constant_and_near_constant_inputs(offset, width):
+    base = np.full((3, width), 7.0)
     base[:, 0] += offset
     upstream = np.random.default_rng(0).standard_normal(base.shape)
     for ours, theirs in [
-        (lambda x: F.layer_norm(x, (6,)), lambda x: TF.layer_norm(x, (6,))),
+        (lambda x: F.layer_norm(x, (width,)), lambda x: TF.layer_norm(x, (width,))),
         (
             lambda x: F.batch_norm(x.T, None, None, training=True).T,
             lambda x: TF.batch_norm(x.T, None, None, training=True).T,
         ),
-        (lambda x: F.rms_norm(x, (6,)), lambda x: TF.rms_norm(x, (6,))),
+        (lambda x: F.rms_norm(x, (width,)), lambda x: TF.rms_norm(x, (width,))),
     ]:
         x = tg.Tensor(base, requires_grad=True)
         out = ours(x)
