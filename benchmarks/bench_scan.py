@@ -87,7 +87,9 @@ def time_row(steps, hidden, repeats, max_memory_mb):
     so that a slow spell of the shared machine does not fall on one scheduler only."""
     runnable = [name for name in SCHEDULERS if not skip_reason(steps, hidden, name, max_memory_mb)]
     best = dict.fromkeys(runnable, float("inf"))
-    for _ in range(repeats):
+    # A short chain takes about a millisecond, where one run's noise is 10-20%: take the
+    # minimum over proportionally more runs (up to 16 times as many at 64 steps).
+    for _ in range(repeats * min(16, max(1, 1024 // steps))):
         for name in runnable:
             best[name] = min(best[name], time_backward(steps, hidden, name, 1))
     return {name: best.get(name) for name in SCHEDULERS}

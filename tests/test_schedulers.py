@@ -390,3 +390,19 @@ def test_a_registered_jacobian_rule_puts_a_new_op_on_chains():
         jacobians.ELEMENTWISE = previous
     assert_same(got, expected)
     assert graph.scanned_segments
+
+
+def test_auto_prefers_blelloch_unless_hillis_steele_clearly_wins():
+    from tinygrad_ops.scheduler.auto import best_choice
+
+    # Estimated even (or within 5%): Blelloch, the work-efficient scan.
+    assert best_choice({"sequential": 1.0, "hillis-steele": 0.50, "blelloch": 0.51}) == (
+        "blelloch",
+        None,
+    )
+    assert best_choice({"sequential": 1.0, "hillis-steele": 0.40, "blelloch": 0.50}) == (
+        "hillis-steele",
+        None,
+    )
+    # A scan must beat the walk by the margin, whichever it is.
+    assert best_choice({"sequential": 1.0, "hillis-steele": 0.97})[0] == "sequential"
