@@ -43,6 +43,7 @@ import torch
 
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the conventional alias)
+from tinygrad_ops.bench import keep_freed_memory
 
 
 def timed_rounds(step, rounds, warmup=5):
@@ -129,6 +130,7 @@ def main(argv=None):
     )
     parser.add_argument("--size", type=int, nargs=2, default=(256, 1024))
     args = parser.parse_args(argv)
+    keep_freed_memory()  # the same steady allocator for every engine compared
     rows, columns = args.size
     fewest_threads = {}  # op -> PyTorch's median with the fewest threads measured so far
     for threads in args.threads:

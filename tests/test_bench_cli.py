@@ -31,3 +31,15 @@ def test_bench_with_an_unknown_name_is_a_usage_error(capsys):
 def test_every_benchmark_script_exists():
     for script, _ in bench.BENCHMARKS.values():
         assert (bench.benchmarks_folder() / script).is_file(), script
+
+
+def test_keep_freed_memory_applies_on_glibc():
+    import platform
+
+    from tinygrad_ops.bench import keep_freed_memory
+
+    applied = keep_freed_memory()
+    if platform.libc_ver()[0] == "glibc":
+        assert applied
+    else:  # pragma: no cover - other C libraries have no mallopt: nothing changes
+        assert applied is False

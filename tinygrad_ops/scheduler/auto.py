@@ -286,6 +286,13 @@ def analysis_cost(steps, ops_per_step, costs=None):
     return steps * ops_per_step * costs["c_analysis"] + costs.get("c_analysis_chain", 0.0)
 
 
+CHECK_MARGIN = 0.85
+"""A chain is checked only when its best scan, checks included, is estimated this much
+cheaper than the walk. A check that ends in a walk is paid for nothing (15-25% of a
+64-step chain's backward at hidden 32), and near the crossover the estimates move by
+about as much between calibrations; walking a chain that a scan would have done 10%
+faster costs less."""
+
 _HANDICAP = {"hillis-steele": 1.05}
 """Hillis-Steele must beat the other scans' estimates by 5% to be chosen: it does
 n log n work, and where the model calls it even with Blelloch (hidden 8, 64 steps) it
@@ -343,13 +350,12 @@ class AutoScheduler(ScanScheduler):
 
     def worth_checking(self, steps, ops_per_step, state_shape):
         """Once the lean path has walked down a chain and knows its length: whether its
-        best scan, checks included, would clearly beat the walk (`SCAN_MARGIN`, as in
-        `best_choice`; a short chain at hidden 32 does not). A check that ends in a walk
-        is paid for nothing: 15% of a 64-step chain's backward at hidden 32."""
+        best scan, checks included, would clearly beat the walk (`CHECK_MARGIN`; a short
+        chain at hidden 32 does not)."""
         kind = "dense" if len(state_shape) and state_shape[-1] > 1 else "diagonal"
         times = estimate(steps, ops_per_step, state_shape, kind)
         scan = min(seconds for name, seconds in times.items() if name != "sequential")
-        return scan < SCAN_MARGIN * times["sequential"]
+        return scan < CHECK_MARGIN * times["sequential"]
 
     def worth_analysing(self, graph, full=False):
         """Whether any chain near the output could be scanned faster than walked (with
