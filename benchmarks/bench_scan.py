@@ -32,7 +32,6 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from tinygrad_ops import Tensor  # noqa: E402
-from tinygrad_ops.bench import keep_freed_memory  # noqa: E402
 from tinygrad_ops.scheduler import ScanScheduler, auto  # noqa: E402
 
 SCHEDULERS = ["sequential", "hillis-steele", "blelloch", "blocked", "auto"]
@@ -203,7 +202,6 @@ def main(argv=None):
         "--plot", type=Path, default=Path(__file__).parent.parent / "docs/images/scan_crossover.png"
     )
     args = parser.parse_args(argv)
-    keep_freed_memory()  # the same steady allocator for every engine compared
     if args.quick:
         hiddens, lengths, repeats = [2, 8, 32, 128], [64, 512, 2048], args.repeats or 3
     else:

@@ -25,7 +25,6 @@ import torch
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the conventional name)
 from tinygrad_ops import optim
-from tinygrad_ops.bench import keep_freed_memory
 
 SIZES = [(64, 64, 128, 10), (256, 784, 256, 10), (8, 8, 8, 4)]
 LEARNING_RATE = 0.01
@@ -226,7 +225,6 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds (median)")
     parser.add_argument("--quick", action="store_true", help="fewer rounds, for a smoke run")
     args = parser.parse_args(argv)
-    keep_freed_memory()  # the same steady allocator for every engine compared
     rounds = 3 if args.quick else args.rounds
     torch.set_num_threads(2)
     print(f"numpy {np.__version__}, torch {torch.__version__} (2 threads), float32")

@@ -28,12 +28,12 @@ def keep_freed_memory() -> bool:
 
     By default glibc hands freed memory at the top of the heap back to the OS, and serves
     arrays from 128 KiB up with fresh mappings; depending on where live objects happen to
-    sit, every step then page-faults on memory it just freed. Measured here: a 64-step
-    scan 0.3 ms slower in some processes and not in others, layer_norm on (256, 1024) 5x
-    slower. This is the in-process form of `MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`
-    and `MALLOC_TOP_PAD_`; the benchmarks call it once at start so that every engine they
-    compare runs on the same steady allocator. Returns False where glibc's `mallopt` is
-    not available (then nothing changes).
+    sit, every step then page-faults on memory it just freed: layer_norm on (256, 1024)
+    ran 5x slower so in some processes. This is the in-process form of
+    `MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_` and `MALLOC_TOP_PAD_`; `bench_nn_ops.py`
+    calls it once at start, for both engines it compares. (The training-step and scan
+    benchmarks do not: there it made no difference beyond the noise.) Returns False where
+    glibc's `mallopt` is not available (then nothing changes).
     """
     import ctypes
     import ctypes.util
