@@ -286,6 +286,8 @@ def analysis_cost(steps, ops_per_step, costs=None):
     return steps * ops_per_step * costs["c_analysis"] + costs.get("c_analysis_chain", 0.0)
 
 
+_PROBE_OPS_PER_STEP = 5  # before the analysis a step's ops are unknown: an RNN cell's five
+
 CHECK_MARGIN = 0.85
 """A chain is checked only when its best scan, checks included, is estimated this much
 cheaper than the walk. A check that ends in a walk is paid for nothing (15-25% of a
@@ -332,6 +334,7 @@ class AutoScheduler(ScanScheduler):
         super().__init__("blelloch")
         self.name = "auto"
         self.last_estimates = []
+        self._shortest = {}  # state shape -> fewest steps worth checking (see worth_analysing)
 
     def choose(self, segment):
         times = estimate(
@@ -382,7 +385,28 @@ class AutoScheduler(ScanScheduler):
         # cannot repay it. Following the graph that deep is cheaper than finding the chain
         # (the path followed skips the side ops of a step, x_t W: hence the 0.6).
         nodes = costs.get("c_chain", 0.0) / (visit - per_node_scan)
-        return _deeper_than(graph.roots, 0.6 * nodes)
+        # And the shortest chain of this width that `worth_checking` would check: finding
+        # a chain's steps costs ~0.2 ms before its length is known, 15-20% of a 64-step
+        # chain's walk, paid for nothing if the chain is then too short (hidden 32).
+        steps = self._shortest_worth_checking(tuple(shape))
+        if steps is None:
+            return False
+        return _deeper_than(graph.roots, 0.6 * max(nodes, steps * _PROBE_OPS_PER_STEP))
+
+    def _shortest_worth_checking(self, state_shape):
+        """The fewest steps (a power of two, from 8) of `_PROBE_OPS_PER_STEP` ops for which
+        `worth_checking` says yes at this state shape; None if no length up to 2**16 does.
+        Cached per shape (the calibration is fixed for the process)."""
+        if state_shape not in self._shortest:
+            self._shortest[state_shape] = next(
+                (
+                    steps
+                    for steps in (2**power for power in range(3, 17))
+                    if self.worth_checking(steps, _PROBE_OPS_PER_STEP, state_shape)
+                ),
+                None,
+            )
+        return self._shortest[state_shape]
 
 
 def _deeper_than(roots, count):
