@@ -406,3 +406,21 @@ def test_auto_prefers_blelloch_unless_hillis_steele_clearly_wins():
     )
     # A scan must beat the walk by the margin, whichever it is.
     assert best_choice({"sequential": 1.0, "hillis-steele": 0.97})[0] == "sequential"
+
+
+@pytest.mark.parametrize("hidden", [2, 8, 32, 128])
+def test_auto_probes_as_deep_as_the_shortest_chain_worth_checking(hidden):
+    from tinygrad_ops.scheduler.auto import _PROBE_OPS_PER_STEP, AutoScheduler
+
+    scheduler = AutoScheduler()
+    shape = (4, hidden)
+    steps = scheduler._shortest_worth_checking(shape)
+    if steps is None:  # no length is worth a check at this width (hidden 128 here)
+        assert not scheduler.worth_checking(2**16, _PROBE_OPS_PER_STEP, shape)
+        return
+    assert steps >= 8
+    assert steps & (steps - 1) == 0  # a power of two
+    assert scheduler.worth_checking(steps, _PROBE_OPS_PER_STEP, shape)
+    if steps > 8:
+        assert not scheduler.worth_checking(steps // 2, _PROBE_OPS_PER_STEP, shape)
+    assert scheduler._shortest_worth_checking(shape) == steps  # cached
