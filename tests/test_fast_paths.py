@@ -171,3 +171,31 @@ def test_cached_row_starts_are_read_only():
     np.testing.assert_array_equal(starts, [0, 5, 10])
     assert starts is nn_ops.row_starts(3, 5)
     assert not starts.flags.writeable
+
+
+def test_a_view_op_that_saves_its_output_records_the_shared_version():
+    # A view's output shares its base's version counter, which may be past 0 already:
+    # the version recorded for the saved output must be the counter's current value.
+    from tinygrad_ops.autograd import Op
+
+    class DoubleView(Op):
+        """out = a.reshape(-1) (a view); da = 2 g, in the shape of the saved output's base"""
+
+        __slots__ = ()
+        is_view = True
+
+        def forward(self, a):
+            out = a.reshape(-1)
+            self.save_for_backward(out)
+            return out
+
+        def backward(self, grad_output):
+            (out,) = self.saved_tensors  # the version check runs here
+            return ((2 * grad_output).reshape(out.base.shape),)
+
+    x = tg.Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x * 1
+    y.add_(1)  # y's counter is now 1
+    assert y._version[0] == 1
+    DoubleView.apply(y).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 2), 2.0))

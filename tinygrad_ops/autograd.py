@@ -276,8 +276,9 @@ class Op:
         for index, value in enumerate(self.saved):
             if value is None:
                 continue
-            if value is out_data:  # a new tensor: version 0
-                sources.append((index, None, out._version, 0))
+            if value is out_data:  # (a view's output shares its base's counter: read it)
+                version = out._version
+                sources.append((index, None, version, version[0]))
                 continue
             for operand in operands:
                 if isinstance(operand, Tensor) and value is operand.data:
