@@ -143,7 +143,7 @@ def test_walk_queues_a_parent_used_twice_by_a_hooked_tensor_once():
 
 
 def test_op_results_have_every_tensor_slot_set():
-    # Op.apply builds its result without Tensor._make (the hot path): no slot may be missed.
+    # Op.apply builds its result with Tensor._make, the fast constructor: no slot unset.
     x = tg.Tensor([1.0, 2.0], requires_grad=True)
     for result in (x * 2, (x * 2).detach(), tg.Tensor([3.0])):
         for slot in tg.Tensor.__slots__:

@@ -245,15 +245,7 @@ class Op:
         out_data = node.forward(*arrays, **options)
         if type(out_data) is not np.ndarray:
             out_data = np.asarray(out_data)
-        # Tensor._make written out: this is the hottest path of a forward pass.
-        out = _new_tensor(Tensor)
-        out.data = out_data
-        out.grad = None
-        out._requires_grad = recording
-        out._ctx = node if recording else None
-        out._version = [0]
-        out._hooks = None
-        out.name = None
+        out = Tensor._make(out_data, recording, node if recording else None)
         if cls.is_view and out_data.base is not None and isinstance(operands[0], Tensor):
             out._version = operands[0]._version
         if recording:
@@ -287,8 +279,6 @@ class Op:
                     break
         return sources or None
 
-
-_new_tensor = object.__new__
 
 # Creation order of the nodes: a node is always created after the nodes of its inputs, so
 # sorting by it gives a topological order (PyTorch's engine orders by a sequence number too).
@@ -498,11 +488,7 @@ class BackwardGraph:
                             owned.add(parent_key)
                         else:
                             owned.discard(parent_key)
-                        parent_node = parent._ctx
-                        if parent_node is None:
-                            leaves.append(parent)
-                        else:
-                            heappush(heap, (-parent_node.sequence, parent_key))
+                        queue(parent, parent_key)
                     elif parent_key in owned:
                         np.add(previous, parent_grad, out=previous)
                     else:
@@ -519,17 +505,9 @@ class BackwardGraph:
             for parent_key, parent in waiting.items():
                 if parent_key in grads:
                     queue(parent, parent_key)
-        # Leaves in the plain case take their gradient directly, unless something (a
-        # recorder such as viz.backward) has wrapped `visit` on this graph to watch them.
-        plain_leaves = plain and self.accumulate_into_leaves and "visit" not in vars(self)
         for leaf in leaves:
-            key = id(leaf)
-            grad = grads.pop(key, None)
-            if grad is None:
-                continue
-            if plain_leaves and not leaf._hooks:
-                _accumulate_leaf(leaf, grad, False, key in owned)
-            else:
+            grad = grads.pop(id(leaf), None)
+            if grad is not None:
                 self.visit(leaf, grad)
 
     def input_grads(self, node, grad, output=None):
