@@ -69,9 +69,47 @@ def test_diagonal_affine_matches_the_dense_operator(name):
         diagonals = generator.standard_normal((count, 5))
         vectors = generator.standard_normal((count, 5))
         dense = np.einsum("ni,ij->nij", diagonals, np.eye(5))
-        _, expected = fold_affine(dense, vectors)
+        expected_matrices, expected = fold_affine(dense, vectors)
         (result,) = scan((diagonals, vectors), scans.DiagonalAffineCompose(seeded=True))
         np.testing.assert_allclose(result, expected, rtol=1e-10, atol=1e-12)
+        # Unseeded: the composed diagonals are the diagonals of the composed matrices.
+        result_diagonals, result_vectors = scan((diagonals, vectors), scans.DiagonalAffineCompose())
+        np.testing.assert_allclose(
+            result_diagonals, np.diagonal(expected_matrices, axis1=1, axis2=2), rtol=1e-10
+        )
+        np.testing.assert_allclose(result_vectors, expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["sequential", "hillis-steele", "blelloch", "blocked"])
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_seeded_product_prefixes_are_the_seed_times_the_fold(method, diagonal):
+    # No injections: prefix i is g A_1 ... A_i, from the seed g passed as the first prefix.
+    generator = np.random.default_rng(5)
+    count = 23
+    seed = generator.standard_normal((1, 2, 4))
+    if diagonal:
+        steps = generator.standard_normal((count, 2, 4))
+        dense = np.einsum("nbi,ij->nbij", steps, np.eye(4))
+    else:
+        steps = dense = generator.standard_normal((count, 2, 4, 4)) * 0.6
+    expected = [seed[0]]
+    for matrix in dense:
+        expected.append(np.einsum("bi,bij->bj", expected[-1], matrix))
+    received = np.full((count + 1, 2, 4), np.nan)
+
+    def sink(start, stop, prefixes):
+        received[start:stop] = prefixes[0]
+
+    scans.scan_from_prefix(
+        method,
+        (seed,),
+        lambda start, stop: (steps[start:stop],),
+        count,
+        scans.SeededProduct(diagonal),
+        block_size=5,
+        sink=sink,
+    )
+    np.testing.assert_allclose(received, np.stack(expected), rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("method", ["sequential", "hillis-steele", "blelloch", "blocked"])

@@ -66,6 +66,29 @@ class AssociativeOperator:
         return self.combine(prefixes, elements)
 
 
+def apply_dense(vectors, matrices):
+    """Row vectors (..., d) times matrices (..., d, e), batched: (..., e)."""
+    return np.matmul(vectors[..., None, :], matrices)[..., 0, :]
+
+
+def dense_identities(matrices, count):
+    """`count` identity matrices shaped like one of the stack `matrices` (n, ..., d, d)."""
+    eye = np.broadcast_to(np.eye(matrices.shape[-1], dtype=matrices.dtype), matrices.shape[1:])
+    return np.repeat(eye[None], count, axis=0)
+
+
+def diagonal_identities(diagonals, count):
+    """`count` identity diagonals (ones) shaped like one of the stack `diagonals`."""
+    return np.ones((count,) + diagonals.shape[1:], dtype=diagonals.dtype)
+
+
+# How a step's Jacobian of each kind composes with another (A B), is applied to row
+# vectors (g A) and starts as the identity: dense (..., d, d) matrices, or the diagonals
+# (..., d) of diagonal matrices, kept as vectors (the Jacobians of elementwise ops).
+DENSE = (np.matmul, apply_dense, dense_identities)
+DIAGONAL = (np.multiply, np.multiply, diagonal_identities)
+
+
 class MatrixProduct(AssociativeOperator):
     """Elements (A,) with A (..., d, d): A . B = A @ B, identity I."""
 
@@ -73,9 +96,7 @@ class MatrixProduct(AssociativeOperator):
         return (np.matmul(left[0], right[0]),)
 
     def identity(self, like, count):
-        matrix = like[0]
-        eye = np.broadcast_to(np.eye(matrix.shape[-1], dtype=matrix.dtype), matrix.shape[1:])
-        return (np.repeat(eye[None], count, axis=0),)
+        return (dense_identities(like[0], count),)
 
 
 class AffineCompose(AssociativeOperator):
@@ -86,19 +107,21 @@ class AffineCompose(AssociativeOperator):
     prefix is then the vector alone, and extending it costs a vector-matrix product.
     """
 
+    kind = DENSE
+
     def __init__(self, seeded=False):
         self.seeded = seeded
+        self.compose, self.apply, self.identities = self.kind
 
     def combine(self, left, right):
         A, a = left
         B, b = right
-        return (np.matmul(A, B), apply_dense(a, B) + b)
+        return (self.compose(A, B), self.apply(a, B) + b)
 
     def identity(self, like, count):
         matrix, vector = like
-        eye = np.broadcast_to(np.eye(matrix.shape[-1], dtype=matrix.dtype), matrix.shape[1:])
         return (
-            np.repeat(eye[None], count, axis=0),
+            self.identities(matrix, count),
             np.zeros((count,) + vector.shape[1:], dtype=vector.dtype),
         )
 
@@ -109,36 +132,14 @@ class AffineCompose(AssociativeOperator):
         if not self.seeded:
             return self.combine(prefixes, elements)
         B, b = elements
-        return (apply_dense(prefixes[0], B) + b,)
+        return (self.apply(prefixes[0], B) + b,)
 
 
-class DiagonalAffineCompose(AssociativeOperator):
+class DiagonalAffineCompose(AffineCompose):
     """AffineCompose for diagonal matrices stored as their diagonals: (a, α) . (b, β) =
     (a b, α b + β), all elementwise (the Jacobians of elementwise ops, SCAN.md section 4)."""
 
-    def __init__(self, seeded=False):
-        self.seeded = seeded
-
-    def combine(self, left, right):
-        A, a = left
-        B, b = right
-        return (A * B, a * B + b)
-
-    def identity(self, like, count):
-        diagonal, vector = like
-        return (
-            np.ones((count,) + diagonal.shape[1:], dtype=diagonal.dtype),
-            np.zeros((count,) + vector.shape[1:], dtype=vector.dtype),
-        )
-
-    def to_prefix(self, elements):
-        return (elements[1],) if self.seeded else elements
-
-    def extend(self, prefixes, elements):
-        if not self.seeded:
-            return self.combine(prefixes, elements)
-        B, b = elements
-        return (prefixes[0] * B + b,)
+    kind = DIAGONAL
 
 
 class SeededProduct(AssociativeOperator):
@@ -148,31 +149,19 @@ class SeededProduct(AssociativeOperator):
 
     def __init__(self, diagonal=False):
         self.diagonal = diagonal
+        self.compose, self.apply, self.identities = DIAGONAL if diagonal else DENSE
 
     def combine(self, left, right):
-        if self.diagonal:
-            return (left[0] * right[0],)
-        return (np.matmul(left[0], right[0]),)
+        return (self.compose(left[0], right[0]),)
 
     def identity(self, like, count):
-        (matrix,) = like
-        if self.diagonal:
-            return (np.ones((count,) + matrix.shape[1:], dtype=matrix.dtype),)
-        eye = np.broadcast_to(np.eye(matrix.shape[-1], dtype=matrix.dtype), matrix.shape[1:])
-        return (np.repeat(eye[None], count, axis=0),)
+        return (self.identities(like[0], count),)
 
     def to_prefix(self, elements):  # pragma: no cover - the schedulers pass the seed itself
         raise TypeError("SeededProduct takes its seed as the first prefix")
 
     def extend(self, prefixes, elements):
-        if self.diagonal:
-            return (prefixes[0] * elements[0],)
-        return (apply_dense(prefixes[0], elements[0]),)
-
-
-def apply_dense(vectors, matrices):
-    """Row vectors (..., d) times matrices (..., d, e), batched: (..., e)."""
-    return np.matmul(vectors[..., None, :], matrices)[..., 0, :]
+        return (self.apply(prefixes[0], elements[0]),)
 
 
 # ----------------------------------------------------------------------------------------------
