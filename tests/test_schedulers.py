@@ -1,4 +1,4 @@
-"""Every scheduler gives the sequential walk's gradients, and PyTorch's (SCAN.md section 5)."""
+"""Every scheduler gives the sequential walk's gradients, and PyTorch's (docs/scan.md section 5)."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import torch
 
 import tinygrad_ops as tg
 from tinygrad_ops import Tensor
-from tinygrad_ops import functional as F  # noqa: N812 (API.md spells it F)
+from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops.scheduler import ScanScheduler, available_schedulers, resolve_scheduler
 
 torch.set_num_threads(1)

@@ -1,4 +1,4 @@
-"""`auto`: choose, per chain, between the sequential walk and the scans (SCAN.md section 3).
+"""`auto`: choose, per chain, between the sequential walk and the scans (docs/scan.md section 4).
 
 The cost model, in seconds, for a segment of n steps of s ops each, whose chain tensor
 has R rows of d values:

@@ -1,4 +1,4 @@
-"""Finding the chains a scan scheduler can take over (SCAN.md section 4).
+"""Finding the chains a scan scheduler can take over (docs/scan.md section 5).
 
 A chain is a path of *anchors* x_0 -> x_1 -> ... -> x_n; the tensors strictly between two
 anchors are the *internal* nodes of a step. The rules that make the scan exact:

@@ -1,4 +1,4 @@
-"""Local Jacobians of the ops that can sit on a chain, kept structured (SCAN.md section 4).
+"""Local Jacobians of the ops that can sit on a chain, kept structured (docs/scan.md section 5).
 
 A chain tensor of shape (*rows, d) is treated as a stack of row vectors: the ops allowed
 on a chain never mix rows, so its Jacobian is one d x d matrix per row. We write

@@ -1,4 +1,4 @@
-"""The scan schedulers: backward along a chain as one prefix scan (SCAN.md sections 1 and 4).
+"""The scan schedulers: backward along a chain as one prefix scan (docs/scan.md 1, 2, 5).
 
 `ScanScheduler.run(graph)`:
 

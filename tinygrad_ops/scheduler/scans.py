@@ -7,7 +7,7 @@ order matters everywhere). Every scan returns the inclusive prefixes
 
     out[i] = x[0] . x[1] . ... . x[i]
 
-The scans (SCAN.md section 2):
+The scans (docs/scan.md section 3):
 
 - `sequential_scan`: the fold, one combine per element (the reference).
 - `hillis_steele_scan` (Hillis & Steele 1986): for k = 1, 2, 4, ...: x[i] = x[i-k] . x[i]
@@ -103,7 +103,7 @@ class AffineCompose(AssociativeOperator):
     """Elements (A, a), the map g -> g A + a on row vectors: (A, a) . (B, b) = (A B, a B + b).
 
     `A` is (..., d, d) and `a` is (..., d); identity (I, 0). This is the backward step of
-    a chain (SCAN.md section 1). With `seeded=True` element 0 is (anything, g_n): every
+    a chain (docs/scan.md section 2). With `seeded=True` element 0 is (anything, g_n): every
     prefix is then the vector alone, and extending it costs a vector-matrix product.
     """
 
@@ -137,7 +137,7 @@ class AffineCompose(AssociativeOperator):
 
 class DiagonalAffineCompose(AffineCompose):
     """AffineCompose for diagonal matrices stored as their diagonals: (a, α) . (b, β) =
-    (a b, α b + β), all elementwise (the Jacobians of elementwise ops, SCAN.md section 4)."""
+    (a b, α b + β), all elementwise (the Jacobians of elementwise ops, docs/scan.md section 4)."""
 
     kind = DIAGONAL
 
