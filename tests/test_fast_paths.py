@@ -12,7 +12,7 @@ import torch.nn.functional as TF  # noqa: N812 (the usual names)
 
 import tinygrad_ops as tg
 import tinygrad_ops.functional as F  # noqa: N812
-from tinygrad_ops.ops import nn as nn_ops
+from tinygrad_ops.ops import kernels
 
 
 def _pair(array, requires_grad=True):
@@ -103,7 +103,7 @@ def test_cross_entropy_on_a_non_contiguous_logits_view():
 
 def test_cross_entropy_large_rows_take_the_exp2_route_and_match_torch():
     generator = np.random.default_rng(5)
-    rows = np.random.default_rng(6).standard_normal((8, nn_ops._EXP2_FROM // 4))
+    rows = np.random.default_rng(6).standard_normal((8, kernels._EXP2_FROM // 4))
     logits, tlogits = _pair(rows.astype(np.float32))
     target = generator.integers(0, rows.shape[1], 8)
     loss = F.cross_entropy(logits, target)
@@ -115,16 +115,16 @@ def test_cross_entropy_large_rows_take_the_exp2_route_and_match_torch():
 
 
 def test_cached_ones_are_read_only_and_large_vectors_are_not_cached():
-    small = nn_ops.ones_vector(8, np.dtype(np.float32))
-    assert small is nn_ops.ones_vector(8, np.dtype(np.float32))
+    small = kernels.ones_vector(8, np.dtype(np.float32))
+    assert small is kernels.ones_vector(8, np.dtype(np.float32))
     assert not small.flags.writeable
     with pytest.raises(ValueError):
         small[0] = 2
-    large = nn_ops.ones_vector(70000, np.dtype(np.float64))
-    assert large is not nn_ops.ones_vector(70000, np.dtype(np.float64))
+    large = kernels.ones_vector(70000, np.dtype(np.float64))
+    assert large is not kernels.ones_vector(70000, np.dtype(np.float64))
     matrix = np.arange(12.0).reshape(3, 4)
-    np.testing.assert_array_equal(nn_ops.column_sum(matrix), matrix.sum(axis=0))
-    np.testing.assert_array_equal(nn_ops.row_sum(matrix), matrix.sum(axis=1, keepdims=True))
+    np.testing.assert_array_equal(kernels.column_sum(matrix), matrix.sum(axis=0))
+    np.testing.assert_array_equal(kernels.row_sum(matrix), matrix.sum(axis=1, keepdims=True))
 
 
 def test_walk_queues_a_parent_used_twice_by_a_hooked_tensor_once():
@@ -167,9 +167,9 @@ def test_cross_entropy_gradient_with_retain_graph_is_the_same_twice():
 
 
 def test_cached_row_starts_are_read_only():
-    starts = nn_ops.row_starts(3, 5)
+    starts = kernels.row_starts(3, 5)
     np.testing.assert_array_equal(starts, [0, 5, 10])
-    assert starts is nn_ops.row_starts(3, 5)
+    assert starts is kernels.row_starts(3, 5)
     assert not starts.flags.writeable
 
 

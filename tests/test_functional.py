@@ -11,8 +11,7 @@ from helpers import check_op
 
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the conventional alias)
-from tinygrad_ops.ops import REGISTRY
-from tinygrad_ops.ops import nn as nn_ops
+from tinygrad_ops.ops import PRIMITIVES, REGISTRY, activations
 
 SHAPES = [(5,), (3, 4), (2, 3, 4), (2, 1, 3, 2)]
 
@@ -661,17 +660,17 @@ def test_dropout_is_seeded_scaled_and_its_gradient_uses_the_same_mask():
 def test_numpy_erf_fallback_is_accurate():
     points = np.concatenate([np.linspace(-7, 7, 2001), [0.0, 1e-300, 2.9999999, 3.0, 30.0]])
     exact = np.array([math.erf(value) for value in points])
-    np.testing.assert_allclose(nn_ops.erf_numpy(points), exact, rtol=2e-15, atol=2e-15)
-    assert np.isnan(nn_ops.erf_numpy(np.array([np.nan]))[0])
+    np.testing.assert_allclose(activations.erf_numpy(points), exact, rtol=2e-15, atol=2e-15)
+    assert np.isnan(activations.erf_numpy(np.array([np.nan]))[0])
 
 
 def test_gelu_with_the_numpy_erf_matches_torch(monkeypatch):
-    monkeypatch.setattr(nn_ops, "_scipy_erf", None)
+    monkeypatch.setattr(activations, "_scipy_erf", None)
     check_op(F.gelu, TF.gelu, (5, 4))
 
 
 def test_ops_are_registered_and_document_both_directions():
-    for op in nn_ops.OPS:
+    for op in PRIMITIVES:
         assert REGISTRY[op.__name__] is op
         assert ";" in op.__doc__.splitlines()[0] or "d" in op.__doc__, op
     assert tg.functional is F

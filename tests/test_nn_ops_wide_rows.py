@@ -11,7 +11,7 @@ from helpers import check_op
 
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the conventional alias)
-from tinygrad_ops.ops import nn as nn_ops
+from tinygrad_ops.ops import kernels
 
 
 @pytest.mark.parametrize(("shape", "axis"), [((3, 600), -1), ((600, 3), 0), ((2, 520, 2), 1)])
@@ -229,7 +229,7 @@ def test_double_backward_through_wide_rows_matches_torch(ours, theirs, shapes):
 )
 def test_row_buffers_sets_a_buffer_of_one_row_and_restores_it(length, inside):
     before = np.getbufsize()
-    with nn_ops.RowBuffers(length):
+    with kernels.RowBuffers(length):
         assert np.getbufsize() == inside
     assert np.getbufsize() == before
 
@@ -239,7 +239,7 @@ def test_row_buffers_restores_the_buffer_and_error_state_after_an_exception():
     seen = {}
 
     def fail_inside():
-        with nn_ops.RowBuffers(1024, divide="ignore"):
+        with kernels.RowBuffers(1024, divide="ignore"):
             seen.update(size=np.getbufsize(), divide=np.geterr()["divide"])
             raise ZeroDivisionError
 

@@ -1,9 +1,9 @@
 """The functional API (`from tinygrad_ops import functional as F`): activations, softmax, the
 norms, the linear layer and the losses, with PyTorch's names and semantics.
 
-Each function checks its arguments and applies one fused primitive from `ops/nn.py`
-(one tape node, a backward rule derived by hand in `docs/derivations.md`), except relu,
-sigmoid and tanh, which are core primitives already.
+Each function checks its arguments and applies one fused primitive from `ops/`
+(`activations`, `norms`, `losses`, `linalg`: one tape node, a backward rule derived by hand
+in `docs/derivations.md`), except relu, sigmoid and tanh, which are core primitives already.
 
 >>> import tinygrad_ops as tg
 >>> from tinygrad_ops import functional as F
@@ -13,7 +13,7 @@ array([[0.5, 0.5]], dtype=float32)
 
 import numpy as np
 
-from .ops.nn import (
+from .ops import (
     BatchNorm,
     CrossEntropy,
     Dropout,

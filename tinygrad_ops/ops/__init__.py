@@ -1,9 +1,17 @@
 """The primitives: one `Op` subclass each, forward and backward side by side.
 
-`REGISTRY` maps each primitive's name to its class; the engine, the schedulers and the
-renderer read it (to list ops, find Jacobian rules, and label nodes).
+The families: `elementwise`, `reduce`, `shape`, `linalg` (matmul, linear), and the fused ops
+whose backward is derived by hand in `docs/derivations.md` (`activations`, `norms`,
+`losses`): one node with a hand-written rule is several times faster than a graph of small
+ops (fewer temporaries, no tape per step), and the derivation is the lesson. Their helpers:
+`kernels` (numpy speed helpers), `dual` (array-or-Tensor helpers), `checks` (argument checks).
+
+`PRIMITIVES` is the one op table; `REGISTRY` maps each primitive's name to its class. The
+engine, the schedulers and the renderer read it (to list ops, find Jacobian rules, and label
+nodes); `register` adds a user's op class.
 """
 
+from .activations import Dropout, Erf, Gelu, LeakyRelu, LogSoftmax, Softmax
 from .elementwise import (
     Abs,
     Add,
@@ -24,20 +32,31 @@ from .elementwise import (
     Tanh,
     Where,
 )
-from .linalg import MatMul
+from .linalg import Linear, MatMul
+from .losses import CrossEntropy, MSELoss
+from .norms import BatchNorm, LayerNorm, RMSNorm
 from .reduce import Max, Min, Sum
 from .shape import BroadcastTo, Concatenate, GetItem, Reshape, ScatterAdd, Stack, Transpose
 
 PRIMITIVES = (
+    # elementwise
     Add, Sub, Mul, Div, Neg, Pow, PowScalar, Exp, Log, Sqrt, Abs, Tanh, Sigmoid, Relu,
-    Maximum, Where, Clip, Cast, Sum, Max, Min, Reshape, Transpose, BroadcastTo, GetItem,
-    ScatterAdd, Stack, Concatenate, MatMul,
+    Maximum, Where, Clip, Cast,
+    # reductions
+    Sum, Max, Min,
+    # shape
+    Reshape, Transpose, BroadcastTo, GetItem, ScatterAdd, Stack, Concatenate,
+    # linear algebra
+    MatMul, Linear,
+    # activations, norms, losses (fused, hand-derived backward)
+    Erf, Gelu, LeakyRelu, Softmax, LogSoftmax, Dropout, LayerNorm, RMSNorm, BatchNorm,
+    CrossEntropy, MSELoss,
 )  # fmt: skip
 REGISTRY = {op.__name__: op for op in PRIMITIVES}
 
 
 def register(op_class):
-    """Add an op class to the registry (the nn ops and user extensions use this)."""
+    """Add an op class to the registry (user extensions use this)."""
     REGISTRY[op_class.__name__] = op_class
     return op_class
 

@@ -1,8 +1,11 @@
-"""Matrix multiplication with numpy's semantics (1-D operands, broadcast batch dims)."""
+"""Matrix multiplication with numpy's semantics (1-D operands, broadcast batch dims), and the
+fused linear layer y = x Wᵀ + b."""
 
 import numpy as np
 
 from ..autograd import Op
+from .checks import check_float
+from .kernels import as_matrix, column_sum, reshaped
 
 
 class MatMul(Op):
@@ -61,3 +64,49 @@ class MatMul(Op):
             if b_is_vector:
                 grad_b = grad_b.reshape(grad_b.shape[:-1])
         return grad_a, grad_b
+
+
+class Linear(Op):
+    """y = x Wᵀ + b (W is (out, in));  dx = g W,  dW = gᵀ x,  db = sum of g (batch dims summed)"""
+
+    __slots__ = ()
+
+    def forward(self, x, weight, bias):
+        check_float("linear", x)
+        check_float("linear", weight, "weight")
+        if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+            raise ValueError(
+                f"linear: input of shape {x.shape} does not match weight of shape "
+                f"{weight.shape} (expected weight (out_features, {x.shape[-1] if x.ndim else '?'}))"
+            )
+        out_features = weight.shape[0]
+        if bias is not None and bias.shape != (out_features,):
+            raise ValueError(
+                f"linear: bias has shape {bias.shape}, expected ({out_features},) for weight "
+                f"of shape {weight.shape}"
+            )
+        dtype = x.dtype
+        if weight.dtype != dtype or (bias is not None and bias.dtype != dtype):
+            name, value = ("weight", weight) if weight.dtype != dtype else ("bias", bias)
+            raise TypeError(
+                f"linear: {name} has dtype {value.dtype} but the input has dtype {dtype}"
+            )
+        needs_x, needs_weight, _ = self.needs_input_grad
+        self.save_for_backward(x if needs_weight else None, weight if needs_x else None)
+        out = np.matmul(as_matrix(x), weight.T)
+        if bias is not None:
+            out += bias
+        return reshaped(out, x.shape[:-1] + (out_features,))
+
+    def backward(self, grad_output):
+        x, weight = self.saved_tensors
+        needs_x, needs_weight, needs_bias = self.needs_input_grad
+        g = as_matrix(grad_output)
+        grad_x = grad_weight = grad_bias = None
+        if needs_x:
+            grad_x = reshaped(g @ weight, grad_output.shape[:-1] + (weight.shape[1],))
+        if needs_weight:
+            grad_weight = g.swapaxes(0, 1) @ as_matrix(x)
+        if needs_bias:
+            grad_bias = column_sum(g)
+        return grad_x, grad_weight, grad_bias

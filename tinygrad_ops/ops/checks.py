@@ -1,0 +1,43 @@
+"""Argument checks of the fused ops: each raises a clear error naming the op and the argument."""
+
+import numpy as np
+
+
+def check_float(op_name, array, what="input"):
+    if not isinstance(array, np.ndarray) or array.dtype.kind != "f":
+        dtype = getattr(array, "dtype", type(array).__name__)
+        raise TypeError(f"{op_name}: the {what} must be a floating-point tensor, got {dtype}")
+
+
+def normalize_axis(axis, ndim, op_name):
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{op_name}: axis must be an int, got {axis!r}")
+    if not -max(ndim, 1) <= axis < max(ndim, 1):
+        raise ValueError(f"{op_name}: axis {axis} is out of range for a {ndim}-d tensor")
+    return int(axis) % max(ndim, 1)
+
+
+def check_affine(op_name, name, parameter, expected_shape, x):
+    if parameter is None:
+        return
+    check_float(op_name, parameter, name)
+    if parameter.shape != tuple(expected_shape):
+        raise ValueError(
+            f"{op_name}: {name} has shape {parameter.shape}, expected {tuple(expected_shape)}"
+        )
+    if parameter.dtype != x.dtype:
+        raise TypeError(
+            f"{op_name}: {name} has dtype {parameter.dtype} but the input has dtype {x.dtype}; "
+            "convert one of them (mixing dtypes would silently change the output's dtype)"
+        )
+
+
+def check_normalized_shape(op_name, x, normalized_shape):
+    normalized_shape = tuple(int(size) for size in normalized_shape)
+    k = len(normalized_shape)
+    if k == 0 or x.ndim < k or x.shape[x.ndim - k :] != normalized_shape:
+        raise ValueError(
+            f"{op_name}: normalized_shape={normalized_shape} must be the last "
+            f"{k} dims of the input, but the input has shape {x.shape}"
+        )
+    return normalized_shape

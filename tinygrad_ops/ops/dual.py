@@ -1,0 +1,58 @@
+"""Helpers that take a numpy array or a Tensor, for the backward rules of the fused ops.
+
+How the two kinds of backward work in the fused ops (see the autograd module docstring)
+    A plain backward receives numpy arrays. The rules then take a fast path: they reuse the
+    intermediates saved in forward (the normalised input, 1/std, the softmax output) and
+    write into arrays they own (`out=`, in-place updates), float32 end to end.
+    Under `create_graph=True` the rule receives Tensors, and saved intermediates would be
+    constants of the new graph, which is wrong for everything that depends on the input
+    (x-hat and 1/std depend on x). So in that mode (`self.graph_mode` true) each rule
+    evaluates the *same formula* with operations that numpy arrays and Tensors both
+    support, recomputing those intermediates from the input Tensors (or reading the output
+    Tensor, for softmax): the result is differentiable again (double backward,
+    Hessian-vector products) at the cost of speed. Values that do not depend on any input
+    (the dropout mask, one-hot targets, running statistics in eval mode) stay saved
+    constants. `docs/derivations.md` ends with the same explanation.
+
+float16
+    softmax, log_softmax and the norms compute in float32 inside and return float16: the
+    statistics (sums of exponentials, variances) overflow or lose all precision in half
+    precision. float32 and float64 inputs are computed in their own dtype, never upcast.
+"""
+
+import numpy as np
+
+from . import dispatch
+
+
+def _is_tensor(value):
+    return dispatch._is_tensor(value)
+
+
+def exp(value):
+    """`np.exp` for arrays, `Tensor.exp` for Tensors (a backward rule may get either)."""
+    return value.exp() if _is_tensor(value) else np.exp(value)
+
+
+def compute_dtype(dtype):
+    """The dtype an op computes in: float32 for float16 inputs, else the input's own."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+def upcast(value):
+    """float16 arrays or Tensors as float32; everything else unchanged."""
+    if value is not None and value.dtype == np.float16:
+        return value.astype(np.float32)
+    return value
+
+
+def like_inputs(node, grads):
+    """`grads` cast to their inputs' dtypes, for the create_graph path: a plain backward's
+    arrays are cast by the engine, but Tensors are not (float16 ops compute in float32)."""
+    cast = []
+    for grad, operand in zip(grads, node.inputs):
+        dtype = getattr(operand, "dtype", None)
+        if grad is not None and dtype is not None and grad.dtype != dtype:
+            grad = grad.astype(dtype)
+        cast.append(grad)
+    return tuple(cast)
