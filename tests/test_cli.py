@@ -8,6 +8,8 @@ import pytest
 
 import tinygrad_ops as tg
 from tinygrad_ops import cli
+from tinygrad_ops.cli import options
+from tinygrad_ops.cli import train as training
 
 SMALL = ["--dataset", "moons", "--hidden", "16", "16", "--batch-size", "32", "--no-progress"]
 # Batch norm, dropout, AdamW and a schedule: every piece of state a resume must restore.
@@ -56,7 +58,7 @@ def test_the_run_reports_the_test_accuracy(tmp_path, capsys):
 
 
 def test_the_model_is_built_from_the_options():
-    config = cli.config_from_args(
+    config = options.config_from_args(
         cli.build_parser("train").parse_args(
             [
                 "train",
@@ -72,7 +74,7 @@ def test_the_model_is_built_from_the_options():
             ]
         )
     )
-    model = cli.build_model(64, 10, config)
+    model = training.build_model(64, 10, config)
     assert [type(layer).__name__ for layer in model] == [
         "Linear",
         "LayerNorm",
@@ -85,7 +87,7 @@ def test_the_model_is_built_from_the_options():
         "Linear",
     ]
     assert (model[0].in_features, model[4].out_features, model[8].out_features) == (64, 4, 10)
-    assert config["lr"] == cli.DEFAULT_LR["adam"]
+    assert config["lr"] == options.DEFAULT_LR["adam"]
 
 
 def _interrupt_after(epoch):
@@ -105,8 +107,11 @@ def test_resume_gives_the_same_result_as_an_uninterrupted_run(tmp_path):
         ["train", *STATEFUL, "--epochs", "4", "--out", str(interrupted)]
     )
     with pytest.raises(KeyboardInterrupt):
-        cli.train(
-            cli.config_from_args(args), str(interrupted), progress=False, log=_interrupt_after(2)
+        training.train(
+            options.config_from_args(args),
+            str(interrupted),
+            progress=False,
+            log=_interrupt_after(2),
         )
     assert tg.load(interrupted / "checkpoint.npz")["epoch"] == 2
     resumed = ["train", *STATEFUL, "--epochs", "4", "--out", str(interrupted), "--resume"]
@@ -125,7 +130,7 @@ def test_an_interrupt_says_how_to_continue(tmp_path, capsys, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "train", interrupted)
+    monkeypatch.setattr(training, "train", interrupted)
     assert cli.main(["train", "--out", str(tmp_path)]) == 130
     assert "--resume" in capsys.readouterr().err
 

@@ -1,4 +1,4 @@
-"""`tinygrad-ops graph` (viz/cli.py): named examples and saved models, to a file."""
+"""`tinygrad-ops graph` (cli/graph.py): named examples and saved models, to a file."""
 
 import numpy as np
 import pytest

@@ -13,12 +13,14 @@ from .activation import GELU, Dropout, Flatten, ReLU, Sigmoid, Tanh
 from .container import Sequential
 from .init import get_rng_state, manual_seed, set_rng_state
 from .linear import Linear
+from .mlp import MLP
 from .module import Module, Parameter, RemovableHandle
 from .normalization import BatchNorm1d, LayerNorm, RMSNorm
 from .rnn import RNNCell
 
 __all__ = [
     "GELU",
+    "MLP",
     "BatchNorm1d",
     "Dropout",
     "Flatten",

@@ -5,7 +5,7 @@
     tinygrad-ops graph softmax --backward --show "shape|grad" -o softmax.svg
     tinygrad-ops graph --checkpoint runs/demo/checkpoint.npz -o model.svg
 
-The command line (`tinygrad_ops/cli.py`) calls `add_arguments(parser)` and `run(args)`.
+The dispatcher (`cli/dispatch.py`) calls `add_arguments(parser)` and `run(args)`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,17 @@ from pathlib import Path
 
 import numpy as np
 
-from . import examples
-from .draw import FORMATS, GraphvizNotFoundError, render
-from .groups import ModuleCalls, module_calls
-from .record import backward as recorded_backward
-from .trace import print_tape
+import tinygrad_ops as tg
+
+from .. import functional as F  # noqa: N812 (the PyTorch convention)
+from .. import nn
+from ..viz import examples
+from ..viz.draw import FORMATS, GraphvizNotFoundError, render
+from ..viz.groups import ModuleCalls, module_calls
+from ..viz.record import backward as recorded_backward
+from ..viz.trace import print_tape
+from .options import UsageError
+from .train import build_model
 
 
 def add_arguments(parser):
@@ -85,17 +91,10 @@ def add_arguments(parser):
     )
 
 
-def _usage_error(message):
-    # The command line's own error type, so that a mistake is one line and exit code 2.
-    from tinygrad_ops.cli import UsageError
-
-    return UsageError(message)
-
-
 def _example_loss(name, args, calls):
     if name == "rnn":
         if args.steps < 1:
-            raise _usage_error(f"--steps {args.steps}: give at least 1")
+            raise UsageError(f"--steps {args.steps}: give at least 1")
         return examples.rnn(steps=args.steps, calls=calls)
     if name == "mlp":
         return examples.mlp(calls=calls)
@@ -104,32 +103,26 @@ def _example_loss(name, args, calls):
 
 def _checkpoint_loss(path, group):
     """The loss of one small forward pass of the model saved at `path`, and its calls."""
-    import tinygrad_ops as tg
-    from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
-    from tinygrad_ops import nn
-
     saved = tg.load(path)
     if isinstance(saved, dict) and "model" in saved and "config" in saved:
         state, config = saved["model"], saved["config"]
     elif isinstance(saved, dict):
         state, config = saved, None
     else:
-        raise _usage_error(f"--checkpoint {path}: expected a state_dict, got {type(saved)}")
+        raise UsageError(f"--checkpoint {path}: expected a state_dict, got {type(saved)}")
     weights = [
         (key, value)
         for key, value in state.items()
         if key.endswith("weight") and np.ndim(value) == 2
     ]
     if not weights:
-        raise _usage_error(
+        raise UsageError(
             f"--checkpoint {path}: no Linear weights (2-D '*.weight' entries) found among "
             f"its keys {sorted(state)[:8]}"
         )
     in_features = int(np.shape(weights[0][1])[1])
     classes = int(np.shape(weights[-1][1])[0])
     if config is not None:
-        from tinygrad_ops.cli import build_model
-
         model = build_model(in_features, classes, config)
     else:
         # A bare state_dict does not say which activations sat between the layers: draw
@@ -169,9 +162,9 @@ def _checkpoint_loss(path, group):
 def run(args):
     """Draw the chosen graph to `args.output`; returns the exit code."""
     if (args.example is None) == (args.checkpoint is None):
-        raise _usage_error("name an example (mlp, rnn, softmax, layernorm) or give --checkpoint")
+        raise UsageError("name an example (mlp, rnn, softmax, layernorm) or give --checkpoint")
     if args.max_nodes is not None and args.max_nodes < 1:
-        raise _usage_error(f"--max-nodes {args.max_nodes}: give at least 1")
+        raise UsageError(f"--max-nodes {args.max_nodes}: give at least 1")
     if args.checkpoint is not None:
         loss, calls, title = _checkpoint_loss(args.checkpoint, args.group)
     else:

@@ -1,0 +1,244 @@
+"""The option types of the command line, `train`'s options, and `config_from_args`.
+
+`UsageError` is a bad option found after parsing (checked against files or a checkpoint);
+the dispatcher prints it as one line, exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..nn import mlp
+
+
+class UsageError(Exception):
+    """A bad option found after parsing (checked against files or a checkpoint)."""
+
+
+ACTIVATIONS = tuple(mlp.ACTIVATIONS)
+NORMS = ("none", *mlp.NORMS)
+OPTIMIZERS = ("adam", "adamw", "sgd")
+SCHEDULERS = ("none", "step", "cosine")
+# Tuned for these small data sets with the cosine schedule (PyTorch's Adam default, 1e-3,
+# needs many more epochs on digits).
+DEFAULT_LR = {"adam": 0.01, "adamw": 0.01, "sgd": 0.1}
+CHECKPOINT = "checkpoint.npz"
+PLOT = "training.png"
+GRAPH = "graph"
+# The settings a checkpoint must share with a --resume run: all but --epochs (they define
+# the data, the model and the meaning of the optimizer's and the scheduler's state).
+RESUME_MUST_MATCH = (
+    "dataset",
+    "test_fraction",
+    "hidden",
+    "activation",
+    "norm",
+    "dropout",
+    "optimizer",
+    "lr",
+    "momentum",
+    "weight_decay",
+    "batch_size",
+    "scheduler",
+    "seed",
+)
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _non_negative_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be zero or a positive number, got {text}")
+    return value
+
+
+def _fraction(text):
+    value = _non_negative_float(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def _open_fraction(text):
+    value = _non_negative_float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {text}")
+    return value
+
+
+def _int(text):
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows "(default: ...)" after each option's help, except for flags and None."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or action.default is argparse.SUPPRESS:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def add_train_arguments(parser):
+    """The options of `tinygrad-ops train`, in four groups: data, model, training, output."""
+    parser.formatter_class = _HelpFormatter
+    parser.description = (
+        "Train a multi-layer perceptron on a small real data set with tinygrad_ops. Writes "
+        "a checkpoint after every epoch (continue with --resume), and at the end prints "
+        "the test accuracy and writes a loss/accuracy plot and the model's compute graph "
+        "into --out."
+    )
+    _add_data_options(parser.add_argument_group("data"))
+    _add_model_options(parser.add_argument_group("model"))
+    _add_training_options(parser.add_argument_group("training"))
+    _add_output_options(parser.add_argument_group("output"))
+
+
+def _add_data_options(data):
+    data.add_argument(
+        "--dataset",
+        choices=("digits", "moons"),
+        default="digits",
+        help="digits: scikit-learn's 8x8 handwritten digits (1,797 images, 10 classes); "
+        "moons: two interleaving half circles (500 points, 2 classes)",
+    )
+    data.add_argument(
+        "--test-fraction",
+        type=_open_fraction,
+        default=0.2,
+        metavar="F",
+        help="share of the data held out for testing (stratified split)",
+    )
+
+
+def _add_model_options(model):
+    model.add_argument(
+        "--hidden",
+        type=_positive_int,
+        nargs="+",
+        default=[128],
+        metavar="N",
+        help="sizes of the hidden layers, e.g. --hidden 64 64",
+    )
+    model.add_argument(
+        "--activation", choices=ACTIVATIONS, default="relu", help="activation after each layer"
+    )
+    model.add_argument(
+        "--norm",
+        choices=NORMS,
+        default="none",
+        help="normalisation after each hidden linear layer (LayerNorm, BatchNorm1d, RMSNorm)",
+    )
+    model.add_argument(
+        "--dropout",
+        type=_fraction,
+        default=0.0,
+        metavar="P",
+        help="dropout probability after each hidden activation (0 for none)",
+    )
+
+
+def _add_training_options(training):
+    training.add_argument("--optimizer", choices=OPTIMIZERS, default="adam", help="optimizer")
+    training.add_argument(
+        "--lr",
+        type=_positive_float,
+        default=None,
+        help="learning rate (default: 0.01 for adam/adamw, 0.1 for sgd)",
+    )
+    training.add_argument(
+        "--momentum", type=_fraction, default=0.9, help="momentum, for --optimizer sgd"
+    )
+    training.add_argument(
+        "--weight-decay",
+        type=_non_negative_float,
+        default=0.0,
+        help="weight decay (L2 for sgd/adam, decoupled for adamw)",
+    )
+    training.add_argument("--epochs", type=_positive_int, default=20, help="passes over the data")
+    training.add_argument(
+        "--batch-size", type=_positive_int, default=32, metavar="N", help="examples per step"
+    )
+    training.add_argument(
+        "--scheduler",
+        choices=SCHEDULERS,
+        default="cosine",
+        help="learning-rate schedule over the epochs: none, step (x0.1 every third of the "
+        "run), cosine (annealing to 0)",
+    )
+    training.add_argument(
+        "--seed",
+        type=_int,
+        default=0,
+        help="seed of the split, the initial weights, the shuffling and dropout",
+    )
+
+
+def _add_output_options(output):
+    output.add_argument(
+        "--out",
+        default=os.path.join("runs", "train"),
+        metavar="DIR",
+        help=f"folder for {CHECKPOINT}, {PLOT} and the graph (created if needed)",
+    )
+    output.add_argument(
+        "--resume",
+        action="store_true",
+        help=f"continue from DIR/{CHECKPOINT} (same settings; --epochs may grow)",
+    )
+    output.add_argument(
+        "--graph-format",
+        choices=("svg", "png", "pdf", "dot"),
+        default="svg",
+        help="file format of the compute graph picture",
+    )
+    output.add_argument(
+        "--no-progress", action="store_true", help="no progress bar (the per-epoch lines remain)"
+    )
+
+
+def config_from_args(args):
+    """The settings of a run as a plain dict (stored in the checkpoint)."""
+    lr = args.lr if args.lr is not None else DEFAULT_LR[args.optimizer]
+    return {
+        "dataset": args.dataset,
+        "test_fraction": args.test_fraction,
+        "hidden": list(args.hidden),
+        "activation": args.activation,
+        "norm": args.norm,
+        "dropout": args.dropout,
+        "optimizer": args.optimizer,
+        "lr": lr,
+        "momentum": args.momentum,
+        "weight_decay": args.weight_decay,
+        "epochs": args.epochs,
+        "batch_size": args.batch_size,
+        "scheduler": args.scheduler,
+        "seed": args.seed,
+    }
