@@ -7,14 +7,12 @@
 array([7.], dtype=float32)
 """
 
-from .tensor import Tensor, concatenate, maximum, stack, where  # noqa: I001 (must load first)
-from .autograd import Function, detect_anomaly, enable_grad, grad, is_grad_enabled, no_grad
+from . import functional, nn, optim
+from .autograd import Function, grad
 from .creation import arange, eye, full, ones, ones_like, rand, randn, zeros, zeros_like
 from .gradcheck import GradcheckError, gradcheck
-from . import nn, optim
+from .mode import detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from .nn.init import manual_seed
-from .serialize import CheckpointError, load, save
-from . import functional
 from .scheduler import (
     available_schedulers,
     backward_plan,
@@ -22,6 +20,8 @@ from .scheduler import (
     register_scheduler,
     set_default_scheduler,
 )
+from .serialize import CheckpointError, load, save
+from .tensor import Tensor, concatenate, maximum, stack, where
 
 __version__ = "0.1.0"
 

@@ -8,6 +8,43 @@ from __future__ import annotations
 
 import numpy as np
 
+from .autograd.backward import tensor_backward
+from .autograd.graph import HookHandle
+from .autograd.inplace import apply_inplace
+from .mode import STATE
+from .ops.base import bind_tensor
+from .ops.elementwise import (
+    Abs,
+    Add,
+    Cast,
+    Clip,
+    Div,
+    Exp,
+    Log,
+    Maximum,
+    Mul,
+    Neg,
+    Pow,
+    PowScalar,
+    Relu,
+    Sigmoid,
+    Sqrt,
+    Sub,
+    Tanh,
+    Where,
+)
+from .ops.linalg import MatMul
+from .ops.reduce import Max, Min, Sum, normalize_axes
+from .ops.shape import (
+    BroadcastTo,
+    Concatenate,
+    GetItem,
+    Reshape,
+    Stack,
+    Transpose,
+    normalize_index,
+)
+
 FLOAT_DTYPES = (np.float16, np.float32, np.float64)
 DEFAULT_DTYPE = np.float32
 
@@ -241,7 +278,7 @@ class Tensor:
         `gradient` is required for a non-scalar tensor (the vector of a vector-Jacobian
         product). `scheduler` chooses how backward walks the graph (see `tg.schedulers`).
         """
-        autograd.tensor_backward(self, gradient, retain_graph, create_graph, scheduler)
+        tensor_backward(self, gradient, retain_graph, create_graph, scheduler)
 
     def register_hook(self, hook):
         """Call `hook(grad)` when this tensor's gradient is computed; a returned Tensor
@@ -482,7 +519,7 @@ class Tensor:
         return GetItem.apply(self, index=index)
 
     def __setitem__(self, index, value):
-        if autograd.STATE.grad_enabled and self._requires_grad:
+        if STATE.grad_enabled and self._requires_grad:
             raise RuntimeError(
                 "assigning into a tensor that requires grad is not recorded; build the new "
                 "tensor with tg.where or tg.concatenate, or assign under tg.no_grad()"
@@ -496,54 +533,8 @@ class Tensor:
     # -- in-place operations (bump the version counter) ----------------------------------------
 
     def _inplace(self, op_class, *operands, **options):
-        """Apply an op and write its result into this tensor's array.
-
-        When recording, the tensor takes the op's node as its own history (the old history
-        moves to a 'shadow' tensor that shares the array and version counter). Any node that
-        saved this tensor sees the version change and refuses to backward.
-        """
-        operands = tuple(_operand(value) for value in operands)
-        recording = autograd.STATE.grad_enabled and (
-            self._requires_grad
-            or any(isinstance(value, Tensor) and value._requires_grad for value in operands)
-        )
-        if recording and self._ctx is None and self._requires_grad:
-            raise RuntimeError(
-                f"{op_class.__name__} in place: a leaf tensor that requires grad cannot be "
-                "modified in place (its gradient would be wrong); use the out-of-place op, or "
-                "wrap the update in tg.no_grad() as optimizers do"
-            )
-        if recording and self._ctx is not None and self._ctx.is_view and self.data.base is not None:
-            # The new node would reach neither the viewed tensor's gradient nor, for a view of
-            # a leaf, protect the leaf's data: refuse rather than give wrong gradients.
-            raise RuntimeError(
-                f"{op_class.__name__} in place: this tensor is a view (made by "
-                f"{type(self._ctx).__name__}) of another tensor that requires grad; in-place "
-                "ops on views are not supported. Use the out-of-place op, or copy the view"
-            )
-        if recording:
-            shadow = Tensor._make(self.data, self._requires_grad, self._ctx)
-            shadow._version = self._version
-            if any(isinstance(value, Tensor) and value._requires_grad for value in operands):
-                # The op saves the old values for the other operand's gradient (a in
-                # d(a*b)/db), and the array is overwritten below: give it its own copy.
-                shadow.data = self.data.copy()
-                shadow._version = [0]
-            result = op_class.apply(shadow, *operands, **options)
-        else:
-            with autograd.no_grad():
-                result = op_class.apply(self, *operands, **options)
-        if result.shape != self.shape:
-            raise ValueError(
-                f"{op_class.__name__} in place: the result has shape {result.shape} but the "
-                f"tensor has shape {self.shape}"
-            )
-        np.copyto(self.data, result.data, casting="same_kind")
-        self._version[0] += 1
-        if recording:
-            self._ctx = result._ctx
-            self._requires_grad = True
-        return self
+        """Apply an op and write its result into this tensor's array (see autograd/inplace)."""
+        return apply_inplace(self, op_class, *(_operand(value) for value in operands), **options)
 
     def relu_(self):
         return self._inplace(Relu)
@@ -574,26 +565,12 @@ class Tensor:
 
     def copy_(self, source):
         """Overwrite the data with `source` (not recorded: use under tg.no_grad())."""
-        if autograd.STATE.grad_enabled and self._requires_grad:
+        if STATE.grad_enabled and self._requires_grad:
             raise RuntimeError("copy_ into a tensor that requires grad: use tg.no_grad()")
         source = source.data if isinstance(source, Tensor) else np.asarray(source)
         np.copyto(self.data, source, casting="same_kind")
         self._version[0] += 1
         return self
-
-
-class HookHandle:
-    """Returned by `register_hook`; `remove()` unregisters the hook."""
-
-    _next_key = 0
-
-    def __init__(self, hooks):
-        self.hooks = hooks
-        self.key = HookHandle._next_key
-        HookHandle._next_key += 1
-
-    def remove(self):
-        self.hooks.pop(self.key, None)
 
 
 def _reduced_count(shape, axis, op_name):
@@ -660,36 +637,4 @@ def _as_tensor_operand(value):
     return operand
 
 
-# The ops import `Op` from autograd, which needs `Tensor`: import them once Tensor exists.
-from . import autograd  # noqa: E402
-from .ops.elementwise import (  # noqa: E402
-    Abs,
-    Add,
-    Cast,
-    Clip,
-    Div,
-    Exp,
-    Log,
-    Maximum,
-    Mul,
-    Neg,
-    Pow,
-    PowScalar,
-    Relu,
-    Sigmoid,
-    Sqrt,
-    Sub,
-    Tanh,
-    Where,
-)
-from .ops.linalg import MatMul  # noqa: E402
-from .ops.reduce import Max, Min, Sum, normalize_axes  # noqa: E402
-from .ops.shape import (  # noqa: E402
-    BroadcastTo,
-    Concatenate,
-    GetItem,
-    Reshape,
-    Stack,
-    Transpose,
-    normalize_index,
-)
+bind_tensor(Tensor)  # the ops and the engine build their results through this class

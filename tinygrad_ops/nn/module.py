@@ -15,7 +15,7 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
-from ..autograd import no_grad
+from ..mode import no_grad
 from ..tensor import Tensor
 
 

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..autograd import Op
+from .base import Op
 from .checks import check_float, normalize_axis
 from .dual import _is_tensor, exp, like_inputs, upcast
 from .kernels import RowBuffers, as_rows, exp_of_shifted, from_rows, row_dot, row_max, row_sum

@@ -9,16 +9,12 @@ import math
 
 import numpy as np
 
-from ..tensor import Tensor
+from .base import is_tensor as _is_tensor
 
 # Below this many elements a broadcast gradient is materialised: np.broadcast_to costs
 # about 2 us of Python, more than copying a small array (and the copy is then the walk's
 # own, so a leaf can keep it). Larger arrays stay read-only views: no extra pass.
 SMALL_BROADCAST = 4096
-
-
-def _is_tensor(value):
-    return isinstance(value, Tensor)
 
 
 def where(condition, x, y):

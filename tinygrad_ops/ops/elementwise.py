@@ -6,8 +6,8 @@ so the rules here are written for equal shapes.
 
 import numpy as np
 
-from ..autograd import Op
 from . import dispatch
+from .base import Op
 
 
 def broadcast_error(op_name, a, b):

@@ -3,7 +3,7 @@ fused linear layer y = x Wᵀ + b."""
 
 import numpy as np
 
-from ..autograd import Op
+from .base import Op
 from .checks import check_float
 from .kernels import as_matrix, column_sum, reshaped
 

@@ -7,8 +7,8 @@ create_graph, and how float16 is computed).
 
 import numpy as np
 
-from ..autograd import Op
 from .activations import Softmax
+from .base import Op
 from .checks import check_float
 from .dual import compute_dtype, like_inputs, upcast
 from .kernels import (

@@ -7,7 +7,7 @@ One node each, forward and backward formulas in the docstring, derived step by s
 
 import numpy as np
 
-from ..autograd import Op
+from .base import Op
 from .checks import check_affine, check_float, check_normalized_shape
 from .dual import like_inputs, upcast
 from .kernels import (

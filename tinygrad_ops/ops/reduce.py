@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from ..autograd import Op
 from . import dispatch
+from .base import Op
 
 
 def normalize_axes(axis, ndim, op_name):

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from ..autograd import Op
 from . import dispatch
+from .base import Op, is_tensor
 
 
 class Reshape(Op):
@@ -69,13 +69,11 @@ def normalize_index(index):
     Basic indexing (ints, slices, None, Ellipsis) never selects an element twice, so its
     backward can assign; integer/boolean arrays may repeat elements and need a scatter-add.
     """
-    from ..tensor import Tensor
-
     items = index if isinstance(index, tuple) else (index,)
     normalized = []
     basic = True
     for item in items:
-        if isinstance(item, Tensor):
+        if is_tensor(item):
             item = item.data
         elif isinstance(item, list):
             item = np.asarray(item)

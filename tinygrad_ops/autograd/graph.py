@@ -1,0 +1,334 @@
+"""The backward graph: pending gradients, their ownership, the walk, and the leaf writes.
+
+`BackwardGraph` is what the engine hands a scheduler. `unbroadcast` is the one place
+broadcasting is undone, and every gradient's shape is checked against its input there.
+"""
+
+from __future__ import annotations
+
+import heapq
+from sys import getrefcount
+
+import numpy as np
+
+from ..mode import STATE, enable_grad
+from ..ops.base import is_tensor, new_tensor, node_name
+from .order import as_recorded, recorded_inputs, topological_order
+
+
+def unbroadcast(grad, shape: tuple, op, index: int):
+    """Sum `grad` down to `shape`: the one place where broadcasting is undone.
+
+    Broadcasting prepends dims and stretches size-1 dims; the gradient of a stretched
+    input is the sum over the stretched dims (every copy received part of it).
+    `op` (a node or a name) and `index` name the input in the error for a wrong shape.
+    """
+    grad_shape = grad.shape
+    if grad_shape == shape:
+        return grad
+    extra = len(grad_shape) - len(shape)
+    if extra >= 0:
+        axes = tuple(range(extra)) + tuple(
+            extra + axis
+            for axis, size in enumerate(shape)
+            if size == 1 and grad_shape[extra + axis] != 1
+        )
+        if axes:
+            grad = grad.sum(axis=axes, keepdims=True)
+        if extra:
+            grad = grad.reshape(grad.shape[extra:])
+    if grad.shape != shape:
+        op_name = op if isinstance(op, str) else node_name(op)
+        raise RuntimeError(
+            f"{op_name}: the backward rule returned a gradient of shape {tuple(grad_shape)} "
+            f"for input {index}, which has shape {shape}"
+        )
+    return grad
+
+
+class BackwardGraph:
+    """What the engine hands a scheduler: the graph, the gradients so far, and `visit`,
+    which runs one tensor's backward step.
+
+    `order` lists every tensor that requires grad and reaches a wanted input, parents before
+    children (so `reversed(order)` is a valid backward order); it is computed on first use.
+    `grads` maps `id(tensor)` to the gradient accumulated so far. A scheduler must see that
+    every tensor that received a gradient is visited once, after all its consumers; `visit`
+    does the rest. `run_sequential` is the reference walk (and the fallback of every
+    scheduler): it visits whatever gradients are pending, in a valid order.
+
+    Gradient arrays that a backward rule has just created are *owned* by the walk (`owned`
+    holds their ids): a second gradient for the same tensor is added into them in place and
+    a leaf takes them without a copy. Arrays that may be shared (the upstream gradient passed
+    straight through, views, user data) are never written to.
+    """
+
+    def __init__(self, roots, wanted, create_graph, accumulate_into_leaves):
+        self.roots = roots
+        self.wanted = wanted  # ids of the tensors whose gradient tg.grad returns, else None
+        self.grads = {}
+        self.tensors = {}  # id -> tensor, for every tensor that has received a gradient
+        self.owned = set()
+        self.create_graph = create_graph
+        self.capture = wanted
+        self.captured = {}
+        self.accumulate_into_leaves = accumulate_into_leaves
+        self.visited = []  # nodes whose backward ran, to release afterwards
+        self.scanned_segments = []  # (scheduler name, [tensors]) noted by scan schedulers
+        self._order = None
+        # With wanted inputs, only tensors on a path to one of them need a gradient.
+        self.relevant = None
+        if wanted is not None:
+            self.relevant = {id(tensor) for tensor in self.order}
+
+    @property
+    def order(self):
+        if self._order is None:
+            self._order = topological_order(self.roots, self.wanted)
+        return self._order
+
+    def pop_grad(self, tensor):
+        """Remove and return the pending gradient of `tensor` (None if none arrived)."""
+        return self.grads.pop(id(tensor), None)
+
+    def send(self, tensor, grad, owned=False):
+        """Accumulate `grad` into `tensor`'s pending gradient."""
+        key = id(tensor)
+        if self.relevant is not None and key not in self.relevant:
+            return
+        grads = self.grads
+        previous = grads.get(key)
+        if previous is None:
+            grads[key] = grad
+            self.tensors[key] = tensor
+            # Ownership describes the array stored now (an earlier one may have been popped).
+            if owned:
+                self.owned.add(key)
+            else:
+                self.owned.discard(key)
+        elif self.create_graph:
+            grads[key] = previous + grad
+        elif key in self.owned:
+            np.add(previous, grad, out=previous)
+        else:
+            # asarray: two 0-d arrays add to a numpy scalar, which `out=` cannot write into.
+            grads[key] = np.asarray(previous + grad)
+            self.owned.add(key)
+
+    def visit(self, tensor, grad):
+        """Deliver the total gradient of `tensor`: hooks, capture, leaf write, or the op's
+        backward rule, whose results are unbroadcast, checked, and sent to the parents."""
+        key = id(tensor)
+        owned = key in self.owned
+        if owned:
+            self.owned.discard(key)
+        if tensor._hooks:
+            grad = _run_hooks(tensor, grad, self.create_graph)
+            owned = False
+        if self.capture is not None and key in self.capture:
+            self.captured[key] = grad
+            owned = False
+        node = tensor._ctx
+        if node is None:
+            if self.accumulate_into_leaves:
+                _accumulate_leaf(tensor, grad, self.create_graph, owned)
+            return
+        self.visited.append(node)
+        for parent, parent_grad, parent_owned in self.input_grads(node, grad, tensor):
+            self.send(parent, parent_grad, parent_owned)
+
+    def run_sequential(self):
+        """Visit every tensor with a pending gradient, one node at a time.
+
+        The next node is always the pending one created last (a max-heap on the nodes'
+        creation numbers): all its consumers were created after it, so their gradients
+        have all arrived. Leaves have no backward rule; they are visited at the end.
+        """
+        grads = self.grads
+        tensors = self.tensors
+        owned = self.owned
+        input_grads = self.input_grads
+        visited = self.visited
+        heappop = heapq.heappop
+        heappush = heapq.heappush
+        # The plain case (no tg.grad capture, no create_graph, no anomaly mode) is inlined:
+        # it is the hot loop of every training step.
+        plain = self.capture is None and not self.create_graph and not STATE.anomaly
+        heap = []
+        leaves = []
+
+        def queue(tensor, key):
+            """Schedule a tensor that has just received its first gradient (a tensor is
+            in `grads` exactly while it is queued and not yet visited)."""
+            if tensor._ctx is None:
+                leaves.append(tensor)
+            else:
+                heappush(heap, (-tensor._ctx.sequence, key))
+
+        for key in list(grads):  # the dict's order: leaves are then visited in a fixed order
+            queue(tensors[key], key)
+        while heap:
+            key = heappop(heap)[1]
+            tensor = tensors[key]
+            node = tensor._ctx
+            grad = grads.pop(key)
+            if plain and not tensor._hooks:
+                owned.discard(key)
+                visited.append(node)
+                for parent, parent_grad, parent_owned in input_grads(node, grad):
+                    parent_key = id(parent)
+                    previous = grads.get(parent_key)
+                    if previous is None:  # first gradient for parent: queue it
+                        grads[parent_key] = parent_grad
+                        tensors[parent_key] = parent
+                        if parent_owned:
+                            owned.add(parent_key)
+                        else:
+                            owned.discard(parent_key)
+                        queue(parent, parent_key)
+                    elif parent_key in owned:
+                        np.add(previous, parent_grad, out=previous)
+                    else:
+                        grads[parent_key] = np.asarray(previous + parent_grad)  # 0-d stays an array
+                        owned.add(parent_key)
+                continue
+            # The general case: the parents that had no pending gradient before the visit
+            # and have one after it are queued now.
+            waiting = {}
+            for parent in recorded_inputs(node):
+                if id(parent) not in grads:
+                    waiting[id(parent)] = parent
+            self.visit(tensor, grad)
+            for parent_key, parent in waiting.items():
+                if parent_key in grads:
+                    queue(parent, parent_key)
+        for leaf in leaves:
+            grad = grads.pop(id(leaf), None)
+            if grad is not None:
+                self.visit(leaf, grad)
+
+    def input_grads(self, node, grad, output=None):
+        """Run `node`'s backward rule on `grad`; return (input, checked gradient, owned)
+        for every input that needs a gradient. `output` is the tensor `node` produced
+        (a create_graph pass needs it when the rule reads the saved output)."""
+        if self.create_graph:
+            return self._recorded_input_grads(node, grad, output)
+        grads = node.backward(grad)
+        results = []
+        needs_input_grad = node.needs_input_grad
+        anomaly = STATE.anomaly
+        for index, operand in enumerate(node.inputs):
+            input_grad = grads[index]
+            if input_grad is None or not needs_input_grad[index]:
+                continue
+            history = operand._ctx
+            if history is not None and history.sequence > node.sequence:
+                operand = as_recorded(operand, node)  # modified in place after node consumed it
+            data = operand.data
+            if type(input_grad) is not np.ndarray:
+                input_grad = np.asarray(input_grad)
+            dtype = input_grad.dtype
+            if dtype is not data.dtype and dtype != data.dtype:  # (builtin dtypes are shared)
+                input_grad = input_grad.astype(data.dtype)
+            if input_grad.shape != data.shape:
+                # A sum makes a new array, so the reduced gradient is always the walk's own.
+                input_grad = unbroadcast(input_grad, data.shape, node, index)
+                owned = True
+            else:
+                # Owned: an array (not a view) that nothing but this loop refers to: the
+                # `grads` tuple, the local name and getrefcount's argument make 3. The
+                # upstream gradient passed through, an array returned for two inputs, or
+                # one the rule also keeps all count more.
+                owned = input_grad.base is None and getrefcount(input_grad) <= 3
+            if anomaly:
+                _check_finite(node, index, input_grad)
+            results.append((operand, input_grad, owned))
+        return results
+
+    def _recorded_input_grads(self, node, grad, output):
+        """`input_grads` for create_graph: the rule runs on Tensors and is recorded."""
+        node.graph_mode = True
+        node.graph_output = output
+        try:
+            with enable_grad():
+                grads = node.backward(grad)
+        finally:
+            node.graph_mode = False
+            node.graph_output = None
+        results = []
+        for index, operand in enumerate(node.inputs):
+            input_grad = grads[index]
+            if input_grad is None or not node.needs_input_grad[index]:
+                continue
+            operand = as_recorded(operand, node)
+            if input_grad.dtype != operand.data.dtype:  # a Tensor's astype is recorded too
+                input_grad = input_grad.astype(operand.data.dtype)
+            if input_grad.shape != operand.data.shape:
+                input_grad = unbroadcast(input_grad, operand.data.shape, node, index)
+            if STATE.anomaly:
+                _check_finite(node, index, input_grad)
+            results.append((operand, input_grad, False))
+        return results
+
+
+def _check_finite(node, index, grad):
+    values = grad.data if is_tensor(grad) else grad
+    if not np.all(np.isfinite(values)):
+        trace = getattr(node, "forward_trace", None)
+        where = (
+            f"\nThe forward call that created it:\n{trace}"
+            if trace
+            else "\n(the op was created outside detect_anomaly(), so its forward trace is unknown)"
+        )
+        raise RuntimeError(
+            f"Function '{node_name(node)}' returned inf or nan values in its gradient "
+            f"for input {index}.{where}"
+        )
+
+
+def _run_hooks(tensor, grad, create_graph):
+    for hook in list(tensor._hooks.values()):
+        wrapped = grad if is_tensor(grad) else new_tensor(grad, False, None)
+        result = hook(wrapped)
+        if result is not None:
+            if not is_tensor(result):
+                raise TypeError(f"a hook must return a Tensor or None, got {type(result).__name__}")
+            if result.shape != tensor.shape:
+                raise RuntimeError(
+                    f"hook returned a gradient of shape {result.shape} for a tensor of shape "
+                    f"{tensor.shape}"
+                )
+            grad = result if create_graph else result.data
+    return grad
+
+
+def _accumulate_leaf(tensor, grad, create_graph, owned=False):
+    if create_graph:
+        grad_tensor = grad if is_tensor(grad) else new_tensor(grad, False, None)
+        tensor.grad = grad_tensor if tensor.grad is None else tensor.grad + grad_tensor
+        return
+    if is_tensor(grad):
+        grad = grad.data
+        owned = False
+    if tensor.grad is None:
+        # The leaf must own its gradient array: later calls add into it in place.
+        tensor.grad = new_tensor(grad if owned else np.array(grad, copy=True), False, None)
+    elif tensor.grad.data.flags.writeable and tensor.grad.data.shape == grad.shape:
+        np.add(tensor.grad.data, grad, out=tensor.grad.data)
+        tensor.grad._version[0] += 1
+    else:
+        tensor.grad.data = tensor.grad.data + grad
+
+
+class HookHandle:
+    """Returned by `register_hook`; `remove()` unregisters the hook."""
+
+    _next_key = 0
+
+    def __init__(self, hooks):
+        self.hooks = hooks
+        self.key = HookHandle._next_key
+        HookHandle._next_key += 1
+
+    def remove(self):
+        self.hooks.pop(self.key, None)

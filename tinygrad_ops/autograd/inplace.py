@@ -1,0 +1,70 @@
+"""The in-place rule: how `x.add_(y)` (and `x += y`) writes into a tensor's own array.
+
+Every in-place op bumps the tensor's version counter, so a node that saved the old values
+refuses to backward through them. When recording, the tensor takes the op's node as its
+own history; its old history moves to a 'shadow' tensor (sharing the array and the version
+counter) that becomes the op's first input, as PyTorch rebases a tensor's grad_fn.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..mode import STATE, no_grad
+from ..ops.base import is_tensor, new_tensor
+
+
+def apply_inplace(tensor, op_class, *operands, **options):
+    """Apply `op_class` to `tensor` and `operands` and write the result into `tensor`'s array.
+
+    >>> import tinygrad_ops as tg
+    >>> from tinygrad_ops.ops import Add
+    >>> x = tg.Tensor([1.0, 2.0])
+    >>> apply_inplace(x, Add, 1.0) is x, x.numpy()
+    (True, array([2., 3.], dtype=float32))
+    """
+    recording = STATE.grad_enabled and (
+        tensor._requires_grad
+        or any(is_tensor(value) and value._requires_grad for value in operands)
+    )
+    if recording:
+        _check_can_record(tensor, op_class)
+        shadow = new_tensor(tensor.data, tensor._requires_grad, tensor._ctx)
+        shadow._version = tensor._version
+        if any(is_tensor(value) and value._requires_grad for value in operands):
+            # The op saves the old values for the other operand's gradient (a in
+            # d(a*b)/db), and the array is overwritten below: give it its own copy.
+            shadow.data = tensor.data.copy()
+            shadow._version = [0]
+        result = op_class.apply(shadow, *operands, **options)
+    else:
+        with no_grad():
+            result = op_class.apply(tensor, *operands, **options)
+    if result.shape != tensor.shape:
+        raise ValueError(
+            f"{op_class.__name__} in place: the result has shape {result.shape} but the "
+            f"tensor has shape {tensor.shape}"
+        )
+    np.copyto(tensor.data, result.data, casting="same_kind")
+    tensor._version[0] += 1
+    if recording:
+        tensor._ctx = result._ctx
+        tensor._requires_grad = True
+    return tensor
+
+
+def _check_can_record(tensor, op_class):
+    if tensor._ctx is None and tensor._requires_grad:
+        raise RuntimeError(
+            f"{op_class.__name__} in place: a leaf tensor that requires grad cannot be "
+            "modified in place (its gradient would be wrong); use the out-of-place op, or "
+            "wrap the update in tg.no_grad() as optimizers do"
+        )
+    if tensor._ctx is not None and tensor._ctx.is_view and tensor.data.base is not None:
+        # The new node would reach neither the viewed tensor's gradient nor, for a view of
+        # a leaf, protect the leaf's data: refuse rather than give wrong gradients.
+        raise RuntimeError(
+            f"{op_class.__name__} in place: this tensor is a view (made by "
+            f"{type(tensor._ctx).__name__}) of another tensor that requires grad; in-place "
+            "ops on views are not supported. Use the out-of-place op, or copy the view"
+        )

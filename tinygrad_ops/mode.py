@@ -1,0 +1,108 @@
+"""Grad mode and anomaly mode: the two switches every layer above reads.
+
+`no_grad` / `enable_grad` turn the recording of operations off and on; `detect_anomaly`
+makes backward check every gradient for NaN and inf. This module imports nothing of the
+package: it is the lowest layer.
+"""
+
+import functools
+
+
+class _State:
+    """Process-wide switches (the engine is single-threaded, like the numpy it runs on)."""
+
+    grad_enabled = True
+    anomaly = False
+
+
+STATE = _State()
+
+
+def is_grad_enabled() -> bool:
+    """True when operations are being recorded for backward.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.is_grad_enabled()
+    True
+    >>> with tg.no_grad():
+    ...     tg.is_grad_enabled()
+    False
+    """
+    return STATE.grad_enabled
+
+
+class _GradMode:
+    """Context manager and decorator that sets grad mode, restoring the old one on exit."""
+
+    enabled = True
+
+    def __enter__(self):
+        self.previous = STATE.grad_enabled
+        STATE.grad_enabled = self.enabled
+
+    def __exit__(self, *exc_info):
+        STATE.grad_enabled = self.previous
+
+    def __call__(self, function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            with self.__class__():
+                return function(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradMode):  # noqa: N801 (PyTorch's name)
+    """Record nothing inside: results do not require grad.
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    >>> with tg.no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    """
+
+    enabled = False
+
+
+class enable_grad(_GradMode):  # noqa: N801 (PyTorch's name)
+    """Turn recording back on inside a `no_grad` block.
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor([1.0], requires_grad=True)
+    >>> with tg.no_grad(), tg.enable_grad():
+    ...     (x * 2).requires_grad
+    True
+    """
+
+    enabled = True
+
+
+class detect_anomaly:  # noqa: N801 (PyTorch's name)
+    """Inside this context a backward rule that produces NaN or inf raises a RuntimeError
+    naming the op and the line of the forward pass that created it.
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor([0.0], requires_grad=True)
+    >>> with tg.detect_anomaly():
+    ...     y = x.sqrt().sum()
+    ...     try:
+    ...         y.backward()
+    ...     except RuntimeError as error:
+    ...         print(str(error).splitlines()[0])
+    Function 'Sqrt' returned inf or nan values in its gradient for input 0.
+    """
+
+    def __enter__(self):
+        self.previous = STATE.anomaly
+        STATE.anomaly = True
+        return self
+
+    def __exit__(self, *exc_info):
+        STATE.anomaly = self.previous
+
+
+class _GradModeSetter(_GradMode):
+    def __init__(self, enabled):
+        self.enabled = enabled

@@ -1,0 +1,207 @@
+"""The Op contract: the base class of every primitive, its saved values, and the tape record.
+
+How the tape is recorded
+    Every primitive is an `Op` subclass with `forward(*arrays)` and `backward(grad_output)`.
+    `Op.apply(*operands)` runs `forward` on the operands' numpy arrays; when grad mode is on
+    and an operand requires grad, the op instance itself becomes the *node* of the tape and
+    is stored on the output tensor (`out._ctx`). Leaves have no node; `no_grad` records nothing.
+
+How higher-order gradients work (decided once, here)
+    Backward rules are written with operations that numpy arrays and Tensors both support
+    (`+ - * / ** @`, `.sum`, `.reshape`, `.swapaxes`, comparisons) plus the few helpers in
+    `ops/dispatch.py` (`where`, `log`, `scatter_add`, ...). A plain backward passes numpy
+    arrays through the rules: fast, nothing recorded. `create_graph=True` passes Tensors
+    instead, with grad mode on, so the backward pass is itself recorded and can be
+    differentiated again (Hessian-vector products). One rule, two uses.
+
+The binding to Tensor
+    The ops sit below `tensor.py` (which calls them), yet `apply` must wrap its result in a
+    Tensor. `tensor.py` hands its class to `bind_tensor` once, at import; this module (and the
+    engine, through `new_tensor`/`is_tensor`) uses the bound class from then on.
+"""
+
+from __future__ import annotations
+
+import itertools
+import traceback
+
+import numpy as np
+
+from ..mode import STATE
+
+Tensor = None  # the Tensor class, bound by tensor.py at import (see the module docstring)
+
+
+def bind_tensor(tensor_class):
+    """Called once by `tensor.py`: the class `apply` wraps its results in."""
+    global Tensor
+    Tensor = tensor_class
+
+
+def is_tensor(value) -> bool:
+    """True for a Tensor (the bound class)."""
+    return isinstance(value, Tensor)
+
+
+def new_tensor(data, requires_grad=False, node=None):
+    """A Tensor around `data` (no copy, no checks): how the engine makes tensors."""
+    return Tensor._make(data, requires_grad, node)
+
+
+_FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or to read saved values after "
+    "they were freed) in {op}. Saved intermediate values of the graph are freed when you "
+    "call .backward() or tg.grad(). Pass retain_graph=True to the first call if you need "
+    "to backward through the graph a second time."
+)
+
+
+class Op:
+    """Base class of every primitive: `forward` on numpy arrays, `backward` on gradients.
+
+    Subclasses implement `forward(self, *arrays, **options) -> array` and
+    `backward(self, grad_output) -> tuple` (one gradient per operand, None where the
+    operand needs none). In `forward` they call `self.save_for_backward(...)` with the
+    arrays the backward rule needs. `self.needs_input_grad` is known before `forward`,
+    so an op saves only what its backward will read.
+
+    Saved inputs and the saved output are recognised by identity after `forward`: their
+    version counters are recorded (an in-place change makes backward raise), and a
+    `create_graph` backward gets them back as Tensors so that it is itself recorded.
+    """
+
+    __slots__ = (
+        "inputs",
+        "needs_input_grad",
+        "saved",
+        "sources",
+        "sequence",
+        "graph_mode",
+        "graph_output",
+        "forward_trace",
+        "__weakref__",
+    )
+    # Ops whose output is a numpy view of their input share the input's version counter.
+    is_view = False
+
+    def forward(self, *arrays, **options):  # pragma: no cover - every op overrides it
+        raise NotImplementedError
+
+    def backward(self, grad_output):  # pragma: no cover - every op overrides it
+        raise NotImplementedError
+
+    def save_for_backward(self, *values):
+        """Keep `values` (input arrays, the output array, or any other array) for backward."""
+        self.saved = values
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The saved values: numpy arrays, or Tensors for inputs/output in a create_graph pass."""
+        saved = self.saved
+        if saved is None:
+            raise RuntimeError(_FREED_MESSAGE.format(op=type(self).__name__))
+        sources = self.sources
+        if sources is None:
+            return saved
+        for _, _, version_box, version in sources:
+            if version_box[0] != version:
+                raise RuntimeError(
+                    f"one of the tensors needed for the gradient of {type(self).__name__} "
+                    f"has been modified by an in-place operation: it is at version "
+                    f"{version_box[0]}, expected version {version}. Use the out-of-place op "
+                    "(e.g. x.relu() instead of x.relu_()) or copy the tensor first."
+                )
+        if not self.graph_mode:
+            return saved
+        values = list(saved)
+        output = getattr(self, "graph_output", None)
+        for index, source, _, _ in sources:
+            if source is not None:
+                values[index] = source
+            elif output is not None and output.data is saved[index]:
+                values[index] = output
+            else:  # the output, unknown here: a constant (its own dependence is lost)
+                values[index] = Tensor._make(saved[index], False, None)
+        return tuple(values)
+
+    def release(self):
+        """Free the saved buffers; a later backward through this node raises."""
+        if self.saved:
+            self.saved = None
+            self.sources = None
+
+    @classmethod
+    def apply(cls, *operands, **options):
+        """Run the op on Tensors (or plain numbers/arrays, taken as constants) and record it."""
+        node = cls()
+        node.saved = ()
+        # One pass over the operands: their arrays and which of them need a gradient.
+        arrays = []
+        needs_input_grad = []
+        recording = False
+        for operand in operands:
+            if isinstance(operand, Tensor):
+                arrays.append(operand.data)
+                needs = operand._requires_grad
+                recording |= needs
+                needs_input_grad.append(needs)
+            else:
+                arrays.append(operand)
+                needs_input_grad.append(False)
+        if recording and not STATE.grad_enabled:
+            recording = False
+            needs_input_grad = [False] * len(operands)
+        # Known before forward, so that forward saves only what backward will read.
+        node.needs_input_grad = needs_input_grad
+        out_data = node.forward(*arrays, **options)
+        if type(out_data) is not np.ndarray:
+            out_data = np.asarray(out_data)
+        out = Tensor._make(out_data, recording, node if recording else None)
+        if cls.is_view and out_data.base is not None and isinstance(operands[0], Tensor):
+            out._version = operands[0]._version
+        if recording:
+            record(node, operands)
+            node.sources = node._find_sources(operands, out_data, out) if node.saved else None
+        return out
+
+    def _find_sources(self, operands, out_data, out):
+        """Which saved values are input Tensors or the output, with their current versions.
+
+        The output is not held (that would make a reference cycle, output -> node ->
+        output): a create_graph pass gets it from the engine, which knows which tensor it
+        is visiting (`graph_output` holds it then).
+        """
+        sources = []
+        for index, value in enumerate(self.saved):
+            if value is None:
+                continue
+            if value is out_data:  # (a view's output shares its base's counter: read it)
+                version = out._version
+                sources.append((index, None, version, version[0]))
+                continue
+            for operand in operands:
+                if isinstance(operand, Tensor) and value is operand.data:
+                    version = operand._version
+                    sources.append((index, operand, version, version[0]))
+                    break
+        return sources or None
+
+
+def record(node, inputs):
+    """Make `node` a node of the tape, consuming `inputs` (for Op and tg.Function alike)."""
+    node.inputs = inputs
+    node.sequence = next(_SEQUENCE)
+    node.graph_mode = False
+    if STATE.anomaly:
+        node.forward_trace = "".join(traceback.format_stack()[:-2])
+
+
+# Creation order of the nodes: a node is always created after the nodes of its inputs, so
+# sorting by it gives a topological order (PyTorch's engine orders by a sequence number too).
+_SEQUENCE = itertools.count()
+
+
+def node_name(node) -> str:
+    """The op's name for messages: the user's class for a custom Function's node."""
+    function = getattr(node, "function", None)
+    return function.__name__ if function is not None else type(node).__name__
