@@ -28,8 +28,9 @@ import time
 
 import numpy as np
 
-from .chains import find_chains, find_simple_chain
+from .finder import find_chains, full_analysis
 from .scan_scheduler import ScanScheduler
+from .spine import deeper_than, probe_shape
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 CACHE_BYTES = 2**22  # Jacobians beyond this (per scan or per block) slow the products down
@@ -58,6 +59,10 @@ def _small_rnn(steps, size=2, batch=2, seed=0):
     for step in range(steps):
         state = (Tensor(inputs[step]) + state @ weight + bias).tanh()
     return state.sum(), 4 * steps + 1
+
+
+def _first_look(graph):
+    return find_chains(graph, full=False)
 
 
 def calibrate(force=False):
@@ -114,10 +119,10 @@ def calibrate(force=False):
     short_time, long_time = best["short"] * short_nodes, best["long"] * long_nodes
     scanned = max((long_time - short_time) / (long_nodes - short_nodes), 0.5 * best["long"])
     costs["c_visit"] = best["visit"]
-    costs["c_analysis"] = min(analysis(find_simple_chain, long) for _ in range(3))
-    short_analysis = min(analysis(find_simple_chain, short) for _ in range(3)) * short_nodes
+    costs["c_analysis"] = min(analysis(_first_look, long) for _ in range(3))
+    short_analysis = min(analysis(_first_look, short) for _ in range(3)) * short_nodes
     costs["c_analysis_chain"] = max(short_analysis - costs["c_analysis"] * short_nodes, 0.0)
-    costs["c_analysis_full"] = min(analysis(find_chains, long) for _ in range(2))
+    costs["c_analysis_full"] = min(analysis(full_analysis, long) for _ in range(2))
     costs["c_batch"] = max(scanned - costs["c_analysis"], 0.1 * scanned)
     costs["c_chain"] = max(short_time - scanned * short_nodes, 0.0)
     # The walk's cost grows with the arrays (its matrix products are d x d): a second
@@ -352,7 +357,7 @@ class AutoScheduler(ScanScheduler):
         return method, block_size or self.block_size
 
     def worth_checking(self, steps, ops_per_step, state_shape):
-        """Once the lean path has walked down a chain and knows its length: whether its
+        """Once the first look has walked down a chain and knows its length: whether its
         best scan, checks included, would clearly beat the walk (`CHECK_MARGIN`; a short
         chain at hidden 32 does not)."""
         kind = "dense" if len(state_shape) and state_shape[-1] > 1 else "diagonal"
@@ -364,7 +369,7 @@ class AutoScheduler(ScanScheduler):
         """Whether any chain near the output could be scanned faster than walked (with
         `full`, paying for the full analysis, which looks at every tensor several times)."""
         costs = calibrate()
-        shape = _probe_shape(graph.roots)
+        shape = probe_shape(graph.roots)
         if shape is None:
             return False
         size = shape[-1] if shape else 1
@@ -391,7 +396,7 @@ class AutoScheduler(ScanScheduler):
         steps = self._shortest_worth_checking(tuple(shape))
         if steps is None:
             return False
-        return _deeper_than(graph.roots, 0.6 * max(nodes, steps * _PROBE_OPS_PER_STEP))
+        return deeper_than(graph.roots, 0.6 * max(nodes, steps * _PROBE_OPS_PER_STEP))
 
     def _shortest_worth_checking(self, state_shape):
         """The fewest steps (a power of two, from 8) of `_PROBE_OPS_PER_STEP` ops for which
@@ -407,53 +412,3 @@ class AutoScheduler(ScanScheduler):
                 None,
             )
         return self._shortest[state_shape]
-
-
-def _deeper_than(roots, count):
-    """Whether a path of more than `count` ops leads down from one of `roots`, following
-    each node's most recently made input (the chain of an RNN, rather than its x_t W)."""
-    for root in roots:
-        tensor = root
-        depth = 0
-        while depth <= count:
-            node = tensor._ctx
-            if node is None:
-                break
-            following = None
-            newest = -1
-            for operand, needs in zip(node.inputs, node.needs_input_grad):
-                operand_node = operand._ctx if needs else None
-                if operand_node is not None and operand_node.sequence > newest:
-                    following, newest = operand, operand_node.sequence
-            if following is None:
-                break
-            tensor = following
-            depth += 1
-        if depth > count:
-            return True
-    return False
-
-
-def _probe_shape(roots, hops=32):
-    """The shape of the widest non-leaf tensor within a few ops of the output (None if
-    there is none)."""
-    widest = None
-    widest_size = -1
-    for root in roots:
-        tensor = root
-        for _ in range(hops):
-            node = tensor._ctx
-            if node is None:
-                break
-            following = None
-            for operand, needs in zip(node.inputs, node.needs_input_grad):
-                if needs and operand._ctx is not None:
-                    size = operand.data.size
-                    if size > widest_size:
-                        widest, widest_size = operand.data.shape, size
-                    if following is None:
-                        following = operand
-            if following is None:
-                break
-            tensor = following
-    return widest

@@ -205,6 +205,53 @@ ELEMENTWISE = frozenset(JACOBIAN_RULES) - {MatMul}
 """Ops whose Jacobian is diagonal: the chain input must have the output's shape."""
 
 
+def _matmul_kind(node, index, output_shape):
+    """x @ W is row-wise through x (one dense matrix, W^T); W @ x mixes the rows of x."""
+    return "dense" if index == 0 else None
+
+
+def _matmul_batchable(node):
+    """A matmul whose operands are both matrices (or stacks): stacking its steps keeps
+    the meaning of every axis (a vector operand would not)."""
+    return np.ndim(node.inputs[0]) >= 2 and np.ndim(node.inputs[1]) >= 2
+
+
+_KINDS = {MatMul: _matmul_kind}
+_BATCHABLE = {MatMul: _matmul_batchable}
+
+
+def has_rule(node):
+    """Whether the op of `node` can sit in a scanned step (it has a Jacobian rule and its
+    saved values can be stacked over the steps)."""
+    op_class = type(node)
+    if op_class not in JACOBIAN_RULES:
+        return False
+    batchable = _BATCHABLE.get(op_class)
+    return batchable is None or batchable(node)
+
+
+def chain_kind(node, index, output_shape):
+    """The kind of the Jacobian of `node`'s output with respect to input `index` when that
+    input is on the chain: "diagonal", "dense", or None when the op is not row-wise
+    through it (an elementwise op whose input is broadcast mixes the rows' gradients)."""
+    kind = _KINDS.get(type(node))
+    if kind is not None:
+        return kind(node, index, output_shape)
+    if type(node) in ELEMENTWISE:
+        return "diagonal" if node.inputs[index].shape == output_shape else None
+    return None
+
+
+def is_diagonal(op_class):
+    """Whether the op's Jacobian through a chain input is diagonal (elementwise)."""
+    return op_class in ELEMENTWISE
+
+
+def rule_for(op_class):
+    """rule(batched node, input index) -> Diagonal | Dense for an op with a rule."""
+    return JACOBIAN_RULES[op_class]
+
+
 def register_jacobian(op_class, rule, elementwise=True):
     """Teach the scan schedulers the Jacobian of a new op (`rule(node, index)`)."""
     global ELEMENTWISE

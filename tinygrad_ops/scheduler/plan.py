@@ -5,8 +5,9 @@ import numpy as np
 from ..autograd import BackwardGraph
 from . import resolve_scheduler
 from .auto import AutoScheduler, best_choice, estimate
-from .chains import MIN_STEPS, find_chains, find_simple_chain
+from .finder import find_chains
 from .scan_scheduler import ScanScheduler
+from .steps import MIN_STEPS
 
 
 class SegmentPlan:
@@ -101,20 +102,17 @@ def backward_plan(loss, scheduler=None, gradient=None):
     name = getattr(chosen, "name", type(chosen).__name__)
     scanning = isinstance(chosen, ScanScheduler)
     min_steps = chosen.min_steps if scanning else MIN_STEPS
-    # The same analysis the scan schedulers run: the lean path first, else the full one.
-    lean = find_simple_chain(graph, min_steps)
-    if lean is not None:
-        found, independent = [lean.segment], 0
-    else:
-        plan = find_chains(graph, min_steps)
-        found, independent = plan.segments, len(plan.independent)
+    # The same analysis the scan schedulers run: the first look, else the full analysis.
+    plan = find_chains(graph, min_steps)
+    found, independent = plan.segments, len(plan.independent)
+    lean = plan.index is None
     segments = []
     for segment in found:
         times = _estimates(segment)
         if not scanning:
             method, block_size = "sequential", None  # the walk (or a user's scheduler)
         elif isinstance(chosen, AutoScheduler):
-            if chosen.worth_analysing(graph, full=lean is None):
+            if chosen.worth_analysing(graph, full=not lean):
                 method, block_size = best_choice(times)
             else:
                 method, block_size = "sequential", None

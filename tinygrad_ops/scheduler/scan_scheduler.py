@@ -2,7 +2,7 @@
 
 `ScanScheduler.run(graph)`:
 
-1. finds the chains (chains.py: the lean path for a chain read by its own steps only,
+1. finds the chains (finder.py: the first look for a chain read by its own steps only,
    else the full analysis); without one it is the sequential walk;
 2. walks the *independent* tensors first (per-step losses and their sum), which leaves the
    injections e_i waiting at the chain's anchors;
@@ -25,190 +25,21 @@ from operator import is_
 
 import numpy as np
 
-from ..autograd import STATE, Op
+from ..autograd import STATE, unbroadcast
 from . import jacobians, scans
-from .chains import find_chains, find_simple_chain, op_attributes
-
-_BATCHED_CLASSES = {}
-
-
-def _batched_class(op_class):
-    """A subclass of `op_class` whose saved values are stacked arrays set by the scheduler."""
-    batched = _BATCHED_CLASSES.get(op_class)
-    if batched is None:
-        batched = type(
-            "Batched" + op_class.__name__,
-            (op_class,),
-            {
-                "__slots__": ("stacked", "output_shape", "output_dtype"),
-                "saved_tensors": property(lambda self: self.stacked),
-            },
-        )
-        _BATCHED_CLASSES[op_class] = batched
-    return batched
+from .batched import BatchedSlot, ReleaseAll
+from .finder import find_chains, full_analysis
 
 
-class SavedValuesError(ValueError):
-    """A node of the segment cannot give its saved values as they were recorded (freed by
-    an earlier backward, or changed in place): the walk, which raises the engine's own
-    error for it, takes over."""
-
-
-class BatchedSlot:
-    """The nodes of one template slot over all the steps of a segment, saved values stacked."""
-
-    def __init__(self, nodes, output_shape, output_dtype, stacks=None):
-        first = nodes[0]
-        self.op_class = type(first)
-        self.first = first
-        self.output_shape = tuple(output_shape)
-        self.output_dtype = output_dtype
-        self.count = count = len(nodes)
-        ndim = len(output_shape)
-        # What `saved_tensors` checks node by node, here one pass per check.
-        saved_per_node = [node.saved for node in nodes]
-        if None in saved_per_node:
-            raise SavedValuesError("a saved value was freed")
-        if [len(saved) for saved in saved_per_node].count(len(first.saved)) != count:
-            raise ValueError("the steps saved different numbers of values")
-        _check_versions([node.sources for node in nodes])
-        # Freed together by _ReleaseAll when Op.release would free every one of them.
-        self.saves = any(saved_per_node)
-        self.releasable = all(saved_per_node) and type(first).release is Op.release
-        stacks = [] if stacks is None else stacks
-        stacked = []
-        is_stacked = []
-        for position in range(len(first.saved)):
-            values = [saved[position] for saved in saved_per_node]
-            value = values[0]
-            if value is None or all(map(is_, values, itertools.repeat(value))):
-                stacked.append(value)  # the same object in every step (a weight)
-                is_stacked.append(False)
-                continue
-            array = _stack(values, stacks)
-            padding = ndim - (array.ndim - 1)
-            if padding > 0:
-                array = array.reshape(array.shape[:1] + (1,) * padding + array.shape[1:])
-            stacked.append(array)
-            is_stacked.append(True)
-        self.stacked = stacked
-        self.is_stacked = is_stacked
-        self.attributes = [
-            (name, getattr(first, name))
-            for name in op_attributes(self.op_class)
-            if hasattr(first, name)
-        ]
-
-    def node(self, start, stop, needs_input_grad=None):
-        """An op instance whose saved values are steps start..stop-1 of the stack."""
-        batched = _batched_class(self.op_class)()
-        for name, value in self.attributes:
-            setattr(batched, name, value)
-        if start == 0 and stop == self.count:
-            batched.stacked = tuple(self.stacked)
-        else:
-            batched.stacked = tuple(
-                value[start:stop] if flag else value
-                for value, flag in zip(self.stacked, self.is_stacked)
-            )
-        batched.needs_input_grad = (
-            self.first.needs_input_grad if needs_input_grad is None else needs_input_grad
-        )
-        batched.graph_mode = False
-        batched.inputs = self.first.inputs
-        batched.output_shape = (stop - start,) + self.output_shape
-        batched.output_dtype = self.output_dtype
-        return batched
-
-
-def _check_versions(sources):
-    """Raise SavedValuesError when a saved input or output changed in place since it was
-    saved (each node's `sources`: (index, tensor, version counter, version then))."""
-    if sources.count(None) == len(sources):
-        return
-    records = len(sources[0] or ())
-    if records and [len(entries) for entries in sources if entries].count(records) == len(sources):
-        # Every node has the same number of records: one pass per record position.
-        for position in range(records):
-            if True in [entries[position][2][0] != entries[position][3] for entries in sources]:
-                raise SavedValuesError("a saved value was changed in place")
-        return
-    changed = [record[2][0] != record[3] for entries in sources if entries for record in entries]
-    if True in changed:
-        raise SavedValuesError("a saved value was changed in place")
-
-
-def _stack(values, stacks):
-    """np.stack(values) (np.array: one pass, the same shape checks and dtype promotion).
-
-    `stacks` holds (values, stacked) of the segment's earlier stacks: the state saved by
-    `h @ U` is the state saved by the previous step's tanh, one step later, so such a
-    column is the earlier stack shifted by one (a single copy) instead of a new stack.
-    """
-    count = len(values)
-    for others, stacked in stacks:
-        if len(others) != count or stacked.dtype != np.result_type(values[0]):
-            continue
-        if all(map(is_, values[1:], others)):
-            return np.concatenate([np.asarray(values[0])[None], stacked[:-1]])
-        if all(map(is_, values[:-1], others[1:])):
-            return np.concatenate([stacked[1:], np.asarray(values[-1])[None]])
-    array = np.array(values)
-    stacks.append((values, array))
-    return array
-
-
-class _ReleaseAll:
-    """Stands in `graph.visited` for the nodes of a scanned segment: the engine calls
-    `release()` once (unless retain_graph) and the saved buffers of every node go at once,
-    as `Op.release` would free them one by one. (Their `sources` records stay until the
-    graph goes: they only refer to the node's inputs, which `node.inputs` holds anyway,
-    and freeing them costs as much again as freeing the buffers.)"""
-
-    __slots__ = ("columns", "others")
-
-    def __init__(self, columns, others):
-        self.columns = columns  # node lists whose class uses Op.release and saves something
-        self.others = others  # node lists released one by one (their own release)
-
-    def release(self):
-        for nodes in self.columns:
-            for node in nodes:
-                node.saved = None
-        for nodes in self.others:
-            for node in nodes:
-                node.release()
-
-
-def _sum_to(grad, shape):
-    """Sum a (broadcast) gradient down to `shape`."""
+def _per_step_sum(grad, count, shape, node, index):
+    """A stacked gradient (count, *broadcast shape) summed to (count, *shape) per step, by
+    the engine's `unbroadcast` on the stack (the leading axis kept)."""
     grad = np.asarray(grad)
-    if grad.shape == tuple(shape):
-        return grad
-    extra = grad.ndim - len(shape)
-    axes = tuple(range(extra)) + tuple(
-        extra + axis
-        for axis, size in enumerate(shape)
-        if size == 1 and grad.shape[extra + axis] != 1
-    )
-    if axes:
-        grad = grad.sum(axis=axes, keepdims=True)
-    return grad.reshape(shape)
-
-
-def _sum_to_stacked(grad, count, shape):
-    """A stacked gradient (count, *broadcast shape) summed to (count, *shape) per step."""
-    grad = np.asarray(grad)
-    full_ndim = grad.ndim - 1
-    padded = (1,) * (full_ndim - len(shape)) + tuple(shape)
-    axes = tuple(
-        1 + axis for axis, size in enumerate(padded) if size == 1 and grad.shape[1 + axis] != 1
-    )
+    padded = (1,) * (grad.ndim - 1 - len(shape)) + tuple(shape)
     if grad.shape[0] != count:
         grad = np.broadcast_to(grad, (count,) + grad.shape[1:])
-    if axes:
-        grad = grad.sum(axis=axes, keepdims=True)
-    return grad.reshape((count,) + tuple(shape))
+    summed = unbroadcast(grad, (count,) + padded, node, index)
+    return summed.reshape((count,) + tuple(shape))
 
 
 class SegmentRun:
@@ -225,7 +56,7 @@ class SegmentRun:
             for slot, nodes in enumerate(segment.nodes)
         ]
         graph.visited.append(
-            _ReleaseAll(
+            ReleaseAll(
                 [
                     nodes
                     for nodes, batched in zip(segment.nodes, self.batched)
@@ -253,7 +84,7 @@ class SegmentRun:
         for slot in template.chain_slots:  # consumers before inputs
             current = adjoint.pop(slot)
             node = self.batched[slot].node(start, stop)
-            rule = jacobians.JACOBIAN_RULES[template.classes[slot]]
+            rule = jacobians.rule_for(template.classes[slot])
             for k, code in enumerate(template.wiring[slot]):
                 if code == "prev":
                     total = jacobians.add(total, jacobians.compose(current, rule(node, k)))
@@ -314,16 +145,18 @@ class SegmentRun:
                 if code == "step":
                     operands = self.outside_columns[(slot, k)][start:stop]
                     shape = operands[0].shape
-                    per_step = _sum_to_stacked(result, count, shape)
+                    per_step = _per_step_sum(result, count, shape, batched.first, k)
                     for operand, value in zip(operands, per_step):
                         graph.send(operand, value.astype(operand.data.dtype, copy=False))
                 elif code[0] == "shared":
                     operand = code[1]
-                    value = _sum_to(result, operand.shape).astype(operand.data.dtype, copy=False)
+                    value = unbroadcast(np.asarray(result), operand.shape, batched.first, k)
+                    value = value.astype(operand.data.dtype, copy=False)
                     graph.send(operand, value)
                 else:  # ("slot", m)
                     target = code[1]
-                    value = _sum_to_stacked(result, count, template.shapes[target][0])
+                    shape = template.shapes[target][0]
+                    value = _per_step_sum(result, count, shape, batched.first, k)
                     previous = pending.get(target)
                     pending[target] = value if previous is None else previous + value
 
@@ -433,7 +266,7 @@ class ScanScheduler:
 
     def worth_analysing(self, graph, full=False):
         """Whether to look for chains at all (`full`: with the full analysis, once the
-        lean path found none); `auto` asks its cost model."""
+        first look found none); `auto` asks its cost model."""
         return True
 
     def run(self, graph):
@@ -445,30 +278,20 @@ class ScanScheduler:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            lean = find_simple_chain(graph, self.min_steps, self.worth_checking)
-            if lean is not None and lean.segment is None:
-                graph.run_sequential()  # a chain too short to pay for its scan
-                return
-            if lean is not None:
-                method, block_size = self.choose(lean.segment)
-                if method == "sequential":
-                    graph.run_sequential()
-                else:
-                    execute_simple(graph, lean.segment, method, block_size, self.name)
-                return
-            if not self.worth_analysing(graph, full=True):
-                graph.run_sequential()
-                return
-            plan = find_chains(graph, self.min_steps)
+            plan = find_chains(graph, self.min_steps, self.worth_checking, full=False)
+            if plan is None and self.worth_analysing(graph, full=True):
+                plan = full_analysis(graph, self.min_steps)
             chosen = []
-            for segment in plan.segments:
+            for segment in [] if plan is None else plan.segments:
                 method, block_size = self.choose(segment)
                 if method != "sequential":
                     chosen.append((segment, method, block_size))
-            if chosen:
-                execute(graph, plan, chosen, self.name)
-            else:
+            if not chosen:
                 graph.run_sequential()
+            elif plan.index is None:  # the first look's chain: no index of the graph
+                execute_simple(graph, *chosen[0], self.name)
+            else:
+                execute(graph, plan, chosen, self.name)
         finally:
             if collecting:
                 gc.enable()

@@ -1,0 +1,165 @@
+"""A template slot over all the steps of a segment, its nodes' saved values stacked, and
+the release of a scanned segment's buffers.
+
+`BatchedSlot.node(start, stop)` is an instance of the op's class whose `saved_tensors`
+are the stacks (steps start..stop-1 on a leading axis): the op's own backward and
+Jacobian rule then run once for all those steps.
+"""
+
+import itertools
+from operator import is_
+
+import numpy as np
+
+from ..autograd import Op
+from .steps import op_attributes
+
+_BATCHED_CLASSES = {}
+
+
+def _batched_class(op_class):
+    """A subclass of `op_class` whose saved values are stacked arrays set by the scheduler."""
+    batched = _BATCHED_CLASSES.get(op_class)
+    if batched is None:
+        batched = type(
+            "Batched" + op_class.__name__,
+            (op_class,),
+            {
+                "__slots__": ("stacked", "output_shape", "output_dtype"),
+                "saved_tensors": property(lambda self: self.stacked),
+            },
+        )
+        _BATCHED_CLASSES[op_class] = batched
+    return batched
+
+
+class SavedValuesError(ValueError):
+    """A node of the segment cannot give its saved values as they were recorded (freed by
+    an earlier backward, or changed in place): the walk, which raises the engine's own
+    error for it, takes over."""
+
+
+class BatchedSlot:
+    """The nodes of one template slot over all the steps of a segment, saved values stacked."""
+
+    def __init__(self, nodes, output_shape, output_dtype, stacks=None):
+        first = nodes[0]
+        self.op_class = type(first)
+        self.first = first
+        self.output_shape = tuple(output_shape)
+        self.output_dtype = output_dtype
+        self.count = count = len(nodes)
+        ndim = len(output_shape)
+        # What `saved_tensors` checks node by node, here one pass per check.
+        saved_per_node = [node.saved for node in nodes]
+        if None in saved_per_node:
+            raise SavedValuesError("a saved value was freed")
+        if [len(saved) for saved in saved_per_node].count(len(first.saved)) != count:
+            raise ValueError("the steps saved different numbers of values")
+        _check_versions([node.sources for node in nodes])
+        # Freed together by ReleaseAll when Op.release would free every one of them.
+        self.saves = any(saved_per_node)
+        self.releasable = all(saved_per_node) and type(first).release is Op.release
+        stacks = [] if stacks is None else stacks
+        stacked = []
+        is_stacked = []
+        for position in range(len(first.saved)):
+            values = [saved[position] for saved in saved_per_node]
+            value = values[0]
+            if value is None or all(map(is_, values, itertools.repeat(value))):
+                stacked.append(value)  # the same object in every step (a weight)
+                is_stacked.append(False)
+                continue
+            array = _stack(values, stacks)
+            padding = ndim - (array.ndim - 1)
+            if padding > 0:
+                array = array.reshape(array.shape[:1] + (1,) * padding + array.shape[1:])
+            stacked.append(array)
+            is_stacked.append(True)
+        self.stacked = stacked
+        self.is_stacked = is_stacked
+        self.attributes = [
+            (name, getattr(first, name))
+            for name in op_attributes(self.op_class)
+            if hasattr(first, name)
+        ]
+
+    def node(self, start, stop, needs_input_grad=None):
+        """An op instance whose saved values are steps start..stop-1 of the stack."""
+        batched = _batched_class(self.op_class)()
+        for name, value in self.attributes:
+            setattr(batched, name, value)
+        if start == 0 and stop == self.count:
+            batched.stacked = tuple(self.stacked)
+        else:
+            batched.stacked = tuple(
+                value[start:stop] if flag else value
+                for value, flag in zip(self.stacked, self.is_stacked)
+            )
+        batched.needs_input_grad = (
+            self.first.needs_input_grad if needs_input_grad is None else needs_input_grad
+        )
+        batched.graph_mode = False
+        batched.inputs = self.first.inputs
+        batched.output_shape = (stop - start,) + self.output_shape
+        batched.output_dtype = self.output_dtype
+        return batched
+
+
+def _check_versions(sources):
+    """Raise SavedValuesError when a saved input or output changed in place since it was
+    saved (each node's `sources`: (index, tensor, version counter, version then))."""
+    if sources.count(None) == len(sources):
+        return
+    records = len(sources[0] or ())
+    if records and [len(entries) for entries in sources if entries].count(records) == len(sources):
+        # Every node has the same number of records: one pass per record position.
+        for position in range(records):
+            if True in [entries[position][2][0] != entries[position][3] for entries in sources]:
+                raise SavedValuesError("a saved value was changed in place")
+        return
+    changed = [record[2][0] != record[3] for entries in sources if entries for record in entries]
+    if True in changed:
+        raise SavedValuesError("a saved value was changed in place")
+
+
+def _stack(values, stacks):
+    """np.stack(values) (np.array: one pass, the same shape checks and dtype promotion).
+
+    `stacks` holds (values, stacked) of the segment's earlier stacks: the state saved by
+    `h @ U` is the state saved by the previous step's tanh, one step later, so such a
+    column is the earlier stack shifted by one (a single copy) instead of a new stack.
+    """
+    count = len(values)
+    for others, stacked in stacks:
+        if len(others) != count or stacked.dtype != np.result_type(values[0]):
+            continue
+        if all(map(is_, values[1:], others)):
+            return np.concatenate([np.asarray(values[0])[None], stacked[:-1]])
+        if all(map(is_, values[:-1], others[1:])):
+            return np.concatenate([stacked[1:], np.asarray(values[-1])[None]])
+    array = np.array(values)
+    stacks.append((values, array))
+    return array
+
+
+class ReleaseAll:
+    """Stands in `graph.visited` for the nodes of a scanned segment: the engine calls
+    `release()` once (unless retain_graph) and the saved buffers of every node go at once,
+    as `Op.release` would free them one by one. (Their `sources` records stay until the
+    graph goes: they only refer to the node's inputs, which `node.inputs` holds anyway,
+    and freeing them costs as much again as freeing the buffers.)"""
+
+    __slots__ = ("columns", "others")
+
+    def __init__(self, columns, others):
+        self.columns = columns  # node lists whose class uses Op.release and saves something
+        self.others = others  # node lists released one by one (their own release)
+
+    def release(self):
+        for nodes in self.columns:
+            for node in nodes:
+                node.saved = None
+        for nodes in self.others:
+            for node in nodes:
+                node.release()

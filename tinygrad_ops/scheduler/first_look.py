@@ -1,0 +1,336 @@
+"""The chain finder's first look: a chain whose tensors are read by their own step only.
+
+This covers the common case (an RNN with its loss on the last state, a chain of
+elementwise ops) in a fraction of the time of the full analysis, without an index of the
+whole graph:
+
+1. `top_step`: just below the output, the walk of `spine.descend` shows the period of
+   the ops (5 per step of `tanh(x W + h U + b)`); the top step's template is built.
+2. `walk_route`: the template's route of input indices walks down the chain, giving the
+   anchors x_n, x_{n-1}, ... while creation numbers keep falling.
+3. `check_columns`: every step is checked against the template one *column* (one slot
+   over every step) per check, each check a single pass.
+4. `no_outside_readers`: one search over the tensors *outside* the chain (the output
+   side, the ancestry of the weights and inputs) proves that none of them reads a chain
+   tensor.
+
+When the first look finds nothing, the full analysis (`finder.py`) decides.
+"""
+
+import itertools
+from operator import attrgetter, gt, is_, itemgetter, le, lt
+
+from . import steps
+from .spine import descend
+from .steps import ChainPlan, NotAChain, Segment, build_template, input_tensor
+
+
+def first_look(graph, min_steps, worth_checking=None):
+    """A ChainPlan with the one chain found, a ChainPlan without segments and with a
+    `refusal` (a chain too short to pay, by `worth_checking(steps, ops_per_step,
+    state_shape)`, asked once the walk down knows the length), or None (not this kind of
+    chain: the full analysis decides)."""
+    if graph.wanted is not None or len(graph.grads) != 1 or len(graph.roots) != 1:
+        return None
+    built = top_step(list(descend(graph.roots[0], 8 * steps.MAX_PERIOD)), graph)
+    if built is None:
+        return None
+    template, step = built
+    anchors = walk_route(template.route, step)
+    state_shape = template.shapes[0][0]
+    if worth_checking is not None and not worth_checking(
+        len(anchors) - 1, len(template.classes), state_shape
+    ):
+        return ChainPlan([], refusal=f"a chain of {len(anchors) - 1} steps: too short to pay")
+    count, tensors, nodes, outside = check_columns(template, anchors)
+    if count < min_steps or not no_outside_readers(graph, anchors, tensors, outside, count):
+        return None
+    # Columns in chain order (step 0 is x_0 -> x_1).
+    chain_columns = [column[count - 1 :: -1] for column in tensors]
+    chain_nodes = [column[count - 1 :: -1] for column in nodes]
+    outside = steps.shared_or_per_step(
+        template, [(slot, k, column[count - 1 :: -1]) for slot, k, column in outside], count
+    )
+    if outside is None:
+        return None
+    return ChainPlan([Segment(template, anchors[count::-1], chain_columns, outside, chain_nodes)])
+
+
+def top_step(window, graph):
+    """The (template, step) of the top step of the chain that `window` (the walk down
+    from the output) runs along, or None if its op classes do not repeat."""
+    classes = [type(tensor._ctx) for tensor in window]
+    period = period_of(classes[::-1])
+    if period is None or len(window) < 2 * period + 1:
+        return None
+    # The top-most tensor from which the classes repeat: the chain's last anchor.
+    top = 0
+    while top + period < len(window) and any(
+        classes[j] is not classes[j + period] for j in range(top, len(window) - period)
+    ):
+        top += 1
+    # The phase: the first anchor from the top whose step is a valid template (the top of
+    # the repeating part may still be an output layer of another shape).
+    for upper in range(top, min(top + period, len(window) - period)):
+        lower = window[upper + period]
+        built = build_template(lower, window[upper], _made_after(lower), graph.capture)
+        if built is not None:
+            return built
+    return None
+
+
+def period_of(classes):
+    """The number of anchors per step: the smallest shift under which a window of the op
+    classes in the middle of the list (nearly) repeats; None if nothing repeats."""
+    count = len(classes)
+    window = min(count, 8 * steps.MAX_PERIOD)
+    low = max(0, count // 2 - window // 2)
+    sample = classes[low : low + window]
+    scores = {}
+    for period in range(1, min(steps.MAX_PERIOD, len(sample) // 2) + 1):
+        matches = list(map(is_, sample[period:], sample[:-period])).count(True)
+        scores[period] = matches / (len(sample) - period)
+    if not scores or max(scores.values()) < 0.5:
+        return None
+    best = max(scores.values())
+    return min(period for period, score in scores.items() if score >= 0.9 * best)
+
+
+def _made_after(lower):
+    """`belongs` for the first look: a step's tensors are the inputs made after x_{i-1}."""
+    lower_node = lower._ctx
+
+    def belongs(operand):
+        node = operand._ctx
+        if node is None:
+            return "outside"
+        if lower_node is None or node.sequence > lower_node.sequence:
+            return "slot"
+        return "outside"
+
+    return belongs
+
+
+def walk_route(route, top):
+    """x_n, x_{n-1}, ...: the anchors below the top step, each reached from the one above
+    by the template's route of input indices, while creation numbers keep falling (an
+    in-place op can make a node's input younger than the node; the walk stops there)."""
+    anchors = [top.upper, top.lower]
+    tensor = top.lower
+    if tensor._ctx is None:
+        return anchors
+    newest = tensor._ctx.sequence
+    while True:
+        below = tensor
+        try:
+            for k in route:
+                below = input_tensor(below, k)
+        except NotAChain:
+            return anchors  # the route leads off the graph (a leaf, a constant)
+        node = below._ctx
+        if node is None:
+            anchors.append(below)  # a leaf: x_0, if the step above it checks out
+            return anchors
+        if node.sequence >= newest:
+            return anchors
+        anchors.append(below)
+        tensor = below
+        newest = node.sequence
+
+
+def _cut(values, expected, good):
+    """The first index below `good` whose value is not `expected`, or where `values` ends
+    (else `good`)."""
+    if len(values) >= good and values.count(expected) == len(values):
+        return good
+    for index in range(min(good, len(values))):
+        if values[index] != expected:
+            return index
+    return min(good, len(values))
+
+
+_GET_CONTEXT = attrgetter("_ctx")
+_GET_INPUTS = attrgetter("inputs")
+
+
+def _nodes_of(operands):
+    """The node of every operand (None for a leaf or a value that is not a tensor)."""
+    return list(map(getattr, operands, itertools.repeat("_ctx"), itertools.repeat(None)))
+
+
+def slot_columns(template, anchors):
+    """The slot columns below the top, top-down: (count, tensors, nodes), `count` the
+    number of steps from the top whose every slot is made by the template's op class
+    (with the template's number of inputs), so that following the paths is safe."""
+    count = len(anchors) - 1
+    tensors = [anchors[:-1]]
+    nodes = [list(map(_GET_CONTEXT, anchors[:-1]))]
+    inputs = []
+    for slot, check in enumerate(template.checks):
+        if slot:
+            parent, k = template.paths[slot]
+            column = list(map(itemgetter(k), inputs[parent][:count]))
+            tensors.append(column)
+            nodes.append(_nodes_of(column))
+        count = _cut(list(map(type, nodes[slot])), check.op_class, count)
+        inputs.append(list(map(_GET_INPUTS, nodes[slot][:count])))
+        count = _cut(list(map(len, inputs[slot])), len(check.needs), count)
+    return count, [column[:count] for column in tensors], [column[:count] for column in nodes]
+
+
+def check_columns(template, anchors):
+    """Check the steps below the top step against `template`, one column at a time.
+
+    `anchors` are x_n, x_{n-1}, ... as `walk_route` found them; step i (from the top)
+    has upper anchor anchors[i] and lower anchor anchors[i + 1]. Returns (count, tensors,
+    nodes, outside): how many steps from the top match, the slot columns (tensors and
+    their nodes), and the columns of the outside inputs as (slot, k, [input of every
+    step]); all top-down. What is checked is what `build_template` built the template
+    from: the op class and options, needs_input_grad, shape and dtype (where a constant
+    input could change them), no hooks, the wiring by identity, and the creation numbers
+    (every slot made after x_{i-1} and before the op that reads it; every outside input
+    made before x_{i-1}). Readers from outside the chain are `no_outside_readers`' job.
+    """
+    good, tensors, nodes = slot_columns(template, anchors)
+    good = _check_flags(template, tensors, nodes, good)
+    lowers = anchors[1 : good + 1]
+    first = template.checks[0]
+    if good and (
+        lowers[good - 1].shape != first.shape or lowers[good - 1].data.dtype != first.dtype
+    ):
+        good -= 1  # x_0 of another shape or dtype: its step is walked instead
+    if good == 0:
+        return 0, tensors, nodes, []
+    bottom = lowers[good - 1]._ctx
+    sequences = [[node.sequence for node in column[:good]] for column in nodes]
+    lower_sequences = sequences[0][1:] + [-1 if bottom is None else bottom.sequence]
+    good = _check_order(template, tensors, nodes, sequences, lowers, lower_sequences, good)
+    return _outside_columns(template, nodes, lower_sequences, good, tensors)
+
+
+def _check_flags(template, tensors, nodes, good):
+    """needs_input_grad and no hooks; shape and dtype of slots with a constant input; the
+    op options."""
+    for slot, check in enumerate(template.checks):
+        column = tensors[slot]
+        # needs_input_grad, or None for a tensor with hooks: both checks in one pass.
+        flags = [
+            node.needs_input_grad if tensor._hooks is None else None
+            for tensor, node in zip(column, nodes[slot])
+        ]
+        good = _cut(flags, check.needs, good)
+        if slot in template.const_slots:
+            # A slot's shape and dtype follow from its inputs' (and its options): only a
+            # constant input (x_t without grad, a Python number) can change them; x_0 is
+            # checked by the caller, the other inputs are checked slots or the same weight.
+            good = _cut([tensor.data.shape for tensor in column], check.shape, good)
+            good = _cut([tensor.data.dtype for tensor in column], check.dtype, good)
+        for name, value in template.options[slot]:
+            same = [
+                steps.same_option(getattr(node, name, steps.MISSING), value) for node in nodes[slot]
+            ]
+            good = _cut(same, True, good)
+    return good
+
+
+def _check_order(template, tensors, nodes, sequences, lowers, lower_sequences, good):
+    """The creation numbers (each slot made before the op that reads it, after x_{i-1})
+    and the wiring that the paths do not prove, by identity."""
+    for slot in range(1, len(nodes)):
+        parent = template.parents[slot]
+        good = _cut(list(map(lt, sequences[slot], sequences[parent])), True, good)
+    for slot in template.tree_leaves:
+        good = _cut(list(map(gt, sequences[slot], lower_sequences)), True, good)
+    for slot, k in template.extra_prev:
+        column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
+        good = _cut(list(map(is_, column, lowers)), True, good)
+    for slot, k, other in template.extra_slot_inputs:
+        column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
+        good = _cut(list(map(is_, column, tensors[other])), True, good)
+        good = _cut(list(map(lt, sequences[other], sequences[slot])), True, good)
+    return good
+
+
+def _outside_columns(template, nodes, lower_sequences, good, tensors):
+    """The outside inputs' columns, each input made before x_{i-1} of its step; returns
+    (count, tensors, nodes, outside) as `check_columns` does."""
+    outside = []
+    for slot, check in enumerate(template.checks):
+        for k in check.outside_inputs:
+            if not good:
+                return 0, tensors, nodes, outside
+            column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
+            outside.append((slot, k, column))
+            first = column[0]
+            if all(map(is_, column, itertools.repeat(first))):
+                made = getattr(first, "_ctx", None)
+                if made is not None:
+                    # Made before x_{i-1} for every step: x_{i-1} of the lowest step decides.
+                    while good and made.sequence > lower_sequences[good - 1]:
+                        good -= 1
+                continue
+            made = [-1 if node is None else node.sequence for node in _nodes_of(column)]
+            good = _cut(list(map(le, made, lower_sequences)), True, good)
+    return good, tensors, nodes, outside
+
+
+def no_outside_readers(graph, anchors, tensors, outside, count):
+    """True when no tensor outside the top `count` steps reads one of their tensors (other
+    than x_n, which the output side reads) or their bottom anchor x_0.
+
+    Every tensor of the graph that is not in the chain is reached from the output without
+    entering the chain, or from the chain's outside inputs (weights, x_t): those two
+    searches see every reader. Chain tensors were made after x_0 and no later than x_n,
+    so only a tensor made in that span is looked up among them (the set of their ids is
+    built the first time one is met, which an RNN with its loss on the last state never
+    does).
+    """
+    top = anchors[0]
+    bottom = anchors[count]
+    high = top._ctx.sequence
+    low = -1 if bottom._ctx is None else bottom._ctx.sequence
+    protected = None
+
+    def in_chain(tensor):
+        nonlocal protected
+        if tensor is bottom:
+            return True
+        node = tensor._ctx
+        if node is None or not low < node.sequence <= high:
+            return False
+        if protected is None:
+            protected = set(
+                map(id, itertools.chain.from_iterable(column[:count] for column in tensors))
+            )
+        return id(tensor) in protected
+
+    starts = list(graph.roots)
+    seen = {id(root) for root in starts}
+    for _, _, column in outside:
+        column = column[:count]
+        if all(map(is_, column, itertools.repeat(column[0]))):
+            column = column[:1]  # a weight shared by every step: one look is enough
+        for operand in column:
+            key = id(operand)
+            if key in seen:
+                continue
+            if in_chain(operand):
+                return False
+            seen.add(key)
+            starts.append(operand)
+    stack = starts
+    while stack:
+        node = stack.pop()._ctx
+        if node is None:
+            continue
+        for operand, needs in zip(node.inputs, node.needs_input_grad):
+            if not needs:
+                continue
+            key = id(operand)
+            if key in seen or operand is top:
+                continue
+            if in_chain(operand):
+                return False
+            seen.add(key)
+            stack.append(operand)
+    return True

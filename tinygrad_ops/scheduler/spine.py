@@ -1,0 +1,83 @@
+"""One walk down the graph from an output, shared by the chain finder's first look and
+`auto`'s probes (how wide the tensors near the output are, how deep the graph goes).
+
+A chain's tensors each lead on to further ops (x_{i-1} is made from x_{i-2}); the side
+inputs of a step (x_t @ W, a bias) do not, or not for long. So at every node the walk
+follows the input made most recently among those that lead on to further ops, whatever
+the order in which the step's operands were written (`h @ U + x_t @ W`,
+`x_t @ W + h @ U`, a residual `h + f(h)`); when no input leads on it takes the newest
+input made by an op, and then ends.
+"""
+
+
+def _leads_on(node):
+    """Whether some input of `node` that needs a gradient was made by an op."""
+    for operand, needs in zip(node.inputs, node.needs_input_grad):
+        if needs and operand._ctx is not None:
+            return True
+    return False
+
+
+def next_down(node):
+    """The input of `node` that the walk follows (None: the walk ends at `node`)."""
+    following = None
+    following_sequence = -1
+    fallback = None
+    fallback_sequence = -1
+    for operand, needs in zip(node.inputs, node.needs_input_grad):
+        operand_node = operand._ctx if needs else None
+        if operand_node is None:
+            continue
+        sequence = operand_node.sequence
+        if sequence > following_sequence and _leads_on(operand_node):
+            following, following_sequence = operand, sequence
+        if sequence > fallback_sequence:
+            fallback, fallback_sequence = operand, sequence
+    return following if following is not None else fallback
+
+
+def descend(root, limit):
+    """The tensors of the walk down from `root` (itself first), at most `limit` of them.
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor([0.5], requires_grad=True)
+    >>> y = x.tanh().exp()
+    >>> [tensor is y for tensor in descend(y, 10)]
+    [True, False]
+    """
+    tensor = root
+    count = 0
+    while count < limit:
+        yield tensor
+        count += 1
+        node = tensor._ctx
+        if node is None:
+            return
+        tensor = next_down(node)
+        if tensor is None:
+            return
+
+
+def deeper_than(roots, count):
+    """Whether the walk down from one of `roots` passes more than `count` ops."""
+    for root in roots:
+        hops = sum(1 for _ in descend(root, count + 2)) - 1
+        if hops > count:
+            return True
+    return False
+
+
+def probe_shape(roots, hops=32):
+    """The shape of the widest tensor made by an op that the walk down from `roots` reads
+    within `hops` ops (None if there is none)."""
+    widest = None
+    widest_size = -1
+    for root in roots:
+        for tensor in descend(root, hops):
+            node = tensor._ctx
+            if node is None:
+                break
+            for operand, needs in zip(node.inputs, node.needs_input_grad):
+                if needs and operand._ctx is not None and operand.data.size > widest_size:
+                    widest, widest_size = operand.data.shape, operand.data.size
+    return widest

@@ -1,0 +1,415 @@
+"""The data model of the chain finder: the graph as lists, step templates, steps, segments.
+
+A chain is a path of *anchors* x_0 -> x_1 -> ... -> x_n; the tensors of step i are x_i and
+the tensors it reads that belong to the step (made after x_{i-1}: the `h @ U`, `x_t @ W`,
+the sum of an RNN cell). A step's *template* records what every step of a scanned run must
+share: the op classes and options, the wiring between the step's tensors (its *slots*), the
+shapes and dtypes, and which inputs come from outside the step (a weight shared by every
+step, or an x_t that is different in every step). A *segment* is a run of steps with the
+same template, kept as columns (a slot over all the steps) so that the scheduler stacks
+each op's saved values in one call. See docs/scan.md sections 1 and 5.
+
+`build_template` is the one place a step's template is made, for both phases of the
+finder (the first look and the full analysis differ only in how they tell whether an
+input belongs to the step).
+"""
+
+import itertools
+from operator import is_
+from typing import NamedTuple
+
+import numpy as np
+
+from ..autograd import Op, topological_order
+from ..tensor import Tensor
+from . import jacobians
+
+MIN_STEPS = 2  # a segment shorter than this is not worth a scan
+MAX_PERIOD = 16  # the most ops per step that the period search tries
+
+
+class NotAChain(Exception):  # noqa: N818 (a signal inside the finder, not an error)
+    """Raised inside the finder when the graph leaves the shape of a chain (a leaf where an
+    op was expected, a constant where a tensor was); the phase that catches it ends the
+    chain there. Never escapes the finder."""
+
+
+def input_tensor(tensor, index):
+    """Input `index` of the op that made `tensor`; NotAChain if there is none (a leaf, an
+    op with fewer inputs, a constant that is not a Tensor)."""
+    node = tensor._ctx
+    if node is None or index >= len(node.inputs):
+        raise NotAChain
+    operand = node.inputs[index]
+    if not isinstance(operand, Tensor):
+        raise NotAChain
+    return operand
+
+
+class GraphIndex:
+    """The graph as integer lists: tensors in topological order, inputs and consumers."""
+
+    def __init__(self, graph):
+        if graph.wanted is not None:
+            order = graph.order
+        else:
+            order = topological_order(graph.roots)
+        self.tensors = order
+        position = {id(tensor): index for index, tensor in enumerate(order)}
+        self.position = position
+        count = len(order)
+        inputs = [()] * count
+        consumers = [[] for _ in range(count)]
+        depth = [0] * count
+        for index, tensor in enumerate(order):
+            node = tensor._ctx
+            if node is None:
+                continue
+            deepest = -1
+            found = []
+            for operand, needs in zip(node.inputs, node.needs_input_grad):
+                if needs:
+                    where = position.get(id(operand))
+                    if where is not None:
+                        found.append(where)
+                        consumers[where].append(index)
+                        if depth[where] > deepest:
+                            deepest = depth[where]
+            inputs[index] = found
+            depth[index] = deepest + 1
+        self.inputs = inputs
+        self.consumers = consumers
+        self.depth = depth
+
+
+class SlotCheck(NamedTuple):
+    """What every step's tensor in one slot must match (read by name, never by position)."""
+
+    op_class: type
+    needs: tuple  # the node's needs_input_grad
+    shape: tuple
+    dtype: np.dtype
+    prev_inputs: list  # input indices that read x_{i-1}
+    slot_inputs: list  # (input index, slot) pairs that read another slot
+    outside_inputs: list  # input indices that read a tensor from outside the step
+
+
+class Template:
+    """The shape of one step: its slots (tensors) and how each op's inputs are wired.
+
+    Slot 0 is the step's upper anchor x_i. Each other slot is reached as input `k` of an
+    earlier slot (`paths`). `wiring[j][k]` says what input k of slot j is: "prev" (x_{i-1}),
+    ("slot", m), ("shared", tensor) (the same tensor in every step), "step" (a different
+    tensor in every step, outside the step), "outside" (not yet told apart) or "const"
+    (no gradient needed).
+    """
+
+    def __init__(self, classes, paths, wiring, shapes, chain_slots, order, needs, options):
+        self.classes = classes
+        self.paths = paths
+        self.wiring = wiring
+        self.shapes = shapes
+        self.chain_slots = chain_slots  # slots that depend on x_{i-1}, consumers first
+        self.order = order  # slots, consumers before inputs
+        self.needs = needs  # each slot's needs_input_grad
+        self.options = options  # each slot's op options: (attribute, value) pairs
+        self.uses = [0] * len(classes)  # how many inputs of the step read each slot
+        for codes in wiring:
+            for code in codes:
+                if isinstance(code, tuple) and code[0] == "slot":
+                    self.uses[code[1]] += 1
+        self.prev_path = next(
+            ((slot, codes.index("prev")) for slot, codes in enumerate(wiring) if "prev" in codes),
+            None,
+        )  # (slot, input index) where x_{i-1} is read first
+        self.parents = [None] + [parent for parent, _ in paths[1:]]
+        parent_slots = set(self.parents[1:])
+        self.tree_leaves = [slot for slot in range(len(classes)) if slot not in parent_slots]
+        self.route = self._route()
+        self.const_slots = {slot for slot, codes in enumerate(wiring) if "const" in codes}
+        # The reads that the paths do not already prove (checked by identity): x_{i-1}
+        # read a second time, a slot read by two ops.
+        self.extra_prev = []
+        self.extra_slot_inputs = []
+        for slot, codes in enumerate(wiring):
+            for k, code in enumerate(codes):
+                if code == "prev" and (slot, k) != self.prev_path:
+                    self.extra_prev.append((slot, k))
+                elif isinstance(code, tuple) and code[0] == "slot" and paths[code[1]] != (slot, k):
+                    self.extra_slot_inputs.append((slot, k, code[1]))
+        self.checks = [self._check(slot) for slot in range(len(classes))]
+        self.key = (
+            tuple(classes),
+            tuple(paths),
+            tuple(tuple(codes) for codes in wiring),
+            tuple(shapes),
+            tuple(tuple((name, option_key(value)) for name, value in pairs) for pairs in options),
+        )
+
+    def _route(self):
+        """The input indices that lead from x_i down to x_{i-1} (None: x_{i-1} unread)."""
+        if self.prev_path is None:
+            return None
+        route = [self.prev_path[1]]
+        slot = self.prev_path[0]
+        while slot:
+            parent, k = self.paths[slot]
+            route.append(k)
+            slot = parent
+        return route[::-1]
+
+    def _check(self, slot):
+        codes = self.wiring[slot]
+        shape, dtype = self.shapes[slot]
+        return SlotCheck(
+            op_class=self.classes[slot],
+            needs=self.needs[slot],
+            shape=shape,
+            dtype=np.dtype(dtype),
+            prev_inputs=[k for k, code in enumerate(codes) if code == "prev"],
+            slot_inputs=[
+                (k, code[1])
+                for k, code in enumerate(codes)
+                if isinstance(code, tuple) and code[0] == "slot"
+            ],
+            outside_inputs=[k for k, code in enumerate(codes) if code == "outside"],
+        )
+
+    @property
+    def jacobian_kind(self):
+        """'diagonal' when every op on the path from x_{i-1} to x_i is, else 'dense'."""
+        for slot in self.chain_slots:
+            if not jacobians.is_diagonal(self.classes[slot]):
+                return "dense"
+        return "diagonal"
+
+
+def op_attributes(op_class):
+    """The attributes an op class sets besides those of `Op` (its options: an exponent)."""
+    names = []
+    for klass in op_class.__mro__:
+        if klass is Op:
+            break
+        names.extend(klass.__dict__.get("__slots__", ()))
+    return names
+
+
+def node_options(node):
+    """(attribute, value) for each option the node has set."""
+    return tuple(
+        (name, getattr(node, name)) for name in op_attributes(type(node)) if hasattr(node, name)
+    )
+
+
+_SIMPLE_OPTIONS = (int, float, complex, str, bool, bytes, type(None), np.dtype)
+MISSING = object()  # an option a node does not have
+
+
+def same_option(value, expected):
+    """Options equal by value for numbers and names, else the same object."""
+    if value is expected:
+        return True
+    return type(value) is type(expected) and type(value) in _SIMPLE_OPTIONS and value == expected
+
+
+def option_key(value):
+    return value if type(value) in _SIMPLE_OPTIONS else ("object", id(value))
+
+
+class Step:
+    """One step of a segment: its slot tensors and its per-step outside inputs."""
+
+    __slots__ = ("lower", "upper", "slots", "outside")
+
+    def __init__(self, lower, upper, slots, outside):
+        self.lower = lower
+        self.upper = upper
+        self.slots = slots
+        self.outside = outside  # list of (slot, input index, tensor) for "outside" wiring
+
+
+class OutsideColumn(NamedTuple):
+    """A per-step input of a segment: input `index` of `slot`, one tensor per step."""
+
+    slot: int
+    index: int
+    operands: list
+
+
+class Segment:
+    """A run of isomorphic steps x_0 -> ... -> x_n that can be scanned, kept by columns.
+
+    `anchors` are x_0 .. x_n; `columns[slot]` holds the slot's tensor in every step (step
+    0 is x_0 -> x_1); `outside` lists the per-step inputs of the template (its "step"
+    wiring) as OutsideColumn records. `saved_values()` of the scheduler reads the nodes'
+    saved values column by column; this record is what a caller needs to reuse the
+    analysis (the chains, their steps, the per-step values and the Jacobian kind).
+    """
+
+    def __init__(self, template, anchors, columns, outside, nodes=None):
+        self.template = template
+        self.anchors = anchors
+        self.columns = columns
+        self.outside = [OutsideColumn(*column) for column in outside]
+        self._nodes = nodes
+
+    @classmethod
+    def from_steps(cls, template, steps, outside):
+        anchors = [steps[0].lower] + [step.upper for step in steps]
+        columns = [[step.slots[slot] for step in steps] for slot in range(len(template.classes))]
+        return cls(template, anchors, columns, outside)
+
+    @property
+    def nodes(self):
+        """Per slot, the node of every step (chain order)."""
+        if self._nodes is None:
+            self._nodes = [[tensor._ctx for tensor in column] for column in self.columns]
+        return self._nodes
+
+    @property
+    def steps(self):
+        """The steps as `Step` objects (built on demand: the scan itself reads columns)."""
+        per_step = [[] for _ in range(self.length)]
+        for column in self.outside:
+            for number, operand in enumerate(column.operands):
+                per_step[number].append((column.slot, column.index, operand))
+        rows = zip(*self.columns, strict=True)
+        return [
+            Step(self.anchors[number], self.anchors[number + 1], list(row), per_step[number])
+            for number, row in enumerate(rows)
+        ]
+
+    @property
+    def length(self):
+        return len(self.anchors) - 1
+
+    @property
+    def state_shape(self):
+        return self.anchors[-1].shape
+
+    @property
+    def jacobian_kind(self):
+        """'diagonal' when every op on the path is elementwise, else 'dense'."""
+        return self.template.jacobian_kind
+
+    @property
+    def ops_per_step(self):
+        return len(self.template.classes)
+
+    def describe(self):
+        classes = self.template.classes
+        names = "->".join(classes[slot].__name__ for slot in reversed(self.template.order))
+        return f"{self.length} steps of [{names}]"
+
+
+class ChainPlan:
+    """What the finder found: the segments, the independent tensors (walked before any
+    segment: per-step losses and their sum), and the graph index the full analysis built
+    (None when the first look found the chain without one). `refusal` says why nothing
+    was found where a phase stopped early."""
+
+    def __init__(self, segments, independent=(), index=None, refusal=None):
+        self.segments = segments
+        self.independent = list(independent)
+        self.index = index
+        self.refusal = refusal
+
+
+def shared_or_per_step(template, columns, count):
+    """Split the outside inputs (slot, k, [input of every step]) into shared ones (the same
+    tensor in every step: a weight) and per-step ones; rewrite the template's wiring to
+    ("shared", tensor) and "step", and return the per-step ones (None when they cannot be
+    stacked)."""
+    shared = []
+    per_step = []
+    for slot, k, operands in columns:
+        operands = operands[:count]
+        first = operands[0]
+        if all(map(is_, operands, itertools.repeat(first))):
+            shared.append((slot, k, first))
+            continue
+        shape = first.shape
+        if any(operand.shape != shape for operand in operands):
+            return None  # per-step inputs of different shapes cannot be stacked
+        per_step.append((slot, k, operands))
+    wiring = [list(codes) for codes in template.wiring]
+    for slot, k, operand in shared:
+        wiring[slot][k] = ("shared", operand)
+    for slot, k, _ in per_step:
+        wiring[slot][k] = "step"
+    template.wiring = wiring
+    return per_step
+
+
+def build_template(lower, upper, belongs, capture):
+    """The (Template, Step) of the step from `lower` (x_{i-1}) to `upper` (x_i), or None if
+    the step breaks a rule.
+
+    `belongs(operand)` says whether an input that is not x_{i-1} nor a slot yet belongs to
+    the step ("slot"), comes from outside it ("outside") or is not in the graph ("const").
+    The slots are found breadth first from x_i; every slot's op must have a Jacobian
+    rule and no hooks (nor be a tg.grad input, in `capture`); every op on a path from
+    x_{i-1} to x_i must be row-wise through that input (`jacobians.chain_kind` says).
+    """
+    if upper.shape != lower.shape or upper._ctx is None:
+        return None
+    slots = [upper]
+    slot_of = {id(upper): 0}
+    classes, paths, wiring, shapes, outside = [], [None], [], [], []
+    cursor = 0
+    while cursor < len(slots):
+        tensor = slots[cursor]
+        node = tensor._ctx
+        if not jacobians.has_rule(node) or tensor._hooks:
+            return None
+        if capture is not None and id(tensor) in capture:
+            return None
+        classes.append(type(node))
+        shapes.append((tensor.data.shape, tensor.data.dtype.str))
+        codes = []
+        for k, (operand, needs) in enumerate(zip(node.inputs, node.needs_input_grad)):
+            where = "const" if not needs or not isinstance(operand, Tensor) else None
+            if where is None and operand is not lower and id(operand) not in slot_of:
+                where = belongs(operand)
+            if where == "const":
+                codes.append("const")
+            elif operand is lower:
+                codes.append("prev")
+            elif id(operand) in slot_of:
+                codes.append(("slot", slot_of[id(operand)]))
+            elif where == "slot":
+                codes.append(("slot", len(slots)))
+                slot_of[id(operand)] = len(slots)
+                slots.append(operand)
+                paths.append((cursor, k))
+            else:
+                codes.append("outside")
+                outside.append((cursor, k, operand))
+        wiring.append(codes)
+        cursor += 1
+    order = sorted(range(len(slots)), key=lambda slot: slots[slot]._ctx.sequence, reverse=True)
+    depends = _depends_on_prev(slots, wiring, order)
+    if depends is None or not depends[0]:
+        return None
+    chain_slots = [slot for slot in order if depends[slot]]
+    needs = [tensor._ctx.needs_input_grad for tensor in slots]
+    options = [node_options(tensor._ctx) for tensor in slots]
+    template = Template(classes, paths, wiring, shapes, chain_slots, order, needs, options)
+    return template, Step(lower, upper, slots, outside)
+
+
+def _depends_on_prev(slots, wiring, order):
+    """Which slots depend on x_{i-1}; None if an op on such a path has no row-wise
+    Jacobian through that input (a broadcast elementwise input, W @ x, a reduction)."""
+    depends = [False] * len(slots)
+    for slot in reversed(order):  # inputs before consumers
+        node = slots[slot]._ctx
+        for k, code in enumerate(wiring[slot]):
+            if not (code == "prev" or (isinstance(code, tuple) and code[0] == "slot")):
+                continue
+            if code != "prev" and not depends[code[1]]:
+                continue
+            depends[slot] = True
+            if jacobians.chain_kind(node, k, slots[slot].data.shape) is None:
+                return None
+    return depends
