@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format bench graphviz clean
+.PHONY: demo test lint format bench graphviz chromium clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,17 @@ graphviz:
 	         "Install it with: sudo apt-get install graphviz (or brew install graphviz)"; \
 	  fi; }
 
+# Headless Chromium (and its driver) runs the browser tests of viz.html's page; install them
+# where we may (root + apt), as Graphviz above. Without them those tests skip.
+chromium:
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else \
+	    echo "note: chromium/chromedriver not found; the browser tests will skip." \
+	         "Install them with: sudo apt-get install chromium chromium-driver"; \
+	  fi; }
+
 demo: $(STAMP) graphviz
 	$(BIN)/python -m tinygrad_ops train --dataset digits --out runs/demo
 
@@ -35,7 +46,7 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: $(STAMP) graphviz lint
+test: $(STAMP) graphviz chromium lint
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

@@ -22,6 +22,7 @@ from .draw import (
     render,
 )
 from .groups import ModuleCall, ModuleCalls, module_calls
+from .html import HtmlPage, html
 from .record import BackwardRecord, GradientInfo, RecordingScheduler, backward
 from .step import step_backward
 from .trace import Trace, print_tape, trace
@@ -31,6 +32,7 @@ __all__ = [
     "BackwardRecord",
     "GradientInfo",
     "GraphvizNotFoundError",
+    "HtmlPage",
     "ModuleCall",
     "ModuleCalls",
     "RecordingScheduler",
@@ -41,6 +43,7 @@ __all__ = [
     "draw",
     "enable_notebook_display",
     "examples",
+    "html",
     "module_calls",
     "print_tape",
     "render",

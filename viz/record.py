@@ -24,10 +24,13 @@ def _as_array(grad):
     return grad.data if isinstance(grad, Tensor) else np.asarray(grad)
 
 
-class GradientInfo:
-    """Shape and statistics of one gradient (the array itself is not kept)."""
+SMALL_SIZE = 16  # a gradient of at most this many elements keeps its numbers (`values`)
 
-    __slots__ = ("shape", "norm", "minimum", "mean", "maximum")
+
+class GradientInfo:
+    """Shape and statistics of one gradient; `values` (a flat list) only for small ones."""
+
+    __slots__ = ("shape", "norm", "minimum", "mean", "maximum", "values")
 
     def __init__(self, grad):
         values = _as_array(grad)
@@ -40,6 +43,7 @@ class GradientInfo:
             self.maximum = float(as_float.max())
         else:
             self.minimum = self.mean = self.maximum = 0.0
+        self.values = as_float.ravel().tolist() if values.size <= SMALL_SIZE else None
 
     def __repr__(self):
         return f"GradientInfo(shape={self.shape}, norm={self.norm:.4g})"

@@ -1,0 +1,135 @@
+"""viz.html: the page's data is the engine's walk; the page needs nothing from outside.
+
+The page itself is tested in a real browser in test_viz_html_browser.py.
+"""
+
+import json
+import re
+
+import numpy as np
+import pytest
+from tinygrad_ops.viz.html import page_data
+from tinygrad_ops.viz.html_layout import layered_layout
+from tinygrad_ops.viz.html_scan import scan_levels
+
+import tinygrad_ops as tg
+from tinygrad_ops import viz
+
+
+def page_json(page):
+    match = re.search(
+        r'<script type="application/json" id="tg-data">(.*?)</script>', page.text, re.S
+    )
+    return json.loads(match.group(1))
+
+
+def test_the_steps_are_the_engines_visit_order():
+    loss = viz.examples.mlp()
+    page = viz.html(loss)
+    graph = viz.trace(loss)
+    recorded = [graph.op_ids[id(op)] for op in page.record.visit_order]
+    assert [step["op"] for step in page_json(page)["steps"]] == recorded
+    assert recorded == graph.backward_order()  # the sequential walk, as print_tape lists it
+
+
+def test_gradients_on_the_page_are_the_recorded_ones():
+    weight = tg.Tensor([[0.5, -1.0], [2.0, 0.25]], dtype=np.float64, requires_grad=True)
+    weight.name = "w"
+    x = tg.Tensor([[1.0, 2.0]], dtype=np.float64)
+    loss = (x @ weight).tanh().sum()
+    data = page_json(viz.html(loss))
+    leaf = next(node for node in data["nodes"] if node["label"] == "w")
+    np.testing.assert_allclose(leaf["grad"]["values"], weight.grad.numpy().ravel())
+    tanh = next(node for node in data["nodes"] if node["label"] == "Tanh")
+    matmul_out = np.array([[1.0, 2.0]]) @ weight.numpy()
+    np.testing.assert_allclose(
+        tanh["operands"][0]["grad"]["values"], 1 - np.tanh(matmul_out[0]) ** 2
+    )
+
+
+def test_the_page_is_self_contained():
+    page = viz.html(viz.examples.softmax())
+    text = page.text
+    assert "<svg" in text
+    assert "<script>" in text
+    for pattern in (r"\bsrc=", r"<link\b", r"\bimport\s*\(", r"fetch\(", r"https://"):
+        assert not re.search(pattern, text), pattern
+    # The one URL is the SVG namespace (a name, never fetched).
+    assert set(re.findall(r"http://[^\s\"'`]+", text)) == {"http://www.w3.org/2000/svg"}
+
+
+def test_jupyter_shows_it_in_an_iframe_and_a_file_is_written(tmp_path):
+    path = tmp_path / "walk.html"
+    page = viz.html(viz.examples.layernorm(), path)
+    assert path.read_text(encoding="utf-8") == page.text
+    shown = page._repr_html_()
+    assert shown.startswith("<iframe srcdoc=")
+    assert "&lt;svg" in shown
+
+
+def test_nan_and_infinity_travel_as_text():
+    x = tg.Tensor([0.0, 1.0], requires_grad=True)
+    data = page_json(viz.html(x.sqrt().sum()))
+    sqrt = next(node for node in data["nodes"] if node["label"] == "Sqrt")
+    assert sqrt["operands"][0]["grad"]["values"][0] == "inf"
+
+
+def test_a_scanned_chain_is_one_node_with_the_scans_levels():
+    loss = viz.examples.rnn(steps=8)
+    data = page_json(viz.html(loss, scheduler="blelloch"))
+    (scan,) = [node for node in data["nodes"] if node["kind"] == "scan"]
+    assert scan["levels"]["method"] == "blelloch"
+    visited = {step["op"] for step in data["steps"]}
+    assert not visited & set(scan["members"])  # the scan's ops are not steps of their own
+    assert all(data["display"][op_id] == "scan0" for op_id in scan["members"])
+
+
+@pytest.mark.parametrize("method", ["hillis-steele", "blelloch", "blocked"])
+@pytest.mark.parametrize("steps", [1, 2, 5, 8, 13])
+def test_scan_levels_combine_into_every_prefix(method, steps):
+    levels = scan_levels(method, steps)["levels"]
+    made = {(position, position) for position in range(steps + 1)}
+    for level in levels:
+        for a, b, c, d in level:
+            assert (a, b) in made
+            assert (c, d) in made
+            assert b + 1 == c
+        made |= {(a, d) for a, _, _, d in level}
+    assert all((0, last) in made for last in range(steps + 1))
+
+
+def test_scan_levels_of_a_scheduler_without_one_method_say_so():
+    assert "does not say" in scan_levels("auto", 8)["unknown"]
+
+
+def test_module_calls_collapse_into_one_node_each():
+    calls = viz.ModuleCalls()
+    loss = viz.examples.rnn(steps=6, calls=calls)
+    data = page_json(viz.html(loss, groups=calls, depth=0))
+    titles = [node["label"] for node in data["nodes"] if node["kind"] == "call"]
+    assert sorted(titles) == sorted(
+        [f"cell: RNNCell{' #' + str(i) if i else ''}" for i in range(6)]
+    )
+    for step in data["steps"]:
+        assert step["node"] in {node["id"] for node in data["nodes"]}
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(TypeError, match="takes a Tensor"):
+        viz.html(np.ones(3))
+    with pytest.raises(TypeError, match="ModuleCalls"):
+        viz.html(viz.examples.mlp(), groups=[1])
+
+
+def test_layout_puts_producers_above_consumers():
+    positions = layered_layout(
+        {"a": 30, "b": 30, "c": 30, "d": 30}, [("a", "c"), ("b", "c"), ("c", "d")]
+    )
+    assert positions["a"][1] == positions["b"][1] < positions["c"][1] < positions["d"][1]
+
+
+def test_page_data_takes_any_record():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    loss = (x * 3).sum()
+    record = viz.backward(loss, retain_graph=True)
+    assert [step["op"] for step in page_data(loss, record)["steps"]] == ["op1", "op0"]

@@ -1,0 +1,398 @@
+"""The page `viz.html` writes: HTML, CSS and the script that draws and steps the walk.
+
+`__TITLE__` and `__DATA__` are replaced by the title and by the JSON of `html.page_data`
+(nodes with their positions, edges, the engine's backward steps). The script only draws
+what the JSON says: it computes no gradient and no order of its own. Elements carry
+`data-*` attributes (`data-node`, `data-field`) so that the browser tests can read what a
+reader sees.
+"""
+
+PAGE_STYLE = """
+body { margin: 0; font: 13px/1.4 Helvetica, Arial, sans-serif; color: #222; }
+header { display: flex; gap: 6px; align-items: center; padding: 6px 10px;
+  border-bottom: 1px solid #ccc; background: #f7f7f7; flex-wrap: wrap; }
+header h1 { font-size: 14px; margin: 0 12px 0 0; }
+header button { font: inherit; padding: 2px 8px; }
+#counter { min-width: 18em; font-variant-numeric: tabular-nums; }
+main { display: flex; height: calc(100vh - 42px); }
+#canvas { flex: 1; overflow: hidden; position: relative; }
+#graph { width: 100%; height: 100%; cursor: grab; background: #fff; }
+#panel { width: 360px; overflow: auto; border-left: 1px solid #ccc; padding: 8px 12px;
+  background: #fcfcfc; }
+#panel h2 { font-size: 14px; margin: 4px 0; }
+#panel .rule { font-family: monospace; background: #f0ecf5; padding: 4px; white-space: pre-wrap; }
+#panel .box { border: 1px solid #ddd; border-radius: 4px; padding: 4px 6px; margin: 4px 0; }
+#panel .box b { color: #555; }
+#panel code { display: block; white-space: pre-wrap; word-break: break-all; }
+#panel .grad { border-color: #e6b8b3; background: #fdf3f2; }
+#panel .pending { color: #999; }
+.node rect { stroke-width: 1.2; }
+.node text { font-size: 12px; text-anchor: middle; pointer-events: none; }
+.node text.sub { font-size: 10px; fill: #555; }
+.node.op rect, .node.output rect { fill: #e1d5e7; stroke: #9673a6; }
+.node.output rect { stroke-width: 2.4; stroke: #b85450; }
+.node.parameter rect { fill: #ffe6cc; stroke: #d79b00; }
+.node.leaf rect { fill: #d5e8d4; stroke: #82b366; }
+.node.input rect { fill: #dae8fc; stroke: #6c8ebf; }
+.node.call rect { fill: #eaeef7; stroke: #6c7a99; stroke-dasharray: 4 2; }
+.node.scan rect { fill: #fff2cc; stroke: #d6b656; stroke-width: 2; }
+.node.done rect { opacity: 0.55; }
+.node.current rect { stroke: #b03a2e; stroke-width: 3.5; opacity: 1; }
+.node.selected rect { stroke: #1f6feb; stroke-width: 3; }
+.badge circle { fill: #fff; stroke: #b03a2e; }
+.badge text { font-size: 10px; fill: #b03a2e; font-weight: bold; }
+.node.done .badge circle, .node.current .badge circle { fill: #b03a2e; }
+.node.done .badge text, .node.current .badge text { fill: #fff; }
+.edge path { fill: none; stroke: #999; stroke-width: 1.2; }
+.edge text { font-size: 10px; fill: #a05a55; display: none; }
+.edge.arrived path { stroke: #a05a55; stroke-width: 1.8; }
+.edge.arrived text { display: inline; }
+.edge.sending path { stroke: #b03a2e; stroke-width: 3.2; }
+.edge.sending text { font-weight: bold; fill: #b03a2e; }
+.levels rect { fill: #eee; stroke: #bbb; }
+.levels rect.now { fill: #f8cecc; stroke: #b03a2e; }
+.levels rect.made { fill: #fff2cc; stroke: #d6b656; }
+.levels text { font-size: 9px; text-anchor: middle; }
+"""
+
+PAGE_SCRIPT = r"""
+"use strict";
+const data = JSON.parse(document.getElementById("tg-data").textContent);
+const SVG = "http://www.w3.org/2000/svg";
+const nodes = new Map(data.nodes.map((node) => [node.id, node]));
+const stepsOf = new Map();  // drawn node -> the step numbers of the ops it shows
+data.steps.forEach((step, index) => {
+  if (!stepsOf.has(step.node)) stepsOf.set(step.node, []);
+  stepsOf.get(step.node).push(index + 1);
+});
+const state = { step: 0, pinned: null, level: 0 };
+const NODE_HEIGHT = 36;
+
+function make(tag, attributes, parent, namespace) {
+  const element = namespace ? document.createElementNS(SVG, tag) : document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes || {})) element.setAttribute(key, value);
+  if (parent) parent.appendChild(element);
+  return element;
+}
+function svg(tag, attributes, parent) { return make(tag, attributes, parent, true); }
+function text(tag, content, attributes, parent) {
+  const element = make(tag, attributes, parent);
+  element.textContent = content;
+  return element;
+}
+
+function number(value) {
+  if (typeof value === "string") return value;  // nan, inf, -inf
+  if (value === 0) return "0";
+  return String(Number(value.toPrecision(6)));
+}
+function numbers(values) { return "[" + values.map(number).join(", ") + "]"; }
+
+// ---- the graph -----------------------------------------------------------------------------
+
+const viewport = document.getElementById("viewport");
+const parallel = new Map();  // x * x has two edges between the same nodes: spread them
+const edgeElements = data.edges.map((edge) => {
+  const source = nodes.get(edge.from), target = nodes.get(edge.to);
+  const pair = edge.from + " " + edge.to, spread = 14 * (parallel.get(pair) || 0);
+  parallel.set(pair, (parallel.get(pair) || 0) + 1);
+  const group = svg("g", { class: "edge", "data-from": edge.from, "data-to": edge.to }, viewport);
+  const y1 = source.y + NODE_HEIGHT / 2, y2 = target.y - NODE_HEIGHT / 2, middle = (y1 + y2) / 2;
+  svg("path", { d: `M${source.x},${y1} C${source.x + spread},${middle} ` +
+    `${target.x + spread},${middle} ${target.x},${y2}`, "marker-end": "url(#arrow)" }, group);
+  if (edge.grad) {
+    const label = svg("text", { x: (source.x + target.x) / 2 + 4 + 2 * spread, y: middle,
+      "data-field": "edge-grad" }, group);
+    label.textContent = edge.grad.values && edge.grad.values.length <= 4
+      ? "∇ " + numbers(edge.grad.values) : `∇ ‖${number(edge.grad.norm)}‖`;
+  }
+  return { edge, group };
+});
+
+const nodeElements = new Map();
+for (const node of data.nodes) {
+  const group = svg("g", { class: "node " + node.kind, "data-node": node.id,
+    transform: `translate(${node.x},${node.y})` }, viewport);
+  svg("rect", { x: -node.w / 2, y: -NODE_HEIGHT / 2, width: node.w, height: NODE_HEIGHT, rx: 7 },
+    group);
+  svg("text", { y: node.sub ? -3 : 4 }, group).textContent = node.label;
+  if (node.sub) svg("text", { y: 11, class: "sub" }, group).textContent = node.sub;
+  const steps = stepsOf.get(node.id);
+  if (steps) {
+    const corner = `translate(${node.w / 2},${-NODE_HEIGHT / 2})`;
+    const badge = svg("g", { class: "badge", transform: corner }, group);
+    const caption = steps.length === 1 ? String(steps[0])
+      : `${steps[0]}–${steps[steps.length - 1]}`;
+    svg("circle", { r: 6 + 3 * caption.length }, badge);
+    const order = svg("text", { y: 3.5, "text-anchor": "middle", "data-field": "order" }, badge);
+    order.textContent = caption;
+  }
+  group.addEventListener("mouseenter", () => { if (!state.pinned) showDetails(node.id); });
+  group.addEventListener("mouseleave", () => { if (!state.pinned) showDetails(null); });
+  group.addEventListener("click", (event) => { event.stopPropagation(); pin(node.id); });
+  nodeElements.set(node.id, group);
+}
+
+// ---- pan and zoom --------------------------------------------------------------------------
+
+const canvas = document.getElementById("graph");
+const view = { x: 0, y: 0, w: 100, h: 100 };
+function applyView() { canvas.setAttribute("viewBox", `${view.x} ${view.y} ${view.w} ${view.h}`); }
+function bounds() {
+  let left = Infinity, top = Infinity, right = -Infinity, bottom = -Infinity;
+  for (const node of data.nodes) {
+    left = Math.min(left, node.x - node.w / 2); right = Math.max(right, node.x + node.w / 2);
+    top = Math.min(top, node.y - NODE_HEIGHT); bottom = Math.max(bottom, node.y + NODE_HEIGHT);
+  }
+  return { left: left - 20, top: top - 20, right: right + 20, bottom: bottom + 20 };
+}
+function fit() {
+  const box = bounds(), width = canvas.clientWidth || 800, height = canvas.clientHeight || 600;
+  // Never smaller than half size: a tall graph opens at its bottom, where backward starts.
+  const fits = Math.min(width / (box.right - box.left), height / (box.bottom - box.top), 1.5);
+  const scale = Math.max(fits, 0.5);
+  view.w = width / scale; view.h = height / scale;
+  view.x = (box.left + box.right) / 2 - view.w / 2;
+  view.y = Math.max(box.top, box.bottom - view.h);
+  applyView();
+}
+function keepInView(node) {
+  if (!node) return;
+  const inside = node.x > view.x && node.x < view.x + view.w && node.y > view.y &&
+    node.y < view.y + view.h;
+  if (!inside) { view.x = node.x - view.w / 2; view.y = node.y - view.h / 2; applyView(); }
+}
+canvas.addEventListener("wheel", (event) => {
+  event.preventDefault();
+  const factor = event.deltaY > 0 ? 1.15 : 1 / 1.15, box = canvas.getBoundingClientRect();
+  const px = view.x + (event.clientX - box.left) / box.width * view.w;
+  const py = view.y + (event.clientY - box.top) / box.height * view.h;
+  view.w *= factor; view.h *= factor;
+  view.x = px - (px - view.x) * factor; view.y = py - (py - view.y) * factor;
+  applyView();
+}, { passive: false });
+let drag = null;
+canvas.addEventListener("mousedown", (event) => { drag = { x: event.clientX, y: event.clientY }; });
+window.addEventListener("mouseup", () => { drag = null; });
+window.addEventListener("mousemove", (event) => {
+  if (!drag) return;
+  const box = canvas.getBoundingClientRect();
+  view.x -= (event.clientX - drag.x) / box.width * view.w;
+  view.y -= (event.clientY - drag.y) / box.height * view.h;
+  drag = { x: event.clientX, y: event.clientY };
+  applyView();
+});
+canvas.addEventListener("click", () => pin(null));
+"""
+
+PAGE_SCRIPT_STEPS = r"""
+// ---- the details panel ---------------------------------------------------------------------
+
+const panel = document.getElementById("panel");
+
+function valueBox(title, summary, role, parent) {
+  const box = make("div", { class: "box " + role, "data-field": role }, parent);
+  text("b", title + " ", {}, box);
+  if (!summary) { text("span", "none recorded", { class: "pending" }, box); return box; }
+  const kind = summary.shape + (summary.dtype ? " " + summary.dtype : "");
+  text("span", kind, { "data-field": "shape" }, box);
+  if (summary.min !== undefined) {
+    const stats = make("div", {}, box);
+    for (const key of ["min", "mean", "max", "norm"]) {
+      if (summary[key] === undefined) continue;
+      text("span", `${key} `, {}, stats);
+      text("span", number(summary[key]), { "data-field": key }, stats);
+      text("span", "  ", {}, stats);
+    }
+  }
+  if (summary.values) text("code", numbers(summary.values), { "data-field": "values" }, box);
+  return box;
+}
+
+function opDetails(node) {
+  text("h2", `${node.id} ${node.label} → ${node.output}`, { "data-field": "heading" }, panel);
+  const steps = stepsOf.get(node.id);
+  text("div", steps ? `backward step ${steps[0]} of ${data.steps.length}` : "not visited",
+    { "data-field": "step" }, panel);
+  if (node.rule) text("div", node.rule, { class: "rule", "data-field": "rule" }, panel);
+  valueBox(`value of ${node.output}`, node.value, "value", panel);
+  valueBox(`gradient arriving at ${node.output}`, node.grad, "grad", panel);
+  node.operands.forEach((operand, index) => {
+    text("h2", `input ${index}: ${operand.label}`, {}, panel);
+    if (operand.value) valueBox("value", operand.value, "value", panel);
+    const box = valueBox("gradient sent back", operand.grad, "grad", panel);
+    box.setAttribute("data-operand", index);
+  });
+}
+
+function leafDetails(node) {
+  text("h2", `${node.id} ${node.label}`, { "data-field": "heading" }, panel);
+  text("div", `a ${node.kind}: its gradient lands in .grad`, {}, panel);
+  valueBox("value", node.value, "value", panel);
+  valueBox("gradient (total)", node.grad, "grad", panel);
+}
+
+function groupDetails(node) {
+  text("h2", node.label, { "data-field": "heading" }, panel);
+  const steps = stepsOf.get(node.id) || [];
+  text("div", `${node.members.length} ops, ` + (steps.length
+    ? `backward steps ${steps.join(", ")}` : "none visited one by one"), {}, panel);
+  if (node.kind === "scan") scanDetails(node);
+}
+
+function intervalName(node, first, last) {
+  const count = node.anchors.length - 1;
+  if (first === 0) return `g(${node.anchors[count - last]})`;
+  return first === last ? `J${count - first + 1}` : `J${count - first + 1}…J${count - last + 1}`;
+}
+
+function scanDetails(node) {
+  const scan = node.levels;
+  text("div", `The scan computed the gradients of every anchor ${node.anchors.join(", ")} at ` +
+    "once; its ops were not visited one by one.", {}, panel);
+  if (scan.unknown) { text("p", scan.unknown, { "data-field": "levels" }, panel); return; }
+  const count = node.anchors.length, levels = scan.levels;
+  state.level = Math.min(state.level, levels.length);
+  const bar = make("div", {}, panel);
+  const back = text("button", "◀ level", {}, bar), forward = text("button", "level ▶", {}, bar);
+  text("span", ` level ${state.level} of ${levels.length} (${scan.method})`,
+    { "data-field": "level" }, bar);
+  back.onclick = () => { state.level = Math.max(0, state.level - 1); showDetails(node.id); };
+  forward.onclick = () => {
+    state.level = Math.min(levels.length, state.level + 1);
+    showDetails(node.id);
+  };
+  const cell = Math.max(12, Math.min(40, 320 / count));
+  const size = { width: cell * count + 4, height: 22 * (levels.length + 1) + 20 };
+  const picture = svg("svg", { class: "levels", ...size }, panel);
+  for (let position = 0; position < count; position++) {
+    svg("text", { x: cell * position + cell / 2 + 2, y: 12 }, picture).textContent =
+      intervalName(node, position, position).replace("g(", "").replace(")", "");
+  }
+  levels.forEach((pairs, index) => {
+    for (const [a, , , d] of pairs) {
+      const made = index + 1 === state.level ? "now" : index + 1 < state.level ? "made" : "";
+      svg("rect", { x: cell * a + 2, y: 18 + 22 * index, width: cell * (d - a + 1) - 2,
+        height: 16, class: made }, picture);
+    }
+  });
+  if (state.level > 0) {
+    const list = make("div", { class: "box" }, panel);
+    for (const [a, b, c, d] of levels[state.level - 1]) {
+      const left = intervalName(node, a, b), right = intervalName(node, c, d);
+      text("div", `${left} · ${right} → ${intervalName(node, a, d)}`,
+        { "data-field": "combine" }, list);
+    }
+  }
+}
+
+function showDetails(nodeId) {
+  panel.textContent = "";
+  const shown = nodeId || (state.step ? data.steps[state.step - 1].node : null);
+  if (!shown) {
+    text("h2", data.title, {}, panel);
+    text("p", `${data.steps.length} backward steps, recorded from the ${data.scheduler} ` +
+      "scheduler. Step with the buttons or the arrow keys; hover over or click a node for " +
+      "its numbers.", {}, panel);
+    return;
+  }
+  const node = nodes.get(shown);
+  panel.setAttribute("data-showing", shown);
+  if (node.kind === "op" || node.kind === "output") opDetails(node);
+  else if (node.kind === "call" || node.kind === "scan") groupDetails(node);
+  else leafDetails(node);
+}
+
+function pin(nodeId) {
+  if (state.pinned) nodeElements.get(state.pinned).classList.remove("selected");
+  state.pinned = nodeId;
+  state.level = 0;
+  if (nodeId) nodeElements.get(nodeId).classList.add("selected");
+  showDetails(nodeId);
+}
+
+// ---- stepping through the walk -------------------------------------------------------------
+
+const slider = document.getElementById("slider");
+slider.max = data.steps.length;
+
+function go(step) {
+  state.step = Math.max(0, Math.min(data.steps.length, step));
+  const current = state.step ? data.steps[state.step - 1] : null;
+  for (const [id, group] of nodeElements) {
+    const steps = stepsOf.get(id) || [];
+    group.classList.toggle("current", current !== null && current.node === id);
+    group.classList.toggle("done", steps.some((number) => number < state.step));
+  }
+  for (const { edge, group } of edgeElements) {
+    group.classList.toggle("arrived", edge.step !== null && edge.step <= state.step);
+    group.classList.toggle("sending", edge.step !== null && edge.step === state.step);
+  }
+  slider.value = state.step;
+  const counter = document.getElementById("counter");
+  const total = data.steps.length;
+  counter.textContent = current
+    ? `step ${state.step} / ${total}: ${current.op} ${nodes.get(current.node).label}`
+    : `step 0 / ${total}: before backward`;
+  counter.setAttribute("data-current", current ? current.op : "");
+  if (!state.pinned) showDetails(null);
+  if (current) keepInView(nodes.get(current.node));
+}
+
+document.getElementById("first").onclick = () => go(0);
+document.getElementById("prev").onclick = () => go(state.step - 1);
+document.getElementById("next").onclick = () => go(state.step + 1);
+document.getElementById("last").onclick = () => go(data.steps.length);
+document.getElementById("fit").onclick = fit;
+slider.oninput = () => go(Number(slider.value));
+window.addEventListener("keydown", (event) => {
+  const moves = { ArrowRight: 1, ArrowLeft: -1 };
+  if (event.key in moves) go(state.step + moves[event.key]);
+  else if (event.key === "Home") go(0);
+  else if (event.key === "End") go(data.steps.length);
+});
+document.getElementById("title").textContent = `${data.title} (${data.scheduler})`;
+fit();
+go(0);
+"""
+
+PAGE_TEMPLATE = (
+    """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>__TITLE__</title>
+<style>"""
+    + PAGE_STYLE
+    + """</style>
+</head>
+<body>
+<header>
+  <h1 id="title"></h1>
+  <button id="first" title="before backward (Home)">|◀ start</button>
+  <button id="prev" title="one step back (←)">◀ back</button>
+  <button id="next" title="one step on (→)">next ▶</button>
+  <button id="last" title="the whole walk (End)">end ▶|</button>
+  <input type="range" id="slider" min="0" value="0">
+  <span id="counter"></span>
+  <button id="fit">fit</button>
+</header>
+<main>
+  <div id="canvas">
+    <svg id="graph" xmlns="http://www.w3.org/2000/svg">
+      <defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7"
+        markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#999"/></marker></defs>
+      <g id="viewport"></g>
+    </svg>
+  </div>
+  <aside id="panel"></aside>
+</main>
+<script type="application/json" id="tg-data">__DATA__</script>
+<script>"""
+    + PAGE_SCRIPT
+    + PAGE_SCRIPT_STEPS
+    + """</script>
+</body>
+</html>
+"""
+)
