@@ -321,3 +321,12 @@ def dropout(x, p=0.5, training=True, generator=None, seed=None):
     if generator is None:
         generator = np.random.default_rng(seed) if seed is not None else _default_generator
     return Dropout.apply(x, p=float(p), generator=generator)
+
+
+# ----------------------------------------------------------------------------------------------
+# Convolution and pooling (tinygrad_ops/ops/conv.py and ops/pool.py; the "opsnew" section)
+
+from .ops.conv import conv1d, conv2d  # noqa: E402 (a section of its own, kept apart)
+from .ops.pool import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d  # noqa: E402
+
+__all__ += ["avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "max_pool1d", "max_pool2d"]

@@ -21,6 +21,8 @@ import numpy as np
 __all__ = [
     "batch_norm",
     "batch_norm_backward",
+    "conv2d",
+    "conv2d_backward",
     "layer_norm",
     "layer_norm_backward",
     "matmul",
@@ -382,3 +384,69 @@ def rms_norm_backward(x, grad_output, normalized_shape, weight=None, eps=None):
             grad_x[r, i] = rstd * (d_x_hat[i] - x_hat[i] * mean_d_x_hat)
             grad_weight[i] += g_rows[r, i] * x_hat[i]
     return grad_x.reshape(x.shape), grad_weight.reshape(normalized_shape)
+
+
+# ----------------------------------------------------------------------------------------------
+# 2-D convolution (cross-correlation, as PyTorch's conv2d), with zero padding
+
+
+def _conv_sizes(x, weight, stride, padding, dilation):
+    out_h = (x.shape[2] + 2 * padding - dilation * (weight.shape[2] - 1) - 1) // stride + 1
+    out_w = (x.shape[3] + 2 * padding - dilation * (weight.shape[3] - 1) - 1) // stride + 1
+    return out_h, out_w
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """out[n, o, i, j] = b[o] + sum_{c, p, q} w[o, c, p, q] x[n, g C' + c, i s + p d - pad,
+    j s + q d - pad], where g = o // O' is o's group (C' = C / groups, O' = O / groups) and
+    x is 0 outside the image.
+
+    >>> import numpy as np
+    >>> conv2d(np.arange(9.0).reshape(1, 1, 3, 3), np.ones((1, 1, 2, 2)))
+    array([[[[ 8., 12.],
+             [20., 24.]]]])
+    """
+    batch, _, height, width = x.shape
+    out_channels, group_channels, kernel_h, kernel_w = weight.shape
+    out_h, out_w = _conv_sizes(x, weight, stride, padding, dilation)
+    out = np.zeros((batch, out_channels, out_h, out_w), dtype=np.result_type(x, weight))
+    for n, o, i, j in np.ndindex(*out.shape):
+        group = o // (out_channels // groups)
+        total = 0.0 if bias is None else bias[o]
+        for c, p, q in np.ndindex(group_channels, kernel_h, kernel_w):
+            row = i * stride + p * dilation - padding
+            column = j * stride + q * dilation - padding
+            if 0 <= row < height and 0 <= column < width:
+                total += weight[o, c, p, q] * x[n, group * group_channels + c, row, column]
+        out[n, o, i, j] = total
+    return out
+
+
+def conv2d_backward(x, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
+    """(dx, dw, db): every product w[o, c, p, q] x[n, c', r, s] in the forward sum sends
+    g[n, o, i, j] times the other factor to each factor, and db[o] sums g over n, i, j:
+
+        dx[n, c', r, s] += g[n, o, i, j] w[o, c, p, q]
+        dw[o, c, p, q]  += g[n, o, i, j] x[n, c', r, s]
+
+    >>> import numpy as np
+    >>> dx, dw, db = conv2d_backward(np.ones((1, 1, 2, 2)), np.ones((1, 1, 2, 2)),
+    ...                              np.ones((1, 1, 1, 1)))
+    >>> dx.ravel(), dw.ravel(), db
+    (array([1., 1., 1., 1.]), array([1., 1., 1., 1.]), array([1.]))
+    """
+    height, width = x.shape[2:]
+    out_channels, group_channels, kernel_h, kernel_w = weight.shape
+    grad_x = np.zeros(x.shape, dtype=np.result_type(x, grad_output))
+    grad_weight = np.zeros(weight.shape, dtype=np.result_type(weight, grad_output))
+    grad_bias = grad_output.sum(axis=(0, 2, 3))
+    for n, o, i, j in np.ndindex(*grad_output.shape):
+        group = o // (out_channels // groups)
+        for c, p, q in np.ndindex(group_channels, kernel_h, kernel_w):
+            row = i * stride + p * dilation - padding
+            column = j * stride + q * dilation - padding
+            if 0 <= row < height and 0 <= column < width:
+                channel = group * group_channels + c
+                grad_x[n, channel, row, column] += grad_output[n, o, i, j] * weight[o, c, p, q]
+                grad_weight[o, c, p, q] += grad_output[n, o, i, j] * x[n, channel, row, column]
+    return grad_x, grad_weight, grad_bias

@@ -11,6 +11,7 @@
 
 from .activation import GELU, Dropout, Flatten, ReLU, Sigmoid, Tanh
 from .container import Sequential
+from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
 from .init import get_rng_state, manual_seed, set_rng_state
 from .linear import Linear
 from .mlp import MLP
@@ -21,11 +22,17 @@ from .rnn import RNNCell
 __all__ = [
     "GELU",
     "MLP",
+    "AvgPool1d",
+    "AvgPool2d",
     "BatchNorm1d",
+    "Conv1d",
+    "Conv2d",
     "Dropout",
     "Flatten",
     "LayerNorm",
     "Linear",
+    "MaxPool1d",
+    "MaxPool2d",
     "Module",
     "Parameter",
     "RMSNorm",

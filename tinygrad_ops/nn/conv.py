@@ -1,0 +1,210 @@
+"""Convolution and pooling layers with PyTorch's names, weight layout and default init, so a
+PyTorch state dict of a CNN loads as it is."""
+
+import math
+
+from .. import functional as F  # noqa: N812 (the PyTorch convention)
+from ..ops.windows import spatial_tuple
+from ..tensor import DEFAULT_DTYPE
+from .init import fan_in_bound, uniform
+from .module import Module, Parameter
+
+
+class _ConvNd(Module):
+    """The parameters of Conv1d/Conv2d: weight (out, in / groups, *kernel), bias (out,).
+
+    PyTorch's default init (torch.nn.modules.conv reset_parameters): kaiming_uniform with
+    a = sqrt(5) for the weight, which is U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with
+    fan_in = in / groups * prod(kernel), and the same bound for the bias.
+    """
+
+    dims = 2
+    op_name = "Conv2d"
+
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        dtype=DEFAULT_DTYPE,
+        generator=None,
+    ):
+        super().__init__()
+        name = self.op_name
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
+                f"both divide by groups ({groups})"
+            )
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = spatial_tuple(kernel_size, self.dims, "kernel_size", name)
+        self.stride = spatial_tuple(stride, self.dims, "stride", name)
+        self.dilation = spatial_tuple(dilation, self.dims, "dilation", name)
+        self.padding = (
+            padding
+            if isinstance(padding, str)
+            else spatial_tuple(padding, self.dims, "padding", name, minimum=0)
+        )
+        shape = (out_channels, in_channels // groups, *self.kernel_size)
+        bound = fan_in_bound(in_channels // groups * math.prod(self.kernel_size))
+        self.weight = Parameter(uniform(shape, bound, dtype, generator))
+        if bias:
+            self.bias = Parameter(uniform((out_channels,), bound, dtype, generator))
+        else:
+            self.register_parameter("bias", None)
+
+    def extra_repr(self):
+        return (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, "
+            f"groups={self.groups}, bias={self.bias is not None}"
+        )
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution layer: input (N, C_in, H, W) -> (N, C_out, H_out, W_out).
+
+    >>> import tinygrad_ops as tg
+    >>> layer = tg.nn.Conv2d(1, 4, 3, padding=1)
+    >>> layer.weight.shape, layer(tg.zeros(2, 1, 8, 8)).shape
+    ((4, 1, 3, 3), (2, 4, 8, 8))
+    """
+
+    def forward(self, x):
+        return F.conv2d(
+            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution layer: input (N, C_in, L) -> (N, C_out, L_out).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.Conv1d(2, 3, 2)(tg.zeros(1, 2, 5)).shape
+    (1, 3, 4)
+    """
+
+    dims = 1
+    op_name = "Conv1d"
+
+    def forward(self, x):
+        return F.conv1d(
+            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
+
+
+class MaxPool2d(Module):
+    """The maximum of each kernel_size window (stride defaults to kernel_size).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.MaxPool2d(2)(tg.zeros(1, 3, 8, 8)).shape
+    (1, 3, 4, 4)
+    """
+
+    def __init__(
+        self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False
+    ):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
+
+    def forward(self, x):
+        return F.max_pool2d(
+            x,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.ceil_mode,
+            self.return_indices,
+        )
+
+    def extra_repr(self):
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+        )
+
+
+class MaxPool1d(MaxPool2d):
+    """max_pool1d as a layer: input (N, C, L).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.MaxPool1d(2)(tg.zeros(1, 3, 8)).shape
+    (1, 3, 4)
+    """
+
+    def forward(self, x):
+        return F.max_pool1d(
+            x,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.ceil_mode,
+            self.return_indices,
+        )
+
+
+class AvgPool2d(Module):
+    """The mean of each kernel_size window (stride defaults to kernel_size).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.AvgPool2d(2)(tg.ones(1, 3, 8, 8)).shape
+    (1, 3, 4, 4)
+    """
+
+    def __init__(
+        self,
+        kernel_size,
+        stride=None,
+        padding=0,
+        ceil_mode=False,
+        count_include_pad=True,
+        divisor_override=None,
+    ):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, x):
+        return F.avg_pool2d(
+            x,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+        )
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1d(AvgPool2d):
+    """avg_pool1d as a layer: input (N, C, L).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.AvgPool1d(2)(tg.ones(1, 3, 8)).shape
+    (1, 3, 4)
+    """
+
+    def __init__(
+        self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True
+    ):
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+    def forward(self, x):
+        return F.avg_pool1d(
+            x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad
+        )
+
+
+__all__ = ["AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d"]

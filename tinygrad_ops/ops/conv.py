@@ -1,0 +1,236 @@
+"""Convolution: `Conv2d`, one fused op (im2col, then one matrix product per group), and the
+public `conv2d`/`conv1d` (conv1d is conv2d over a height of 1). `docs/derivations.md`
+derives the backward rule with a worked example; `reference.conv2d` spells it as loops.
+
+The layouts are PyTorch's: input (N, C, H, W), weight (O, C / groups, kH, kW), bias (O,).
+With groups G, output channel o of group g = o // (O / G) sees input channels
+g C/G .. (g + 1) C/G - 1 only.
+
+Written as matrices (one per group): the windows of the padded input, flattened, are the
+rows of `columns` (N·Ho·Wo rows of C/G·kH·kW taps: im2col); the kernels of the group are the
+rows of `kernels` (O/G rows). Then
+
+    out_rows = columns · kernelsᵀ                    (N·Ho·Wo, O/G)
+    d kernels = d out_rowsᵀ · columns                (what each tap saw, weighted by g)
+    d columns = d out_rows · kernels, then each window's row is added back where it was
+                read (AddWindows), and the padding is cut off: that is dx
+    d bias = g summed over N, Ho, Wo
+
+The plain backward uses the columns saved by forward. Under create_graph the same formulas
+run on Tensors, the columns recomputed from the input Tensor, so they are differentiable again.
+"""
+
+import numpy as np
+
+from ..autograd import Op
+from ..tensor import Tensor
+from . import register
+from .windows import add_windows, pad_array_or_tensor, spatial_tuple, windows_of, with_batch
+
+
+def group_columns(windows, groups):
+    """(N, C, Ho, Wo, kH, kW) windows -> (G, N·Ho·Wo, C/G·kH·kW) rows (im2col; a copy)."""
+    batch, channels, out_h, out_w, kernel_h, kernel_w = windows.shape
+    per_group = channels // groups
+    grouped = windows.reshape((batch, groups, per_group, out_h, out_w, kernel_h, kernel_w))
+    return grouped.transpose((1, 0, 3, 4, 2, 5, 6)).reshape(
+        (groups, batch * out_h * out_w, per_group * kernel_h * kernel_w)
+    )
+
+
+def ungroup_columns(columns, windows_shape):
+    """The inverse of `group_columns`: (G, N·Ho·Wo, C/G·kH·kW) -> (N, C, Ho, Wo, kH, kW)."""
+    batch, channels, out_h, out_w, kernel_h, kernel_w = windows_shape
+    groups = columns.shape[0]
+    split = (groups, batch, out_h, out_w, channels // groups, kernel_h, kernel_w)
+    return columns.reshape(split).transpose((1, 0, 4, 2, 3, 5, 6)).reshape(windows_shape)
+
+
+def group_rows(grad_output, groups):
+    """(N, O, Ho, Wo) -> (G, N·Ho·Wo, O/G): each output position a row, per group."""
+    batch, channels, out_h, out_w = grad_output.shape
+    split = (batch, groups, channels // groups, out_h, out_w)
+    return (
+        grad_output.reshape(split)
+        .transpose((1, 0, 3, 4, 2))
+        .reshape((groups, batch * out_h * out_w, channels // groups))
+    )
+
+
+def ungroup_rows(rows, batch, out_h, out_w):
+    """The inverse of `group_rows`: (G, N·Ho·Wo, O/G) -> (N, O, Ho, Wo)."""
+    groups, _, per_group = rows.shape
+    split = (groups, batch, out_h, out_w, per_group)
+    return (
+        rows.reshape(split)
+        .transpose((1, 0, 4, 2, 3))
+        .reshape((batch, groups * per_group, out_h, out_w))
+    )
+
+
+@register
+class Conv2d(Op):
+    """out[n, o] = b[o] + sum_{c, p, q} w[o, c, p, q] x_pad[n, gC' + c, i s + p d, j s + q d]
+    (im2col rows times the group's kernels);  dw = d rowsᵀ · columns, dx = d rows · kernels
+    added back window by window (padding cut off), db = g summed over n, i, j"""
+
+    __slots__ = ("stride", "dilation", "groups", "widths", "padded_shape", "windows_shape")
+
+    def forward(self, x, weight, bias, stride, padding, dilation, groups):
+        self.stride, self.dilation, self.groups = stride, dilation, groups
+        self.widths = ((0, 0), (0, 0), *padding)
+        padded = pad_array_or_tensor(x, self.widths)
+        self.padded_shape = padded.shape
+        kernel = weight.shape[2:]
+        windows = windows_of(padded, kernel, stride, dilation)
+        self.windows_shape = windows.shape
+        batch, _, out_h, out_w = windows.shape[:4]
+        columns = group_columns(windows, groups)
+        kernels = weight.reshape((groups, weight.shape[0] // groups, -1))
+        out = ungroup_rows(np.matmul(columns, kernels.transpose(0, 2, 1)), batch, out_h, out_w)
+        out = np.ascontiguousarray(out)
+        if bias is not None:
+            out += bias.reshape(1, -1, 1, 1)
+        needs_x, needs_weight = self.needs_input_grad[0], self.needs_input_grad[1]
+        self.save_for_backward(columns if needs_weight else None, weight if needs_x else None)
+        return out
+
+    def backward(self, grad_output):
+        columns, weight = self.saved_tensors
+        if self.graph_mode:  # the same rule on Tensors: columns recomputed from x
+            x, weight = self.inputs[0], self.inputs[1]
+            if self.needs_input_grad[1]:
+                padded = pad_array_or_tensor(x, self.widths)
+                kernel = self.windows_shape[4:]
+                windows = windows_of(padded, kernel, self.stride, self.dilation)
+                columns = group_columns(windows, self.groups)
+        rows = group_rows(grad_output, self.groups)
+        grad_x = grad_weight = grad_bias = None
+        if self.needs_input_grad[0]:
+            kernels = weight.reshape((self.groups, weight.shape[0] // self.groups, -1))
+            grad_windows = ungroup_columns(rows @ kernels, self.windows_shape)
+            grad_padded = add_windows(grad_windows, self.padded_shape, self.stride, self.dilation)
+            middle = tuple(slice(before, size - after) for (before, after), size in zip(
+                self.widths, self.padded_shape
+            ))  # fmt: skip
+            grad_x = grad_padded[middle]
+        if self.needs_input_grad[1]:
+            weight_shape = self.inputs[1].shape
+            grad_weight = (rows.swapaxes(-1, -2) @ columns).reshape(weight_shape)
+        if self.needs_input_grad[2]:
+            grad_bias = grad_output.sum(axis=(0, 2, 3))
+        return grad_x, grad_weight, grad_bias
+
+
+def conv_padding(padding, kernel, stride, dilation, op_name):
+    """PyTorch's padding argument as ((top, bottom), (left, right)) (or one pair per dim).
+
+    'valid' is no padding; 'same' keeps the size (stride 1 only), with the odd extra row or
+    column at the end, as PyTorch places it.
+    """
+    dims = len(kernel)
+    if isinstance(padding, str):
+        if padding == "valid":
+            return ((0, 0),) * dims
+        if padding != "same":
+            raise ValueError(f"{op_name}: padding must be 'valid', 'same' or ints, got {padding!r}")
+        if any(step != 1 for step in stride):
+            raise ValueError(f"{op_name}: padding='same' needs stride 1, got stride {stride}")
+        totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        return tuple((total // 2, total - total // 2) for total in totals)
+    return tuple((size, size) for size in spatial_tuple(padding, dims, "padding", op_name, 0))
+
+
+def check_conv(x, weight, bias, groups, op_name):
+    for name, value in (("input", x), ("weight", weight), ("bias", bias)):
+        if value is not None and value.dtype.kind != "f":
+            raise TypeError(f"{op_name}: {name} must be floating point, got {value.dtype}")
+        if value is not None and value.dtype != x.dtype:
+            raise TypeError(
+                f"{op_name}: input ({x.dtype}) and {name} ({value.dtype}) must have one dtype"
+            )
+    if weight.ndim != x.ndim:
+        raise ValueError(
+            f"{op_name}: weight must be (out_channels, in_channels / groups, kernel...) with "
+            f"{x.ndim} dims, got shape {weight.shape}"
+        )
+    if not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ValueError(f"{op_name}: groups must be a positive int, got {groups!r}")
+    channels, out_channels = x.shape[1], weight.shape[0]
+    if channels % groups or out_channels % groups or weight.shape[1] * groups != channels:
+        raise ValueError(
+            f"{op_name}: input with {channels} channels, weight of shape {weight.shape} and "
+            f"groups={groups} do not fit: in_channels and out_channels must divide by groups "
+            f"and weight.shape[1] must be in_channels / groups"
+        )
+    if bias is not None and bias.shape != (out_channels,):
+        raise ValueError(f"{op_name}: bias must have shape ({out_channels},), got {bias.shape}")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D cross-correlation as PyTorch's: input (N, C, H, W) or (C, H, W), weight
+    (O, C / groups, kH, kW), bias (O,); padding an int, a pair, 'valid' or 'same' (zeros).
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor(np.arange(9.0).reshape(1, 1, 3, 3), dtype=np.float32)
+    >>> conv2d(x, tg.ones(1, 1, 2, 2)).numpy()
+    array([[[[ 8., 12.],
+             [20., 24.]]]], dtype=float32)
+    """
+    x, weight, bias = (_as_tensor(value, name, "conv2d") for value, name in (
+        (input, "input"), (weight, "weight"), (bias, "bias")
+    ))  # fmt: skip
+    x, unbatched = with_batch(x, 2, "conv2d")
+    check_conv(x, weight, bias, groups, "conv2d")
+    kernel = weight.shape[2:]
+    stride = spatial_tuple(stride, 2, "stride", "conv2d")
+    dilation = spatial_tuple(dilation, 2, "dilation", "conv2d")
+    widths = conv_padding(padding, kernel, stride, dilation, "conv2d")
+    for size, (before, after), k, d, name in zip(x.shape[2:], widths, kernel, dilation, "HW"):
+        if size + before + after < d * (k - 1) + 1:
+            raise ValueError(
+                f"conv2d: the padded input ({name} = {size + before + after}) is smaller than "
+                f"the dilated kernel ({d * (k - 1) + 1}); input shape {x.shape}, weight "
+                f"shape {weight.shape}"
+            )
+    out = Conv2d.apply(
+        x, weight, bias, stride=stride, padding=widths, dilation=dilation, groups=int(groups)
+    )
+    return out.reshape(out.shape[1:]) if unbatched else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation as PyTorch's: input (N, C, L) or (C, L), weight (O, C / groups,
+    k), bias (O,); computed as conv2d over a height of 1.
+
+    >>> import tinygrad_ops as tg
+    >>> conv1d(tg.Tensor([[[1.0, 2.0, 3.0]]]), tg.Tensor([[[1.0, -1.0]]])).numpy()
+    array([[[-1., -1.]]], dtype=float32)
+    """
+    x, weight = _as_tensor(input, "input", "conv1d"), _as_tensor(weight, "weight", "conv1d")
+    x, unbatched = with_batch(x, 1, "conv1d")
+    if weight.ndim != 3:
+        raise ValueError(
+            f"conv1d: weight must be (out_channels, in_channels / groups, k), got {weight.shape}"
+        )
+    if not isinstance(padding, str):
+        padding = (0, spatial_tuple(padding, 1, "padding", "conv1d", 0)[0])
+    out = conv2d(
+        x.reshape((x.shape[0], x.shape[1], 1, x.shape[2])),
+        weight.reshape((weight.shape[0], weight.shape[1], 1, weight.shape[2])),
+        bias,
+        stride=(1, spatial_tuple(stride, 1, "stride", "conv1d")[0]),
+        padding=padding,
+        dilation=(1, spatial_tuple(dilation, 1, "dilation", "conv1d")[0]),
+        groups=groups,
+    )
+    out = out.reshape((out.shape[0], out.shape[1], out.shape[3]))
+    return out.reshape(out.shape[1:]) if unbatched else out
+
+
+def _as_tensor(value, name, op_name):
+    if value is None or isinstance(value, Tensor):
+        return value
+    if isinstance(value, np.ndarray):
+        return Tensor(value)
+    raise TypeError(f"{op_name}: {name} must be a Tensor, got {type(value).__name__}")

@@ -1,0 +1,236 @@
+"""Pooling over the windows of (N, C, H, W) inputs, as PyTorch's `max_pool2d`/`avg_pool2d`
+(and their 1-D forms over a height of 1).
+
+Max pooling is one op, `MaxPool2d`: the gradient of each window goes to the first of its
+maxima (PyTorch's choice; `max` over the window would split it between ties), and windows
+that overlap add up. Average pooling is composed: pad, `SlidingWindows`, a sum over each
+window and a division by the window's count, so its backward is those ops' own rules.
+
+Output size (PyTorch's `pooling_output_shape`): (n + 2 pad - d (k - 1) - 1) // s + 1, or
+with ceil_mode the ceiling of the division, less one if the last window would start in the
+right-hand padding. The windows that ceil_mode adds past the end are padded here and
+counted in no average.
+"""
+
+import numpy as np
+
+from ..autograd import Op
+from ..tensor import Tensor
+from . import register
+from .windows import (
+    Pad,
+    SlidingWindows,
+    add_windows,
+    sliding_windows,
+    spatial_tuple,
+    window_count,
+    with_batch,
+)
+
+
+@register
+class MaxPool2d(Op):
+    """out[n, c, i, j] = max of the window (i, j) of x padded with -inf;
+    dx = g routed to the first maximum of each window (overlapping windows add up)"""
+
+    __slots__ = ("choice", "kernel", "stride", "dilation", "widths", "padded_shape")
+
+    def forward(self, x, kernel, stride, dilation, widths):
+        self.kernel, self.stride, self.dilation, self.widths = kernel, stride, dilation, widths
+        padded = np.pad(x, widths, constant_values=-np.inf) if np.any(widths) else x
+        self.padded_shape = padded.shape
+        windows = sliding_windows(padded, kernel, stride, dilation)
+        flat = windows.reshape((*windows.shape[:4], kernel[0] * kernel[1]))
+        self.choice = flat.argmax(axis=-1)  # the first maximum (NaN counts as the maximum)
+        return np.take_along_axis(flat, self.choice[..., None], axis=-1)[..., 0]
+
+    def backward(self, grad_output):
+        taps = np.arange(self.kernel[0] * self.kernel[1])
+        mask = (taps == self.choice[..., None]).reshape(self.choice.shape + self.kernel)
+        grad_windows = grad_output.reshape(grad_output.shape + (1, 1)) * mask.astype(
+            grad_output.dtype
+        )
+        grad_padded = add_windows(grad_windows, self.padded_shape, self.stride, self.dilation)
+        middle = tuple(
+            slice(before, size - after)
+            for (before, after), size in zip(self.widths, self.padded_shape)
+        )
+        return (grad_padded[middle],)
+
+    def flat_indices(self, width):
+        """Where each maximum sits in its (H, W) plane, as h W + w (PyTorch's indices)."""
+        row_tap, column_tap = np.divmod(self.choice, self.kernel[1])
+        out_h, out_w = self.choice.shape[2:]
+        top, left = self.widths[2][0], self.widths[3][0]
+        rows = np.arange(out_h)[:, None] * self.stride[0] + row_tap * self.dilation[0] - top
+        columns = np.arange(out_w) * self.stride[1] + column_tap * self.dilation[1] - left
+        return (rows * width + columns).astype(np.int64)
+
+
+def pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, op_name):
+    """kernel, stride, dilation and the ((0, 0), (0, 0), (top, bottom), (left, right)) widths,
+    the bottom/right ones including the extra that ceil_mode needs."""
+    kernel = spatial_tuple(kernel_size, 2, "kernel_size", op_name)
+    if stride is None or stride == ():
+        stride = kernel
+    stride = spatial_tuple(stride, 2, "stride", op_name)
+    padding = spatial_tuple(padding, 2, "padding", op_name, minimum=0)
+    dilation = spatial_tuple(dilation, 2, "dilation", op_name)
+    widths = [(0, 0), (0, 0)]
+    for size, k, s, p, d in zip(x.shape[2:], kernel, stride, padding, dilation):
+        span = d * (k - 1) + 1
+        if p > span // 2:
+            raise ValueError(
+                f"{op_name}: padding ({p}) must be at most half the (dilated) kernel size "
+                f"({span}), as in PyTorch"
+            )
+        count = window_count(size + 2 * p, k, s, d)
+        if ceil_mode:
+            count = -(-(size + 2 * p - span) // s) + 1
+            if (count - 1) * s >= size + p:  # the last window would start in the padding
+                count -= 1
+        if size + 2 * p < span or count < 1:
+            raise ValueError(
+                f"{op_name}: the input of shape {x.shape} (padded by {padding}) is smaller "
+                f"than the kernel {kernel} (dilation {dilation})"
+            )
+        extra = max(0, (count - 1) * s + span - (size + 2 * p))
+        widths.append((p, p + extra))
+    return kernel, stride, dilation, tuple(widths)
+
+
+def max_pool2d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    """The maximum of each window, as PyTorch's max_pool2d (stride defaults to the kernel).
+
+    With return_indices=True also the position h W + w of each maximum in its plane.
+
+    >>> import tinygrad_ops as tg
+    >>> max_pool2d(tg.Tensor(np.arange(16.0).reshape(1, 1, 4, 4), dtype=np.float32), 2).numpy()
+    array([[[[ 5.,  7.],
+             [13., 15.]]]], dtype=float32)
+    """
+    x, unbatched = with_batch(_float_tensor(input, "max_pool2d"), 2, "max_pool2d")
+    kernel, stride, dilation, widths = pool_geometry(
+        x, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d"
+    )
+    out = MaxPool2d.apply(x, kernel=kernel, stride=stride, dilation=dilation, widths=widths)
+    indices = None
+    if return_indices:
+        node = out._ctx if out._ctx is not None else None
+        if node is None:  # not recorded (no_grad): run the op's forward once more to ask it
+            node = MaxPool2d()
+            node.needs_input_grad = [False]
+            node.forward(x.data, kernel, stride, dilation, widths)
+        indices = Tensor(node.flat_indices(x.shape[3]), dtype=np.int64)
+    if unbatched:
+        out = out.reshape(out.shape[1:])
+        indices = None if indices is None else Tensor(indices.data[0], dtype=np.int64)
+    return (out, indices) if return_indices else out
+
+
+def avg_pool2d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    """The mean of each window, as PyTorch's avg_pool2d: zero padding counted in the mean
+    unless count_include_pad=False; divisor_override replaces the count.
+
+    >>> import tinygrad_ops as tg
+    >>> avg_pool2d(tg.Tensor(np.arange(16.0).reshape(1, 1, 4, 4), dtype=np.float32), 2).numpy()
+    array([[[[ 2.5,  4.5],
+             [10.5, 12.5]]]], dtype=float32)
+    """
+    x, unbatched = with_batch(_float_tensor(input, "avg_pool2d"), 2, "avg_pool2d")
+    kernel, stride, dilation, widths = pool_geometry(
+        x, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d"
+    )
+    windows = SlidingWindows.apply(
+        Pad.apply(x, widths=widths, value=0.0), kernel=kernel, stride=stride, dilation=dilation
+    )
+    totals = windows.sum(axis=(-2, -1))
+    if divisor_override is not None:
+        if not isinstance(divisor_override, (int, np.integer)) or divisor_override < 1:
+            raise ValueError(
+                f"avg_pool2d: divisor_override must be a positive int, got {divisor_override!r}"
+            )
+        out = totals / float(divisor_override)
+    else:
+        counts = window_counts(x.shape[2:], widths, kernel, stride, count_include_pad)
+        out = totals / counts.astype(x.dtype)
+    return out.reshape(out.shape[1:]) if unbatched else out
+
+
+def window_counts(spatial, widths, kernel, stride, count_include_pad):
+    """How many elements each window averages: the padding counts (if asked), never the
+    extra that ceil_mode adds past the padding."""
+    padded = [size + before + after for size, (before, after) in zip(spatial, widths[2:])]
+    counted = np.zeros(padded)
+    if count_include_pad:
+        stop_h, stop_w = (size + 2 * before for size, (before, _) in zip(spatial, widths[2:]))
+        counted[:stop_h, :stop_w] = 1.0
+    else:
+        (top, _), (left, _) = widths[2:]
+        counted[top : top + spatial[0], left : left + spatial[1]] = 1.0
+    return sliding_windows(counted, kernel, stride, (1, 1)).sum(axis=(-2, -1))
+
+
+def max_pool1d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    """max_pool2d over a height of 1: input (N, C, L) or (C, L).
+
+    >>> import tinygrad_ops as tg
+    >>> max_pool1d(tg.Tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2).numpy()
+    array([[[3., 2.]]], dtype=float32)
+    """
+    x = _float_tensor(input, "max_pool1d")
+    x = x.expand_dims(-2)
+    result = max_pool2d(
+        x,
+        (1, spatial_tuple(kernel_size, 1, "kernel_size", "max_pool1d")[0]),
+        None if stride is None else (1, spatial_tuple(stride, 1, "stride", "max_pool1d")[0]),
+        (0, spatial_tuple(padding, 1, "padding", "max_pool1d", 0)[0]),
+        (1, spatial_tuple(dilation, 1, "dilation", "max_pool1d")[0]),
+        ceil_mode,
+        return_indices,
+    )
+    if return_indices:
+        out, indices = result
+        return out.squeeze(-2), Tensor(indices.data.squeeze(-2), dtype=np.int64)
+    return result.squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """avg_pool2d over a height of 1: input (N, C, L) or (C, L).
+
+    >>> import tinygrad_ops as tg
+    >>> avg_pool1d(tg.Tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2).numpy()
+    array([[[2., 1.]]], dtype=float32)
+    """
+    x = _float_tensor(input, "avg_pool1d").expand_dims(-2)
+    out = avg_pool2d(
+        x,
+        (1, spatial_tuple(kernel_size, 1, "kernel_size", "avg_pool1d")[0]),
+        None if stride is None else (1, spatial_tuple(stride, 1, "stride", "avg_pool1d")[0]),
+        (0, spatial_tuple(padding, 1, "padding", "avg_pool1d", 0)[0]),
+        ceil_mode,
+        count_include_pad,
+    )
+    return out.squeeze(-2)
+
+
+def _float_tensor(value, op_name):
+    if not isinstance(value, Tensor):
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"{op_name}: input must be a Tensor, got {type(value).__name__}")
+        value = Tensor(value)
+    if value.dtype.kind != "f":
+        raise TypeError(f"{op_name}: input must be floating point, got {value.dtype}")
+    return value
