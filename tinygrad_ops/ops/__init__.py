@@ -2,9 +2,10 @@
 
 The families: `elementwise`, `reduce`, `shape`, `linalg` (matmul, linear), and the fused ops
 whose backward is derived by hand in `docs/derivations.md` (`activations`, `norms`,
-`losses`): one node with a hand-written rule is several times faster than a graph of small
-ops (fewer temporaries, no tape per step), and the derivation is the lesson. Their helpers:
-`kernels` (numpy speed helpers), `dual` (array-or-Tensor helpers), `checks` (argument checks).
+`losses`, `conv`, `pool`; these two over the `windows` moves): one node with a hand-written
+rule is several times faster than a graph of small ops (fewer temporaries, no tape per
+step), and the derivation is the lesson. Their helpers: `kernels` (numpy speed helpers),
+`dual` (array-or-Tensor helpers), `checks` (argument checks).
 
 `PRIMITIVES` is the one op table; `REGISTRY` maps each primitive's name to its class. The
 engine, the schedulers and the renderer read it (to list ops, find Jacobian rules, and label
@@ -12,6 +13,7 @@ nodes); `register` adds a user's op class.
 """
 
 from .activations import Dropout, Erf, Gelu, LeakyRelu, LogSoftmax, Softmax
+from .conv import Conv2d
 from .elementwise import (
     Abs,
     Add,
@@ -35,8 +37,10 @@ from .elementwise import (
 from .linalg import Linear, MatMul
 from .losses import CrossEntropy, MSELoss
 from .norms import BatchNorm, LayerNorm, RMSNorm
+from .pool import MaxPool2d
 from .reduce import Max, Min, Sum
 from .shape import BroadcastTo, Concatenate, GetItem, Reshape, ScatterAdd, Stack, Transpose
+from .windows import AddWindows, Pad, SlidingWindows
 
 PRIMITIVES = (
     # elementwise
@@ -51,6 +55,8 @@ PRIMITIVES = (
     # activations, norms, losses (fused, hand-derived backward)
     Erf, Gelu, LeakyRelu, Softmax, LogSoftmax, Dropout, LayerNorm, RMSNorm, BatchNorm,
     CrossEntropy, MSELoss,
+    # windows, convolution, pooling
+    Pad, SlidingWindows, AddWindows, Conv2d, MaxPool2d,
 )  # fmt: skip
 REGISTRY = {op.__name__: op for op in PRIMITIVES}
 

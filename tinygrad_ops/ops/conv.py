@@ -24,7 +24,6 @@ import numpy as np
 
 from ..autograd import Op
 from ..tensor import Tensor
-from . import register
 from .windows import add_windows, pad_array_or_tensor, spatial_tuple, windows_of, with_batch
 
 
@@ -68,7 +67,6 @@ def ungroup_rows(rows, batch, out_h, out_w):
     )
 
 
-@register
 class Conv2d(Op):
     """out[n, o] = b[o] + sum_{c, p, q} w[o, c, p, q] x_pad[n, gC' + c, i s + p d, j s + q d]
     (im2col rows times the group's kernels);  dw = d rowsᵀ · columns, dx = d rows · kernels

@@ -16,7 +16,6 @@ import numpy as np
 
 from ..autograd import Op
 from ..tensor import Tensor
-from . import register
 from .windows import (
     Pad,
     SlidingWindows,
@@ -28,7 +27,6 @@ from .windows import (
 )
 
 
-@register
 class MaxPool2d(Op):
     """out[n, c, i, j] = max of the window (i, j) of x padded with -inf;
     dx = g routed to the first maximum of each window (overlapping windows add up)"""
