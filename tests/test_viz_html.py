@@ -14,6 +14,7 @@ from tinygrad_ops.viz.html_scan import scan_levels
 
 import tinygrad_ops as tg
 from tinygrad_ops import viz
+from tinygrad_ops.cli import main
 
 
 def page_json(page):
@@ -133,3 +134,14 @@ def test_page_data_takes_any_record():
     loss = (x * 3).sum()
     record = viz.backward(loss, retain_graph=True)
     assert [step["op"] for step in page_data(loss, record)["steps"]] == ["op1", "op0"]
+
+
+def test_the_graph_command_writes_the_page(tmp_path, capsys):
+    path = tmp_path / "walk.html"
+    assert (
+        main(["graph", "rnn", "--steps", "5", "--scheduler", "blelloch", "--html", str(path)]) == 0
+    )
+    assert f"wrote {path}" in capsys.readouterr().out
+    data = page_json(viz.HtmlPage(path.read_text(encoding="utf-8"), None))
+    assert data["scheduler"] == "blelloch"
+    assert any(node["kind"] == "scan" for node in data["nodes"])

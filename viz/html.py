@@ -31,6 +31,9 @@ from .record import SMALL_SIZE, RecordingScheduler
 from .step import _rule
 from .trace import CONSTANT, _shape_text, trace
 
+SHARE_LIMIT = 3  # a leaf with more uses than this is drawn once per use
+_DRAWN_ONCE = ("op", "output", "call", "scan")  # what made a value is never copied
+
 
 class HtmlPage:
     """A written page: `text` is the HTML, `record` the `BackwardRecord` it shows, `path`
@@ -176,6 +179,10 @@ class _Builder:
                     {"id": call_id, "kind": "call", "label": call.title, "members": []},
                 )
                 node["members"].append(op_id)
+                step = self.record.step(op_node.op)
+                node.setdefault("ops", []).append(
+                    f"{op_id} {op_node.op_name}" + (f" (step {step})" if step else "")
+                )
                 node["sub"] = f"{len(node['members'])} ops"
                 continue
             self.display_of[op_id] = op_id
@@ -225,7 +232,9 @@ class _Builder:
             }
 
     def edges(self):
-        """One edge per operand slot between drawn nodes; edges inside a collapsed node go."""
+        """One edge per operand slot between drawn nodes; edges inside a collapsed node go.
+        A leaf used more than `SHARE_LIMIT` times (a weight shared by every RNN step) is
+        drawn once beside each use, so that no edge crosses the whole picture."""
         edges, seen = [], set()
         for edge in self.graph.edges:
             if edge.target not in self.graph.ops:
@@ -242,17 +251,32 @@ class _Builder:
             if key in seen:
                 continue
             seen.add(key)
+            grad = None if merged else _grad_summary(self.record.edge_grad(op, edge.index))
             edges.append(
                 {
                     "from": source,
                     "to": target,
                     "shape": _shape_text(edge.shape),
-                    "grad": None
-                    if merged
-                    else _grad_summary(self.record.edge_grad(op, edge.index)),
+                    "grad": grad,
                     "step": self.record.step(op),
                 }
             )
+        return self.copy_shared_leaves(edges)
+
+    def copy_shared_leaves(self, edges):
+        uses = {}
+        for edge in edges:
+            uses[edge["from"]] = uses.get(edge["from"], 0) + 1
+        for edge in edges:
+            source = edge["from"]
+            if uses[source] <= SHARE_LIMIT or self.nodes[source]["kind"] in _DRAWN_ONCE:
+                continue
+            copy_id = f"{source}~{edge['to']}"
+            self.nodes[copy_id] = dict(self.nodes[source], id=copy_id, copy_of=source)
+            edge["from"] = copy_id
+        for source, count in uses.items():
+            if count > SHARE_LIMIT and self.nodes[source]["kind"] not in _DRAWN_ONCE:
+                del self.nodes[source]  # only its copies are drawn
         return edges
 
     def steps(self):

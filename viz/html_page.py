@@ -237,6 +237,7 @@ function groupDetails(node) {
   const steps = stepsOf.get(node.id) || [];
   text("div", `${node.members.length} ops, ` + (steps.length
     ? `backward steps ${steps.join(", ")}` : "none visited one by one"), {}, panel);
+  for (const line of node.ops || []) text("div", line, { "data-field": "member" }, panel);
   if (node.kind === "scan") scanDetails(node);
 }
 

@@ -4,6 +4,7 @@
     tinygrad-ops graph rnn --steps 100 --group --depth 0 -o rnn.png
     tinygrad-ops graph softmax --backward --show "shape|grad" -o softmax.svg
     tinygrad-ops graph --checkpoint runs/demo/checkpoint.npz -o model.svg
+    tinygrad-ops graph mlp --html walk.html   (the backward walk, to step through in a browser)
 
 The dispatcher (`cli/dispatch.py`) calls `add_arguments(parser)` and `run(args)`.
 """
@@ -22,6 +23,7 @@ from .. import nn
 from ..viz import examples
 from ..viz.draw import FORMATS, GraphvizNotFoundError, render
 from ..viz.groups import ModuleCalls, module_calls
+from ..viz.html import html
 from ..viz.record import backward as recorded_backward
 from ..viz.trace import print_tape
 from .options import UsageError
@@ -88,6 +90,12 @@ def add_arguments(parser):
     parser.add_argument("--steps", type=int, default=4, help="time steps of the rnn example")
     parser.add_argument(
         "--print", action="store_true", help="also print the tape as text (execution/backward)"
+    )
+    parser.add_argument(
+        "--html",
+        metavar="PATH",
+        help="instead of a picture, run backward (--scheduler) and write a self-contained "
+        "page that steps through it (with --group/--depth: module calls as one node each)",
     )
 
 
@@ -173,6 +181,10 @@ def run(args):
         title = args.example
     if args.print:
         print_tape(loss)
+    if args.html is not None:
+        page = html(loss, args.html, scheduler=args.scheduler, groups=calls, depth=args.depth)
+        print(f"wrote {page.path} ({len(page.record)} backward steps)")
+        return 0
     record = recorded_backward(loss, scheduler=args.scheduler) if args.backward else None
     try:
         written = render(
