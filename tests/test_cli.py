@@ -270,3 +270,70 @@ def test_the_graph_command_is_dispatched_to_viz(short_run, tmp_path, capsys):
     assert picture.read_text().lstrip().startswith("<?xml")
     assert cli.main(["graph"]) == 2
     assert "--checkpoint" in _one_line_error(capsys)
+
+
+# -- --resume from files that are not a train checkpoint: one line, never a traceback ----------
+
+
+@pytest.mark.parametrize(
+    ("saved", "words"),
+    [
+        pytest.param({"0.weight": tg.ones(16, 2)}, "not a checkpoint of", id="state-dict"),
+        pytest.param([1, 2, 3], "not a checkpoint of", id="a-list"),
+        pytest.param(
+            {
+                "config": {},
+                "epoch": "two",
+                "model": {},
+                "optimizer": {},
+                "scheduler": None,
+                "rng": {},
+                "history": {},
+            },
+            "epoch",
+            id="epoch-not-a-number",
+        ),
+    ],
+)
+def test_resume_from_a_foreign_file_is_one_line(tmp_path, capsys, saved, words):
+    tg.save(saved, tmp_path / "checkpoint.npz")
+    assert cli.main(["train", *SMALL, "--out", str(tmp_path), "--resume"]) in (1, 2)
+    err = _one_line_error(capsys)
+    assert words in err
+    assert str(tmp_path / "checkpoint.npz") in err
+
+
+def test_resume_from_a_checkpoint_with_damaged_contents_is_one_line(short_run, tmp_path, capsys):
+    _, out = short_run
+    checkpoint = tg.load(out / "checkpoint.npz")
+    del checkpoint["model"]["0.weight"]
+    checkpoint["optimizer"] = {"state": "gone"}
+    tg.save(checkpoint, tmp_path / "checkpoint.npz")
+    assert cli.main(["train", *SMALL, "--epochs", "3", "--out", str(tmp_path), "--resume"]) == 1
+    err = _one_line_error(capsys)
+    assert "0.weight" in err
+    assert str(tmp_path / "checkpoint.npz") in err
+
+
+def test_load_state_dict_of_a_non_mapping_is_a_type_error():
+    model = tg.nn.Linear(2, 3)
+    with pytest.raises(TypeError, match=r"load_state_dict.*list"):
+        model.load_state_dict([model.weight, model.bias])
+
+
+# -- --norm batch and a last batch of one example ----------------------------------------------
+
+
+def test_batch_norm_drops_a_last_batch_of_one_and_says_so(tmp_path, capsys):
+    # moons: 400 training examples = 7 batches of 57 and one of 1.
+    options = ["--norm", "batch", "--batch-size", "57", "--epochs", "2"]
+    assert cli.main(["train", *SMALL, *options, "--out", str(tmp_path)]) == 0
+    assert "last batch of one example" in capsys.readouterr().out
+    assert tg.load(tmp_path / "checkpoint.npz")["epoch"] == 2
+
+
+def test_batch_norm_with_batches_of_one_is_refused_up_front(tmp_path, capsys):
+    options = ["--norm", "batch", "--batch-size", "1"]
+    assert cli.main(["train", *SMALL, *options, "--out", str(tmp_path / "never")]) == 2
+    assert "--batch-size" in _one_line_error(capsys)
+    assert not (tmp_path / "never").exists()

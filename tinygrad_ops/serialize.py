@@ -15,9 +15,13 @@ Why atomically
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import tempfile
+import re
+import secrets
+import socket
+import stat
 import zipfile
 
 import numpy as np
@@ -37,6 +41,11 @@ def save(obj, path):
     """Write `obj` (a state dict, or nested dicts/lists of Tensors, arrays, numbers,
     strings and None) to `path` as an .npz file, atomically.
 
+    Like `open(path, "wb")`, it writes through a symbolic link, refuses a write-protected
+    file (one with no write permission bit: refused even for root, whom `open` would let
+    through, since a checkpoint protected on purpose must not be replaced by a rename), and
+    keeps the mode of a file it overwrites.
+
     >>> import os, tempfile
     >>> import tinygrad_ops as tg
     >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
@@ -49,28 +58,124 @@ def save(obj, path):
     structure = _encode(obj, arrays, "obj")
     header = json.dumps({"format": FORMAT, "version": VERSION, "object": structure})
     arrays[HEADER] = np.array(header)
-    folder = os.path.dirname(os.path.abspath(path))
+    target = os.path.realpath(path)
+    folder = os.path.dirname(target)
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"cannot save to {path}: the folder {folder} does not exist")
-    descriptor, temporary = tempfile.mkstemp(
-        dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
-    )
+    mode = _mode_to_keep(target, path)
+    remove_stale_temporaries(target)
+    descriptor, temporary = _create_temporary(target)
     try:
-        # mkstemp makes the file private (0600); give it the mode a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
+        if mode is not None:
+            os.chmod(temporary, mode)
         with os.fdopen(descriptor, "wb") as file:
             np.savez(file, **arrays)
             file.flush()
             os.fsync(file.fileno())
-        os.replace(temporary, path)
+        os.replace(temporary, target)
     except BaseException:
         # Whatever went wrong, the previous file at `path` is untouched; drop the partial one.
         if os.path.exists(temporary):
             os.remove(temporary)
         raise
     _fsync_folder(folder)
+
+
+def _mode_to_keep(target, path):
+    """The permission bits of the file `save` replaces (None for a new file: the new one
+    gets what open() would give it); a write-protected file is a PermissionError."""
+    try:
+        status = os.stat(target)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(status.st_mode):
+        raise IsADirectoryError(f"cannot save to {path}: it is a folder")
+    mode = stat.S_IMODE(status.st_mode)
+    if not os.access(target, os.W_OK) or mode & 0o222 == 0:
+        raise PermissionError(
+            f"cannot save to {path}: the file is write-protected (mode {mode:o}); make it "
+            "writable (chmod u+w) or save under another name"
+        )
+    return mode
+
+
+# -- temporary files: named so that the ones a killed save left can be found again -------------
+#
+# A save writes `.<name>.<host>.<pid>.<random>.tmp` beside the target. A save or load of the
+# same path removes those whose writer is gone: same host, and no process with that id any more.
+# A live writer's file (another process saving the same path right now) is never touched; nor
+# is a file from another host (a shared folder), whose processes this one cannot see.
+
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40] or "host"
+
+
+def _create_temporary(target):
+    folder, name = os.path.split(target)
+    while True:
+        temporary = os.path.join(
+            folder, f".{name}.{_HOST}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        )
+        try:
+            # 0o666 masked by the umask, as open() gives a new file.
+            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temporary
+        except FileExistsError:
+            continue  # a clash of the random part: draw again
+
+
+def remove_stale_temporaries(target):
+    """Remove the temporary files that saves of `target` killed midway left behind.
+
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> stale = os.path.join(folder, f".c.npz.{_HOST}.999999999.0123abcd.tmp")
+    >>> open(stale, "wb").close()
+    >>> remove_stale_temporaries(os.path.join(folder, "c.npz"))
+    >>> os.listdir(folder)
+    []
+    """
+    folder, name = os.path.split(os.fspath(target))
+    pattern = re.compile(rf"\.{re.escape(name)}\.{re.escape(_HOST)}\.(\d+)\.[0-9a-f]{{8}}\.tmp")
+    try:
+        names = os.listdir(folder or ".")
+    except OSError:
+        return  # an unreadable folder: nothing we could clean
+    for entry in names:
+        match = pattern.fullmatch(entry)
+        if match is None or _process_is_alive(int(match.group(1))):
+            continue
+        # Removed by another process meanwhile, or a folder we may only read: nothing to do.
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            os.remove(os.path.join(folder, entry))
+
+
+def _process_is_alive(pid):
+    if pid == os.getpid():
+        return True  # another thread of this process may be saving the same path
+    if os.name != "posix":
+        return True  # no harmless liveness probe (os.kill terminates on Windows): keep it
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, and belongs to another user
+    return True
+
+
+# -- load --------------------------------------------------------------------------------------
+
+# What numpy's and zipfile's readers raise for a damaged archive: a bad or truncated zip,
+# a failed CRC, an unsupported compression method or zip version (NotImplementedError),
+# an encrypted member (RuntimeError), a bad .npy header (ValueError), short reads (EOFError).
+_DAMAGED_ARCHIVE = (
+    zipfile.BadZipFile,
+    OSError,
+    ValueError,
+    EOFError,
+    KeyError,
+    NotImplementedError,
+    RuntimeError,
+)
 
 
 def load(path):
@@ -90,36 +195,60 @@ def load(path):
         raise FileNotFoundError(f"no checkpoint at {path}: the file does not exist")
     if os.path.isdir(path):
         raise CheckpointError(f"cannot load {path}: it is a folder, not a checkpoint file")
+    remove_stale_temporaries(os.path.realpath(path))
     if not zipfile.is_zipfile(path):
         size = os.path.getsize(path)
         raise CheckpointError(
             f"cannot load {path}: not an .npz archive ({size} bytes; the file is truncated, "
             "corrupt, or was not written by tg.save)"
         )
+    header, arrays = _read_archive(path)
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        return _decode(header["object"], arrays, path)
+    except RecursionError:
+        raise CheckpointError(f"cannot load {path}: its structure is nested too deeply") from None
+
+
+def _read_archive(path):
+    """The checked header and every array of the archive at `path`."""
+    try:
+        # Our own handle: closed even when numpy fails before its archive object exists.
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as archive:
             names = set(archive.files)
             if HEADER not in names:
                 raise CheckpointError(
                     f"cannot load {path}: it is an .npz file but not a tinygrad_ops checkpoint "
                     f"(no '{HEADER}' entry; it has {sorted(names)[:5]}...); read it with np.load"
                 )
-            header = json.loads(str(archive[HEADER]))
-            if header.get("format") != FORMAT or header.get("version") != VERSION:
-                raise CheckpointError(
-                    f"cannot load {path}: unknown checkpoint format {header.get('format')!r} "
-                    f"version {header.get('version')!r} (this is version {VERSION})"
-                )
+            header = _read_header(archive[HEADER], path)
             # Read every array now, inside the try: a damaged entry fails here, clearly.
             arrays = {name: archive[name] for name in names if name != HEADER}
     except CheckpointError:
         raise
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError) as error:
+    except _DAMAGED_ARCHIVE as error:
         raise CheckpointError(
             f"cannot load {path}: the file is truncated or corrupt ({type(error).__name__}: "
             f"{error})"
         ) from None
-    return _decode(header["object"], arrays, path)
+    return header, arrays
+
+
+def _read_header(entry, path):
+    try:
+        header = json.loads(str(entry))
+    except (ValueError, RecursionError) as error:
+        raise CheckpointError(
+            f"cannot load {path}: its '{HEADER}' entry is not readable JSON "
+            f"({type(error).__name__})"
+        ) from None
+    if not isinstance(header, dict) or "object" not in header:
+        raise CheckpointError(f"cannot load {path}: its '{HEADER}' entry is not a header")
+    if header.get("format") != FORMAT or header.get("version") != VERSION:
+        raise CheckpointError(
+            f"cannot load {path}: unknown checkpoint format {header.get('format')!r} "
+            f"version {header.get('version')!r} (this is version {VERSION})"
+        )
+    return header
 
 
 def _fsync_folder(folder):
@@ -176,21 +305,45 @@ def _encode(value, arrays, where):
 
 
 def _decode(node, arrays, path):
-    try:
-        if "tensor" in node:
-            return Tensor(arrays[node["tensor"]])
-        if "array" in node:
-            return arrays[node["array"]]
-        if "value" in node:
-            return node["value"]
-        if "float" in node:
-            return float(node["float"])
-        if "dict" in node:
-            return {key: _decode(item, arrays, path) for key, item in node["dict"]}
-        if "list" in node:
-            return [_decode(item, arrays, path) for item in node["list"]]
-        if "tuple" in node:
-            return tuple(_decode(item, arrays, path) for item in node["tuple"])
-    except KeyError as error:
-        raise CheckpointError(f"cannot load {path}: the entry {error} is missing") from None
-    raise CheckpointError(f"cannot load {path}: unreadable structure entry {node!r}")
+    """The object a structure entry describes; anything but what `_encode` writes is a
+    CheckpointError (the file is damaged, or was not written by `save`)."""
+    if isinstance(node, dict) and len(node) == 1:
+        ((kind, payload),) = node.items()
+        if kind in ("tensor", "array"):
+            return _decode_array(kind, payload, arrays, path)
+        if kind == "value" and (payload is None or isinstance(payload, (bool, int, str))):
+            return payload
+        if kind == "float" and isinstance(payload, str):
+            try:
+                return float(payload)
+            except ValueError:
+                pass
+        if kind == "dict" and isinstance(payload, list) and all(map(_is_dict_item, payload)):
+            return {key: _decode(item, arrays, path) for key, item in payload}
+        if kind in ("list", "tuple") and isinstance(payload, list):
+            items = [_decode(item, arrays, path) for item in payload]
+            return items if kind == "list" else tuple(items)
+    text = repr(node)
+    text = text if len(text) <= 80 else text[:77] + "..."
+    raise CheckpointError(f"cannot load {path}: unreadable structure entry {text}")
+
+
+def _is_dict_item(item):
+    return (
+        isinstance(item, list)
+        and len(item) == 2
+        and isinstance(item[0], (str, int))
+        and not isinstance(item[0], bool)
+    )
+
+
+def _decode_array(kind, name, arrays, path):
+    if not isinstance(name, str) or name not in arrays:
+        raise CheckpointError(f"cannot load {path}: the entry {name!r} is missing")
+    array = arrays[name]
+    numeric = "biuf" if kind == "tensor" else "biufc"  # a Tensor is never complex
+    if array.dtype.kind not in numeric:
+        raise CheckpointError(
+            f"cannot load {path}: the entry {name!r} holds {array.dtype} data, not numbers"
+        )
+    return Tensor(array) if kind == "tensor" else array

@@ -12,9 +12,10 @@ import time
 from .. import data, nn, optim
 from .. import functional as F  # noqa: N812 (the PyTorch convention)
 from ..autograd import no_grad
-from ..serialize import load, save
+from ..serialize import save
 from ..tensor import Tensor
-from .options import CHECKPOINT, GRAPH, PLOT, RESUME_MUST_MATCH, UsageError, config_from_args
+from . import checkpoint as run_checkpoint
+from .options import CHECKPOINT, GRAPH, PLOT, UsageError, config_from_args
 from .options import add_train_arguments as add_arguments
 from .report import Progress, describe, draw_graph, plot_history
 
@@ -57,44 +58,6 @@ def build_scheduler(optimizer, config):
     return None
 
 
-def _checkpoint(config, epoch, model, optimizer, scheduler, loader, history):
-    """Everything a resumed run needs to continue exactly as an uninterrupted one would:
-    the weights, the optimizer's moments, the schedule's position, and the random
-    generators' states (initialisation and dropout draw from `nn`'s, shuffling from the
-    loader's)."""
-    return {
-        "config": config,
-        "epoch": epoch,
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "scheduler": None if scheduler is None else scheduler.state_dict(),
-        "rng": {"init": nn.get_rng_state(), "loader": loader.state_dict()},
-        "history": history,
-    }
-
-
-def _resume(path, config, model, optimizer, scheduler, loader):
-    """Restore a run from its checkpoint; returns (epoch, history)."""
-    if not os.path.exists(path):
-        raise UsageError(f"--resume: no checkpoint at {path} (train without --resume first)")
-    checkpoint = load(path)
-    for key in RESUME_MUST_MATCH:
-        saved = checkpoint["config"].get(key)
-        if saved != config[key]:
-            option = "--" + key.replace("_", "-")
-            raise UsageError(
-                f"--resume: the checkpoint {path} was trained with {option} {saved}, not "
-                f"{config[key]}; use the same settings (or another --out)"
-            )
-    model.load_state_dict(checkpoint["model"])
-    optimizer.load_state_dict(checkpoint["optimizer"])
-    if scheduler is not None and checkpoint["scheduler"] is not None:
-        scheduler.load_state_dict(checkpoint["scheduler"])
-    nn.set_rng_state(checkpoint["rng"]["init"])
-    loader.load_state_dict(checkpoint["rng"]["loader"])
-    return int(checkpoint["epoch"]), checkpoint["history"]
-
-
 def evaluate(model, features, labels):
     """(mean cross-entropy, accuracy) of `model` on a whole data set, in eval mode."""
     was_training = model.training
@@ -131,6 +94,11 @@ def run_epoch(model, loader, optimizer, progress):
 def train(config, out, resume=False, progress=True, graph_format="svg", log=print):
     """Run a training as the `train` command does; returns a summary dict."""
     started = time.perf_counter()
+    if config["norm"] == "batch" and config["batch_size"] == 1:
+        raise UsageError(
+            "--norm batch needs --batch-size 2 or more: BatchNorm1d's statistics over one "
+            "example are undefined"
+        )
     os.makedirs(out, exist_ok=True)
     checkpoint_path = os.path.join(out, CHECKPOINT)
     features, labels = data.load_dataset(config["dataset"], seed=config["seed"])
@@ -142,13 +110,29 @@ def train(config, out, resume=False, progress=True, graph_format="svg", log=prin
     model = build_model(features.shape[1], classes, config)
     optimizer = build_optimizer(model.parameters(), config)
     scheduler = build_scheduler(optimizer, config)
+    # BatchNorm1d cannot train on one example: leave out a last batch of one (PyTorch's
+    # DataLoader(drop_last=True), for just the case that needs it).
+    drop_last = config["norm"] == "batch" and len(train_y) % config["batch_size"] == 1
+    if drop_last:
+        log(
+            f"note: --norm batch cannot train on the last batch of one example "
+            f"({len(train_y)} = {len(train_y) // config['batch_size']} x "
+            f"{config['batch_size']} + 1): it is left out of each epoch"
+        )
     loader = data.DataLoader(
-        train_x, train_y, config["batch_size"], shuffle=True, seed=config["seed"]
+        train_x,
+        train_y,
+        config["batch_size"],
+        shuffle=True,
+        seed=config["seed"],
+        drop_last=drop_last,
     )
     history = {"train_loss": [], "train_accuracy": [], "test_loss": [], "test_accuracy": []}
     start_epoch = 0
     if resume:
-        start_epoch, history = _resume(checkpoint_path, config, model, optimizer, scheduler, loader)
+        start_epoch, history = run_checkpoint.resume(
+            checkpoint_path, config, model, optimizer, scheduler, loader
+        )
         log(f"resumed from {checkpoint_path} after epoch {start_epoch}")
     log(
         f"{config['dataset']}: {len(train_y)} training and {len(test_y)} test examples, "
@@ -166,7 +150,7 @@ def train(config, out, resume=False, progress=True, graph_format="svg", log=prin
             history["train_accuracy"].append(train_accuracy)
             history["test_loss"].append(test_loss)
             history["test_accuracy"].append(test_accuracy)
-            checkpoint = _checkpoint(
+            checkpoint = run_checkpoint.make(
                 config, epoch + 1, model, optimizer, scheduler, loader, history
             )
             save(checkpoint, checkpoint_path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -320,6 +321,11 @@ class Module:
         `strict=True`, so are missing and unexpected keys. The error lists every problem.
         Returns (missing_keys, unexpected_keys).
         """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(
+                f"load_state_dict: expected a mapping of names to values (a state_dict), "
+                f"got a {type(state_dict).__name__}"
+            )
         own = self.state_dict()
         targets = {}
         for path, module in self.named_modules():

@@ -1,0 +1,94 @@
+"""A training run's checkpoint: what it holds, writing it, and reading it back checked.
+
+Every way a file can fail to be a run's checkpoint (damaged, foreign, a plain state dict,
+contents that do not fit the model) is one `CheckpointError` naming the file: the command
+line prints it as one line.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .. import nn
+from ..serialize import CheckpointError, load
+from .options import RESUME_MUST_MATCH, UsageError
+
+# What `tinygrad-ops train` writes, and the type each entry must have.
+ENTRIES = {
+    "config": dict,
+    "epoch": int,
+    "model": dict,
+    "optimizer": dict,
+    "scheduler": (dict, type(None)),
+    "rng": dict,
+    "history": dict,
+}
+
+
+def make(config, epoch, model, optimizer, scheduler, loader, history):
+    """Everything a resumed run needs to continue exactly as an uninterrupted one would:
+    the weights, the optimizer's moments, the schedule's position, and the random
+    generators' states (initialisation and dropout draw from `nn`'s, shuffling from the
+    loader's)."""
+    return {
+        "config": config,
+        "epoch": epoch,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": None if scheduler is None else scheduler.state_dict(),
+        "rng": {"init": nn.get_rng_state(), "loader": loader.state_dict()},
+        "history": history,
+    }
+
+
+def read(path):
+    """The checkpoint at `path`, its entries checked against `ENTRIES`."""
+    checkpoint = load(path)
+    if not isinstance(checkpoint, dict) or not set(ENTRIES) <= set(checkpoint):
+        held = (
+            f"the keys {', '.join(map(str, list(checkpoint)[:6]))}"
+            if isinstance(checkpoint, dict)
+            else f"a {type(checkpoint).__name__}"
+        )
+        raise CheckpointError(
+            f"{path} is not a checkpoint of `tinygrad-ops train` (it holds {held}); a model's "
+            "state_dict loads with model.load_state_dict(tg.load(path))"
+        )
+    for key, kind in ENTRIES.items():
+        value = checkpoint[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise CheckpointError(
+                f"{path}: the checkpoint's '{key}' entry is a {type(value).__name__}; the file "
+                "is damaged"
+            )
+    return checkpoint
+
+
+def resume(path, config, model, optimizer, scheduler, loader):
+    """Restore a run from its checkpoint into the given objects; returns (epoch, history)."""
+    if not os.path.exists(path):
+        raise UsageError(f"--resume: no checkpoint at {path} (train without --resume first)")
+    checkpoint = read(path)
+    for key in RESUME_MUST_MATCH:
+        saved = checkpoint["config"].get(key)
+        if saved != config[key]:
+            option = "--" + key.replace("_", "-")
+            raise UsageError(
+                f"--resume: the checkpoint {path} was trained with {option} {saved}, not "
+                f"{config[key]}; use the same settings (or another --out)"
+            )
+    try:
+        model.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        if scheduler is not None and checkpoint["scheduler"] is not None:
+            scheduler.load_state_dict(checkpoint["scheduler"])
+        nn.set_rng_state(checkpoint["rng"]["init"])
+        loader.load_state_dict(checkpoint["rng"]["loader"])
+    except (RuntimeError, KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+        # The entries have the right types but their contents do not fit this run: what
+        # each restorer raises then is its own; to the user it is one damaged file.
+        reason = " ".join(str(error).split())  # load_state_dict lists problems on lines
+        raise CheckpointError(
+            f"cannot resume from {path}: {type(error).__name__}: {reason}"
+        ) from None
+    return checkpoint["epoch"], checkpoint["history"]
