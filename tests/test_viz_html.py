@@ -5,6 +5,7 @@ The page itself is tested in a real browser in test_viz_html_browser.py.
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -145,3 +146,11 @@ def test_the_graph_command_writes_the_page(tmp_path, capsys):
     data = page_json(viz.HtmlPage(path.read_text(encoding="utf-8"), None))
     assert data["scheduler"] == "blelloch"
     assert any(node["kind"] == "scan" for node in data["nodes"])
+
+
+def test_docs_show_the_screenshot_that_make_pictures_makes():
+    root = Path(__file__).resolve().parent.parent
+    assert "(images/html_walk.png)" in (root / "docs" / "viz.md").read_text(encoding="utf-8")
+    assert (root / "docs" / "images" / "html_walk.png").is_file()
+    script = (root / "docs" / "images" / "make_pictures.py").read_text(encoding="utf-8")
+    assert '"html_walk.png"' in script

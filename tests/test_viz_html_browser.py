@@ -6,60 +6,21 @@ downloaded: the installed `chromium` and `chromedriver` are used (`make test` in
 them where it may, as it installs Graphviz); without them these tests skip.
 """
 
-import shutil
-import tempfile
-
 import numpy as np
 import pytest
+from tinygrad_ops.viz.html_browser import INSTALL_HINT, chromium, chromium_available
 
 import tinygrad_ops as tg
 from tinygrad_ops import viz
 
-INSTALL = (
-    "headless Chromium not found: install it with `sudo apt-get install chromium "
-    "chromium-driver` (Debian/Ubuntu) and `pip install selenium` (the test extra)"
-)
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1400,900",
-)
-
-
-def _find(*names):
-    return next((path for path in map(shutil.which, names) if path), None)
-
 
 @pytest.fixture(scope="module")
 def browser():
-    webdriver = pytest.importorskip("selenium.webdriver", reason=INSTALL)
-    from selenium.webdriver.chrome.service import Service
-
-    chromium = _find("chromium", "chromium-browser")
-    driver_path = _find("chromedriver")
-    if chromium is None or driver_path is None:
-        print(INSTALL)
-        pytest.skip(INSTALL)
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    profile = tempfile.mkdtemp(prefix="tg-chromium-")
-    options.add_argument(f"--user-data-dir={profile}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    # The driver's path is given, so selenium's own driver manager never runs (no download).
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
-    try:
+    if not chromium_available():
+        print(INSTALL_HINT)
+        pytest.skip(INSTALL_HINT)
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def open_page(browser, page, tmp_path):

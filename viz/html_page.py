@@ -91,18 +91,25 @@ function numbers(values) { return "[" + values.map(number).join(", ") + "]"; }
 // ---- the graph -----------------------------------------------------------------------------
 
 const viewport = document.getElementById("viewport");
-const parallel = new Map();  // x * x has two edges between the same nodes: spread them
+// x * x has two edges between the same nodes: bend them apart, labels on either side.
+const pairCount = new Map(), pairSeen = new Map();
+for (const edge of data.edges) {
+  const pair = edge.from + " " + edge.to;
+  pairCount.set(pair, (pairCount.get(pair) || 0) + 1);
+}
 const edgeElements = data.edges.map((edge) => {
   const source = nodes.get(edge.from), target = nodes.get(edge.to);
-  const pair = edge.from + " " + edge.to, spread = 14 * (parallel.get(pair) || 0);
-  parallel.set(pair, (parallel.get(pair) || 0) + 1);
+  const pair = edge.from + " " + edge.to, index = pairSeen.get(pair) || 0;
+  pairSeen.set(pair, index + 1);
+  const spread = 28 * (index - (pairCount.get(pair) - 1) / 2);
   const group = svg("g", { class: "edge", "data-from": edge.from, "data-to": edge.to }, viewport);
   const y1 = source.y + NODE_HEIGHT / 2, y2 = target.y - NODE_HEIGHT / 2, middle = (y1 + y2) / 2;
   svg("path", { d: `M${source.x},${y1} C${source.x + spread},${middle} ` +
     `${target.x + spread},${middle} ${target.x},${y2}`, "marker-end": "url(#arrow)" }, group);
   if (edge.grad) {
-    const label = svg("text", { x: (source.x + target.x) / 2 + 4 + 2 * spread, y: middle,
-      "data-field": "edge-grad" }, group);
+    const side = spread < 0 ? { x: (source.x + target.x) / 2 + spread - 4, "text-anchor": "end" }
+      : { x: (source.x + target.x) / 2 + spread + 4 };
+    const label = svg("text", { ...side, y: middle, "data-field": "edge-grad" }, group);
     label.textContent = edge.grad.values && edge.grad.values.length <= 4
       ? "∇ " + numbers(edge.grad.values) : `∇ ‖${number(edge.grad.norm)}‖`;
   }

@@ -22,6 +22,19 @@ def save(name, root, **options):
     print(f"wrote {name}.svg and {name}.png")
 
 
+def html_walk():
+    """A screenshot of viz.html's page for a small MLP, at its third backward step."""
+    from tinygrad_ops.viz.html_browser import chromium_available, screenshot
+
+    if not chromium_available():
+        print("html_walk.png not made: headless Chromium and selenium are not installed")
+        return
+    page = viz.html(viz.examples.mlp(), FOLDER / "html_walk.html")
+    screenshot(page.path, FOLDER / "html_walk.png", steps=3, width=1300, height=820)
+    page.path.unlink()
+    print("wrote html_walk.png")
+
+
 def main():
     # The MLP of viz.examples, one box per layer, forward only.
     calls = viz.ModuleCalls()
@@ -99,6 +112,7 @@ def main():
     )
     loss = viz.examples.layernorm()
     save("layernorm", loss, backward=True, rankdir="TB", title="layer norm, written out")
+    html_walk()
 
 
 if __name__ == "__main__":
