@@ -1,15 +1,18 @@
 """Grad mode and anomaly mode: the two switches every layer above reads.
 
 `no_grad` / `enable_grad` turn the recording of operations off and on; `detect_anomaly`
-makes backward check every gradient for NaN and inf. This module imports nothing of the
-package: it is the lowest layer.
+makes backward check every gradient for NaN and inf. Both are thread-local. This module
+imports nothing of the package: it is the lowest layer.
 """
 
 import functools
+import threading
 
 
-class _State:
-    """Process-wide switches (the engine is single-threaded, like the numpy it runs on)."""
+class _State(threading.local):
+    """The switches, one set per thread (as PyTorch's grad mode is thread-local): a
+    `no_grad` block in one thread never turns recording off in another. A new thread
+    starts with recording on and anomaly detection off (the class attributes)."""
 
     grad_enabled = True
     anomaly = False

@@ -536,6 +536,24 @@ class Tensor:
         """Apply an op and write its result into this tensor's array (see autograd/inplace)."""
         return apply_inplace(self, op_class, *(_operand(value) for value in operands), **options)
 
+    # x += y is x.add_(y), as in PyTorch: the tensor itself changes, so `p -= lr * p.grad`
+    # under tg.no_grad() updates the parameter. (x @= y rebinds x, as PyTorch's does.)
+    def __iadd__(self, other):
+        return self._inplace_operator(Add, other)
+
+    def __isub__(self, other):
+        return self._inplace_operator(Sub, other)
+
+    def __imul__(self, other):
+        return self._inplace_operator(Mul, other)
+
+    def __itruediv__(self, other):
+        return self._inplace_operator(Div, other)
+
+    def _inplace_operator(self, op_class, other):
+        other = _operand(other)
+        return NotImplemented if other is None else apply_inplace(self, op_class, other)
+
     def relu_(self):
         return self._inplace(Relu)
 

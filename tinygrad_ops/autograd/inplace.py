@@ -45,6 +45,7 @@ def apply_inplace(tensor, op_class, *operands, **options):
             f"{op_class.__name__} in place: the result has shape {result.shape} but the "
             f"tensor has shape {tensor.shape}"
         )
+    _check_can_cast(result.data.dtype, tensor.data.dtype, operands)
     np.copyto(tensor.data, result.data, casting="same_kind")
     tensor._version[0] += 1
     if recording:
@@ -56,9 +57,9 @@ def apply_inplace(tensor, op_class, *operands, **options):
 def _check_can_record(tensor, op_class):
     if tensor._ctx is None and tensor._requires_grad:
         raise RuntimeError(
-            f"{op_class.__name__} in place: a leaf tensor that requires grad cannot be "
-            "modified in place (its gradient would be wrong); use the out-of-place op, or "
-            "wrap the update in tg.no_grad() as optimizers do"
+            "a leaf Variable that requires grad is being used in an in-place operation. "
+            f"({op_class.__name__} in place: the leaf's gradient would be wrong; use the "
+            "out-of-place op, or wrap the update in tg.no_grad() as optimizers do)"
         )
     if tensor._ctx is not None and tensor._ctx.is_view and tensor.data.base is not None:
         # The new node would reach neither the viewed tensor's gradient nor, for a view of
@@ -68,3 +69,34 @@ def _check_can_record(tensor, op_class):
             f"{type(tensor._ctx).__name__}) of another tensor that requires grad; in-place "
             "ops on views are not supported. Use the out-of-place op, or copy the view"
         )
+
+
+# PyTorch's names of the dtypes, for its in-place casting error.
+_TORCH_NAMES = {
+    "bool": "Bool",
+    "uint8": "Byte",
+    "int8": "Char",
+    "int16": "Short",
+    "int32": "Int",
+    "int64": "Long",
+    "float16": "Half",
+    "float32": "Float",
+    "float64": "Double",
+}
+
+
+def _check_can_cast(result_dtype, own_dtype, operands):
+    """An in-place result is cast to the tensor's own dtype, within a kind (float64 into
+    float32 is fine), never from float to integer or from integer to bool: PyTorch's rule.
+    """
+    if np.can_cast(result_dtype, own_dtype, casting="same_kind"):
+        return
+    result_name = _TORCH_NAMES.get(result_dtype.name, result_dtype.name)
+    if result_dtype.kind == "f" and not any(
+        getattr(value, "dtype", np.dtype(bool)).kind == "f" for value in operands
+    ):
+        result_name = "Float"  # only Python floats made it float: PyTorch's default dtype
+    raise RuntimeError(
+        f"result type {result_name} can't be cast to the desired output type "
+        f"{_TORCH_NAMES.get(own_dtype.name, own_dtype.name)}"
+    )

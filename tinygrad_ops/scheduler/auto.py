@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from ..mode import enable_grad
 from .finder import find_chains, full_analysis
 from .scan_scheduler import ScanScheduler
 from .spine import deeper_than, probe_shape
@@ -47,6 +48,7 @@ def _best_time(function, repeats=3):
     return best
 
 
+@enable_grad()  # calibration records graphs whatever the caller's grad mode
 def _small_rnn(steps, size=2, batch=2, seed=0):
     """A tanh RNN of `steps` steps (4 ops each) on tiny arrays: (loss, number of nodes)."""
     from ..tensor import Tensor

@@ -1,0 +1,115 @@
+"""Grad mode and anomaly mode (tinygrad_ops/mode.py): thread-local, as PyTorch's."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import tinygrad_ops as tg
+from tinygrad_ops.scheduler import auto
+
+
+def run_in_thread(function):
+    """Run `function` in a new thread and return its result (re-raising its error)."""
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = function()
+        except BaseException as error:  # handed back to the caller below
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def test_no_grad_in_one_thread_leaves_other_threads_recording():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    with tg.no_grad():
+        assert run_in_thread(tg.is_grad_enabled)
+        y = run_in_thread(lambda: x * 3)
+    assert y.requires_grad
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+
+
+def test_overlapping_no_grad_blocks_in_two_threads_restore_each_thread():
+    # Thread A enters no_grad, then B enters, A leaves, B leaves: with one process-wide
+    # switch, A's exit restored "on" under B, and B's exit restored "off" for everyone.
+    a_entered, b_entered, a_left = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def thread_a():
+        with tg.no_grad():
+            a_entered.set()
+            b_entered.wait()
+        a_left.set()
+        seen["a after"] = tg.is_grad_enabled()
+
+    def thread_b():
+        a_entered.wait()
+        with tg.no_grad():
+            b_entered.set()
+            a_left.wait()
+            seen["b inside, after a left"] = tg.is_grad_enabled()
+        seen["b after"] = tg.is_grad_enabled()
+
+    threads = [threading.Thread(target=thread_a), threading.Thread(target=thread_b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == {"a after": True, "b inside, after a left": False, "b after": True}
+    assert tg.is_grad_enabled()
+
+
+def test_anomaly_mode_is_thread_local():
+    with tg.detect_anomaly():
+        x = tg.Tensor([0.0], requires_grad=True)
+
+        def backward_elsewhere():
+            x.sqrt().sum().backward()  # inf gradient: no anomaly check in this thread
+            return x.grad.numpy()
+
+        assert np.isinf(run_in_thread(backward_elsewhere)[0])
+        with pytest.raises(RuntimeError, match="returned inf or nan"):
+            x.sqrt().sum().backward()
+
+
+@pytest.fixture
+def fresh_calibration(monkeypatch):
+    """The auto scheduler as on its first use in a process (nothing calibrated yet)."""
+    monkeypatch.setattr(auto, "_CALIBRATION", {})
+
+
+def chain_loss():
+    x = tg.Tensor(np.linspace(-1, 1, 4).reshape(2, 2), requires_grad=True)
+    y = x
+    for _ in range(3):
+        y = (y * 0.5).tanh()
+    return x, y.sum()
+
+
+def test_auto_scheduler_calibrates_under_no_grad(fresh_calibration):
+    x, loss = chain_loss()
+    with tg.no_grad():
+        loss.backward(scheduler="auto")
+    expected_x, expected_loss = chain_loss()
+    expected_loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), expected_x.grad.numpy(), rtol=1e-6)
+
+
+def test_auto_scheduler_calibrates_in_another_thread_under_no_grad(fresh_calibration):
+    x, loss = chain_loss()
+
+    def backward_without_grad_mode():
+        with tg.no_grad():
+            loss.backward(scheduler="auto")
+
+    run_in_thread(backward_without_grad_mode)
+    assert x.grad is not None
+    assert np.all(np.isfinite(x.grad.numpy()))
