@@ -11,6 +11,7 @@ from . import functional, nn, optim
 from .autograd import Function, grad
 from .creation import arange, eye, full, ones, ones_like, rand, randn, zeros, zeros_like
 from .gradcheck import GradcheckError, gradcheck
+from .jit import CompileError, compile
 from .mode import detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from .nn.init import manual_seed
 from .scheduler import (
@@ -27,12 +28,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CheckpointError",
+    "CompileError",
     "Function",
     "GradcheckError",
     "Tensor",
     "arange",
     "available_schedulers",
     "backward_plan",
+    "compile",
     "concatenate",
     "detect_anomaly",
     "enable_grad",

@@ -16,6 +16,9 @@ class _State(threading.local):
 
     grad_enabled = True
     anomaly = False
+    # While tg.compile captures a function: the recorder the engine reports to (see
+    # tinygrad_ops/jit/capture.py for the events). None otherwise, and eager pays one check.
+    recorder = None
 
 
 STATE = _State()
@@ -109,3 +112,19 @@ class detect_anomaly:  # noqa: N801 (PyTorch's name)
 class _GradModeSetter(_GradMode):
     def __init__(self, enabled):
         self.enabled = enabled
+
+
+def replayed_whole(method):
+    """Mark a method that a compiled step replays by calling it again, as one kernel
+    (an optimizer's `step`, `zero_grad`): while tg.compile captures, the recorder runs it
+    unrecorded inside and notes the call. Otherwise it is `method` itself, plus one check.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        recorder = STATE.recorder
+        if recorder is None:
+            return method(self, *args, **kwargs)
+        return recorder.call(method, self, args, kwargs)
+
+    return wrapper

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from .mode import replayed_whole
 from .tensor import Tensor
 
 
@@ -66,6 +67,7 @@ class Optimizer:
                 seen.add(id(parameter))
             self.param_groups.append({**self.defaults, **group, "params": group_params})
 
+    @replayed_whole
     def zero_grad(self):
         """Forget every parameter's gradient (set it to None, as PyTorch does by default)."""
         for group in self.param_groups:
@@ -204,6 +206,7 @@ class SGD(Optimizer):
         }
         super().__init__(params, defaults)
 
+    @replayed_whole
     def step(self):
         for group in self.param_groups:
             lr, momentum, weight_decay = group["lr"], group["momentum"], group["weight_decay"]
@@ -251,6 +254,7 @@ class Adam(Optimizer):
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
         super().__init__(params, defaults)
 
+    @replayed_whole
     def step(self):
         for group in self.param_groups:
             lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
@@ -332,6 +336,7 @@ class LRScheduler:
         for group, base_lr in zip(self.optimizer.param_groups, self.base_lrs):
             group["lr"] = self.lr_at(base_lr, self.last_epoch)
 
+    @replayed_whole
     def step(self):
         self.last_epoch += 1
         self._apply()

@@ -203,6 +203,8 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The data as a numpy array (shared, not copied)."""
+        if STATE.recorder is not None:
+            STATE.recorder.read_value(self, ".numpy()")
         return self.data
 
     def item(self):
@@ -211,9 +213,13 @@ class Tensor:
             raise ValueError(
                 f"item() needs a tensor with one element, this one has shape {self.shape}"
             )
+        if STATE.recorder is not None:
+            STATE.recorder.read_value(self, ".item()")
         return self.data.item()
 
     def tolist(self):
+        if STATE.recorder is not None:
+            STATE.recorder.read_value(self, ".tolist()")
         return self.data.tolist()
 
     def detach(self) -> Tensor:
@@ -259,6 +265,8 @@ class Tensor:
                 f"the truth value of a tensor with {self.data.size} elements (shape "
                 f"{self.shape}) is ambiguous; use .any() or .all() on .data"
             )
+        if STATE.recorder is not None:
+            STATE.recorder.read_value(self, "bool()")
         return bool(self.data)
 
     def __float__(self):
@@ -268,6 +276,8 @@ class Tensor:
         return int(self.item())
 
     def __array__(self, dtype=None, copy=None):
+        if STATE.recorder is not None:
+            STATE.recorder.read_value(self, "np.asarray()")
         return self.data if dtype is None else self.data.astype(dtype)
 
     # -- autograd ------------------------------------------------------------------------------
@@ -524,6 +534,8 @@ class Tensor:
                 "assigning into a tensor that requires grad is not recorded; build the new "
                 "tensor with tg.where or tg.concatenate, or assign under tg.no_grad()"
             )
+        if STATE.recorder is not None:
+            STATE.recorder.refuse("an assignment into a tensor (x[...] = value)")
         self.data[normalize_index(index)[0]] = value.data if isinstance(value, Tensor) else value
         self._version[0] += 1
 
@@ -588,6 +600,8 @@ class Tensor:
         source = source.data if isinstance(source, Tensor) else np.asarray(source)
         np.copyto(self.data, source, casting="same_kind")
         self._version[0] += 1
+        if STATE.recorder is not None:
+            STATE.recorder.record_write(self, source)
         return self
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..mode import STATE
 from ..ops.base import is_tensor, new_tensor
 from .graph import BackwardGraph
 
@@ -32,6 +33,8 @@ def run_backward(
         if create_graph and not is_tensor(seed):
             seed = new_tensor(np.asarray(seed), False, None)
         graph.send(root, seed)
+    if STATE.recorder is not None:
+        STATE.recorder.begin_backward(graph)
     try:
         schedulers = _schedulers()
         if scheduler is None and schedulers.get_default_scheduler() == "sequential":

@@ -131,7 +131,9 @@ class BackwardGraph:
         node = tensor._ctx
         if node is None:
             if self.accumulate_into_leaves:
-                _accumulate_leaf(tensor, grad, self.create_graph, owned)
+                if STATE.recorder is not None:
+                    STATE.recorder.record_leaf(tensor, grad)
+                accumulate_leaf(tensor, grad, self.create_graph, owned)
             return
         self.visited.append(node)
         for parent, parent_grad, parent_owned in self.input_grads(node, grad, tensor):
@@ -154,6 +156,7 @@ class BackwardGraph:
         # The plain case (no tg.grad capture, no create_graph, no anomaly mode) is inlined:
         # it is the hot loop of every training step.
         plain = self.capture is None and not self.create_graph and not STATE.anomaly
+        plain = plain and STATE.recorder is None  # tg.compile watches the general path
         heap = []
         leaves = []
 
@@ -213,7 +216,8 @@ class BackwardGraph:
         (a create_graph pass needs it when the rule reads the saved output)."""
         if self.create_graph:
             return self._recorded_input_grads(node, grad, output)
-        grads = node.backward(grad)
+        recorder = STATE.recorder
+        grads = node.backward(grad) if recorder is None else recorder.run_rule(node, grad, output)
         results = []
         needs_input_grad = node.needs_input_grad
         anomaly = STATE.anomaly
@@ -302,7 +306,8 @@ def _run_hooks(tensor, grad, create_graph):
     return grad
 
 
-def _accumulate_leaf(tensor, grad, create_graph, owned=False):
+def accumulate_leaf(tensor, grad, create_graph, owned=False):
+    """tensor.grad (+)= grad; the leaf takes `grad` without a copy when the walk owns it."""
     if create_graph:
         grad_tensor = grad if is_tensor(grad) else new_tensor(grad, False, None)
         tensor.grad = grad_tensor if tensor.grad is None else tensor.grad + grad_tensor

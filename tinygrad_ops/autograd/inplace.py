@@ -48,6 +48,8 @@ def apply_inplace(tensor, op_class, *operands, **options):
     _check_can_cast(result.data.dtype, tensor.data.dtype, operands)
     np.copyto(tensor.data, result.data, casting="same_kind")
     tensor._version[0] += 1
+    if STATE.recorder is not None:
+        STATE.recorder.record_write(tensor, result)
     if recording:
         tensor._ctx = result._ctx
         tensor._requires_grad = True

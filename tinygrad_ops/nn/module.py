@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..mode import no_grad
+from ..mode import STATE, no_grad, replayed_whole
 from ..tensor import Tensor
 
 
@@ -265,6 +265,7 @@ class Module:
         """Set evaluation mode: BatchNorm uses running statistics, Dropout does nothing."""
         return self.train(False)
 
+    @replayed_whole
     def zero_grad(self):
         """Forget every parameter's gradient (set it to None, as PyTorch does by default)."""
         for parameter in self.parameters():
@@ -370,6 +371,8 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward() method")
 
     def __call__(self, *inputs):
+        if STATE.recorder is not None:  # tg.compile: the train/eval flag becomes a guard
+            STATE.recorder.module_called(self)
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, inputs)
             if result is not None:

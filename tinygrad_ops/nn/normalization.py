@@ -4,6 +4,7 @@ over the batch, with running statistics kept as buffers)."""
 import numpy as np
 
 from .. import functional as F  # noqa: N812 (the PyTorch convention)
+from ..mode import no_grad
 from ..tensor import DEFAULT_DTYPE, Tensor
 from .module import Module, Parameter
 
@@ -132,8 +133,8 @@ class BatchNorm1d(Module):
             )
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
-            self.num_batches_tracked.data += 1
-            self.num_batches_tracked._version[0] += 1
+            with no_grad():  # an op, not `.data += 1`, so that tg.compile replays it
+                self.num_batches_tracked.add_(1)
             if self.momentum is None:
                 momentum = 1.0 / float(self.num_batches_tracked.item())
         # Batch statistics in training, or always when no running statistics are kept.

@@ -162,6 +162,8 @@ class Op:
         if recording:
             record(node, operands)
             node.sources = node._find_sources(operands, out_data, out) if node.saved else None
+        if STATE.recorder is not None:
+            STATE.recorder.record_op(node, operands, options, out)
         return out
 
     def _find_sources(self, operands, out_data, out):

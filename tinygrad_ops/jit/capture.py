@@ -1,0 +1,271 @@
+"""Capture: the recorder that watches one eager run of a function and writes its program.
+
+While `tg.compile` captures, `STATE.recorder` holds a `Recorder` and the engine tells it
+what it does, at a few named points (each a single `if STATE.recorder is not None` in the
+eager code, so eager pays nothing else):
+
+    Op.apply                 record_op     an op's forward ran: which slots it read, which it wrote
+    the walk's input_grads   run_rule      a backward rule runs (the recorder calls it)
+    BackwardGraph.visit      record_leaf   a leaf takes its gradient
+    run_backward             begin_backward  the seed, and what cannot be replayed
+    apply_inplace            record_write  an in-place op wrote into a tensor's own array
+    Tensor.item/numpy/bool   read_value    Python reads a value: refused if the step computes it
+    replayed_whole methods   call          optimizer.step(), zero_grad(): replayed by calling them
+    Module.__call__          module_called   its train/eval flag becomes a guard
+
+Every array is known by its identity: the recorder numbers each new array it meets (a
+*slot*) and keeps it alive until capture ends, so that no id is reused meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+
+import numpy as np
+
+from ..autograd.order import as_recorded
+from ..mode import STATE
+from ..nn.init import default_generator
+from ..tensor import Tensor
+from .kernels import Backward, Call, CustomBackward, Edge, Forward, LeafWrite, Seed, Write
+from .program import Slot
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class CompileError(RuntimeError):
+    """The function cannot be captured or replayed as it is (the message says why)."""
+
+
+def user_line() -> str:
+    """The innermost line of the call stack outside tinygrad_ops: the user's line."""
+    for frame in reversed(traceback.extract_stack()):
+        if not os.path.abspath(frame.filename).startswith(_PACKAGE + os.sep):
+            return f"{frame.filename}, line {frame.lineno}: {(frame.line or '').strip()}"
+    return "(unknown line)"  # pragma: no cover - a test or a script is always on the stack
+
+
+class Recorder:
+    """Builds the slots and kernels of a program from the events of one eager call."""
+
+    def __init__(self, values, names):
+        self.slots = []
+        self.initial = []
+        self.slot_by_array = {}  # id(array) -> slot
+        self.alive = []  # every array and tensor met, so that ids stay unique
+        self.kernels = []
+        self.phases = []
+        self.phase = "forward"
+        self.arguments = []  # (slot, position) for tensor and array arguments
+        self.captured = []  # tensors read from outside (parameters, buffers)
+        self.pending = {}  # id(tensor) -> slot of its pending gradient
+        self.written = set()  # slots written in place
+        self.leaves = []  # tensors that took a gradient
+        self.generators = []
+        self.modules = {}
+        self.graphs = []
+        self.paused = 0
+        for position, (value, name) in enumerate(zip(values, names)):
+            data = value.data if isinstance(value, Tensor) else value
+            if isinstance(data, np.ndarray):
+                slot = self.new_slot("input", name, data)
+                self.arguments.append((slot, position))
+
+    # -- slots ---------------------------------------------------------------------------
+
+    def new_slot(self, kind, label, array=None, value=None):
+        slot = len(self.slots)
+        shape = getattr(array, "shape", None)
+        self.slots.append(Slot(kind, label, shape, getattr(array, "dtype", None)))
+        self.initial.append(value)
+        if array is not None:
+            self.slot_by_array[id(array)] = slot
+            self.alive.append(array)
+        return slot
+
+    def slot_of(self, operand, op_name=""):
+        """The slot of an operand: a known array's, else a new captured tensor or constant."""
+        data = operand.data if isinstance(operand, Tensor) else operand
+        slot = self.slot_by_array.get(id(data)) if isinstance(data, np.ndarray) else None
+        if slot is not None:
+            return slot
+        if isinstance(operand, Tensor):
+            if operand._ctx is not None:
+                self.refuse(
+                    f"{op_name}: an input computed outside the recorded ops (a "
+                    "tg.Function whose forward returned a new tensor, or an in-place op on a "
+                    "tensor that requires grad)"
+                )
+            self.captured.append(operand)
+            self.alive.append(operand)
+            slot = self.new_slot("captured", operand.name or "tensor", data, data)
+            return slot
+        slot = self.new_slot("constant", _constant_label(operand), value=operand)
+        self.alive.append(operand)
+        return slot
+
+    def computed(self, array) -> bool:
+        slot = self.slot_by_array.get(id(array))
+        return slot is not None and (
+            self.slots[slot].kind in ("value", "grad") or slot in self.written
+        )
+
+    def emit(self, kernel):
+        self.kernels.append(kernel)
+        self.phases.append(self.phase)
+
+    def refuse(self, what):
+        raise CompileError(f"tg.compile cannot capture {what}\n  at {user_line()}")
+
+    # -- forward events ------------------------------------------------------------------
+
+    def record_op(self, node, operands, options, out):
+        """`node.forward` has run on `operands` and made the Tensor `out`."""
+        if self.paused:
+            return
+        name = type(node).__name__
+        inputs = tuple(self.slot_of(operand, name) for operand in operands)
+        for value in options.values():
+            if isinstance(value, np.ndarray) and self.computed(value):
+                self.refuse(f"{type(node).__name__}: an option holding a value the step computes")
+            shared = isinstance(value, np.random.Generator) and value is default_generator()
+            if shared and value not in self.generators:
+                self.generators.append(value)
+        output = self.new_slot("value", type(node).__name__, out.data)
+        self.emit(Forward(node, inputs, dict(options), output))
+
+    def record_write(self, tensor, result):
+        """An in-place op copied `result` into `tensor`'s own array."""
+        if self.paused:
+            return
+        target = self.slot_of(tensor, "an in-place op")
+        source = self.slot_of(result, "an in-place op")
+        self.written.add(target)
+        captured = tensor if self.slots[target].kind == "captured" else None
+        self.emit(Write(target, source, captured))
+
+    def read_value(self, tensor, what):
+        """Python is about to read the values of `tensor` (`what`: "item()", ...)."""
+        if self.paused:
+            return
+        if self.computed(tensor.data) or any(tensor is leaf.grad for leaf in self.leaves):
+            self.refuse(
+                f"{what} on a value the step computes: a replay would reuse the value of the "
+                "first call. Return the tensor from the compiled function and read it outside"
+            )
+
+    def module_called(self, module):
+        self.modules.setdefault(id(module), module)
+
+    def call(self, function, owner, args, kwargs):
+        """Run `function(owner, ...)` now, unrecorded inside, and replay it as one kernel."""
+        if self.paused:
+            return function(owner, *args, **kwargs)
+        self.paused += 1
+        try:
+            result = function(owner, *args, **kwargs)
+        finally:
+            self.paused -= 1
+        self.phase = "update"
+        self.emit(Call(function, owner, args, kwargs))
+        self.phase = "forward"
+        return result
+
+    # -- backward events -----------------------------------------------------------------
+
+    def begin_backward(self, graph):
+        """The engine is about to run a scheduler on `graph`, seeds already sent."""
+        if self.paused:
+            return
+        if graph.create_graph:
+            self.refuse("backward(create_graph=True): the gradients of a replay are not recorded")
+        if not graph.accumulate_into_leaves:
+            self.refuse("tg.grad(): use loss.backward() and read the .grad of the leaves")
+        if STATE.anomaly:
+            self.refuse("a backward pass in detect_anomaly() mode")
+        self.graphs.append(graph)
+        self.phase = "backward"
+        for key, seed in graph.grads.items():
+            pending = self.pending_slot(graph.tensors[key])
+            source = self.slot_of(seed, "backward's seed")
+            self.emit(Seed(pending, source))
+
+    def pending_slot(self, tensor):
+        slot = self.pending.get(id(tensor))
+        if slot is None:
+            of = self.slot_of(tensor, "backward")
+            label = self.slots[of].label if tensor._ctx is None else f"%{of}"
+            slot = self.new_slot("grad", f"grad of {label}")
+            self.pending[id(tensor)] = slot
+            self.alive.append(tensor)
+        return slot
+
+    def run_rule(self, node, grad, output):
+        """Run `node.backward(grad)` for the walk, recording it; return its results."""
+        if self.paused:
+            return node.backward(grad)
+        if output is None or output._hooks:
+            self.refuse("a tensor hook (register_hook): hooks run Python on gradients")
+        slot = self.pending.get(id(output))
+        if slot is None:
+            self.refuse_scheduler()
+        self.slot_by_array[id(grad)] = slot  # what a tg.Function's backward ops will read
+        self.alive.append(grad)
+        grads = node.backward(grad)
+        edges = self.edges_of(node, grads)
+        if getattr(node, "function", None) is None:
+            self.emit(Backward(node, slot, edges))
+            return grads
+        results = []
+        for result in grads:
+            if result is not None and id(result) not in self.slot_by_array:
+                self.refuse(
+                    f"{node.function.__name__}.backward returning a value not computed with "
+                    "tensor ops"
+                )
+            results.append(None if result is None else self.slot_by_array[id(result)])
+        self.emit(CustomBackward(node, tuple(results), edges))
+        return grads
+
+    def edges_of(self, node, grads):
+        """Where each gradient goes: the walk's `input_grads` loop, decided once."""
+        edges = []
+        for index, operand in enumerate(node.inputs):
+            if grads[index] is None or not node.needs_input_grad[index]:
+                continue
+            tensor = as_recorded(operand, node)
+            data = tensor.data
+            edges.append(Edge(index, self.pending_slot(tensor), data.shape, data.dtype))
+        return tuple(edges)
+
+    def record_leaf(self, tensor, grad):
+        """The leaf `tensor` is about to take its total gradient `grad`."""
+        if self.paused:
+            return
+        if tensor._hooks:
+            self.refuse("a tensor hook (register_hook): hooks run Python on gradients")
+        slot = self.pending.get(id(tensor))
+        if slot is None:
+            self.refuse_scheduler()
+        self.leaves.append(tensor)
+        self.emit(LeafWrite(tensor, slot, self.slots[slot].label[len("grad of ") :]))
+
+    def refuse_scheduler(self):
+        self.refuse(
+            "a backward scheduler that computes gradients outside the ops' rules (a scan "
+            "found a chain): compiled scans are not supported; use scheduler='sequential'"
+        )
+
+    def check_finished(self):
+        """At the end of capture: no scan ran behind the recorder's back."""
+        for graph in self.graphs:
+            if graph.scanned_segments:
+                self.refuse_scheduler()
+
+
+def _constant_label(value) -> str:
+    if isinstance(value, np.ndarray):
+        return "constant array"
+    text = repr(value)
+    return text if len(text) <= 24 else text[:21] + "..."

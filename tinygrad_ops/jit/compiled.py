@@ -1,0 +1,187 @@
+"""`tg.compile`: capture a function once, replay its program on later calls."""
+
+from __future__ import annotations
+
+import functools
+
+from ..mode import STATE
+from ..tensor import Tensor
+from .capture import CompileError, Recorder
+from .guards import Guards
+from .program import Output, Program
+
+
+class CompiledFunction:
+    """A function with its captured programs (see `compile`)."""
+
+    def __init__(self, function, max_programs=4):
+        functools.update_wrapper(self, function)
+        self.function = function
+        self.max_programs = max_programs
+        self.programs = []  # (guards, program), the most recently captured last
+
+    @property
+    def program(self) -> Program:
+        """The most recently captured program (print it to see the kernels)."""
+        if not self.programs:
+            raise CompileError(f"{self.__name__} has not been called yet: nothing is captured")
+        return self.programs[-1][1]
+
+    def __call__(self, *args, **kwargs):
+        values = args + tuple(kwargs.values())
+        keywords = tuple(kwargs)
+        for guards, program in self.programs:
+            if guards.holds(values, keywords):
+                return program.run(values)
+        if len(self.programs) >= self.max_programs:
+            guards = self.programs[-1][0]
+            changes = "; ".join(guards.differences(values, keywords)) or "unknown"
+            raise CompileError(
+                f"{self.__name__}: no captured program fits this call and the limit of "
+                f"{self.max_programs} programs is reached. What changed since the last "
+                f"capture: {changes}. Pass max_programs= to tg.compile to keep more."
+            )
+        return self.capture(args, kwargs, values, keywords)
+
+    def capture(self, args, kwargs, values, keywords):
+        """Run the function eagerly with a recorder watching; keep the program it wrote."""
+        if STATE.recorder is not None:
+            raise CompileError(f"{self.__name__}: a compiled function called while capturing")
+        names = [f"argument {position}" for position in range(len(args))] + list(keywords)
+        recorder = Recorder(values, names)
+        guards = Guards(values, keywords, [], [], [])  # the world as the capture starts
+        STATE.recorder = recorder
+        try:
+            result = self.function(*args, **kwargs)
+        finally:
+            STATE.recorder = None
+        recorder.check_finished()
+        output = output_of(result, recorder, values)
+        guards.captured = [
+            (tensor, tensor.data, tensor._requires_grad) for tensor in recorder.captured
+        ]
+        guards.generators = recorder.generators
+        guards.modules = [(module, module.training) for module in recorder.modules.values()]
+        program = Program(
+            self.__name__,
+            recorder.slots,
+            recorder.initial,
+            recorder.arguments,
+            recorder.kernels,
+            recorder.phases,
+            output,
+        )
+        forget_capture(recorder)
+        self.programs.append((guards, program))
+        return detached(result)
+
+    def __repr__(self):
+        return f"<compiled {self.__name__}: {len(self.programs)} program(s)>"
+
+
+def output_of(value, recorder, values) -> Output:
+    """How a replay builds the returned `value` (a Tensor, a container of them, a constant)."""
+    if isinstance(value, Tensor):
+        for position, argument in enumerate(values):
+            if value is argument:
+                return Output("argument", position)
+        if any(value is tensor for tensor in recorder.captured):
+            return Output("tensor", value)
+        slot = recorder.slot_by_array.get(id(value.data))
+        if slot is None or recorder.slots[slot].kind != "value":
+            recorder.refuse("a returned tensor the step does not compute (e.g. a .grad)")
+        return Output("slot", slot)
+    if isinstance(value, (tuple, list)):
+        items = tuple(output_of(item, recorder, values) for item in value)
+        return Output("tuple" if isinstance(value, tuple) else "list", items=items)
+    if isinstance(value, dict):
+        items = tuple(output_of(item, recorder, values) for item in value.values())
+        return Output("dict", tuple(value), items)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return Output("constant", value)
+    recorder.refuse(f"a returned {type(value).__name__} (return Tensors, numbers or containers)")
+    return None  # pragma: no cover - refuse raises
+
+
+def detached(value):
+    """The first call's results, as a replay returns them: tensors without history."""
+    if isinstance(value, Tensor):
+        return value if value._ctx is None else Tensor._make(value.data, False, None)
+    if isinstance(value, (tuple, list)):
+        return type(value)(detached(item) for item in value)
+    if isinstance(value, dict):
+        return {key: detached(item) for key, item in value.items()}
+    return value
+
+
+class RecordedInput:
+    """What a backward rule may read about an input at replay: its shape and dtype.
+
+    After capture a node's `inputs` hold these instead of the capture's Tensors, so that
+    the program does not keep the first call's arrays alive.
+    """
+
+    __slots__ = ("shape", "dtype", "ndim")
+
+    def __init__(self, tensor):
+        self.shape = tensor.data.shape
+        self.dtype = tensor.data.dtype
+        self.ndim = tensor.data.ndim
+
+
+def forget_capture(recorder):
+    """Drop what only the capture needed: the first call's tensors and saved arrays."""
+    for kernel in recorder.kernels:
+        node = getattr(kernel, "node", None)
+        if node is None:
+            continue
+        node.saved = None
+        node.sources = None
+        inputs = getattr(node, "inputs", None)
+        if inputs is not None:
+            node.inputs = tuple(
+                RecordedInput(value) if isinstance(value, Tensor) else value for value in inputs
+            )
+        ctx = getattr(node, "ctx", None)
+        if ctx is not None:
+            ctx._saved = ()
+    recorder.alive.clear()
+    recorder.slot_by_array.clear()
+
+
+def compile(function=None, *, max_programs=4):
+    """Capture `function` on its first call and replay it on later ones (also a decorator).
+
+    The first call runs `function` eagerly and records every numpy kernel it runs: the
+    ops' forward and backward rules, the leaf writes, the optimizer's step. Later calls
+    replay that flat program over the new arguments, building no Tensor, tape node or
+    graph walk, and give bit for bit the eager results. `print(step.program)` lists it.
+
+    What is frozen: Python runs once. Side effects (printing, appending to a list),
+    Python numbers computed inside, tensors created inside from numbers or numpy
+    (`tg.zeros`, `tg.Tensor(...)`) and arrays read through `.data` are those of the
+    first call. Reading a computed value (`.item()`, `bool()`, `.numpy()`) is refused at
+    capture, as are `create_graph=True`, `tg.grad`, hooks and scans that found a chain.
+    Returned tensors are new each call and carry no history (no `.backward()` on them).
+
+    Guards: each call checks the argument shapes, dtypes and Python values, that the
+    tensors read inside are the same arrays, grad mode, the default scheduler, the random
+    generator and each module's train/eval flag. A change captures a new program (up
+    to `max_programs`); past that, CompileError says what changed.
+
+    >>> import tinygrad_ops as tg
+    >>> w = tg.Tensor([1.0, 2.0], requires_grad=True)
+    >>> optimizer = tg.optim.SGD([w], lr=0.1)
+    >>> @tg.compile
+    ... def step(x):
+    ...     optimizer.zero_grad()
+    ...     loss = (w * x).sum()
+    ...     loss.backward()
+    ...     optimizer.step()
+    ...     return loss
+    >>> [round(step(tg.Tensor([1.0, 1.0])).item(), 6) for _ in range(3)]
+    [3.0, 2.8, 2.6]
+    """
+    if function is None:
+        return functools.partial(compile, max_programs=max_programs)
+    return CompiledFunction(function, max_programs)

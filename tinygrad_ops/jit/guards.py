@@ -1,0 +1,113 @@
+"""Guards: what a compiled program assumed about the world, checked before each replay.
+
+A program is valid only while these hold: the arguments have the shapes and dtypes (and,
+for plain Python values, the values) it was captured with; every tensor it read from
+outside is still the same array and still (or still not) requires grad; grad mode, the
+default scheduler, the shared random generator and each module's train/eval flag are as
+they were. `holds` is the fast check made at every call; `differences` says in words what
+changed, for the error raised when no program fits and no more may be captured.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..mode import STATE
+from ..nn.init import default_generator
+from ..scheduler import get_default_scheduler
+from ..tensor import Tensor
+
+
+def describe_value(value):
+    """The part of an argument that a program depends on: shape and dtype of a tensor or
+    array (and requires_grad), the value itself of a number or string, else its identity."""
+    if isinstance(value, Tensor):
+        return ("tensor", value.data.shape, value.data.dtype, value._requires_grad)
+    if isinstance(value, np.ndarray):
+        return ("array", value.shape, value.dtype)
+    if value is None or isinstance(value, (bool, int, float, str, np.generic)):
+        return ("value", type(value), value)
+    return ("object", id(value))
+
+
+class Guards:
+    """The assumptions of one program (see the module docstring)."""
+
+    def __init__(self, values, keywords, captured, generators, modules):
+        self.signature = tuple(describe_value(value) for value in values)
+        self.keywords = keywords  # the names of the keyword arguments, in call order
+        self.objects = [value for value in values if self._by_identity(value)]  # kept alive
+        self.captured = [(tensor, tensor.data, tensor._requires_grad) for tensor in captured]
+        self.grad_enabled = STATE.grad_enabled
+        self.scheduler = get_default_scheduler()
+        self.generators = generators  # generators that were default_generator() at capture
+        self.modules = [(module, module.training) for module in modules]
+
+    @staticmethod
+    def _by_identity(value):
+        return describe_value(value)[0] == "object"
+
+    def holds(self, values, keywords) -> bool:
+        """True when the program may replay this call."""
+        if keywords != self.keywords or len(values) != len(self.signature):
+            return False
+        for value, expected in zip(values, self.signature):
+            if describe_value(value) != expected:
+                return False
+        for tensor, data, requires_grad in self.captured:
+            if tensor.data is not data or tensor._requires_grad is not requires_grad:
+                return False
+        if STATE.grad_enabled is not self.grad_enabled:
+            return False
+        if get_default_scheduler() != self.scheduler:
+            return False
+        for generator in self.generators:
+            if default_generator() is not generator:
+                return False
+        return all(module.training is training for module, training in self.modules)
+
+    def differences(self, values, keywords) -> list:
+        """What does not hold, one sentence per guard that fails."""
+        found = []
+        if keywords != self.keywords:
+            found.append(f"keyword arguments {list(self.keywords)} -> {list(keywords)}")
+        elif len(values) != len(self.signature):
+            found.append(f"{len(self.signature)} arguments -> {len(values)}")
+        else:
+            for position, (value, expected) in enumerate(zip(values, self.signature)):
+                now = describe_value(value)
+                if now != expected:
+                    found.append(f"argument {position}: {_spec(expected)} -> {_spec(now)}")
+        for tensor, data, requires_grad in self.captured:
+            if tensor.data is not data:
+                found.append(
+                    f"a captured tensor of shape {data.shape} now holds another array "
+                    f"(shape {tensor.data.shape})"
+                )
+            elif tensor._requires_grad is not requires_grad:
+                found.append(
+                    f"a captured tensor's requires_grad: {requires_grad} -> {not requires_grad}"
+                )
+        if STATE.grad_enabled is not self.grad_enabled:
+            found.append(f"grad mode: {self.grad_enabled} -> {STATE.grad_enabled}")
+        if get_default_scheduler() != self.scheduler:
+            found.append(f"default scheduler: {self.scheduler!r} -> {get_default_scheduler()!r}")
+        if any(default_generator() is not generator for generator in self.generators):
+            found.append("the default random generator was replaced (tg.manual_seed)")
+        for module, training in self.modules:
+            if module.training is not training:
+                mode = "train" if module.training else "eval"
+                found.append(f"{type(module).__name__} was switched to {mode} mode")
+        return found
+
+
+def _spec(description) -> str:
+    kind = description[0]
+    if kind == "tensor":
+        _, shape, dtype, requires_grad = description
+        return f"Tensor {shape} {dtype}" + (" requires_grad" if requires_grad else "")
+    if kind == "array":
+        return f"array {description[1]} {description[2]}"
+    if kind == "value":
+        return repr(description[2])
+    return "another object"

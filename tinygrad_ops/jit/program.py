@@ -1,0 +1,157 @@
+"""A compiled program: the slots, the flat list of kernels, what the call returns.
+
+Replaying it is the loop at the heart of `run`: fill the argument slots, run every kernel
+in order, build the results. No Tensor is made for an intermediate, no tape node is
+recorded, no graph is walked: the order was fixed once, at capture.
+"""
+
+from __future__ import annotations
+
+from ..tensor import Tensor
+from .kernels import Backward, Forward, LeafWrite
+
+
+class Slot:
+    """What one buffer slot holds: `kind` is "input" (an argument), "captured" (a tensor
+    read inside the function, e.g. a parameter), "constant", "value" (an array an op
+    computes) or "grad" (a pending gradient); shape and dtype as at capture."""
+
+    __slots__ = ("kind", "label", "shape", "dtype")
+
+    def __init__(self, kind, label, shape=None, dtype=None):
+        self.kind = kind
+        self.label = label
+        self.shape = shape
+        self.dtype = dtype
+
+    def describe(self) -> str:
+        if self.shape is None:
+            return f"{self.kind:<9} {self.label}"
+        return f"{self.kind:<9} {self.label:<24} {self.shape} {self.dtype}"
+
+
+class Output:
+    """How to build one returned value: from a slot (a new Tensor over that replay's
+    array), an argument, a captured tensor, a constant, or a container of outputs."""
+
+    __slots__ = ("kind", "value", "items")
+
+    def __init__(self, kind, value=None, items=()):
+        self.kind = kind
+        self.value = value
+        self.items = items
+
+    def build(self, buffers, values):
+        kind = self.kind
+        if kind == "slot":
+            return Tensor._make(buffers[self.value], False, None)
+        if kind == "argument":
+            return values[self.value]
+        if kind in ("tensor", "constant"):
+            return self.value
+        if kind == "dict":
+            return {key: item.build(buffers, values) for key, item in zip(self.value, self.items)}
+        built = [item.build(buffers, values) for item in self.items]
+        return tuple(built) if kind == "tuple" else built
+
+    def slots(self):
+        if self.kind == "slot":
+            yield self.value
+        for item in self.items:
+            yield from item.slots()
+
+    def describe(self, name) -> str:
+        if self.kind == "slot":
+            return f"Tensor({name(self.value)})"
+        if self.kind == "argument":
+            return f"argument {self.value}"
+        if self.kind in ("tensor", "constant"):
+            return repr(self.value) if self.kind == "constant" else "a captured tensor"
+        inner = ", ".join(item.describe(name) for item in self.items)
+        return f"({inner})" if self.kind == "tuple" else f"[{inner}]"
+
+
+class Program:
+    """Slots, kernels (each tagged with its phase), argument bindings and outputs.
+
+    `arguments` lists (slot, position) for every tensor or array argument: its array goes
+    into the slot at each call. `initial` holds the constants and captured arrays.
+    """
+
+    def __init__(self, name, slots, initial, arguments, kernels, phases, output):
+        self.name = name
+        self.slots = slots
+        self.initial = initial
+        self.arguments = arguments
+        self.kernels = kernels
+        self.phases = phases
+        self.output = output
+        plan_memory(kernels, slots, set(output.slots()))
+
+    def run(self, values):
+        """Replay the program on the call's argument values (positional, then keywords)."""
+        buffers = self.initial.copy()
+        for slot, position in self.arguments:
+            value = values[position]
+            buffers[slot] = value.data if isinstance(value, Tensor) else value
+        owned = set()
+        for kernel in self.kernels:
+            kernel.run(buffers, owned)
+        return self.output.build(buffers, values)
+
+    def name_of(self, slot) -> str:
+        return f"%{slot}"
+
+    def __str__(self):
+        name = self.name_of
+        lines = [f"program of {self.name}: {len(self.kernels)} kernels, {len(self.slots)} slots"]
+        for number, slot in enumerate(self.slots):
+            if slot.kind != "grad":
+                lines.append(f"  {name(number):>5}  {slot.describe()}")
+        phase = None
+        for number, (kernel, kernel_phase) in enumerate(zip(self.kernels, self.phases)):
+            if kernel_phase != phase:
+                phase = kernel_phase
+                lines.append(phase)
+            line = f"  {number:>4}  {kernel.describe(name)}"
+            if kernel.frees:
+                line += f"   [frees {' '.join(name(slot) for slot in kernel.frees)}]"
+            lines.append(line)
+        lines.append(f"returns {self.output.describe(name)}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def plan_memory(kernels, slots, kept):
+    """Free every computed array after the last kernel that reads it, and release a node's
+    saved values after its last backward (or right after forward, if it has none).
+
+    Pending gradients are consumed by the kernel that takes them; arguments, captured
+    arrays and constants live as long as the program; `kept` (the returned slots) too.
+    """
+    last_reader = {}
+    for position, kernel in enumerate(kernels):
+        for slot in kernel.reads():
+            last_reader[slot] = position
+    frees = [[] for _ in kernels]
+    for slot, position in last_reader.items():
+        kind = slots[slot].kind
+        if kind in ("value", "grad") and slot not in kept:
+            kernel = kernels[position]
+            consumed = (isinstance(kernel, Backward) and kernel.grad == slot) or (
+                isinstance(kernel, LeafWrite) and kernel.slot == slot
+            )
+            if not consumed:
+                frees[position].append(slot)
+    for kernel, slot_list in zip(kernels, frees):
+        kernel.frees = tuple(sorted(slot_list))
+    last_backward = {}
+    for position, kernel in enumerate(kernels):
+        if isinstance(kernel, Backward):
+            last_backward[id(kernel.node)] = position
+    for position, kernel in enumerate(kernels):
+        if isinstance(kernel, Backward):
+            kernel.release = last_backward[id(kernel.node)] == position
+        elif isinstance(kernel, Forward):
+            kernel.release = id(kernel.node) not in last_backward
