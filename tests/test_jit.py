@@ -1,0 +1,435 @@
+"""tg.compile: compiled steps against eager ones, bit for bit; guards; refusals; memory."""
+
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import tinygrad_ops as tg
+from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
+from tinygrad_ops import optim
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def batches(count, batch=16, features=6, classes=3, seed=1, dtype=np.float32):
+    generator = np.random.default_rng(seed)
+    return [
+        (
+            tg.Tensor(generator.standard_normal((batch, features)).astype(dtype)),
+            generator.integers(0, classes, batch),
+        )
+        for _ in range(count)
+    ]
+
+
+def mlp(seed=0, norm="layer", dropout=0.2, dtype=np.float32):
+    tg.manual_seed(seed)
+    layers = [tg.nn.Linear(6, 12, dtype=dtype)]
+    if norm == "layer":
+        layers.append(tg.nn.LayerNorm(12, dtype=dtype))
+    elif norm == "batch":
+        layers.append(tg.nn.BatchNorm1d(12, dtype=dtype))
+    layers.append(tg.nn.ReLU())
+    if dropout:
+        layers.append(tg.nn.Dropout(dropout))
+    layers.append(tg.nn.Linear(12, 3, dtype=dtype))
+    return tg.nn.Sequential(*layers)
+
+
+def training_step(model, optimizer, scheduler=None):
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward(scheduler=scheduler)
+        optimizer.step()
+        return loss
+
+    return step
+
+
+def state_of(model, optimizer):
+    """Every array a training run changes: parameters, grads, buffers, optimizer state."""
+    arrays = {name: tensor.data.copy() for name, tensor in model.state_dict().items()}
+    for name, parameter in model.named_parameters():
+        arrays[name + ".grad"] = None if parameter.grad is None else parameter.grad.data.copy()
+    for number, entry in optimizer.state_dict()["state"].items():
+        for key, value in entry.items():
+            arrays[f"optimizer.{number}.{key}"] = np.asarray(value).copy()
+    return arrays
+
+
+def assert_same(eager, compiled):
+    assert eager.keys() == compiled.keys()
+    for name in eager:
+        if eager[name] is None:
+            assert compiled[name] is None, name
+        else:
+            assert eager[name].dtype == compiled[name].dtype, name
+            np.testing.assert_array_equal(eager[name], compiled[name], err_msg=name)
+
+
+def run_both(make, data, scheduler=None):
+    """Train two identical setups on `data`, eager and compiled; compare everything."""
+    results = {}
+    for compiled in (False, True):
+        model, optimizer = make()
+        tg.manual_seed(123)  # the dropout masks draw from the shared generator
+        step = training_step(model, optimizer, scheduler)
+        if compiled:
+            step = tg.compile(step)
+        losses = [step(x, y) for x, y in data]
+        results[compiled] = ([loss.data.copy() for loss in losses], losses, model, optimizer)
+    eager_losses, _, eager_model, eager_optimizer = results[False]
+    compiled_losses, kept, compiled_model, compiled_optimizer = results[True]
+    np.testing.assert_array_equal(np.stack(eager_losses), np.stack(compiled_losses))
+    # The returned tensors are the caller's: no later call overwrote them.
+    np.testing.assert_array_equal(np.stack([loss.data for loss in kept]), np.stack(eager_losses))
+    assert_same(
+        state_of(eager_model, eager_optimizer), state_of(compiled_model, compiled_optimizer)
+    )
+
+
+# -- bit for bit ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("norm", "make_optimizer"),
+    [
+        ("layer", lambda params: optim.Adam(params, lr=0.01)),
+        ("batch", lambda params: optim.Adam(params, lr=0.01, weight_decay=0.01)),
+        ("layer", lambda params: optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True)),
+        ("batch", lambda params: optim.SGD(params, lr=0.05, momentum=0.5, weight_decay=1e-3)),
+        (None, lambda params: optim.AdamW(params, lr=0.01)),
+    ],
+)
+def test_mlp_training_matches_eager_over_100_steps(norm, make_optimizer):
+    def make():
+        model = mlp(norm=norm)
+        return model, make_optimizer(model.parameters())
+
+    run_both(make, batches(100))
+
+
+@pytest.mark.parametrize("scheduler", ["sequential", "auto", "blelloch", "hillis-steele"])
+def test_each_scheduler_on_a_graph_without_chains(scheduler):
+    def make():
+        model = mlp(norm="batch", dropout=0.0)
+        return model, optim.SGD(model.parameters(), lr=0.1)
+
+    run_both(make, batches(20), scheduler=scheduler)
+
+
+def test_float64_and_a_step_without_zero_grad():
+    """Without zero_grad the gradients accumulate, call after call, as in eager."""
+
+    def make():
+        model = mlp(norm=None, dropout=0.0, dtype=np.float64)
+        return model, optim.SGD(model.parameters(), lr=0.01)
+
+    results = []
+    for compiled in (False, True):
+        model, optimizer = make()
+
+        def step(x, y, model=model, optimizer=optimizer):
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        step = tg.compile(step) if compiled else step
+        for x, y in batches(10, dtype=np.float64):
+            step(x, y)
+        results.append(state_of(model, optimizer))
+    assert_same(*results)
+
+
+class Cube(tg.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * 3 * x * x
+
+
+def test_custom_function_matches_eager():
+    results = []
+    for compiled in (False, True):
+        tg.manual_seed(0)
+        layer = tg.nn.Linear(6, 3)
+        optimizer = optim.SGD(layer.parameters(), lr=0.01)
+
+        def step(x, y, layer=layer, optimizer=optimizer):
+            optimizer.zero_grad()
+            loss = F.cross_entropy(Cube.apply(layer(x)) + layer(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        step = tg.compile(step) if compiled else step
+        losses = [step(x, y).item() for x, y in batches(30)]
+        results.append((losses, state_of(layer, optimizer)))
+    assert results[0][0] == results[1][0]
+    assert_same(results[0][1], results[1][1])
+    assert "Cube.backward" in str(step.program)
+
+
+def rnn_step(weights, steps, scheduler):
+    w_in, w_hidden, optimizer = weights
+
+    def step(inputs):
+        optimizer.zero_grad()
+        state = tg.zeros(inputs.shape[1], 8, dtype=np.float64)
+        for time in range(steps):
+            state = (inputs[time] @ w_in + state @ w_hidden).tanh()
+        loss = (state * state).sum()
+        loss.backward(scheduler=scheduler)
+        optimizer.step()
+        return loss
+
+    return step
+
+
+def rnn_weights():
+    generator = np.random.default_rng(0)
+    w_in = tg.Tensor(generator.standard_normal((3, 8)) * 0.5, requires_grad=True)
+    w_hidden = tg.Tensor(generator.standard_normal((8, 8)) * 0.3, requires_grad=True)
+    return w_in, w_hidden, optim.SGD([w_in, w_hidden], lr=0.01)
+
+
+def test_rnn_matches_eager_with_the_sequential_walk():
+    inputs = tg.Tensor(np.random.default_rng(1).standard_normal((12, 4, 3)))
+    results = []
+    for compiled in (False, True):
+        weights = rnn_weights()
+        step = rnn_step(weights, 12, "sequential")
+        step = tg.compile(step) if compiled else step
+        losses = [step(inputs).item() for _ in range(10)]
+        results.append((losses, [weights[0].data.copy(), weights[1].data.copy()]))
+    assert results[0][0] == results[1][0]
+    for eager, compiled in zip(results[0][1], results[1][1]):
+        np.testing.assert_array_equal(eager, compiled)
+
+
+@pytest.mark.parametrize("scheduler", ["blelloch", "hillis-steele", "blocked"])
+def test_a_scan_that_finds_a_chain_is_refused(scheduler):
+    inputs = tg.Tensor(np.random.default_rng(1).standard_normal((40, 4, 3)))
+    step = tg.compile(rnn_step(rnn_weights(), 40, scheduler))
+    with pytest.raises(tg.CompileError, match="compiled scans are not supported"):
+        step(inputs)
+
+
+# -- guards ---------------------------------------------------------------------------------
+
+
+def simple_setup(dropout=0.0):
+    tg.manual_seed(0)
+    model = mlp(norm=None, dropout=dropout)
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    return model, optimizer, tg.compile(training_step(model, optimizer))
+
+
+def test_a_new_shape_captures_a_second_program():
+    _, _, step = simple_setup()
+    ((x, y),), ((x2, y2),) = batches(1), batches(1, batch=5)
+    step(x, y)
+    step(x, y)
+    assert len(step.programs) == 1
+    assert step(x2, y2).shape == ()
+    assert len(step.programs) == 2
+    step(x, y)  # the first program still fits
+    assert len(step.programs) == 2
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["dtype", "grad mode", "scheduler", "captured array", "eval", "seed", "requires_grad"],
+)
+def test_each_guard_recaptures(change):
+    model, _, step = simple_setup(dropout=0.5 if change == "seed" else 0.0)
+    ((x, y),) = batches(1)
+    step(x, y)
+    previous = tg.get_default_scheduler()
+    if change == "dtype":
+        x = tg.Tensor(x.data.astype(np.float64))
+        model.to(np.float64)  # (also a captured array change)
+    elif change == "grad mode":
+        with tg.no_grad(), pytest.raises(RuntimeError, match="does not require grad"):
+            step(x, y)  # recaptured: in no_grad, backward raises as it does in eager
+        assert len(step.programs) == 1
+        return
+    elif change == "scheduler":
+        tg.set_default_scheduler("auto")
+    elif change == "captured array":
+        model[0].weight.data = model[0].weight.data.copy()
+    elif change == "eval":
+        model.eval()
+    elif change == "seed":
+        tg.manual_seed(5)
+    elif change == "requires_grad":
+        model[0].bias.requires_grad = False
+    try:
+        step(x, y)
+        assert len(step.programs) == 2
+    finally:
+        tg.set_default_scheduler(previous)
+
+
+def test_past_the_limit_the_error_says_what_changed():
+    tg.manual_seed(0)
+    model = mlp(norm=None, dropout=0.0)
+    step = tg.compile(training_step(model, optim.SGD(model.parameters(), lr=0.1)), max_programs=1)
+    step(*batches(1)[0])
+    with pytest.raises(tg.CompileError, match=r"argument 0: Tensor \(16, 6\).* -> Tensor \(5, 6\)"):
+        step(*batches(1, batch=5)[0])
+
+
+def test_python_arguments_are_guarded_by_value():
+    w = tg.Tensor([1.0, 2.0], requires_grad=True)
+
+    @tg.compile
+    def scaled(x, factor):
+        return (w * x * factor).sum()
+
+    x = tg.Tensor([1.0, 1.0])
+    assert scaled(x, 2.0).item() == 6.0
+    assert scaled(x, 3.0).item() == 9.0
+    assert len(scaled.programs) == 2
+
+
+# -- refusals name the line ---------------------------------------------------------------
+
+
+def refused(function, *args):
+    compiled = tg.compile(function)
+    with pytest.raises(tg.CompileError) as error:
+        compiled(*args)
+    return str(error.value)
+
+
+def test_item_on_a_computed_value_is_refused_with_the_line():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+
+    def function():
+        y = (x * 2).sum()
+        if y.item() > 0:  # the line the error names
+            return y
+        return -y
+
+    message = refused(function)
+    assert ".item() on a value the step computes" in message
+    assert "test_jit.py" in message
+    assert "if y.item() > 0:" in message
+
+
+@pytest.mark.parametrize(
+    ("read", "expected"),
+    [
+        (lambda y: bool(y), "bool()"),
+        (lambda y: y.numpy(), ".numpy()"),
+        (lambda y: y.tolist(), ".tolist()"),
+        (lambda y: np.asarray(y), "np.asarray()"),
+    ],
+)
+def test_other_reads_of_computed_values_are_refused(read, expected):
+    x = tg.Tensor([1.0], requires_grad=True)
+    message = refused(lambda: read(x * 2))
+    assert expected in message
+    assert "test_jit.py" in message
+
+
+def test_reading_an_input_is_allowed():
+    x = tg.Tensor([3.0])
+    step = tg.compile(lambda x: x * x.item())
+    assert step(x).item() == 9.0
+
+
+def backward_with_a_hook(x):
+    y = x * x
+    y.register_hook(lambda grad: grad * 2)
+    y.sum().backward()
+
+
+@pytest.mark.parametrize(
+    ("function", "expected"),
+    [
+        (lambda x: (x * x).sum().backward(create_graph=True), "create_graph=True"),
+        (lambda x: tg.grad((x * x).sum(), [x]), r"tg.grad\(\)"),
+        (backward_with_a_hook, "hook"),
+    ],
+)
+def test_backward_features_that_cannot_be_replayed_are_refused(function, expected):
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(tg.CompileError, match=expected):
+        tg.compile(function)(x)
+
+
+def test_assignment_into_a_tensor_is_refused():
+    def function():
+        y = tg.zeros(3)
+        y[0] = 1.0
+
+    assert "y[0] = 1.0" in refused(function)
+
+
+# -- the program, memory ------------------------------------------------------------------
+
+
+def test_the_program_lists_its_kernels_in_order():
+    _, _, step = simple_setup()
+    step(*batches(1)[0])
+    listing = str(step.program)
+    names = ["SGD.zero_grad", "Linear.forward", "Relu.forward", "CrossEntropy.forward"]
+    names += ["CrossEntropy.backward", "Linear.backward", "SGD.step"]
+    positions = [listing.index(name) for name in names]
+    assert positions == sorted(positions)
+    assert "(16, 6) float32" in listing
+    assert "returns Tensor(%" in listing
+
+
+def test_memory_is_flat_over_1000_steps():
+    _, _, step = simple_setup()
+    ((x, y),) = batches(1)
+    for _ in range(50):
+        step(x, y)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for _ in range(100):
+            step(x, y)
+        after_100 = tracemalloc.get_traced_memory()[0]
+        for _ in range(900):
+            step(x, y)
+        after_1000 = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert after_1000 - after_100 < 4096
+
+
+def peak_memory(function, *args):
+    gc.collect()
+    tracemalloc.start()
+    try:
+        function(*args)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_peak_memory_is_not_above_eager():
+    tg.manual_seed(0)
+    model = tg.nn.Sequential(tg.nn.Linear(64, 256), tg.nn.ReLU(), tg.nn.Linear(256, 10))
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    eager = training_step(model, optimizer)
+    compiled = tg.compile(eager)
+    x = tg.Tensor(np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32))
+    y = np.arange(128) % 10
+    for _ in range(3):
+        eager(x, y)
+        compiled(x, y)
+    assert peak_memory(compiled, x, y) <= peak_memory(eager, x, y)
