@@ -354,14 +354,17 @@ def test_an_output_inside_a_step_is_not_lost(scheduler):
     assert_same(run(scheduler), run("sequential"))
 
 
-def test_a_registered_jacobian_rule_puts_a_new_op_on_chains():
-    from tinygrad_ops.autograd import Op
-    from tinygrad_ops.scheduler import jacobians
+def cube_op(with_rule):
+    from tinygrad_ops.ops.base import Op
+    from tinygrad_ops.ops.jacobian import diagonal_from_vjp, diagonal_kind
 
     class Cube(Op):
-        """out = a**3;  da = g * 3 a**2"""
+        """out = a**3;  da = g * 3 a**2;  J_a = diag(3 a**2)"""
 
         __slots__ = ()
+        if with_rule:
+            jacobian_kind = diagonal_kind
+            jacobian = diagonal_from_vjp
 
         def forward(self, a):
             self.save_for_backward(a)
@@ -371,23 +374,38 @@ def test_a_registered_jacobian_rule_puts_a_new_op_on_chains():
             (a,) = self.saved_tensors
             return (grad_output * 3 * a * a,)
 
-    def run(name):
-        x = Tensor(np.linspace(-0.9, 0.9, 6).reshape(2, 3), requires_grad=True)
-        y = x
-        for _ in range(12):
-            y = Cube.apply(y.tanh())
-        spy = Spy(name)
-        (y * y).sum().backward(scheduler=spy)
-        return [x.grad.numpy()], spy.graph
+    return Cube
 
-    previous = jacobians.ELEMENTWISE
-    jacobians.register_jacobian(Cube, jacobians._elementwise_from_vjp)
-    try:
-        expected, _ = run("sequential")
-        got, graph = run("blelloch")
-    finally:
-        del jacobians.JACOBIAN_RULES[Cube]
-        jacobians.ELEMENTWISE = previous
+
+def run_cubes(cube, name):
+    x = Tensor(np.linspace(-0.9, 0.9, 6).reshape(2, 3), requires_grad=True)
+    y = x
+    for _ in range(12):
+        y = cube.apply(y.tanh())
+    spy = Spy(name)
+    (y * y).sum().backward(scheduler=spy)
+    return [x.grad.numpy()], spy.graph
+
+
+def test_an_op_with_a_jacobian_rule_goes_on_chains():
+    cube = cube_op(with_rule=True)
+    expected, _ = run_cubes(cube, "sequential")
+    got, graph = run_cubes(cube, "blelloch")
+    assert_same(got, expected)
+    assert graph.scanned_segments
+
+
+def test_an_op_without_a_rule_is_walked_until_one_is_registered():
+    from tinygrad_ops.ops.jacobian import diagonal_from_vjp
+    from tinygrad_ops.scheduler import jacobians
+
+    cube = cube_op(with_rule=False)
+    expected, _ = run_cubes(cube, "sequential")
+    got, graph = run_cubes(cube, "blelloch")
+    assert_same(got, expected)
+    assert not graph.scanned_segments
+    jacobians.register_jacobian(cube, diagonal_from_vjp)
+    got, graph = run_cubes(cube, "blelloch")
     assert_same(got, expected)
     assert graph.scanned_segments
 

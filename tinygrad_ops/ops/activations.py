@@ -12,6 +12,7 @@ import numpy as np
 from .base import Op
 from .checks import check_float, normalize_axis
 from .dual import _is_tensor, exp, like_inputs, upcast
+from .jacobian import Diagonal, diagonal_kind
 from .kernels import RowBuffers, as_rows, exp_of_shifted, from_rows, row_dot, row_max, row_sum
 
 try:  # scipy is optional: the engine depends on numpy only.
@@ -204,6 +205,13 @@ class Dropout(Op):
     """y = x · m / (1 - p), m ~ Bernoulli(1 - p) per element;  dx = g · m / (1 - p)"""
 
     __slots__ = ()
+
+    jacobian_kind = diagonal_kind
+
+    def jacobian(self, index):
+        """J_x = diag(m / (1 - p)), the saved mask."""
+        (scaled_mask,) = self.saved_tensors
+        return Diagonal(scaled_mask)
 
     def forward(self, x, p, generator):
         check_float("dropout", x)

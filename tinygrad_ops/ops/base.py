@@ -90,6 +90,16 @@ class Op:
     def backward(self, grad_output):  # pragma: no cover - every op overrides it
         raise NotImplementedError
 
+    def jacobian_kind(self, index):
+        """The kind of the Jacobian through input `index` ("diagonal", "dense") for an op
+        that can sit on a scanned chain there; None: walked, not scanned (ops/jacobian.py)."""
+        return None
+
+    def jacobian(self, index):  # pragma: no cover - only ops with a jacobian_kind are asked
+        """The Jacobian through input `index`, on a node whose saved values are stacked
+        over the steps of a chain (ops/jacobian.py)."""
+        raise NotImplementedError(f"{type(self).__name__} is walked, not scanned")
+
     def save_for_backward(self, *values):
         """Keep `values` (input arrays, the output array, or any other array) for backward."""
         self.saved = values

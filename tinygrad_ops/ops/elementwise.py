@@ -1,4 +1,5 @@
-"""Elementwise primitives. Each docstring gives the forward and the backward rule.
+"""Elementwise primitives. Each docstring gives the forward and the backward rule; every
+one can sit on a scanned chain, with a diagonal Jacobian (ops/jacobian.py).
 
 Binary ops broadcast as numpy does; the engine sums gradients back to each input's shape,
 so the rules here are written for equal shapes.
@@ -8,6 +9,13 @@ import numpy as np
 
 from . import dispatch
 from .base import Op
+from .jacobian import (
+    IDENTITY,
+    MINUS_IDENTITY,
+    Diagonal,
+    diagonal_from_vjp,
+    diagonal_kind,
+)
 
 
 def broadcast_error(op_name, a, b):
@@ -22,6 +30,12 @@ class Add(Op):
     """out = a + b;  da = g, db = g"""
 
     __slots__ = ()
+
+    jacobian_kind = diagonal_kind
+
+    def jacobian(self, index):
+        """J_a = J_b = I"""
+        return IDENTITY
 
     def forward(self, a, b):
         try:
@@ -38,6 +52,12 @@ class Sub(Op):
 
     __slots__ = ()
 
+    jacobian_kind = diagonal_kind
+
+    def jacobian(self, index):
+        """J_a = I, J_b = -I"""
+        return IDENTITY if index == 0 else MINUS_IDENTITY
+
     def forward(self, a, b):
         try:
             return a - b
@@ -52,6 +72,13 @@ class Mul(Op):
     """out = a * b;  da = g * b, db = g * a"""
 
     __slots__ = ()
+
+    jacobian_kind = diagonal_kind
+
+    def jacobian(self, index):
+        """J_a = diag(b), J_b = diag(a)"""
+        a, b = self.saved_tensors
+        return Diagonal(b if index == 0 else a)
 
     def forward(self, a, b):
         needs_a, needs_b = self.needs_input_grad
@@ -73,6 +100,9 @@ class Div(Op):
 
     __slots__ = ()
 
+    jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
+    jacobian = diagonal_from_vjp
+
     def forward(self, a, b):
         self.save_for_backward(a if self.needs_input_grad[1] else None, b)
         try:
@@ -93,6 +123,12 @@ class Neg(Op):
 
     __slots__ = ()
 
+    jacobian_kind = diagonal_kind
+
+    def jacobian(self, index):
+        """J_a = -I"""
+        return MINUS_IDENTITY
+
     def forward(self, a):
         return -a
 
@@ -104,6 +140,9 @@ class PowScalar(Op):
     """out = a ** p (p a constant);  da = g * p * a ** (p - 1), and 0 where p == 0"""
 
     __slots__ = ("exponent",)
+
+    jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
+    jacobian = diagonal_from_vjp
 
     def forward(self, a, exponent):
         self.exponent = exponent
@@ -130,6 +169,9 @@ class Pow(Op):
     """
 
     __slots__ = ()
+
+    jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
+    jacobian = diagonal_from_vjp
 
     def forward(self, a, b):
         try:
@@ -165,6 +207,13 @@ class Exp(Op):
 
     __slots__ = ()
 
+    jacobian_kind = diagonal_kind
+
+    def jacobian(self, index):
+        """J_a = diag(out)"""
+        (out,) = self.saved_tensors
+        return Diagonal(out)
+
     def forward(self, a):
         out = np.exp(a)
         self.save_for_backward(out)
@@ -180,6 +229,9 @@ class Log(Op):
 
     __slots__ = ()
 
+    jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
+    jacobian = diagonal_from_vjp
+
     def forward(self, a):
         self.save_for_backward(a)
         return np.log(a)
@@ -193,6 +245,9 @@ class Sqrt(Op):
     """out = sqrt(a);  da = g / (2 * out)"""
 
     __slots__ = ()
+
+    jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
+    jacobian = diagonal_from_vjp
 
     def forward(self, a):
         out = np.sqrt(a)
@@ -210,6 +265,9 @@ class Abs(Op):
 
     __slots__ = ()
 
+    jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
+    jacobian = diagonal_from_vjp
+
     def forward(self, a):
         self.save_for_backward(np.sign(a))
         return np.abs(a)
@@ -223,6 +281,13 @@ class Tanh(Op):
     """out = tanh(a);  da = g * (1 - out**2)"""
 
     __slots__ = ()
+
+    jacobian_kind = diagonal_kind
+
+    def jacobian(self, index):
+        """J_a = diag(1 - out**2)"""
+        (out,) = self.saved_tensors
+        return Diagonal(1 - out * out)
 
     def forward(self, a):
         out = np.tanh(a)
@@ -245,6 +310,13 @@ class Sigmoid(Op):
 
     __slots__ = ()
 
+    jacobian_kind = diagonal_kind
+
+    def jacobian(self, index):
+        """J_a = diag(out * (1 - out))"""
+        (out,) = self.saved_tensors
+        return Diagonal(out * (1 - out))
+
     def forward(self, a):
         out = stable_sigmoid(a).astype(a.dtype, copy=False)
         self.save_for_backward(out)
@@ -260,6 +332,9 @@ class Relu(Op):
 
     __slots__ = ()
 
+    jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
+    jacobian = diagonal_from_vjp
+
     def forward(self, a):
         out = np.maximum(a, 0)
         self.save_for_backward(out > 0)
@@ -274,6 +349,9 @@ class Maximum(Op):
     """out = max(a, b);  da = g where a > b, db = g where b > a, g / 2 each on ties (PyTorch)"""
 
     __slots__ = ()
+
+    jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
+    jacobian = diagonal_from_vjp
 
     def forward(self, a, b):
         try:
@@ -293,6 +371,9 @@ class Where(Op):
     """out = a where condition else b;  da = g where condition, db = g elsewhere"""
 
     __slots__ = ()
+
+    jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
+    jacobian = diagonal_from_vjp
 
     def forward(self, condition, a, b):
         condition = np.asarray(condition, dtype=bool)
@@ -318,6 +399,9 @@ class Clip(Op):
     """out = min(max(a, low), high);  da = g where low <= a <= high (as torch.clamp)"""
 
     __slots__ = ()
+
+    jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
+    jacobian = diagonal_from_vjp
 
     def forward(self, a, low=None, high=None):
         # numpy-scalar bounds as Python numbers: np.float64 bounds would upcast a float32 a

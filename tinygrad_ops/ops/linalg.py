@@ -5,6 +5,7 @@ import numpy as np
 
 from .base import Op
 from .checks import check_float
+from .jacobian import first_input_dense_kind, weight_matrix
 from .kernels import as_matrix, column_sum, reshaped
 
 
@@ -18,6 +19,17 @@ class MatMul(Op):
     """
 
     __slots__ = ()
+
+    def jacobian_kind(self, index):
+        """On a scanned chain through `a` (x @ W: row-wise, dense) with both operands
+        matrices or stacks; `W @ x` mixes the rows of x, a vector operand the axes."""
+        a, b = self.inputs[0], self.inputs[1]
+        return "dense" if index == 0 and np.ndim(a) >= 2 and np.ndim(b) >= 2 else None
+
+    def jacobian(self, index):
+        """J_a = b^T, the same matrix for every row of a."""
+        _, b = self.saved_tensors
+        return weight_matrix(np.swapaxes(b, -1, -2))
 
     def forward(self, a, b):
         if np.ndim(a) == 0 or np.ndim(b) == 0:
@@ -70,6 +82,13 @@ class Linear(Op):
     """y = x Wᵀ + b (W is (out, in));  dx = g W,  dW = gᵀ x,  db = sum of g (batch dims summed)"""
 
     __slots__ = ()
+
+    jacobian_kind = first_input_dense_kind
+
+    def jacobian(self, index):
+        """J_x = W, the same matrix for every row of x."""
+        _, weight = self.saved_tensors
+        return weight_matrix(weight)
 
     def forward(self, x, weight, bias):
         check_float("linear", x)

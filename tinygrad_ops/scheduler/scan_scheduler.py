@@ -26,6 +26,7 @@ from operator import is_
 import numpy as np
 
 from ..autograd import STATE, unbroadcast
+from ..ops import MatMul
 from . import jacobians, scans
 from .batched import BatchedSlot, ReleaseAll
 from .finder import find_chains, full_analysis
@@ -84,13 +85,12 @@ class SegmentRun:
         for slot in template.chain_slots:  # consumers before inputs
             current = adjoint.pop(slot)
             node = self.batched[slot].node(start, stop)
-            rule = jacobians.rule_for(template.classes[slot])
             for k, code in enumerate(template.wiring[slot]):
                 if code == "prev":
-                    total = jacobians.add(total, jacobians.compose(current, rule(node, k)))
+                    total = jacobians.add(total, jacobians.compose(current, node.jacobian(k)))
                 elif isinstance(code, tuple) and code[0] == "slot" and code[1] in self.depends:
                     target = code[1]
-                    contribution = jacobians.compose(current, rule(node, k))
+                    contribution = jacobians.compose(current, node.jacobian(k))
                     adjoint[target] = jacobians.add(adjoint.get(target), contribution)
         return total
 
@@ -164,7 +164,7 @@ class SegmentRun:
     def _vjp(node, batched, grad, needs, start, stop):
         """The op's own backward on the stacked gradient; x @ W with a shared 2-D W sums
         over the steps inside one matrix product instead of stacking per-step products."""
-        if batched.op_class is jacobians.MatMul and needs[1] and batched.is_stacked[0]:
+        if batched.op_class is MatMul and needs[1] and batched.is_stacked[0]:
             a, b = node.saved_tensors
             if not batched.is_stacked[1] and np.ndim(b) == 2:
                 size_in = a.shape[-1]

@@ -104,8 +104,9 @@ class Template:
     (no gradient needed).
     """
 
-    def __init__(self, classes, paths, wiring, shapes, chain_slots, order, needs, options):
+    def __init__(self, classes, paths, wiring, shapes, chain_slots, order, needs, options, kinds):
         self.classes = classes
+        self.kinds = kinds  # the Jacobian kinds met on the paths from x_{i-1} to x_i
         self.paths = paths
         self.wiring = wiring
         self.shapes = shapes
@@ -178,10 +179,7 @@ class Template:
     @property
     def jacobian_kind(self):
         """'diagonal' when every op on the path from x_{i-1} to x_i is, else 'dense'."""
-        for slot in self.chain_slots:
-            if not jacobians.is_diagonal(self.classes[slot]):
-                return "dense"
-        return "diagonal"
+        return "dense" if "dense" in self.kinds else "diagonal"
 
 
 def op_attributes(op_class):
@@ -388,19 +386,21 @@ def build_template(lower, upper, belongs, capture):
         wiring.append(codes)
         cursor += 1
     order = sorted(range(len(slots)), key=lambda slot: slots[slot]._ctx.sequence, reverse=True)
-    depends = _depends_on_prev(slots, wiring, order)
+    kinds = set()
+    depends = _depends_on_prev(slots, wiring, order, kinds)
     if depends is None or not depends[0]:
         return None
     chain_slots = [slot for slot in order if depends[slot]]
     needs = [tensor._ctx.needs_input_grad for tensor in slots]
     options = [node_options(tensor._ctx) for tensor in slots]
-    template = Template(classes, paths, wiring, shapes, chain_slots, order, needs, options)
+    template = Template(classes, paths, wiring, shapes, chain_slots, order, needs, options, kinds)
     return template, Step(lower, upper, slots, outside)
 
 
-def _depends_on_prev(slots, wiring, order):
-    """Which slots depend on x_{i-1}; None if an op on such a path has no row-wise
-    Jacobian through that input (a broadcast elementwise input, W @ x, a reduction)."""
+def _depends_on_prev(slots, wiring, order, kinds):
+    """Which slots depend on x_{i-1} (adding the Jacobian kinds met to `kinds`); None if an
+    op on such a path has no row-wise Jacobian through that input (a broadcast
+    elementwise input, W @ x, a reduction)."""
     depends = [False] * len(slots)
     for slot in reversed(order):  # inputs before consumers
         node = slots[slot]._ctx
@@ -410,6 +410,8 @@ def _depends_on_prev(slots, wiring, order):
             if code != "prev" and not depends[code[1]]:
                 continue
             depends[slot] = True
-            if jacobians.chain_kind(node, k, slots[slot].data.shape) is None:
+            kind = jacobians.chain_kind(node, k, slots[slot].data.shape)
+            if kind is None:
                 return None
+            kinds.add(kind)
     return depends

@@ -1,0 +1,216 @@
+"""The RNN formulations the scan schedulers must find a chain in, however the step is
+written (issue table of docs/scan.md, "Formulations"). Each builds the same model in this
+engine or in PyTorch (for the oracle) from the same seeded arrays:
+
+    build(library, dtype, steps, hidden, batch, seed) -> (loss, parameters)
+
+`library` is "tg" or "torch". Shared by the tests and benchmarks/bench_scan.py.
+"""
+
+import numpy as np
+
+INPUT_SIZE = 3
+
+
+class Library:
+    """The few operations the formulations use, in this engine or in PyTorch."""
+
+    def __init__(self, name, dtype):
+        self.name = name
+        self.dtype = dtype
+        if name == "tg":
+            import tinygrad_ops as tg
+            from tinygrad_ops import functional
+
+            self.tg, self.F = tg, functional
+        else:
+            import torch
+
+            self.torch = torch
+            self.F = torch.nn.functional
+
+    def tensor(self, array, requires_grad=True):
+        array = np.asarray(array, dtype=self.dtype)
+        if self.name == "tg":
+            return self.tg.Tensor(array, requires_grad=requires_grad)
+        return self.torch.tensor(array, requires_grad=requires_grad)
+
+    def linear(self, x, weight, bias):
+        return self.F.linear(x, weight, bias)
+
+    def layer_norm(self, x, weight, bias):
+        return self.F.layer_norm(x, (x.shape[-1],), weight, bias)
+
+    def mse(self, x, target):
+        return self.F.mse_loss(x, target)
+
+    def dropout(self, x, p, generator):
+        """Dropout with the mask drawn from `generator` as this engine draws it."""
+        if self.name == "tg":
+            return self.F.dropout(x, p=p, generator=generator)
+        kind = np.float64 if self.dtype == np.float64 else np.float32
+        keep = generator.random(tuple(x.shape), dtype=kind) >= p
+        mask = np.multiply(keep, self.dtype(1.0 / (1.0 - p)), dtype=self.dtype)
+        return x * self.torch.tensor(mask)
+
+
+class Weights:
+    """Seeded arrays for one RNN layer (W: input x hidden, U: hidden x hidden, b)."""
+
+    def __init__(self, lib, generator, hidden, input_size=INPUT_SIZE):
+        self.W = lib.tensor(generator.standard_normal((input_size, hidden)) * 0.5)
+        self.U = lib.tensor(generator.standard_normal((hidden, hidden)) / np.sqrt(hidden))
+        self.b = lib.tensor(generator.standard_normal(hidden) * 0.1)
+
+    @property
+    def parameters(self):
+        return [self.W, self.U, self.b]
+
+
+def _inputs(lib, generator, steps, batch, size=INPUT_SIZE):
+    arrays = generator.standard_normal((steps, batch, size))
+    return [lib.tensor(array, requires_grad=False) for array in arrays]
+
+
+def _start(lib, batch, hidden):
+    return lib.tensor(np.zeros((batch, hidden)), requires_grad=False)
+
+
+def benchmark_form(lib, generator, steps, hidden, batch):
+    """tanh(x_t @ W + h @ U + b), h_0 constant, loss h.sum() (the benchmark's)."""
+    layer = Weights(lib, generator, hidden)
+    h = _start(lib, batch, hidden)
+    for x in _inputs(lib, generator, steps, batch):
+        h = (x @ layer.W + h @ layer.U + layer.b).tanh()
+    return h.sum(), layer.parameters
+
+
+def operands_swapped(lib, generator, steps, hidden, batch):
+    """tanh(h @ U + x_t @ W + b)."""
+    layer = Weights(lib, generator, hidden)
+    h = _start(lib, batch, hidden)
+    for x in _inputs(lib, generator, steps, batch):
+        h = (h @ layer.U + x @ layer.W + layer.b).tanh()
+    return h.sum(), layer.parameters
+
+
+def bias_placed(lib, generator, steps, hidden, batch):
+    """tanh((h @ U + b) + x_t @ W)."""
+    layer = Weights(lib, generator, hidden)
+    h = _start(lib, batch, hidden)
+    for x in _inputs(lib, generator, steps, batch):
+        h = ((h @ layer.U + layer.b) + x @ layer.W).tanh()
+    return h.sum(), layer.parameters
+
+
+def residual(lib, generator, steps, hidden, batch):
+    """h + tanh(h @ U + x_t @ W) (b unused: scaled into the start state)."""
+    layer = Weights(lib, generator, hidden)
+    h = lib.tensor(np.full((batch, hidden), 0.1), requires_grad=False)
+    for x in _inputs(lib, generator, steps, batch):
+        h = h + (h @ layer.U + x @ layer.W).tanh() * 0.1
+    return h.sum(), [layer.W, layer.U]
+
+
+def rnn_cell(lib, generator, steps, hidden, batch):
+    """nn.RNNCell's step: tanh(linear(x_t, W_ih, b_ih) + linear(h, W_hh, b_hh))."""
+    bound = 1 / np.sqrt(hidden)
+    weight_ih = lib.tensor(generator.uniform(-bound, bound, (hidden, INPUT_SIZE)))
+    weight_hh = lib.tensor(generator.uniform(-bound, bound, (hidden, hidden)))
+    bias_ih = lib.tensor(generator.uniform(-bound, bound, hidden))
+    bias_hh = lib.tensor(generator.uniform(-bound, bound, hidden))
+    h = _start(lib, batch, hidden)
+    for x in _inputs(lib, generator, steps, batch):
+        h = (lib.linear(x, weight_ih, bias_ih) + lib.linear(h, weight_hh, bias_hh)).tanh()
+    return h.sum(), [weight_ih, weight_hh, bias_ih, bias_hh]
+
+
+def loss_every_step(lib, generator, steps, hidden, batch):
+    """A readout and a loss at every step: sum of mse(h_t @ V, y_t)."""
+    layer = Weights(lib, generator, hidden)
+    readout = lib.tensor(generator.standard_normal((hidden, 2)) / np.sqrt(hidden))
+    targets = _inputs(lib, generator, steps, batch, size=2)
+    h = _start(lib, batch, hidden)
+    loss = None
+    for x, target in zip(_inputs(lib, generator, steps, batch), targets):
+        h = (x @ layer.W + h @ layer.U + layer.b).tanh()
+        term = lib.mse(h @ readout, target)
+        loss = term if loss is None else loss + term
+    return loss, layer.parameters + [readout]
+
+
+def stacked(lib, generator, steps, hidden, batch):
+    """Two stacked tanh RNN layers, loss on the top layer's last state."""
+    lower = Weights(lib, generator, hidden)
+    upper = Weights(lib, generator, hidden, input_size=hidden)
+    h1 = _start(lib, batch, hidden)
+    h2 = _start(lib, batch, hidden)
+    for x in _inputs(lib, generator, steps, batch):
+        h1 = (x @ lower.W + h1 @ lower.U + lower.b).tanh()
+        h2 = (h1 @ upper.W + h2 @ upper.U + upper.b).tanh()
+    return h2.sum(), lower.parameters + upper.parameters
+
+
+def layer_norm(lib, generator, steps, hidden, batch):
+    """tanh(layer_norm(x_t @ W + h @ U) + b)... with the norm's own weight and bias."""
+    layer = Weights(lib, generator, hidden)
+    gamma = lib.tensor(generator.uniform(0.5, 1.5, hidden))
+    beta = lib.tensor(generator.standard_normal(hidden) * 0.1)
+    h = _start(lib, batch, hidden)
+    for x in _inputs(lib, generator, steps, batch):
+        h = lib.layer_norm(x @ layer.W + h @ layer.U + layer.b, gamma, beta).tanh()
+    return h.sum(), layer.parameters + [gamma, beta]
+
+
+def dropout(lib, generator, steps, hidden, batch):
+    """tanh(x_t @ W + dropout(h) @ U + b), the masks drawn from a seeded generator."""
+    layer = Weights(lib, generator, hidden)
+    masks = np.random.default_rng(1234)
+    h = _start(lib, batch, hidden)
+    for x in _inputs(lib, generator, steps, batch):
+        h = (x @ layer.W + lib.dropout(h, 0.2, masks) @ layer.U + layer.b).tanh()
+    return h.sum(), layer.parameters
+
+
+def two_rnns(lib, generator, steps, hidden, batch):
+    """Two independent tanh RNNs over the same inputs, one loss."""
+    first = Weights(lib, generator, hidden)
+    second = Weights(lib, generator, hidden)
+    h1 = _start(lib, batch, hidden)
+    h2 = _start(lib, batch, hidden)
+    for x in _inputs(lib, generator, steps, batch):
+        h1 = (x @ first.W + h1 @ first.U + first.b).tanh()
+        h2 = (x @ second.W + h2 @ second.U + second.b).tanh()
+    return h1.sum() + (h2 * h2).sum(), first.parameters + second.parameters
+
+
+def elementwise(lib, generator, steps, hidden, batch):
+    """A diagonal chain: h = tanh(h * a + x_t @ W), a a vector (no matrix on the chain)."""
+    layer = Weights(lib, generator, hidden)
+    scale = lib.tensor(generator.uniform(0.5, 1.0, hidden))
+    h = _start(lib, batch, hidden)
+    for x in _inputs(lib, generator, steps, batch):
+        h = (h * scale + x @ layer.W).tanh()
+    return h.sum(), [layer.W, scale]
+
+
+FORMULATIONS = {
+    "benchmark": benchmark_form,
+    "swapped": operands_swapped,
+    "bias-placed": bias_placed,
+    "residual": residual,
+    "rnn-cell": rnn_cell,
+    "loss-every-step": loss_every_step,
+    "stacked": stacked,
+    "layer-norm": layer_norm,
+    "dropout": dropout,
+    "two-rnns": two_rnns,
+    "elementwise": elementwise,
+}
+
+
+def build(name, library, dtype=np.float64, steps=16, hidden=4, batch=3, seed=0):
+    """(loss, parameters) of formulation `name` in `library` ("tg" or "torch")."""
+    lib = Library(library, dtype)
+    generator = np.random.default_rng(seed)
+    return FORMULATIONS[name](lib, generator, steps, hidden, batch)

@@ -1,0 +1,79 @@
+"""The Jacobian kinds an op's `jacobian` rule returns, and the rules many ops share.
+
+A scan scheduler (docs/scan.md sections 1 and 5) treats a chain tensor of shape
+(*rows, d) as a stack of row vectors: the ops allowed on a chain never mix rows, so the
+Jacobian of an op through a chain input is one d x d matrix per row. Gradients are row
+vectors, `g_input = g_output J`, and J is kept in one of two forms:
+
+- `Diagonal(values)`: an elementwise op; `values` broadcasts to the tensor's shape (a
+  scalar for add/sub/neg: the identity or minus it).
+- `Dense(matrix)`: (..., d_out, d_in), broadcasting over the rows; `x @ W` by a weight
+  shared by every row is `Dense(W^T)`, one matrix for the whole batch.
+
+An op that can sit on a chain says so with two methods (the defaults on `Op` say "walked,
+not scanned"): `jacobian_kind(index)` on a recorded node, "diagonal", "dense" or None,
+asked by the chain finder; and `jacobian(index)` on a *batched* node (its saved values
+stacked over the steps on a leading axis, `output_shape` and `output_dtype` set), which
+returns the Jacobian of every step in one call.
+"""
+
+import numpy as np
+
+
+class Diagonal:
+    """J = diag(values); `values` broadcasts to the chain tensor's shape."""
+
+    kind = "diagonal"
+    __slots__ = ("values",)
+
+    def __init__(self, values):
+        self.values = values
+
+    def __repr__(self):
+        return f"Diagonal{np.shape(self.values)}"
+
+
+class Dense:
+    """J as matrices (..., d_out, d_in) that broadcast over the rows of the chain tensor."""
+
+    kind = "dense"
+    __slots__ = ("matrix",)
+
+    def __init__(self, matrix):
+        self.matrix = matrix
+
+    def __repr__(self):
+        return f"Dense{np.shape(self.matrix)}"
+
+
+IDENTITY = Diagonal(np.float64(1.0))
+MINUS_IDENTITY = Diagonal(np.float64(-1.0))
+
+
+def diagonal_kind(node, index):
+    """`jacobian_kind` of an elementwise op: diagonal through every input."""
+    return "diagonal"
+
+
+def first_input_dense_kind(node, index):
+    """`jacobian_kind` of an op that is row-wise (and dense) through its first input only
+    (x @ W, linear, layer norm); the others (weights) are not on a chain."""
+    return "dense" if index == 0 else None
+
+
+def diagonal_from_vjp(node, index):
+    """`jacobian` of any elementwise op: its (linear, diagonal) vjp applied to ones."""
+    grads = node.backward(np.ones(node.output_shape, dtype=node.output_dtype))
+    return Diagonal(grads[index])
+
+
+def weight_matrix(matrix):
+    """Dense(matrix) for a weight (d_out, d_in), or a stack of them (steps, d_out, d_in),
+    broadcasting over the rows of the chain tensor."""
+    # A C-ordered copy (a small weight): products with it then come out C-ordered too,
+    # and the scan does not copy them again.
+    matrix = np.ascontiguousarray(matrix)
+    if matrix.ndim > 2:
+        # Batch dims of the weight line up with the rows that precede the matrix row axis.
+        matrix = np.expand_dims(matrix, -3)
+    return Dense(matrix)
