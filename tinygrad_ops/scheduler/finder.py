@@ -215,11 +215,33 @@ def _slots_along_paths(template, upper):
 
 def find_segments(anchors, context, min_steps):
     """Group the anchors into periods and cut them into runs of identical templates."""
+    found = _repeating_run(anchors, context)
+    if found is None:
+        return []
+    period, last = found
+    # Every period-th anchor from the top of the run down; the bottom anchor x_0 may be of
+    # another kind (a leaf, say), so the stride runs on below the run and `_step` decides.
+    # The phase: the first of the `period` shifts whose middle step is a valid step (with
+    # a readout at every step, h_t @ V, the top anchor of the run may be the readout: the
+    # shift by one gives steps from h_{t-1} to h_t, whose readers are independent).
+    for offset in range(min(period, last + 1)):
+        chosen = anchors[: last + 1 - offset][::-1][::period][::-1]
+        if len(chosen) < min_steps + 1:
+            return []
+        middle = len(chosen) // 2
+        if _step(chosen[middle - 1], chosen[middle], context) is not None:
+            return _segments_along(chosen, context, min_steps)
+    return []
+
+
+def _repeating_run(anchors, context):
+    """(period, index of the top anchor) of the longest run of anchors whose op classes
+    repeat with the period of the spine, or None."""
     tensors = context.index.tensors
     classes = [type(tensors[where]._ctx) for where in anchors]
     period = period_of(classes)
     if period is None:
-        return []
+        return None
     # The longest run of classes[j] == classes[j - period].
     best = None
     run_start = period
@@ -227,16 +249,15 @@ def find_segments(anchors, context, min_steps):
         if j == len(anchors) or classes[j] is not classes[j - period]:
             covered = j - run_start + period
             if best is None or covered > best[0]:
-                best = (covered, period, run_start - period, j - 1)
+                best = (covered, j - 1)
             run_start = j + 1
-    if best is None:
-        return []
-    _, period, _, last = best
-    # Every period-th anchor from the top of the run down; the bottom anchor x_0 may be of
-    # another kind (a leaf, say), so the stride runs on below the run and `_step` decides.
-    chosen = anchors[: last + 1][::-1][::period][::-1]
-    if len(chosen) < min_steps + 1:
-        return []
+    return None if best is None else (period, best[1])
+
+
+def _segments_along(chosen, context, min_steps):
+    """The segments of the steps between consecutive `chosen` anchors, from the top down:
+    a run of steps with one template is a segment (the first step of a run builds the
+    template, the others are replayed against it)."""
     segments = []
     run = []  # (template, step), from the top down
     pairs = list(itertools.pairwise(chosen))

@@ -1,0 +1,72 @@
+"""Every formulation of an RNN step that people write (tests/rnn_formulations.py) has its
+chain found, and every scheduler gives the sequential walk's gradients and PyTorch's on
+it, in float64 and float32 (docs/scan.md section 5)."""
+
+import numpy as np
+import pytest
+import torch
+from rnn_formulations import FORMULATIONS, build
+
+import tinygrad_ops as tg
+
+torch.set_num_threads(1)
+
+SCHEDULERS = ["sequential", "hillis-steele", "blelloch", "blocked", "auto"]
+STEPS = 12
+# Chains (each of `STEPS - 1` steps: h_0 is a constant, so the chain starts at h_1) and
+# the Jacobian kind the plan reports for each formulation.
+EXPECTED = {name: [(STEPS - 1, "dense")] for name in FORMULATIONS}
+EXPECTED["elementwise"] = [(STEPS - 1, "diagonal")]
+# Not scanned yet: the second chain of two RNNs and of a stacked RNN, a layer norm.
+EXPECTED["two-rnns"] = [(STEPS - 1, "dense")]
+EXPECTED["stacked"] = [(STEPS - 1, "dense")]
+EXPECTED["layer-norm"] = []
+
+
+def gradients(name, scheduler, dtype):
+    loss, parameters = build(name, "tg", dtype, steps=STEPS)
+    loss.backward(
+        scheduler=tg.scheduler.ScanScheduler(scheduler, block_size=4, min_steps=2)
+        if scheduler in ("hillis-steele", "blelloch", "blocked")
+        else scheduler
+    )
+    return [parameter.grad.numpy() for parameter in parameters]
+
+
+def torch_gradients(name, dtype):
+    loss, parameters = build(name, "torch", dtype, steps=STEPS)
+    loss.backward()
+    return [parameter.grad.numpy() for parameter in parameters]
+
+
+def assert_close(got, expected, rtol, atol):
+    assert len(got) == len(expected)
+    for mine, theirs in zip(got, expected, strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("name", list(FORMULATIONS))
+def test_the_plan_finds_the_chains(name):
+    loss, _ = build(name, "tg", steps=STEPS)
+    plan = tg.backward_plan(loss, scheduler=tg.scheduler.ScanScheduler("blelloch", min_steps=2))
+    found = sorted((segment.length, segment.jacobian_kind) for segment in plan.segments)
+    assert found == sorted(EXPECTED[name]), str(plan)
+    assert all(segment.scanned for segment in plan.segments)
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+@pytest.mark.parametrize("name", list(FORMULATIONS))
+def test_float64_matches_the_walk_and_pytorch(name, scheduler):
+    expected = gradients(name, "sequential", np.float64)
+    got = gradients(name, scheduler, np.float64)
+    assert_close(got, expected, rtol=1e-10, atol=1e-12)
+    assert_close(got, torch_gradients(name, np.float64), rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+@pytest.mark.parametrize("name", list(FORMULATIONS))
+def test_float32_matches_the_walk_and_pytorch(name, scheduler):
+    expected = gradients(name, "sequential", np.float32)
+    got = gradients(name, scheduler, np.float32)
+    assert_close(got, expected, rtol=1e-4, atol=1e-5)
+    assert_close(got, torch_gradients(name, np.float32), rtol=1e-4, atol=1e-5)
