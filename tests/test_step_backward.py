@@ -93,7 +93,7 @@ backward of t6 (scalar), scheduler sequential
     sends    t4 <- [[0.1667, 0.1667, 0.1667],
                     [0.1667, 0.1667, 0.1667]]
 [3] op2 Relu(t3 2×3) -> t4 2×3
-    rule     out = max(a, 0);  da = g * (a > 0)  (the subgradient 0 at a == 0, as PyTorch)
+    rule     out = max(a, 0);  da = g * not(out <= 0)  (0 at a == 0, g at NaN: as PyTorch)
     grad in  t4: [[0.1667, 0.1667, 0.1667],
                   [0.1667, 0.1667, 0.1667]]
     sends    t3 <- [[0.1667, 0.1667, 0.1667],

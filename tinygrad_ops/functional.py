@@ -26,6 +26,7 @@ from .ops import (
     RMSNorm,
     Softmax,
 )
+from .ops.dual import compute_dtype
 from .tensor import Tensor
 
 __all__ = [
@@ -62,10 +63,16 @@ def _optional_tensor(value, name, op_name):
     return None if value is None else _tensor(value, name, op_name)
 
 
-def _shape_tuple(normalized_shape):
-    if isinstance(normalized_shape, (int, np.integer)):
-        return (int(normalized_shape),)
-    return tuple(int(size) for size in normalized_shape)
+def _shape_tuple(normalized_shape, op_name):
+    """`normalized_shape` (an int or a sequence of ints) as a tuple; a bool is refused."""
+    sizes = normalized_shape if isinstance(normalized_shape, (tuple, list)) else (normalized_shape,)
+    for size in sizes:
+        if not isinstance(size, (int, np.integer)) or isinstance(size, (bool, np.bool_)):
+            raise TypeError(
+                f"{op_name}: normalized_shape must be an int or a tuple of ints, got "
+                f"{normalized_shape!r}"
+            )
+    return tuple(int(size) for size in sizes)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -165,7 +172,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
         _tensor(x, "x", "layer_norm"),
         _optional_tensor(weight, "weight", "layer_norm"),
         _optional_tensor(bias, "bias", "layer_norm"),
-        normalized_shape=_shape_tuple(normalized_shape),
+        normalized_shape=_shape_tuple(normalized_shape, "layer_norm"),
         eps=float(eps),
     )
 
@@ -173,7 +180,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 def rms_norm(x, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x²) + eps) over the last len(normalized_shape) dims, times weight.
 
-    `eps=None` uses the machine epsilon of x's dtype, as PyTorch does.
+    `eps=None` uses the machine epsilon of the dtype it computes in, as PyTorch does
+    (float32's for a float16 input, which is computed in float32).
 
     >>> import tinygrad_ops as tg
     >>> rms_norm(tg.Tensor([[3.0, 4.0]]), (2,), eps=0.0).numpy().round(4)
@@ -181,11 +189,11 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
     """
     x = _tensor(x, "x", "rms_norm")
     if eps is None:
-        eps = float(np.finfo(x.dtype).eps) if x.dtype.kind == "f" else 0.0
+        eps = float(np.finfo(compute_dtype(x.dtype)).eps) if x.dtype.kind == "f" else 0.0
     return RMSNorm.apply(
         x,
         _optional_tensor(weight, "weight", "rms_norm"),
-        normalized_shape=_shape_tuple(normalized_shape),
+        normalized_shape=_shape_tuple(normalized_shape, "rms_norm"),
         eps=float(eps),
     )
 

@@ -13,6 +13,7 @@ from .autograd.graph import HookHandle
 from .autograd.inplace import apply_inplace
 from .mode import STATE
 from .ops.base import bind_tensor
+from .ops.checks import normalize_axis
 from .ops.elementwise import (
     Abs,
     Add,
@@ -42,7 +43,9 @@ from .ops.shape import (
     Reshape,
     Stack,
     Transpose,
+    expanded_shape,
     normalize_index,
+    squeezed_shape,
 )
 
 FLOAT_DTYPES = (np.float16, np.float32, np.float64)
@@ -500,17 +503,13 @@ class Tensor:
             axes = tuple(axes[0])
         if not axes:
             axes = tuple(reversed(range(self.ndim)))
-        axes = tuple(axis % self.ndim if self.ndim else axis for axis in axes)
         return Transpose.apply(self, axes=axes)
 
     permute = transpose
 
     def swapaxes(self, axis1, axis2):
-        ndim = self.ndim
-        for axis in (axis1, axis2):
-            if not -ndim <= axis < ndim:
-                raise ValueError(f"swapaxes: axis {axis} is out of range for shape {self.shape}")
-        axes = list(range(ndim))
+        axis1, axis2 = (normalize_axis(axis, self.ndim, "swapaxes") for axis in (axis1, axis2))
+        axes = list(range(self.ndim))
         axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
         return Transpose.apply(self, axes=tuple(axes))
 
@@ -518,12 +517,14 @@ class Tensor:
         return BroadcastTo.apply(self, shape=tuple(shape))
 
     def expand_dims(self, axis):
-        return self.reshape(np.expand_dims(self.data, axis).shape)
+        return self.reshape(expanded_shape(self.shape, axis))
 
     unsqueeze = expand_dims
 
     def squeeze(self, axis=None):
-        return self.reshape(np.squeeze(self.data, axis).shape)
+        """The tensor without size-1 dims (those named by `axis`; a named dim of another
+        size stays, as in PyTorch)."""
+        return self.reshape(squeezed_shape(self.shape, axis))
 
     def __getitem__(self, index):
         return GetItem.apply(self, index=index)

@@ -9,12 +9,24 @@ def check_float(op_name, array, what="input"):
         raise TypeError(f"{op_name}: the {what} must be a floating-point tensor, got {dtype}")
 
 
-def normalize_axis(axis, ndim, op_name):
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError(f"{op_name}: axis must be an int, got {axis!r}")
-    if not -max(ndim, 1) <= axis < max(ndim, 1):
-        raise ValueError(f"{op_name}: axis {axis} is out of range for a {ndim}-d tensor")
-    return int(axis) % max(ndim, 1)
+def normalize_axis(axis, ndim, op_name, what="axis"):
+    """`axis` (negatives counted from the end) as a non-negative int, checked against `ndim`.
+
+    A bool is refused (True would silently mean axis 1); a 0-d tensor takes 0 and -1, as in
+    numpy and PyTorch.
+
+    >>> normalize_axis(-1, 3, "softmax")
+    2
+    """
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
+        raise TypeError(f"{op_name}: {what} must be an int, got {axis!r}")
+    bound = max(ndim, 1)
+    if not -bound <= axis < bound:
+        raise ValueError(
+            f"{op_name}: {what} {axis} is out of range for a {ndim}-d tensor "
+            f"(expected {-bound} to {bound - 1})"
+        )
+    return int(axis) % bound
 
 
 def check_affine(op_name, name, parameter, expected_shape, x):

@@ -145,6 +145,11 @@ class PowScalar(Op):
     jacobian = diagonal_from_vjp
 
     def forward(self, a, exponent):
+        if a.dtype.kind in "iub" and isinstance(exponent, int) and exponent < 0:
+            raise ValueError(
+                "pow: Integers to negative integer powers are not allowed (as in PyTorch): "
+                f"exponent {exponent} of a {a.dtype} tensor; convert the tensor to float first"
+            )
         self.exponent = exponent
         self.save_for_backward(a)
         return a**exponent
@@ -161,6 +166,27 @@ class PowScalar(Op):
         return grad_output * (p * a ** (p - 1)), None
 
 
+def is_integer(value):
+    """True for integer and bool arrays and Python ints (the operands of integer pow)."""
+    return np.asarray(value).dtype.kind in "iub"
+
+
+def integer_power(a, b):
+    """a ** b for integers, with PyTorch's answer for negative exponents (numpy refuses them):
+    1 for a base of 1, ±1 for -1 (by the exponent's parity), 0 for any other base.
+
+    >>> integer_power(np.array([2, 1, -1, -1, 0]), np.array([-1, -3, -3, -2, 2])).tolist()
+    [0, 1, -1, 1, 0]
+    """
+    negative = np.less(b, 0)
+    out = np.power(a, np.where(negative, 0, b))
+    if np.any(negative):
+        odd = np.not_equal(np.remainder(b, 2), 0)
+        fraction = np.where(np.equal(a, 1), 1, np.where(np.equal(a, -1), np.where(odd, -1, 1), 0))
+        out = np.where(negative, fraction, out).astype(out.dtype, copy=False)
+    return out
+
+
 class Pow(Op):
     """out = a ** b;  da = g * b * a ** (b - 1), db = g * out * log(a)
 
@@ -175,7 +201,7 @@ class Pow(Op):
 
     def forward(self, a, b):
         try:
-            out = np.power(a, b)
+            out = integer_power(a, b) if is_integer(a) and is_integer(b) else np.power(a, b)
         except ValueError:
             raise broadcast_error("pow", a, b) from None
         # A Python-number operand (2.0 ** x) as an array of out's dtype: np.where/np.log
@@ -261,7 +287,7 @@ class Sqrt(Op):
 
 
 class Abs(Op):
-    """out = |a|;  da = g * sign(a)  (0 at a == 0, as PyTorch)"""
+    """out = |a|;  da = g * sign(a)  (0 at a == 0 and at NaN, as PyTorch)"""
 
     __slots__ = ()
 
@@ -269,7 +295,10 @@ class Abs(Op):
     jacobian = diagonal_from_vjp
 
     def forward(self, a):
-        self.save_for_backward(np.sign(a))
+        sign = np.sign(a)
+        if sign.dtype.kind == "f":
+            np.nan_to_num(sign, copy=False, nan=0.0)  # sign(NaN) is NaN; PyTorch's slope is 0
+        self.save_for_backward(sign)
         return np.abs(a)
 
     def backward(self, grad_output):
@@ -328,7 +357,7 @@ class Sigmoid(Op):
 
 
 class Relu(Op):
-    """out = max(a, 0);  da = g * (a > 0)  (the subgradient 0 at a == 0, as PyTorch)"""
+    """out = max(a, 0);  da = g * not(out <= 0)  (0 at a == 0, g at NaN: as PyTorch)"""
 
     __slots__ = ()
 
@@ -337,7 +366,7 @@ class Relu(Op):
 
     def forward(self, a):
         out = np.maximum(a, 0)
-        self.save_for_backward(out > 0)
+        self.save_for_backward(~np.less_equal(out, 0))  # True at NaN, unlike out > 0
         return out
 
     def backward(self, grad_output):
@@ -346,7 +375,8 @@ class Relu(Op):
 
 
 class Maximum(Op):
-    """out = max(a, b);  da = g where a > b, db = g where b > a, g / 2 each on ties (PyTorch)"""
+    """out = max(a, b);  da = g where a > b, db = g where b > a, g / 2 each on ties, and g to
+    both where either is NaN (PyTorch's rule: da = g, halved where a == b, 0 where a < b)"""
 
     __slots__ = ()
 
@@ -358,13 +388,20 @@ class Maximum(Op):
             out = np.maximum(a, b)
         except ValueError:
             raise broadcast_error("maximum", a, b) from None
-        share = (a > b) + 0.5 * (a == b)
-        self.save_for_backward(share.astype(out.dtype, copy=False))
+        needs_a, needs_b = self.needs_input_grad
+        untied = 1.0 - 0.5 * np.equal(a, b)
+        share_a = np.where(np.less(a, b), 0.0, untied).astype(out.dtype) if needs_a else None
+        share_b = np.where(np.greater(a, b), 0.0, untied).astype(out.dtype) if needs_b else None
+        self.save_for_backward(share_a, share_b)
         return out
 
     def backward(self, grad_output):
-        (share_a,) = self.saved_tensors
-        return grad_output * share_a, grad_output * (1 - share_a)
+        share_a, share_b = self.saved_tensors
+        needs_a, needs_b = self.needs_input_grad
+        return (
+            grad_output * share_a if needs_a else None,
+            grad_output * share_b if needs_b else None,
+        )
 
 
 class Where(Op):

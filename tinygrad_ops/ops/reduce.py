@@ -4,25 +4,24 @@ import numpy as np
 
 from . import dispatch
 from .base import Op
+from .checks import normalize_axis
 
 
 def normalize_axes(axis, ndim, op_name):
-    """`axis` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative ints."""
+    """`axis` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative ints.
+
+    >>> normalize_axes((-1, 0), 3, "sum")
+    (0, 2)
+    """
     if axis is None:
         return tuple(range(ndim))
-    if isinstance(axis, (int, np.integer)):
-        axes = (axis,)
-    elif isinstance(axis, (tuple, list)):
+    if isinstance(axis, (tuple, list)):
         axes = tuple(axis)
-    else:  # e.g. a float: tuple() would fail with "'float' object is not iterable"
+    elif isinstance(axis, (int, np.integer)) and not isinstance(axis, (bool, np.bool_)):
+        axes = (axis,)
+    else:  # a float or a bool (True would silently reduce axis 1)
         raise TypeError(f"{op_name}: axis must be an int or a tuple of ints, got {axis!r}")
-    normalized = []
-    for value in axes:
-        if not isinstance(value, (int, np.integer)):
-            raise TypeError(f"{op_name}: axis must be an int or a tuple of ints, got {axis!r}")
-        if not -max(ndim, 1) <= value < max(ndim, 1):  # a 0-d tensor takes 0 and -1, as numpy
-            raise ValueError(f"{op_name}: axis {value} is out of range for a {ndim}-d tensor")
-        normalized.append(int(value) % max(ndim, 1))
+    normalized = [normalize_axis(value, ndim, op_name) for value in axes]
     if len(set(normalized)) != len(normalized):
         raise ValueError(f"{op_name}: axis {axis!r} repeats an axis")
     return tuple(sorted(normalized)) if ndim else ()
@@ -54,7 +53,8 @@ class Sum(Op):
 
 class _Extremum(Op):
     """Shared rule of max and min: the gradient goes to the elements equal to the result,
-    split evenly among ties (as torch.amax / torch.amin)."""
+    split evenly among ties (as torch.amax / torch.amin); where the result is NaN, to the
+    NaNs (as `torch.max(x)`, where amax would give NaN gradients)."""
 
     __slots__ = ("kept_shape",)
     reduce = None
@@ -69,6 +69,8 @@ class _Extremum(Op):
         self.kept_shape = keepdims_shape(a.shape, axes)
         out = type(self).reduce(a, axis=axes, keepdims=True)
         hits = a == out
+        if out.dtype.kind == "f" and np.isnan(out).any():
+            hits |= np.isnan(a)  # a NaN result: its NaNs share g (PyTorch's max/min rule)
         count = hits.sum(axis=axes, keepdims=True).astype(a.dtype)
         self.save_for_backward(hits / count)
         return out if keepdims else np.squeeze(out, axis=axes)

@@ -4,6 +4,7 @@ import numpy as np
 
 from . import dispatch
 from .base import Op, is_tensor
+from .checks import normalize_axis
 
 
 class Reshape(Op):
@@ -33,6 +34,7 @@ class Transpose(Op):
     is_view = True
 
     def forward(self, a, axes):
+        axes = tuple(normalize_axis(axis, a.ndim, "transpose") for axis in axes)
         if sorted(axes) != list(range(a.ndim)):
             raise ValueError(
                 f"transpose: axes {tuple(axes)} are not a permutation of the {a.ndim} axes "
@@ -61,6 +63,30 @@ class BroadcastTo(Op):
 
     def backward(self, grad_output):
         return (grad_output,)
+
+
+def expanded_shape(shape, axis):
+    """`shape` with a new dim of size 1 at `axis` (one of len(shape) + 1 positions).
+
+    >>> expanded_shape((2, 3), -1)
+    (2, 3, 1)
+    """
+    position = normalize_axis(axis, len(shape) + 1, "expand_dims")
+    return shape[:position] + (1,) + shape[position:]
+
+
+def squeezed_shape(shape, axis=None):
+    """`shape` without its size-1 dims (all of them, or those named by `axis`, an int or a
+    tuple). A named dim whose size is not 1 stays, as in PyTorch.
+
+    >>> squeezed_shape((2, 1, 3), None), squeezed_shape((2, 1, 3), 0), squeezed_shape((1,), -1)
+    ((2, 3), (2, 1, 3), ())
+    """
+    if axis is None:
+        return tuple(size for size in shape if size != 1)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    named = {normalize_axis(value, len(shape), "squeeze") for value in axes}
+    return tuple(size for index, size in enumerate(shape) if size != 1 or index not in named)
 
 
 def normalize_index(index):
@@ -137,9 +163,9 @@ class Stack(Op):
         shapes = {np.shape(array) for array in arrays}
         if len(shapes) > 1:
             raise ValueError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
-        out = np.stack(arrays, axis=axis)
-        self.axis = axis % out.ndim
-        return out
+        # The new axis may be any of ndim + 1 positions.
+        self.axis = normalize_axis(axis, np.ndim(arrays[0]) + 1, "stack")
+        return np.stack(arrays, axis=self.axis)
 
     def backward(self, grad_output):
         prefix = (slice(None),) * self.axis
@@ -154,14 +180,16 @@ class Concatenate(Op):
     def forward(self, *arrays, axis=0):
         if not arrays:
             raise ValueError("concatenate: needs at least one tensor")
+        shapes = [np.shape(array) for array in arrays]
+        if any(len(shape) == 0 for shape in shapes):
+            raise ValueError(f"concatenate: 0-d tensors cannot be joined (shapes {shapes})")
+        self.axis = normalize_axis(axis, len(shapes[0]), "concatenate")
         try:
-            out = np.concatenate(arrays, axis=axis)
+            out = np.concatenate(arrays, axis=self.axis)
         except ValueError:
-            shapes = [np.shape(array) for array in arrays]
             raise ValueError(
                 f"concatenate: shapes {shapes} do not match except along axis {axis}"
             ) from None
-        self.axis = axis % out.ndim
         sizes = [np.shape(array)[self.axis] for array in arrays]
         self.bounds = np.cumsum([0, *sizes]).tolist()
         return out
