@@ -87,3 +87,25 @@ def test_linear_and_gelu_examples():
     y.backward(np.ones(1))
     close(y.numpy(), [0.841345])
     close(x.grad.numpy(), [1.083315])
+
+
+def test_conv2d_and_pooling_examples():
+    x_values = [[1.0, 2.0, 0.0], [0.0, 1.0, 3.0], [2.0, 1.0, 1.0]]
+    upstream = np.array([[[[1.0, 0.0], [-1.0, 2.0]]]])
+    x, w, b = leaf([[x_values]]), leaf([[[[1.0, -1.0], [2.0, 0.0]]]]), leaf([0.5])
+    y = F.conv2d(x, w, b)
+    y.backward(upstream)
+    close(y.numpy(), [[[[-0.5, 4.5], [3.5, 0.5]]]])
+    close(w.grad.numpy(), [[[[3, 7], [0, 2]]]])
+    close(b.grad.numpy(), [2])
+    close(x.grad.numpy(), [[[[1, -1, 0], [1, 3, -2], [-2, 4, 0]]]])
+    x = leaf([[x_values]])
+    y = F.max_pool2d(x, 2, stride=1)
+    y.backward(upstream)
+    close(y.numpy(), [[[[2, 3], [2, 3]]]])
+    close(x.grad.numpy(), [[[[0, 1, 0], [0, 0, 2], [-1, 0, 0]]]])
+    x = leaf([[x_values]])
+    y = F.avg_pool2d(x, 2, stride=1)
+    y.backward(upstream)
+    close(y.numpy(), [[[[1, 1.5], [1, 1.5]]]])
+    close(x.grad.numpy(), [[[[0.25, 0.25, 0], [0, 0.5, 0.5], [-0.25, 0.25, 0.5]]]])

@@ -23,6 +23,11 @@ SCHEDULERS = ("none", "step", "cosine")
 # Tuned for these small data sets with the cosine schedule (PyTorch's Adam default, 1e-3,
 # needs many more epochs on digits).
 DEFAULT_LR = {"adam": 0.01, "adamw": 0.01, "sgd": 0.1}
+# The CNN learns faster per step and is steadier at a smaller rate (digits: 98.6% at 0.003,
+# 98.3% at 0.01, 20 epochs, measured with examples/cnn_digits.py's model).
+CNN_ADAM_LR = 0.003
+CNN_DROPOUT = 0.2
+MODELS = ("mlp", "cnn")
 CHECKPOINT = "checkpoint.npz"
 PLOT = "training.png"
 GRAPH = "graph"
@@ -30,6 +35,7 @@ GRAPH = "graph"
 # the data, the model and the meaning of the optimizer's and the scheduler's state).
 RESUME_MUST_MATCH = (
     "dataset",
+    "model",
     "test_fraction",
     "hidden",
     "activation",
@@ -139,6 +145,14 @@ def _add_data_options(data):
 
 def _add_model_options(model):
     model.add_argument(
+        "--model",
+        choices=MODELS,
+        default="mlp",
+        help="mlp: the multi-layer perceptron below; cnn: nn.SmallCNN, convolutions over the "
+        "8x8 images (digits only; --hidden, --activation and --norm do not apply, --dropout "
+        "is its dropout before the head)",
+    )
+    model.add_argument(
         "--hidden",
         type=_positive_int,
         nargs="+",
@@ -158,9 +172,10 @@ def _add_model_options(model):
     model.add_argument(
         "--dropout",
         type=_fraction,
-        default=0.0,
+        default=None,
         metavar="P",
-        help="dropout probability after each hidden activation (0 for none)",
+        help="dropout probability after each hidden activation, or before the cnn's head "
+        "(0 for none; default: 0 for mlp, 0.2 for cnn)",
     )
 
 
@@ -226,13 +241,22 @@ def _add_output_options(output):
 def config_from_args(args):
     """The settings of a run as a plain dict (stored in the checkpoint)."""
     lr = args.lr if args.lr is not None else DEFAULT_LR[args.optimizer]
+    is_cnn = args.model == "cnn"
+    if args.lr is None and is_cnn and args.optimizer != "sgd":
+        lr = CNN_ADAM_LR
+    dropout = args.dropout
+    if dropout is None:
+        dropout = CNN_DROPOUT if is_cnn else 0.0
+    if is_cnn and args.dataset != "digits":
+        raise UsageError(f"--model cnn needs images: use --dataset digits, not {args.dataset}")
     return {
         "dataset": args.dataset,
+        "model": args.model,
         "test_fraction": args.test_fraction,
         "hidden": list(args.hidden),
         "activation": args.activation,
         "norm": args.norm,
-        "dropout": args.dropout,
+        "dropout": dropout,
         "optimizer": args.optimizer,
         "lr": lr,
         "momentum": args.momentum,

@@ -26,7 +26,10 @@ __all__ = ["add_arguments", "build_model", "config_from_args", "run", "train"]
 
 
 def build_model(in_features, classes, config):
-    """The `nn.MLP` a run's settings describe (hidden sizes, activation, norm, dropout)."""
+    """The model a run's settings describe: `nn.SmallCNN` over 8x8 images for --model cnn,
+    else the `nn.MLP` (hidden sizes, activation, norm, dropout)."""
+    if config.get("model", "mlp") == "cnn":
+        return nn.SmallCNN((1, 8, 8), classes, dropout=config["dropout"])
     return nn.MLP(
         in_features,
         config["hidden"],

@@ -10,6 +10,7 @@
 """
 
 from .activation import GELU, Dropout, Flatten, ReLU, Sigmoid, Tanh
+from .cnn import SmallCNN, Unflatten
 from .container import Sequential
 from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
 from .init import get_rng_state, manual_seed, set_rng_state
@@ -41,7 +42,9 @@ __all__ = [
     "RemovableHandle",
     "Sequential",
     "Sigmoid",
+    "SmallCNN",
     "Tanh",
+    "Unflatten",
     "get_rng_state",
     "manual_seed",
     "set_rng_state",

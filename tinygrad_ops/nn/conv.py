@@ -59,11 +59,14 @@ class _ConvNd(Module):
             self.register_parameter("bias", None)
 
     def extra_repr(self):
-        return (
-            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-            f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, "
-            f"groups={self.groups}, bias={self.bias is not None}"
-        )
+        """The arguments as PyTorch prints them: stride, and the others that are not defaults."""
+        dims = self.dims
+        text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}"
+        text += f", stride={self.stride}"
+        text += f", padding={self.padding!r}" if self.padding not in ((0,) * dims, "valid") else ""
+        text += f", dilation={self.dilation}" if self.dilation != (1,) * dims else ""
+        text += f", groups={self.groups}" if self.groups != 1 else ""
+        return text + (", bias=False" if self.bias is None else "")
 
 
 class Conv2d(_ConvNd):
