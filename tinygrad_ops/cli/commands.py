@@ -27,6 +27,10 @@ COMMANDS = {
         help="draw the compute graph of an expression or a model",
         module="tinygrad_ops.cli.graph",
     ),
+    "exercises": Command(
+        help="write exercises that check themselves (init DIR), and check them (check DIR)",
+        module="tinygrad_ops.cli.exercises",
+    ),
     "bench": Command(
         help="run the benchmarks (this engine vs hand-written numpy and PyTorch)",
         module="tinygrad_ops.bench",

@@ -1,0 +1,48 @@
+"""`tinygrad-ops exercises`: write the exercise files, and check them.
+
+    tinygrad-ops exercises init DIR              the blanks, one file per exercise
+    tinygrad-ops exercises init DIR --solved     the engine's own solutions
+    tinygrad-ops exercises check DIR [NAME]      run the checks, print what passes and fails
+
+The dispatcher (`cli/dispatch.py`) calls `add_arguments(parser)` and `run(args)`.
+"""
+
+from __future__ import annotations
+
+from .. import exercises
+from .options import UsageError
+
+
+def add_arguments(parser):
+    """The options of `tinygrad-ops exercises init|check`."""
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    init = actions.add_parser("init", help="write the exercise files into DIR")
+    init.add_argument("directory", metavar="DIR", help="the folder (created if needed)")
+    init.add_argument("names", nargs="*", metavar="NAME", help="only these exercises")
+    init.add_argument("--solved", action="store_true", help="write the solutions instead")
+    init.add_argument("--force", action="store_true", help="overwrite files that exist")
+    check = actions.add_parser("check", help="check the exercise files in DIR")
+    check.add_argument("directory", metavar="DIR", help="the folder init wrote")
+    check.add_argument("name", nargs="?", metavar="NAME", help="only this exercise")
+    for subparser in (init, check):
+        subparser.epilog = "exercises: " + ", ".join(exercises.EXERCISES)
+
+
+def run(args):
+    """Write or check; `check` returns 0 only when every case passes."""
+    if args.action == "init":
+        try:
+            written = exercises.init(args.directory, args.names or None, args.solved, args.force)
+        except FileExistsError as error:
+            raise UsageError(str(error)) from None
+        kind = "solved" if args.solved else "blank"
+        print(f"wrote {len(written)} {kind} exercise files into {args.directory}:")
+        for path in written:
+            print(f"  {path.name:<20} {exercises.EXERCISES[path.stem].title}")
+        print(f"then: tinygrad-ops exercises check {args.directory} [NAME]")
+        return 0
+    if args.name is not None and args.name not in exercises.EXERCISES:
+        raise UsageError(f"unknown exercise {args.name!r}; choose from {list(exercises.EXERCISES)}")
+    results = exercises.check(args.directory, args.name)
+    print(exercises.report(results))
+    return 0 if all(result.status == "pass" for result in results) else 1

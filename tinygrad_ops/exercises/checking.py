@@ -1,0 +1,100 @@
+"""What every check uses: the `Case` record, `MismatchError`, and the three oracles.
+
+A case runs a student's module on one input and raises `MismatchError` when a number is wrong;
+its name says what is special about the input (the shape, the dtype, a near-zero
+variance, an all -inf row, fp16), and its hint says what usually goes wrong there. The
+oracles are central differences in float64 (`numerical_gradient`), `tinygrad_ops.reference`
+(the loop versions) and the engine (`engine_gradients`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+import tinygrad_ops as tg
+
+
+class MismatchError(AssertionError):
+    """A check's numbers disagree (the message says which, by how much, and where)."""
+
+
+@dataclass
+class Case:
+    """One input of one exercise: `run(module)` raises MismatchError if the module is wrong."""
+
+    name: str
+    hint: str
+    run: Callable
+
+
+def close(got, expected, what, rtol=1e-6, atol=1e-9):
+    """Raise MismatchError naming `what` unless `got` equals `expected` within the tolerances
+    (nan where expected is nan); the message gives the largest error and where it is."""
+    if got is None:
+        raise MismatchError(f"{what}: returned None")
+    got = np.asarray(got)
+    expected = np.asarray(expected)
+    if got.shape != expected.shape:
+        raise MismatchError(f"{what}: shape {got.shape}, expected {expected.shape}")
+    got64, expected64 = got.astype(np.float64), expected.astype(np.float64)
+    if np.array_equal(np.isnan(got64), np.isnan(expected64)) and np.allclose(
+        got64, expected64, rtol=rtol, atol=atol, equal_nan=True
+    ):
+        return
+    with np.errstate(invalid="ignore"):
+        error = np.abs(got64 - expected64)
+    error = np.where(np.isnan(got64) != np.isnan(expected64), np.inf, np.nan_to_num(error))
+    where = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
+    raise MismatchError(
+        f"{what}: max error {float(error[where]):.3g} at {tuple(int(i) for i in where)} "
+        f"(got {float(got64[where]):.6g}, expected {float(expected64[where]):.6g})"
+    )
+
+
+def same_dtype(got, dtype, what):
+    """Raise MismatchError unless `got` is an array of `dtype`."""
+    found = getattr(got, "dtype", type(got).__name__)
+    if found != np.dtype(dtype):
+        raise MismatchError(f"{what}: dtype {found}, expected {np.dtype(dtype)} (the input's)")
+
+
+def numerical_gradient(function, x, h=1e-6):
+    """d function(x) / dx by central differences, in float64 (the checker's own oracle).
+
+    >>> numerical_gradient(lambda v: float((v**2).sum()), np.array([1.0, -2.0])).round(6)
+    array([ 2., -4.])
+    """
+    x = np.array(x, dtype=np.float64)
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        original = x[index]
+        x[index] = original + h
+        above = function(x)
+        x[index] = original - h
+        below = function(x)
+        x[index] = original
+        grad[index] = (above - below) / (2 * h)
+    return grad
+
+
+def engine_gradients(function, arrays, grad_output):
+    """(output, gradients): `function` on float64 Tensors of `arrays`, then backward with
+    `grad_output`; gradients are numpy arrays, one per input array (None if unused)."""
+    tensors = [tg.Tensor(np.array(a, dtype=np.float64), requires_grad=True) for a in arrays]
+    out = function(*tensors)
+    out.backward(tg.Tensor(np.asarray(grad_output, dtype=np.float64)))
+    return out.numpy(), [None if t.grad is None else t.grad.numpy() for t in tensors]
+
+
+def random(shape, seed, scale=1.0, dtype=np.float64):
+    """Seeded normal numbers, away from 0 by at least 0.05 (kinks and divisions)."""
+    values = np.random.default_rng(seed).standard_normal(shape) * scale
+    values = np.where(np.abs(values) < 0.05, 0.05 * np.sign(values + 1e-12), values)
+    return values.astype(dtype)
+
+
+def shape_text(shape) -> str:
+    return "a scalar" if shape == () else "shape (" + ", ".join(map(str, shape)) + ")"
