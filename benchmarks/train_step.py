@@ -1,12 +1,14 @@
-"""One SGD training step of a 2-layer ReLU MLP with cross-entropy, timed three ways.
+"""One SGD training step of a 2-layer ReLU MLP with cross-entropy, timed four ways.
 
     hand-written numpy  forward and backward derived on paper: the floor for an engine on numpy
     PyTorch CPU         the same step with torch.autograd (2 threads)
     tinygrad_ops        the same step with this engine (F.linear, relu, F.cross_entropy, SGD)
+    compiled            the same step under tg.compile: captured once, replayed
 
 Rounds are interleaved (numpy, torch, ours, numpy, ...) so that machine noise hits all three
 alike; each figure is the median over rounds of the mean step time within a round.
-Also a per-op overhead figure: forward+backward of a 100-op chain of 4x4 tensors.
+Also a per-op overhead figure: forward+backward of a 100-op chain of 4x4 tensors (eager,
+compiled, hand-written numpy, PyTorch, and the leanest possible tape).
 
 Run:  .venv/bin/python benchmarks/train_step.py  [--rounds 15] [--quick]
 """
@@ -108,14 +110,25 @@ class OursStep:
         self.optimizer = optim.SGD(self.params, lr=LEARNING_RATE)
 
     def __call__(self):
+        return self.step(self.x, self.y).item()
+
+    def step(self, x, y):
         w1, b1, w2, b2 = self.params
         self.optimizer.zero_grad()
-        hidden = F.linear(self.x, w1, b1).relu()
+        hidden = F.linear(x, w1, b1).relu()
         logits = F.linear(hidden, w2, b2)
-        loss = F.cross_entropy(logits, self.y)
+        loss = F.cross_entropy(logits, y)
         loss.backward()
         self.optimizer.step()
-        return loss.item()
+        return loss
+
+
+class CompiledStep(OursStep):
+    """OursStep's step under tg.compile: the first call captures, the others replay."""
+
+    def __init__(self, x, y, params):
+        super().__init__(x, y, params)
+        self.step = tg.compile(self.step)
 
 
 def time_interleaved(steps, rounds, repeats):
@@ -216,8 +229,41 @@ def chain_overhead(rounds):
             y = ((y * 1.01).tanh() + 0.5) * x
         y.sum().backward()
 
-    timings = time_interleaved({"tinygrad_ops": ours, "torch": theirs, "bare": bare}, rounds, 20)
+    x_compiled = tg.Tensor(np.full((4, 4), 0.5, dtype=np.float32), requires_grad=True)
+
+    @tg.compile
+    def compiled_chain(x):
+        y = x
+        for _ in range(25):
+            y = ((y * 1.01).tanh() + 0.5) * x
+        y.sum().backward()
+
+    def compiled():
+        x_compiled.grad = None
+        compiled_chain(x_compiled)
+
+    steps = {"tinygrad_ops": ours, "compiled": compiled, "numpy": numpy_chain}
+    steps.update({"torch": theirs, "bare": bare})
+    timings = time_interleaved(steps, rounds, 20)
     return {name: seconds / 100 for name, seconds in timings.items()}
+
+
+def numpy_chain():
+    """The chain's forward and backward written out by hand (the gradient of x)."""
+    x = np.full((4, 4), 0.5, dtype=np.float32)
+    saved = []
+    y = x
+    for _ in range(25):
+        t = np.tanh(y * 1.01)
+        b = t + 0.5
+        saved.append((t, b))
+        y = b * x
+    grad = np.ones_like(y)
+    grad_x = np.zeros_like(x)
+    for t, b in reversed(saved):  # y = b x, b = tanh(1.01 y_prev) + 0.5
+        grad_x += grad * b
+        grad = (grad * x) * (1 - t * t) * 1.01
+    return grad_x + grad
 
 
 def main(argv=None):
@@ -229,13 +275,15 @@ def main(argv=None):
     torch.set_num_threads(2)
     print(f"numpy {np.__version__}, torch {torch.__version__} (2 threads), float32")
     print(f"{'batch,in,hidden,classes':>24} {'numpy':>10} {'torch':>10} {'ours':>10}"
-          f" {'ours/numpy':>11} {'torch/ours':>11}")  # fmt: skip
+          f" {'compiled':>10} {'ours/numpy':>11} {'compiled/numpy':>15}"
+          f" {'torch/ours':>11}")  # fmt: skip
     for size in SIZES:
         x, y, params = make_problem(*size)
         steps = {
             "numpy": NumpyStep(x, y, params),
             "torch": TorchStep(x, y, params),
             "ours": OursStep(x, y, params),
+            "compiled": CompiledStep(x, y, params),
         }
         losses = {name: step() for name, step in steps.items()}
         spread = max(losses.values()) - min(losses.values())
@@ -245,7 +293,9 @@ def main(argv=None):
         label = ",".join(str(value) for value in size)
         print(
             f"{label:>24} {timings['numpy'] * 1e6:>8.1f}us {timings['torch'] * 1e6:>8.1f}us "
-            f"{timings['ours'] * 1e6:>8.1f}us {timings['ours'] / timings['numpy']:>10.2f}x "
+            f"{timings['ours'] * 1e6:>8.1f}us {timings['compiled'] * 1e6:>8.1f}us "
+            f"{timings['ours'] / timings['numpy']:>10.2f}x "
+            f"{timings['compiled'] / timings['numpy']:>14.2f}x "
             f"{timings['torch'] / timings['ours']:>10.2f}x"
         )
     torch.set_num_threads(1)
@@ -258,6 +308,12 @@ def main(argv=None):
     print(
         f"  leanest possible tape (no checks, BareTensor): {chain['bare'] * 1e6:.2f} us/op, "
         f"bare/torch {chain['bare'] / chain['torch']:.2f}"
+    )
+    print(
+        f"  compiled: {chain['compiled'] * 1e6:.2f} us/op; hand numpy: "
+        f"{chain['numpy'] * 1e6:.2f} us/op; "
+        f"compiled/numpy {chain['compiled'] / chain['numpy']:.2f}, "
+        f"compiled/torch {chain['compiled'] / chain['torch']:.2f}"
     )
 
 

@@ -14,6 +14,7 @@ written to. `owned` is the set of slots holding such arrays during one replay.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from sys import getrefcount
 
 import numpy as np
@@ -42,7 +43,7 @@ class Kernel:
 class Forward(Kernel):
     """out = node.forward(*inputs, **options): one op's forward rule on arrays."""
 
-    __slots__ = ("node", "inputs", "options", "output", "release")
+    __slots__ = ("node", "inputs", "options", "output", "release", "gather")
 
     def __init__(self, node, inputs, options, output):
         self.node = node
@@ -51,17 +52,23 @@ class Forward(Kernel):
         self.output = output
         self.release = False  # True when no backward kernel reads the node's saved values
         self.frees = ()
+        # The inputs as one tuple in one C call (itemgetter of one slot gives the value).
+        self.gather = itemgetter(*inputs) if len(inputs) > 1 else None
 
     def run(self, buffers, owned):
         node = self.node
-        out = node.forward(*[buffers[slot] for slot in self.inputs], **self.options)
+        if self.gather is not None:
+            out = node.forward(*self.gather(buffers), **self.options)
+        else:
+            out = node.forward(*[buffers[slot] for slot in self.inputs], **self.options)
         if type(out) is not np.ndarray:
             out = np.asarray(out)
         buffers[self.output] = out
         if self.release:
             node.saved = None
-        for slot in self.frees:
-            buffers[slot] = None
+        if self.frees:
+            for slot in self.frees:
+                buffers[slot] = None
 
     def reads(self):
         return self.inputs
@@ -156,7 +163,20 @@ def send_along(edges, grads, node, buffers, owned):
         else:
             # As in the walk: `grads`, the local name and getrefcount's argument make 3.
             fresh = input_grad.base is None and getrefcount(input_grad) <= 3
-        accumulate(buffers, owned, edge.slot, input_grad, fresh)
+        # The walk's `send`: keep the first gradient, add the next ones into it.
+        slot = edge.slot
+        previous = buffers[slot]
+        if previous is None:
+            buffers[slot] = input_grad
+            if fresh:
+                owned.add(slot)
+            else:
+                owned.discard(slot)
+        elif slot in owned:
+            np.add(previous, input_grad, out=previous)
+        else:
+            buffers[slot] = np.asarray(previous + input_grad)  # (0-d arrays add to a scalar)
+            owned.add(slot)
 
 
 def accumulate(buffers, owned, slot, grad, fresh):
