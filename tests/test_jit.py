@@ -433,3 +433,22 @@ def test_peak_memory_is_not_above_eager():
         eager(x, y)
         compiled(x, y)
     assert peak_memory(compiled, x, y) <= peak_memory(eager, x, y)
+
+
+# -- the train command --------------------------------------------------------------------
+
+
+def test_the_train_command_compiled_and_eager_end_alike(tmp_path):
+    from tinygrad_ops import cli
+
+    settings = ["--dataset", "moons", "--hidden", "16", "--batch-size", "32", "--no-progress"]
+    settings += ["--norm", "batch", "--dropout", "0.1", "--optimizer", "adamw", "--epochs", "2"]
+    checkpoints = []
+    for flag in ([], ["--no-compile"]):
+        out = tmp_path / ("eager" if flag else "compiled")
+        assert cli.main(["train", *settings, "--out", str(out), *flag]) == 0
+        checkpoints.append(tg.load(out / "checkpoint.npz"))
+    compiled, eager = checkpoints
+    assert compiled["history"] == eager["history"]
+    for key, value in eager["model"].items():
+        np.testing.assert_array_equal(compiled["model"][key].numpy(), value.numpy(), err_msg=key)

@@ -208,6 +208,12 @@ def _add_training_options(training):
         "run), cosine (annealing to 0)",
     )
     training.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="run every training step eagerly (by default tg.compile captures the step once "
+        "and replays it: the same numbers, faster)",
+    )
+    training.add_argument(
         "--seed",
         type=_int,
         default=0,

@@ -12,6 +12,7 @@ import time
 from .. import data, nn, optim
 from .. import functional as F  # noqa: N812 (the PyTorch convention)
 from ..autograd import no_grad
+from ..jit import compile as compile_function
 from ..serialize import save
 from ..tensor import Tensor
 from . import checkpoint as run_checkpoint
@@ -73,19 +74,30 @@ def evaluate(model, features, labels):
     return loss, accuracy
 
 
-def run_epoch(model, loader, optimizer, progress):
-    """One pass over the training data: forward, loss, backward, step, per batch.
-    Returns (mean loss, accuracy) over the examples seen."""
-    model.train()
-    total_loss = 0.0
-    total_correct = 0
-    seen = 0
-    for inputs, targets in loader:
+def make_step(model, optimizer, compiled=True):
+    """One training step on a batch: forward, loss, backward, update; returns (loss, logits).
+    With `compiled`, tg.compile captures it on the first batch and replays it after."""
+
+    def step(inputs, targets):
         logits = model(inputs)
         loss = F.cross_entropy(logits, targets)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        return loss, logits
+
+    return compile_function(step) if compiled else step
+
+
+def run_epoch(model, loader, step, progress):
+    """One pass over the training data: `step` per batch. Returns (mean loss, accuracy)
+    over the examples seen."""
+    model.train()
+    total_loss = 0.0
+    total_correct = 0
+    seen = 0
+    for inputs, targets in loader:
+        loss, logits = step(inputs, targets)
         count = len(targets.data)
         total_loss += loss.item() * count
         total_correct += int((logits.data.argmax(axis=1) == targets.data).sum())
@@ -94,8 +106,9 @@ def run_epoch(model, loader, optimizer, progress):
     return total_loss / seen, total_correct / seen
 
 
-def train(config, out, resume=False, progress=True, graph_format="svg", log=print):
-    """Run a training as the `train` command does; returns a summary dict."""
+def train(config, out, resume=False, progress=True, graph_format="svg", log=print, compiled=True):
+    """Run a training as the `train` command does; returns a summary dict. `compiled`
+    runs the steps under tg.compile (the same numbers as eager)."""
     started = time.perf_counter()
     if config["norm"] == "batch" and config["batch_size"] == 1:
         raise UsageError(
@@ -143,9 +156,10 @@ def train(config, out, resume=False, progress=True, graph_format="svg", log=prin
     )
     epochs = config["epochs"]
     progress = Progress(progress, (epochs - start_epoch) * len(loader), log)
+    step = make_step(model, optimizer, compiled)
     try:
         for epoch in range(start_epoch, epochs):
-            train_loss, train_accuracy = run_epoch(model, loader, optimizer, progress)
+            train_loss, train_accuracy = run_epoch(model, loader, step, progress)
             if scheduler is not None:
                 scheduler.step()
             test_loss, test_accuracy = evaluate(model, test_x, test_y)
@@ -200,5 +214,6 @@ def run(args):
         resume=args.resume,
         progress=not args.no_progress,
         graph_format=args.graph_format,
+        compiled=not args.no_compile,
     )
     return 0
