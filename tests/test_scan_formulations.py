@@ -17,10 +17,9 @@ STEPS = 12
 # the Jacobian kind the plan reports for each formulation.
 EXPECTED = {name: [(STEPS - 1, "dense")] for name in FORMULATIONS}
 EXPECTED["elementwise"] = [(STEPS - 1, "diagonal")]
-# Not scanned yet: the second chain of two RNNs and of a stacked RNN, a layer norm.
+# Not scanned yet: the second chain of two RNNs and of a stacked RNN.
 EXPECTED["two-rnns"] = [(STEPS - 1, "dense")]
 EXPECTED["stacked"] = [(STEPS - 1, "dense")]
-EXPECTED["layer-norm"] = []
 
 
 def gradients(name, scheduler, dtype):

@@ -10,6 +10,7 @@ import numpy as np
 from .base import Op
 from .checks import check_affine, check_float, check_normalized_shape
 from .dual import like_inputs, upcast
+from .jacobian import Dense
 from .kernels import (
     RowBuffers,
     as_rows,
@@ -68,6 +69,22 @@ class LayerNorm(Op):
 
     __slots__ = ("normalized_shape", "eps")
 
+    def jacobian_kind(self, index):
+        """Row-wise (dense, one d x d matrix per row) through x, normalised over its last
+        dim; a norm over several dims mixes them: walked."""
+        return "dense" if index == 0 and len(self.normalized_shape) == 1 else None
+
+    def jacobian(self, index):
+        """J_x[j, i] = w_j (δ_ij - 1/n - x̂_j x̂_i / n) / sqrt(var + eps), per row."""
+        _, weight, xhat, inverse_std = self.saved_tensors
+        size = xhat.shape[-1]
+        outer = np.multiply(xhat[..., :, None], xhat[..., None, :] / -size)
+        outer += np.eye(size, dtype=outer.dtype) - 1 / size
+        outer *= inverse_std[..., None]
+        if weight is not None:
+            outer *= upcast(weight).reshape(size, 1)
+        return Dense(outer.reshape(tuple(self.output_shape) + (size,)))
+
     def forward(self, x, weight, bias, normalized_shape, eps):
         check_float("layer_norm", x)
         normalized_shape = check_normalized_shape("layer_norm", x, normalized_shape)
@@ -103,6 +120,8 @@ class LayerNorm(Op):
         if self.graph_mode is not False:
             return like_inputs(self, self.backward_composed(grad_output))
         _, weight, xhat, inverse_std = self.saved_tensors
+        if xhat.ndim > 2:  # the rows of every step of a scanned chain, stacked
+            xhat, inverse_std = xhat.reshape(-1, xhat.shape[-1]), inverse_std.reshape(-1, 1)
         needs_x, needs_weight, needs_bias = self.needs_input_grad
         g = upcast(grad_output).reshape(xhat.shape)
         shape = self.normalized_shape

@@ -10,9 +10,10 @@ whole graph:
    anchors x_n, x_{n-1}, ... while creation numbers keep falling.
 3. `check_columns`: every step is checked against the template one *column* (one slot
    over every step) per check, each check a single pass.
-4. `no_outside_readers`: one search over the tensors *outside* the chain (the output
-   side, the ancestry of the weights and inputs) proves that none of them reads a chain
-   tensor.
+4. `outside_readers`: two searches over the tensors *outside* the chain (the ancestry
+   of the weights and inputs, then the output side) prove that none of them reads a
+   tensor inside a step, and that the readers of the anchors (a readout and a loss at
+   every step) are *independent*: walked first, they leave the injections e_i.
 
 When the first look finds nothing, the full analysis (`finder.py`) decides.
 """
@@ -43,7 +44,10 @@ def first_look(graph, min_steps, worth_checking=None):
     ):
         return ChainPlan([], refusal=f"a chain of {len(anchors) - 1} steps: too short to pay")
     count, tensors, nodes, outside = check_columns(template, anchors)
-    if count < min_steps or not no_outside_readers(graph, anchors, tensors, outside, count):
+    if count < min_steps:
+        return None
+    independent = outside_readers(graph, anchors, tensors, outside, count)
+    if independent is None:
         return None
     # Columns in chain order (step 0 is x_0 -> x_1).
     chain_columns = [column[count - 1 :: -1] for column in tensors]
@@ -53,7 +57,8 @@ def first_look(graph, min_steps, worth_checking=None):
     )
     if outside is None:
         return None
-    return ChainPlan([Segment(template, anchors[count::-1], chain_columns, outside, chain_nodes)])
+    segment = Segment(template, anchors[count::-1], chain_columns, outside, chain_nodes)
+    return ChainPlan([segment], independent)
 
 
 def top_step(window, graph):
@@ -189,7 +194,7 @@ def check_columns(template, anchors):
     from: the op class and options, needs_input_grad, shape and dtype (where a constant
     input could change them), no hooks, the wiring by identity, and the creation numbers
     (every slot made after x_{i-1} and before the op that reads it; every outside input
-    made before x_{i-1}). Readers from outside the chain are `no_outside_readers`' job.
+    made before x_{i-1}). Readers from outside the chain are `outside_readers`' job.
     """
     good, tensors, nodes = slot_columns(template, anchors)
     good = _check_flags(template, tensors, nodes, good)
@@ -274,63 +279,90 @@ def _outside_columns(template, nodes, lower_sequences, good, tensors):
     return good, tensors, nodes, outside
 
 
-def no_outside_readers(graph, anchors, tensors, outside, count):
-    """True when no tensor outside the top `count` steps reads one of their tensors (other
-    than x_n, which the output side reads) or their bottom anchor x_0.
+def outside_readers(graph, anchors, tensors, outside, count):
+    """The tensors outside the top `count` steps, as two searches that see every reader
+    of a chain tensor; None when a reader breaks the rules of a chain.
 
-    Every tensor of the graph that is not in the chain is reached from the output without
-    entering the chain, or from the chain's outside inputs (weights, x_t): those two
-    searches see every reader. Chain tensors were made after x_0 and no later than x_n,
-    so only a tensor made in that span is looked up among them (the set of their ids is
-    built the first time one is met, which an RNN with its loss on the last state never
-    does).
+    Every tensor of the graph that is not in the chain is reached from the chain's
+    outside inputs (weights, x_t, and their ancestry) or from the output without entering
+    the chain. The first search must meet no chain tensor at all (a step's input that
+    depends on the chain would need the scan's results before the scan). The second may
+    meet the anchors x_{n-1} .. x_0 (a readout and a loss at every step: their gradients
+    are the injections e_i) but no tensor inside a step. What the second search finds
+    (made after x_0) is *independent*: returned, newest first, to be walked before the
+    scan. Chain tensors were made after x_0 and no later than x_n, so only a tensor made
+    in that span is looked up among them (the sets of their ids are built the first time
+    one is met, which an RNN with its loss on the last state never does).
     """
     top = anchors[0]
     bottom = anchors[count]
     high = top._ctx.sequence
     low = -1 if bottom._ctx is None else bottom._ctx.sequence
-    protected = None
+    members = {}
 
-    def in_chain(tensor):
-        nonlocal protected
+    def chain_role(tensor):
+        """ "anchor", "inside" (a tensor of a step that is no anchor) or None."""
         if tensor is bottom:
-            return True
+            return "anchor"
         node = tensor._ctx
         if node is None or not low < node.sequence <= high:
-            return False
-        if protected is None:
-            protected = set(
-                map(id, itertools.chain.from_iterable(column[:count] for column in tensors))
-            )
-        return id(tensor) in protected
+            return None
+        if not members:
+            for column in tensors[1:]:
+                members.update(dict.fromkeys(map(id, column[:count]), "inside"))
+            members.update(dict.fromkeys(map(id, anchors[1:count]), "anchor"))
+        return members.get(id(tensor))
 
-    starts = list(graph.roots)
-    seen = {id(root) for root in starts}
+    seen = {id(top)}
+    starts = []
     for _, _, column in outside:
         column = column[:count]
         if all(map(is_, column, itertools.repeat(column[0]))):
             column = column[:1]  # a weight shared by every step: one look is enough
         for operand in column:
-            key = id(operand)
-            if key in seen:
-                continue
-            if in_chain(operand):
-                return False
-            seen.add(key)
-            starts.append(operand)
-    stack = starts
+            if id(operand) not in seen:
+                if chain_role(operand) is not None:
+                    return None
+                seen.add(id(operand))
+                starts.append(operand)
+    if _search(starts, seen, chain_role, allowed=()) is None:
+        return None
+    roots = [root for root in graph.roots if id(root) not in seen]
+    seen.update(map(id, roots))
+    found = _search(list(roots), seen, chain_role, allowed=("anchor",))
+    if found is None:
+        return None
+    independent = [tensor for tensor in roots + found if _made_after_sequence(tensor, low)]
+    independent.sort(key=_sequence_of, reverse=True)
+    return independent
+
+
+def _made_after_sequence(tensor, low):
+    node = tensor._ctx
+    return node is not None and node.sequence > low
+
+
+def _sequence_of(tensor):
+    return tensor._ctx.sequence
+
+
+def _search(stack, seen, chain_role, allowed):
+    """Every tensor below `stack` that needs a gradient, not entering the chain: the list
+    of those met, or None if a chain tensor whose role is not `allowed` is met."""
+    found = []
     while stack:
         node = stack.pop()._ctx
         if node is None:
             continue
         for operand, needs in zip(node.inputs, node.needs_input_grad):
-            if not needs:
+            if not needs or id(operand) in seen:
                 continue
-            key = id(operand)
-            if key in seen or operand is top:
+            seen.add(id(operand))
+            role = chain_role(operand)
+            if role is not None:
+                if role not in allowed:
+                    return None
                 continue
-            if in_chain(operand):
-                return False
-            seen.add(key)
+            found.append(operand)
             stack.append(operand)
-    return True
+    return found

@@ -19,7 +19,6 @@ would not be recorded node by node.
 """
 
 import gc
-import heapq
 import itertools
 from operator import is_
 
@@ -289,7 +288,7 @@ class ScanScheduler:
             if not chosen:
                 graph.run_sequential()
             elif plan.index is None:  # the first look's chain: no index of the graph
-                execute_simple(graph, *chosen[0], self.name)
+                execute_simple(graph, plan, *chosen[0], self.name)
             else:
                 execute(graph, plan, chosen, self.name)
         finally:
@@ -341,34 +340,19 @@ def execute(graph, plan, chosen, name):
     graph.run_sequential()
 
 
-def execute_simple(graph, segment, method, block_size, name):
-    """Walk down to the segment's top anchor (by creation number, as the engine's walk
-    does), scan the segment, and let the engine's walk finish the graph."""
+def execute_simple(graph, plan, segment, method, block_size, name):
+    """The first look's chain: walk its independent tensors (the output side, a readout
+    and a loss at every step; newest first, as the engine's walk would), scan the
+    segment, and let the engine's walk finish the graph."""
     try:
         runner = SegmentRun(graph, segment)
     except ValueError:  # steps whose saved values do not stack: walk them
         graph.run_sequential()
         return
-    top = segment.anchors[-1]
-    tensors = graph.tensors
-    grads = graph.grads
-    heap = [(-tensors[key]._ctx.sequence, key) for key in grads if tensors[key]._ctx is not None]
-    heapq.heapify(heap)
-    queued = set(grads)
-    while heap:
-        key = heapq.heappop(heap)[1]
-        tensor = tensors[key]
-        if tensor is top:
-            break
+    for tensor in plan.independent:
         grad = graph.pop_grad(tensor)
-        if grad is None:
-            continue
-        graph.visit(tensor, grad)
-        for operand in tensor._ctx.inputs:
-            operand_key = id(operand)
-            if operand_key in grads and operand_key not in queued and operand._ctx is not None:
-                queued.add(operand_key)
-                heapq.heappush(heap, (-operand._ctx.sequence, operand_key))
+        if grad is not None:
+            graph.visit(tensor, grad)
     runner.run(method, block_size)
     graph.scanned_segments.append((name, segment.anchors))
     graph.run_sequential()

@@ -203,15 +203,22 @@ _SIMPLE_OPTIONS = (int, float, complex, str, bool, bytes, type(None), np.dtype)
 MISSING = object()  # an option a node does not have
 
 
+def _simple(value):
+    """Numbers, names, dtypes and tuples of them: options compared by value."""
+    if type(value) is tuple:
+        return all(map(_simple, value))
+    return type(value) in _SIMPLE_OPTIONS
+
+
 def same_option(value, expected):
-    """Options equal by value for numbers and names, else the same object."""
+    """Options equal by value for numbers, names and tuples of them, else the same object."""
     if value is expected:
         return True
-    return type(value) is type(expected) and type(value) in _SIMPLE_OPTIONS and value == expected
+    return type(value) is type(expected) and _simple(value) and value == expected
 
 
 def option_key(value):
-    return value if type(value) in _SIMPLE_OPTIONS else ("object", id(value))
+    return value if _simple(value) else ("object", id(value))
 
 
 class Step:
