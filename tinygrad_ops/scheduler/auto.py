@@ -49,18 +49,23 @@ def _best_time(function, repeats=3):
 
 
 @enable_grad()  # calibration records graphs whatever the caller's grad mode
-def _small_rnn(steps, size=2, batch=2, seed=0):
-    """A tanh RNN of `steps` steps (4 ops each) on tiny arrays: (loss, number of nodes)."""
+def _small_rnn(steps, size=2, batch=2, seed=0, layers=1):
+    """A tanh RNN of `steps` steps (4 ops each per layer) on tiny arrays: (loss, number of
+    nodes). With two layers the first look finds no chain (the lower layer's state is an
+    input of the upper one's steps) and the full analysis runs all its phases."""
     from ..tensor import Tensor
 
     generator = np.random.default_rng(seed)
     weight = Tensor(generator.standard_normal((size, size)) * 0.5, requires_grad=True)
     bias = Tensor(np.zeros(size), requires_grad=True)
     inputs = generator.standard_normal((steps, batch, size))
-    state = Tensor(np.zeros((batch, size)))
+    states = [Tensor(np.zeros((batch, size))) for _ in range(layers)]
     for step in range(steps):
-        state = (Tensor(inputs[step]) + state @ weight + bias).tanh()
-    return state.sum(), 4 * steps + 1
+        below = Tensor(inputs[step])
+        for layer in range(layers):
+            states[layer] = (below + states[layer] @ weight + bias).tanh()
+            below = states[layer]
+    return states[-1].sum(), 4 * layers * steps + 1
 
 
 def _first_look(graph):
@@ -101,8 +106,8 @@ def calibrate(force=False):
         loss, nodes = _small_rnn(steps)
         return paused(lambda: loss.backward(scheduler=scheduler)) / nodes
 
-    def analysis(finder, steps):
-        loss, nodes = _small_rnn(steps)
+    def analysis(finder, steps, layers=1):
+        loss, nodes = _small_rnn(steps, layers=layers)
         graph = BackwardGraph([loss], None, False, True)
         graph.send(loss, np.ones_like(loss.data))
         return paused(lambda: finder(graph)) / nodes
@@ -124,7 +129,7 @@ def calibrate(force=False):
     costs["c_analysis"] = min(analysis(_first_look, long) for _ in range(3))
     short_analysis = min(analysis(_first_look, short) for _ in range(3)) * short_nodes
     costs["c_analysis_chain"] = max(short_analysis - costs["c_analysis"] * short_nodes, 0.0)
-    costs["c_analysis_full"] = min(analysis(full_analysis, long) for _ in range(2))
+    costs["c_analysis_full"] = min(analysis(full_analysis, long // 2, 2) for _ in range(2))
     costs["c_batch"] = max(scanned - costs["c_analysis"], 0.1 * scanned)
     costs["c_chain"] = max(short_time - scanned * short_nodes, 0.0)
     # The walk's cost grows with the arrays (its matrix products are d x d): a second

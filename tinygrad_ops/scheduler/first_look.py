@@ -37,6 +37,8 @@ def first_look(graph, min_steps, worth_checking=None):
     if built is None:
         return None
     template, step = built
+    if _reads_the_step_below(template, step):
+        return None
     anchors = walk_route(template.route, step)
     state_shape = template.shapes[0][0]
     if worth_checking is not None and not worth_checking(
@@ -82,6 +84,19 @@ def top_step(window, graph):
         if built is not None:
             return built
     return None
+
+
+def _reads_the_step_below(template, step):
+    """Whether the top step reads a tensor of the step below other than its anchor (the
+    lower layer's state of a stacked RNN: not one chain of this template)."""
+    try:
+        below = [step.lower]
+        for parent, k in template.paths[1:]:
+            below.append(input_tensor(below[parent], k))
+    except NotAChain:
+        return False
+    inside = set(map(id, below[1:]))
+    return any(id(operand) in inside for _, _, operand in step.outside)
 
 
 def period_of(classes):
