@@ -22,8 +22,7 @@ run on Tensors, the columns recomputed from the input Tensor, so they are differ
 
 import numpy as np
 
-from ..autograd import Op
-from ..tensor import Tensor
+from .base import Op, is_tensor, new_tensor
 from .windows import add_windows, pad_array_or_tensor, spatial_tuple, windows_of, with_batch
 
 
@@ -227,8 +226,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def _as_tensor(value, name, op_name):
-    if value is None or isinstance(value, Tensor):
+    if value is None or is_tensor(value):
         return value
     if isinstance(value, np.ndarray):
-        return Tensor(value)
+        return new_tensor(value)
     raise TypeError(f"{op_name}: {name} must be a Tensor, got {type(value).__name__}")

@@ -14,8 +14,7 @@ counted in no average.
 
 import numpy as np
 
-from ..autograd import Op
-from ..tensor import Tensor
+from .base import Op, is_tensor, new_tensor
 from .windows import (
     Pad,
     SlidingWindows,
@@ -121,10 +120,10 @@ def max_pool2d(
             node = MaxPool2d()
             node.needs_input_grad = [False]
             node.forward(x.data, kernel, stride, dilation, widths)
-        indices = Tensor(node.flat_indices(x.shape[3]), dtype=np.int64)
+        indices = new_tensor(node.flat_indices(x.shape[3]))
     if unbatched:
         out = out.reshape(out.shape[1:])
-        indices = None if indices is None else Tensor(indices.data[0], dtype=np.int64)
+        indices = None if indices is None else new_tensor(indices.data[0])
     return (out, indices) if return_indices else out
 
 
@@ -201,7 +200,7 @@ def max_pool1d(
     )
     if return_indices:
         out, indices = result
-        return out.squeeze(-2), Tensor(indices.data.squeeze(-2), dtype=np.int64)
+        return out.squeeze(-2), new_tensor(indices.data.squeeze(-2))
     return result.squeeze(-2)
 
 
@@ -225,10 +224,10 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def _float_tensor(value, op_name):
-    if not isinstance(value, Tensor):
+    if not is_tensor(value):
         if not isinstance(value, np.ndarray):
             raise TypeError(f"{op_name}: input must be a Tensor, got {type(value).__name__}")
-        value = Tensor(value)
+        value = new_tensor(value)
     if value.dtype.kind != "f":
         raise TypeError(f"{op_name}: input must be floating point, got {value.dtype}")
     return value

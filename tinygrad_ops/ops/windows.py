@@ -12,8 +12,7 @@ positions i s + p d for p = 0 .. k - 1.
 
 import numpy as np
 
-from ..autograd import Op
-from . import dispatch
+from .base import Op, is_tensor
 
 
 def window_count(size, kernel, stride, dilation):
@@ -72,14 +71,14 @@ def add_windows_array(windows, shape, stride, dilation):
 
 def windows_of(value, kernel, stride, dilation):
     """`sliding_windows` for arrays, the recorded `SlidingWindows` op for Tensors."""
-    if dispatch._is_tensor(value):
+    if is_tensor(value):
         return SlidingWindows.apply(value, kernel=kernel, stride=stride, dilation=dilation)
     return sliding_windows(value, kernel, stride, dilation)
 
 
 def add_windows(windows, shape, stride, dilation):
     """`add_windows_array` for arrays, the recorded `AddWindows` op for Tensors."""
-    if dispatch._is_tensor(windows):
+    if is_tensor(windows):
         return AddWindows.apply(windows, shape=shape, stride=stride, dilation=dilation)
     return add_windows_array(windows, shape, stride, dilation)
 
@@ -133,7 +132,7 @@ class Pad(Op):
 
 def pad_array_or_tensor(value, widths, fill=0.0):
     """Pad an array (np.pad) or a Tensor (the recorded `Pad`) with a constant."""
-    if dispatch._is_tensor(value):
+    if is_tensor(value):
         return Pad.apply(value, widths=widths, value=fill)
     if not any(before or after for before, after in widths):
         return value
