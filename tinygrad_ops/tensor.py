@@ -12,6 +12,7 @@ from .autograd.backward import tensor_backward
 from .autograd.graph import HookHandle
 from .autograd.inplace import apply_inplace
 from .mode import STATE
+from .ops import indexing
 from .ops.base import bind_tensor
 from .ops.checks import normalize_axis
 from .ops.elementwise import (
@@ -542,6 +543,32 @@ class Tensor:
 
     def matmul(self, other):
         return self @ other
+
+    # -- indexing along a dim (ops/indexing.py) ------------------------------------------------
+
+    def gather(self, dim, index):
+        return indexing.gather(self, dim, index)
+
+    def scatter(self, dim, index, src=None, *, value=None):
+        return indexing.scatter(self, dim, index, src, value=value)
+
+    def scatter_add(self, dim, index, src):
+        return indexing.scatter_add(self, dim, index, src)
+
+    def masked_fill(self, mask, value):
+        return indexing.masked_fill(self, mask, value)
+
+    def sort(self, dim=None, descending=False, stable=False, *, axis=None):
+        return indexing.sort(self, dim, descending, stable, axis=axis)
+
+    def argsort(self, dim=None, descending=False, stable=False, *, axis=None):
+        return indexing.argsort(self, dim, descending, stable, axis=axis)
+
+    def topk(self, k, dim=None, largest=True, sorted=True, *, axis=None):
+        return indexing.topk(self, k, dim, largest, sorted, axis=axis)
+
+    def nonzero(self, as_tuple=False):
+        return indexing.nonzero(self, as_tuple)
 
     # -- in-place operations (bump the version counter) ----------------------------------------
 

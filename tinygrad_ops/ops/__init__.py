@@ -34,6 +34,7 @@ from .elementwise import (
     Tanh,
     Where,
 )
+from .indexing import Gather, ScatterAddAlong, ScatterAlong
 from .linalg import Linear, MatMul
 from .losses import CrossEntropy, MSELoss
 from .norms import BatchNorm, LayerNorm, RMSNorm
@@ -57,6 +58,8 @@ PRIMITIVES = (
     CrossEntropy, MSELoss,
     # windows, convolution, pooling
     Pad, SlidingWindows, AddWindows, Conv2d, MaxPool2d,
+    # indexing along a dim
+    Gather, ScatterAddAlong, ScatterAlong,
 )  # fmt: skip
 REGISTRY = {op.__name__: op for op in PRIMITIVES}
 
