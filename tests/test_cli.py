@@ -8,7 +8,7 @@ import pytest
 
 import tinygrad_ops as tg
 from tinygrad_ops import cli
-from tinygrad_ops.cli import options
+from tinygrad_ops.cli import build, options
 from tinygrad_ops.cli import train as training
 
 SMALL = ["--dataset", "moons", "--hidden", "16", "16", "--batch-size", "32", "--no-progress"]
@@ -42,7 +42,8 @@ def test_a_short_run_writes_checkpoint_plot_and_graph(short_run, capsys):
     assert (out / "graph.svg").exists()
     checkpoint = tg.load(out / "checkpoint.npz")
     assert checkpoint["epoch"] == 2
-    assert len(checkpoint["history"]["test_accuracy"]) == 2
+    assert len(checkpoint["history"]["validation_accuracy"]) == 2
+    assert tg.load(out / "best.npz")["epoch"] in (1, 2)
     assert checkpoint["config"]["hidden"] == [16, 16]
     assert "0.weight" in checkpoint["model"]
     assert set(checkpoint["rng"]) == {"init", "loader"}
@@ -253,7 +254,8 @@ def test_python_dash_m_runs_the_command():
     assert "graph" in help_result.stdout
 
 
-def test_the_progress_bar_shows_loss_and_accuracy(tmp_path, capsys):
+def test_the_progress_bar_shows_loss_and_accuracy(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(training, "is_terminal", lambda: True)
     options = [option for option in SMALL if option != "--no-progress"]
     assert cli.main(["train", *options, "--epochs", "1", "--out", str(tmp_path)]) == 0
     err = capsys.readouterr().err
@@ -325,8 +327,8 @@ def test_load_state_dict_of_a_non_mapping_is_a_type_error():
 
 
 def test_batch_norm_drops_a_last_batch_of_one_and_says_so(tmp_path, capsys):
-    # moons: 400 training examples = 7 batches of 57 and one of 1.
-    options = ["--norm", "batch", "--batch-size", "57", "--epochs", "2"]
+    # moons: 300 training examples = 13 batches of 23 and one of 1.
+    options = ["--norm", "batch", "--batch-size", "23", "--epochs", "2"]
     assert cli.main(["train", *SMALL, *options, "--out", str(tmp_path)]) == 0
     assert "last batch of one example" in capsys.readouterr().out
     assert tg.load(tmp_path / "checkpoint.npz")["epoch"] == 2
@@ -337,3 +339,108 @@ def test_batch_norm_with_batches_of_one_is_refused_up_front(tmp_path, capsys):
     assert cli.main(["train", *SMALL, *options, "--out", str(tmp_path / "never")]) == 2
     assert "--batch-size" in _one_line_error(capsys)
     assert not (tmp_path / "never").exists()
+
+
+def test_no_progress_frames_when_the_output_is_not_a_terminal(tmp_path, capsys):
+    options = [option for option in SMALL if option != "--no-progress"]
+    assert cli.main(["train", *options, "--epochs", "1", "--out", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "loss=" not in captured.err
+    assert "epoch   1/1" in captured.out
+
+
+# -- validation every epoch, the test set once, the best checkpoint ----------------------------
+
+
+def test_validation_per_epoch_test_once_and_the_best_checkpoint(tmp_path, capsys):
+    assert cli.main(["train", *SMALL, "--epochs", "3", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("val loss") == 3
+    assert printed.count("test accuracy") == 1
+    assert "300 training, 100 validation and 100 test examples" in printed
+    history = tg.load(tmp_path / "checkpoint.npz")["history"]
+    best = tg.load(tmp_path / "best.npz")
+    lowest = int(np.argmin(history["validation_loss"])) + 1
+    assert best["epoch"] == lowest
+    assert best["history"]["validation_loss"] == history["validation_loss"][:lowest]
+
+
+def test_the_three_splits_are_disjoint_and_cover_the_data():
+    config = {"dataset": "moons", "seed": 0, "test_fraction": 0.2, "validation_fraction": 0.3}
+    splits = build.split_data(config)
+    parts = [splits.train_x, splits.validation_x, splits.test_x]
+    assert [len(part) for part in parts] == [250, 150, 100]
+    rows = {tuple(row) for part in parts for row in part.tolist()}
+    assert len(rows) == 500
+
+
+# -- --resume with another --epochs ------------------------------------------------------------
+
+
+def _config(*extra):
+    return options.config_from_args(cli.build_parser("train").parse_args(["train", *SMALL, *extra]))
+
+
+@pytest.mark.parametrize("scheduler", ["cosine", "step"])
+def test_resuming_with_more_epochs_continues_the_longer_schedule(tmp_path, scheduler):
+    quiet = {"progress": False, "log": lambda line: None}
+    training.train(_config("--epochs", "3", "--scheduler", scheduler), str(tmp_path), **quiet)
+    lines = []
+    longer = training.prepare(
+        _config("--epochs", "9", "--scheduler", scheduler), str(tmp_path), True, lines.append
+    )
+    fresh = training.prepare(
+        _config("--epochs", "9", "--scheduler", scheduler), str(tmp_path / "fresh"), False, print
+    )
+    for _ in range(3):
+        fresh.scheduler.step()
+    assert longer.start_epoch == 3
+    assert longer.scheduler.get_last_lr() == fresh.scheduler.get_last_lr()
+    assert any("continues as a 9-epoch run's would from epoch 3" in line for line in lines)
+
+
+def test_resuming_with_fewer_epochs_than_done_is_an_error(short_run, capsys):
+    _, out = short_run
+    before = (out / "checkpoint.npz").read_bytes()
+    assert cli.main(["train", *SMALL, "--epochs", "1", "--out", str(out), "--resume"]) == 2
+    assert "2 epochs done" in _one_line_error(capsys)
+    assert (out / "checkpoint.npz").read_bytes() == before
+
+
+# -- predict -----------------------------------------------------------------------------------
+
+
+def test_predict_reports_the_test_accuracy_of_a_run(short_run, capsys):
+    _, out = short_run
+    capsys.readouterr()
+    assert cli.main(["predict", "--checkpoint", str(out / "checkpoint.npz")]) == 0
+    printed = capsys.readouterr().out
+    assert "test accuracy" in printed
+    assert "(100 examples of moons)" in printed
+
+
+def test_predict_prints_a_class_per_row(short_run, capsys):
+    _, out = short_run
+    capsys.readouterr()
+    rows = ["--row", "0.5,-0.3", "--row", "1.5,-0.4"]
+    assert cli.main(["predict", "--checkpoint", str(out / "best.npz"), *rows]) == 0
+    printed = capsys.readouterr().out
+    assert "row 1: class" in printed
+    assert "row 2: class" in printed
+
+
+def test_predict_with_a_row_of_the_wrong_width_is_one_line(short_run, capsys):
+    _, out = short_run
+    capsys.readouterr()
+    assert cli.main(["predict", "--checkpoint", str(out / "checkpoint.npz"), "--row", "1"]) == 2
+    assert "the model takes 2" in _one_line_error(capsys)
+
+
+def test_the_model_of_a_run_loads_as_in_pytorch(short_run):
+    _, out = short_run
+    model, checkpoint = cli.load_model(out / "checkpoint.npz")
+    again = tg.nn.MLP(2, checkpoint["config"]["hidden"], 2)
+    again.load_state_dict(checkpoint["model"])
+    again.eval()
+    x = tg.Tensor(np.ones((3, 2), dtype=np.float32))
+    np.testing.assert_array_equal(model(x).numpy(), again(x).numpy())

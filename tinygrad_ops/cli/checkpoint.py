@@ -11,6 +11,7 @@ import os
 
 from .. import nn
 from ..serialize import CheckpointError, load
+from .build import build_model, split_data
 from .options import RESUME_MUST_MATCH, UsageError
 
 # What `tinygrad-ops train` writes, and the type each entry must have.
@@ -65,16 +66,20 @@ def read(path):
 
 
 def resume(path, config, model, optimizer, scheduler, loader):
-    """Restore a run from its checkpoint into the given objects; returns (epoch, history)."""
+    """Restore a run from its checkpoint into the given objects; returns the checkpoint."""
     if not os.path.exists(path):
         raise UsageError(f"--resume: no checkpoint at {path} (train without --resume first)")
     checkpoint = read(path)
     for key in RESUME_MUST_MATCH:
         saved = checkpoint["config"].get(key)
-        if saved != config[key]:
-            option = "--" + key.replace("_", "-")
+        if key not in checkpoint["config"]:
             raise UsageError(
-                f"--resume: the checkpoint {path} was trained with {option} {saved}, not "
+                f"--resume: the checkpoint {path} has no {_option(key)} setting (an older "
+                "version wrote it); train afresh, or use another --out"
+            )
+        if saved != config[key]:
+            raise UsageError(
+                f"--resume: the checkpoint {path} was trained with {_option(key)} {saved}, not "
                 f"{config[key]}; use the same settings (or another --out)"
             )
     try:
@@ -91,4 +96,36 @@ def resume(path, config, model, optimizer, scheduler, loader):
         raise CheckpointError(
             f"cannot resume from {path}: {type(error).__name__}: {reason}"
         ) from None
-    return checkpoint["epoch"], checkpoint["history"]
+    return checkpoint
+
+
+def _option(key):
+    return "--" + key.replace("_", "-")
+
+
+def load_model(path):
+    """The model a run's checkpoint holds, in eval mode, and the checkpoint itself.
+
+    The model is rebuilt from the run's settings (`config`) for its data set, then its
+    weights are loaded: `nn.MLP(...)` and `load_state_dict`, as in PyTorch.
+
+    >>> import tempfile
+    >>> from tinygrad_ops.cli import build_parser, options, train
+    >>> out = tempfile.mkdtemp()
+    >>> options_given = ["--dataset", "moons", "--hidden", "4", "--epochs", "1"]
+    >>> args = build_parser("train").parse_args(["train", *options_given, "--graph-format", "dot"])
+    >>> _ = train.train(options.config_from_args(args), out, progress=False, log=lambda line: None)
+    >>> model, checkpoint = load_model(f"{out}/checkpoint.npz")
+    >>> type(model).__name__, model.training, checkpoint["epoch"]
+    ('MLP', False, 1)
+    """
+    checkpoint = read(path)
+    splits = split_data(checkpoint["config"])
+    model = build_model(splits.train_x.shape[1], splits.classes, checkpoint["config"])
+    try:
+        model.load_state_dict(checkpoint["model"])
+    except (RuntimeError, TypeError) as error:
+        reason = " ".join(str(error).split())
+        raise CheckpointError(f"cannot load the model of {path}: {reason}") from None
+    model.eval()
+    return model, checkpoint

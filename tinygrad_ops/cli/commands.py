@@ -23,6 +23,10 @@ COMMANDS = {
         help="train an MLP on a small real data set (digits or moons)",
         module="tinygrad_ops.cli.train",
     ),
+    "predict": Command(
+        help="use a trained run: accuracy on its test set, or predictions for given rows",
+        module="tinygrad_ops.cli.predict",
+    ),
     "graph": Command(
         help="draw the compute graph of an expression or a model",
         module="tinygrad_ops.cli.graph",

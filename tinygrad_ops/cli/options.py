@@ -29,6 +29,7 @@ CNN_ADAM_LR = 0.003
 CNN_DROPOUT = 0.2
 MODELS = ("mlp", "cnn")
 CHECKPOINT = "checkpoint.npz"
+BEST = "best.npz"
 PLOT = "training.png"
 GRAPH = "graph"
 # The settings a checkpoint must share with a --resume run: all but --epochs (they define
@@ -37,6 +38,7 @@ RESUME_MUST_MATCH = (
     "dataset",
     "model",
     "test_fraction",
+    "validation_fraction",
     "hidden",
     "activation",
     "norm",
@@ -115,10 +117,11 @@ def add_train_arguments(parser):
     """The options of `tinygrad-ops train`, in four groups: data, model, training, output."""
     parser.formatter_class = _HelpFormatter
     parser.description = (
-        "Train a multi-layer perceptron on a small real data set with tinygrad_ops. Writes "
-        "a checkpoint after every epoch (continue with --resume), and at the end prints "
-        "the test accuracy and writes a loss/accuracy plot and the model's compute graph "
-        "into --out."
+        "Train a multi-layer perceptron on a small real data set with tinygrad_ops. After "
+        "every epoch it measures the validation set and writes a checkpoint (continue with "
+        "--resume; the epoch of lowest validation loss also goes to best.npz); at the end "
+        "it measures the held-out test set once and writes a loss/accuracy plot and the "
+        "model's compute graph into --out."
     )
     _add_data_options(parser.add_argument_group("data"))
     _add_model_options(parser.add_argument_group("model"))
@@ -139,7 +142,16 @@ def _add_data_options(data):
         type=_open_fraction,
         default=0.2,
         metavar="F",
-        help="share of the data held out for testing (stratified split)",
+        help="share of the data held out for the test set, measured once at the end "
+        "(stratified split)",
+    )
+    data.add_argument(
+        "--validation-fraction",
+        type=_open_fraction,
+        default=0.2,
+        metavar="F",
+        help="share of the data set aside for validation, measured after every epoch "
+        "(it picks best.npz)",
     )
 
 
@@ -226,12 +238,13 @@ def _add_output_options(output):
         "--out",
         default=os.path.join("runs", "train"),
         metavar="DIR",
-        help=f"folder for {CHECKPOINT}, {PLOT} and the graph (created if needed)",
+        help=f"folder for {CHECKPOINT}, {BEST}, {PLOT} and the graph (created if needed)",
     )
     output.add_argument(
         "--resume",
         action="store_true",
-        help=f"continue from DIR/{CHECKPOINT} (same settings; --epochs may grow)",
+        help=f"continue from DIR/{CHECKPOINT} (same settings; --epochs may grow: the "
+        "schedule then continues as a run of the new length would)",
     )
     output.add_argument(
         "--graph-format",
@@ -259,6 +272,7 @@ def config_from_args(args):
         "dataset": args.dataset,
         "model": args.model,
         "test_fraction": args.test_fraction,
+        "validation_fraction": args.validation_fraction,
         "hidden": list(args.hidden),
         "activation": args.activation,
         "norm": args.norm,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 
 from .. import functional as F  # noqa: N812 (the PyTorch convention)
 from ..tensor import Tensor
@@ -21,10 +22,26 @@ def describe(model):
     return " > ".join(layers)
 
 
+def is_terminal():
+    """Whether both stdout and stderr are terminals: only then are progress frames drawn
+    (piped into a file or `| cat`, they would interleave with the epoch lines)."""
+    return sys.stdout.isatty() and sys.stderr.isatty()
+
+
+def epoch_line(epoch, epochs, history):
+    """The line printed after an epoch: training and validation loss and accuracy."""
+    return (
+        f"epoch {epoch:3d}/{epochs}  loss {history['train_loss'][-1]:.4f}  "
+        f"train acc {100 * history['train_accuracy'][-1]:5.1f}%  "
+        f"val loss {history['validation_loss'][-1]:.4f}  "
+        f"val acc {100 * history['validation_accuracy'][-1]:5.1f}%"
+    )
+
+
 class Progress:
     """One tqdm bar over every batch of the run, showing the running loss and accuracy,
-    with the per-epoch lines printed above it; just the lines with --no-progress (or
-    without tqdm installed)."""
+    with the per-epoch lines printed above it; just the lines with --no-progress, when
+    the output is not a terminal, or without tqdm installed."""
 
     def __init__(self, enabled, total, log):
         self.log = log
@@ -43,12 +60,17 @@ class Progress:
             self.bar.set_postfix(postfix, refresh=False)
             self.bar.update()
 
-    def epoch(self, description, line, **postfix):
+    def epoch(self, epoch, epochs, history):
+        line = epoch_line(epoch, epochs, history)
         if self.bar is None:
             self.log(line)
             return
-        self.bar.set_description(description, refresh=False)
-        self.bar.set_postfix(postfix)
+        self.bar.set_description(f"epoch {epoch}/{epochs}", refresh=False)
+        self.bar.set_postfix(
+            loss=f"{history['train_loss'][-1]:.4f}",
+            acc=f"{history['train_accuracy'][-1]:.3f}",
+            val_acc=f"{history['validation_accuracy'][-1]:.3f}",
+        )
         with self.bar.external_write_mode():
             self.log(line)
 
@@ -58,7 +80,7 @@ class Progress:
 
 
 def plot_history(history, path, title=""):
-    """Write the loss and accuracy curves (train and test, per epoch) to a PNG."""
+    """Write the loss and accuracy curves (training and validation, per epoch) to a PNG."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -67,10 +89,10 @@ def plot_history(history, path, title=""):
     loss_axes, accuracy_axes = figure.subplots(1, 2)
     epochs = range(1, len(history["train_loss"]) + 1)
     loss_axes.plot(epochs, history["train_loss"], label="train")
-    loss_axes.plot(epochs, history["test_loss"], label="test")
+    loss_axes.plot(epochs, history["validation_loss"], label="validation")
     loss_axes.set(xlabel="epoch", ylabel="cross-entropy", title="loss")
     accuracy_axes.plot(epochs, history["train_accuracy"], label="train")
-    accuracy_axes.plot(epochs, history["test_accuracy"], label="test")
+    accuracy_axes.plot(epochs, history["validation_accuracy"], label="validation")
     accuracy_axes.set(xlabel="epoch", ylabel="accuracy", title="accuracy")
     for axes in (loss_axes, accuracy_axes):
         axes.legend()

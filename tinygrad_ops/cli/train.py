@@ -1,65 +1,43 @@
 """`tinygrad-ops train`: a multi-layer perceptron trained on a small real data set.
 
-A checkpoint is written after every epoch; `--resume` continues from it and ends where an
-uninterrupted run would. What the run prints and draws is in `report`.
+The data is split three ways: training, validation (measured after every epoch, to watch
+the run and pick the best epoch) and a held-out test set, measured once at the end. After
+every epoch the run is written to `checkpoint.npz` (continue with `--resume`), and to
+`best.npz` when the validation loss is the lowest so far. What the run prints and draws is
+in `report`.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
+from dataclasses import dataclass
 
-from .. import data, nn, optim
+from .. import data, nn
 from .. import functional as F  # noqa: N812 (the PyTorch convention)
-from ..autograd import no_grad
 from ..jit import compile as compile_function
+from ..mode import no_grad
 from ..serialize import save
 from ..tensor import Tensor
 from . import checkpoint as run_checkpoint
-from .options import CHECKPOINT, GRAPH, PLOT, UsageError, config_from_args
+from .build import Splits, build_model, build_optimizer, build_scheduler, split_data
+from .options import BEST, CHECKPOINT, GRAPH, PLOT, UsageError, config_from_args
 from .options import add_train_arguments as add_arguments
-from .report import Progress, describe, draw_graph, plot_history
+from .report import Progress, describe, draw_graph, is_terminal, plot_history
 
 # scikit-learn (data sets), matplotlib (the plot), tqdm (the progress bar) and viz (the
 # graph) are imported where they are used: `--help` and option errors stay fast.
 
-__all__ = ["add_arguments", "build_model", "config_from_args", "run", "train"]
-
-
-def build_model(in_features, classes, config):
-    """The model a run's settings describe: `nn.SmallCNN` over 8x8 images for --model cnn,
-    else the `nn.MLP` (hidden sizes, activation, norm, dropout)."""
-    if config.get("model", "mlp") == "cnn":
-        return nn.SmallCNN((1, 8, 8), classes, dropout=config["dropout"])
-    return nn.MLP(
-        in_features,
-        config["hidden"],
-        classes,
-        activation=config["activation"],
-        norm=config["norm"],
-        dropout=config["dropout"],
-    )
-
-
-def build_optimizer(parameters, config):
-    name = config["optimizer"]
-    if name == "sgd":
-        return optim.SGD(
-            parameters,
-            lr=config["lr"],
-            momentum=config["momentum"],
-            weight_decay=config["weight_decay"],
-        )
-    optimizer_class = optim.Adam if name == "adam" else optim.AdamW
-    return optimizer_class(parameters, lr=config["lr"], weight_decay=config["weight_decay"])
-
-
-def build_scheduler(optimizer, config):
-    if config["scheduler"] == "step":
-        return optim.StepLR(optimizer, step_size=max(1, config["epochs"] // 3), gamma=0.1)
-    if config["scheduler"] == "cosine":
-        return optim.CosineAnnealingLR(optimizer, T_max=config["epochs"])
-    return None
+__all__ = [
+    "add_arguments",
+    "build_model",
+    "config_from_args",
+    "evaluate",
+    "run",
+    "split_data",
+    "train",
+]
 
 
 def evaluate(model, features, labels):
@@ -106,101 +84,194 @@ def run_epoch(model, loader, step, progress):
     return total_loss / seen, total_correct / seen
 
 
-def train(config, out, resume=False, progress=True, graph_format="svg", log=print, compiled=True):
-    """Run a training as the `train` command does; returns a summary dict. `compiled`
-    runs the steps under tg.compile (the same numbers as eager)."""
-    started = time.perf_counter()
+@dataclass
+class TrainingRun:
+    """What one training run works on, from its settings to the epoch it has reached."""
+
+    config: dict
+    out: str
+    splits: Splits
+    model: object
+    optimizer: object
+    scheduler: object
+    loader: object
+    history: dict
+    start_epoch: int = 0
+
+    @property
+    def checkpoint_path(self):
+        return os.path.join(self.out, CHECKPOINT)
+
+    @property
+    def best_path(self):
+        return os.path.join(self.out, BEST)
+
+
+def _loader(config, splits, log):
+    # BatchNorm1d cannot train on one example: leave out a last batch of one (PyTorch's
+    # DataLoader(drop_last=True), for just the case that needs it).
+    count, size = len(splits.train_y), config["batch_size"]
+    drop_last = config["norm"] == "batch" and count % size == 1
+    if drop_last:
+        log(
+            f"note: --norm batch cannot train on the last batch of one example "
+            f"({count} = {count // size} x {size} + 1): it is left out of each epoch"
+        )
+    return data.DataLoader(
+        splits.train_x, splits.train_y, size, shuffle=True, seed=config["seed"], drop_last=drop_last
+    )
+
+
+def prepare(config, out, resume=False, log=print):
+    """Build (or, with `resume`, restore) the run `config` describes, writing into `out`."""
     if config["norm"] == "batch" and config["batch_size"] == 1:
         raise UsageError(
             "--norm batch needs --batch-size 2 or more: BatchNorm1d's statistics over one "
             "example are undefined"
         )
+    splits = split_data(config)
     os.makedirs(out, exist_ok=True)
-    checkpoint_path = os.path.join(out, CHECKPOINT)
-    features, labels = data.load_dataset(config["dataset"], seed=config["seed"])
-    train_x, test_x, train_y, test_y = data.train_test_split(
-        features, labels, config["test_fraction"], seed=config["seed"]
-    )
-    classes = int(labels.max()) + 1
     nn.manual_seed(config["seed"])
-    model = build_model(features.shape[1], classes, config)
+    model = build_model(splits.train_x.shape[1], splits.classes, config)
     optimizer = build_optimizer(model.parameters(), config)
-    scheduler = build_scheduler(optimizer, config)
-    # BatchNorm1d cannot train on one example: leave out a last batch of one (PyTorch's
-    # DataLoader(drop_last=True), for just the case that needs it).
-    drop_last = config["norm"] == "batch" and len(train_y) % config["batch_size"] == 1
-    if drop_last:
-        log(
-            f"note: --norm batch cannot train on the last batch of one example "
-            f"({len(train_y)} = {len(train_y) // config['batch_size']} x "
-            f"{config['batch_size']} + 1): it is left out of each epoch"
-        )
-    loader = data.DataLoader(
-        train_x,
-        train_y,
-        config["batch_size"],
-        shuffle=True,
-        seed=config["seed"],
-        drop_last=drop_last,
+    training = TrainingRun(
+        config=config,
+        out=out,
+        splits=splits,
+        model=model,
+        optimizer=optimizer,
+        scheduler=build_scheduler(optimizer, config),
+        loader=_loader(config, splits, log),
+        history={key: [] for key in HISTORY},
     )
-    history = {"train_loss": [], "train_accuracy": [], "test_loss": [], "test_accuracy": []}
-    start_epoch = 0
     if resume:
-        start_epoch, history = run_checkpoint.resume(
-            checkpoint_path, config, model, optimizer, scheduler, loader
-        )
-        log(f"resumed from {checkpoint_path} after epoch {start_epoch}")
+        _resume(training, log)
     log(
-        f"{config['dataset']}: {len(train_y)} training and {len(test_y)} test examples, "
-        f"{classes} classes; model {describe(model)}"
+        f"{config['dataset']}: {len(splits.train_y)} training, {len(splits.validation_y)} "
+        f"validation and {len(splits.test_y)} test examples, {splits.classes} classes; "
+        f"model {describe(model)}"
     )
-    epochs = config["epochs"]
-    progress = Progress(progress, (epochs - start_epoch) * len(loader), log)
-    step = make_step(model, optimizer, compiled)
+    return training
+
+
+HISTORY = ("train_loss", "train_accuracy", "validation_loss", "validation_accuracy")
+
+
+def _resume(training, log):
+    epochs = training.config["epochs"]
+    checkpoint = run_checkpoint.resume(
+        training.checkpoint_path,
+        training.config,
+        training.model,
+        training.optimizer,
+        training.scheduler,
+        training.loader,
+    )
+    done, planned = checkpoint["epoch"], checkpoint["config"].get("epochs")
+    if epochs <= done:
+        raise UsageError(
+            f"--resume: the checkpoint {training.checkpoint_path} has {done} epochs done; "
+            f"--epochs {epochs} leaves nothing to train (give more than {done})"
+        )
+    training.start_epoch, training.history = done, checkpoint["history"]
+    log(f"resumed from {training.checkpoint_path} after epoch {done}")
+    if training.scheduler is not None and planned != epochs:
+        # The schedule is a function of the epoch and the run's length: it continues as an
+        # `epochs`-long run's would from here (a jump in lr where the length changed).
+        log(
+            f"note: the run was planned for {planned} epochs; its {training.config['scheduler']} "
+            f"schedule now continues as a {epochs}-epoch run's would from epoch {done} "
+            f"(lr {training.scheduler.get_last_lr()[0]:.3g})"
+        )
+
+
+def train_epochs(training, progress=True, log=print, compiled=True):
+    """Train from the run's epoch to its last, writing the checkpoints after each;
+    `compiled` runs the steps under tg.compile (the same numbers as eager)."""
+    epochs = training.config["epochs"]
+    best = min(training.history["validation_loss"], default=math.inf)
+    if not os.path.exists(training.best_path):
+        best = math.inf
+    progress = Progress(progress, (epochs - training.start_epoch) * len(training.loader), log)
     try:
-        for epoch in range(start_epoch, epochs):
-            train_loss, train_accuracy = run_epoch(model, loader, step, progress)
-            if scheduler is not None:
-                scheduler.step()
-            test_loss, test_accuracy = evaluate(model, test_x, test_y)
-            history["train_loss"].append(train_loss)
-            history["train_accuracy"].append(train_accuracy)
-            history["test_loss"].append(test_loss)
-            history["test_accuracy"].append(test_accuracy)
+        for epoch in range(training.start_epoch, epochs):
+            train_loss, train_accuracy = run_epoch(
+                training.model, training.loader, training.optimizer, progress
+            )
+            if training.scheduler is not None:
+                training.scheduler.step()
+            validation = evaluate(
+                training.model, training.splits.validation_x, training.splits.validation_y
+            )
+            for key, value in zip(HISTORY, (train_loss, train_accuracy, *validation)):
+                training.history[key].append(value)
             checkpoint = run_checkpoint.make(
-                config, epoch + 1, model, optimizer, scheduler, loader, history
+                training.config,
+                epoch + 1,
+                training.model,
+                training.optimizer,
+                training.scheduler,
+                training.loader,
+                training.history,
             )
-            save(checkpoint, checkpoint_path)
-            progress.epoch(
-                f"epoch {epoch + 1}/{epochs}",
-                f"epoch {epoch + 1:3d}/{epochs}  loss {train_loss:.4f}  "
-                f"train acc {100 * train_accuracy:5.1f}%  test loss {test_loss:.4f}  "
-                f"test acc {100 * test_accuracy:5.1f}%",
-                loss=f"{train_loss:.4f}",
-                acc=f"{train_accuracy:.3f}",
-                test_acc=f"{test_accuracy:.3f}",
-            )
+            save(checkpoint, training.checkpoint_path)
+            if validation[0] < best:
+                best = validation[0]
+                save(checkpoint, training.best_path)
+            progress.epoch(epoch + 1, epochs, training.history)
     finally:
         progress.close()
-    test_loss, test_accuracy = evaluate(model, test_x, test_y)
-    plot_path = os.path.join(out, PLOT)
-    plot_history(history, plot_path, title=f"{config['dataset']}: {describe(model)}")
+
+
+def finish(training, graph_format="svg", log=print):
+    """Measure the held-out test set once (last and best epoch), write the plot and the
+    graph; returns the summary."""
+    splits = training.splits
+    test_loss, test_accuracy = evaluate(training.model, splits.test_x, splits.test_y)
+    best_model, best_checkpoint = run_checkpoint.load_model(training.best_path)
+    best_epoch = best_checkpoint["epoch"]
+    _, best_accuracy = evaluate(best_model, splits.test_x, splits.test_y)
+    plot_path = os.path.join(training.out, PLOT)
+    title = f"{training.config['dataset']}: {describe(training.model)}"
+    plot_history(training.history, plot_path, title=title)
     graph_path = draw_graph(
-        model, train_x[:4], train_y[:4], os.path.join(out, GRAPH), graph_format, log
+        training.model,
+        splits.train_x[:4],
+        splits.train_y[:4],
+        os.path.join(training.out, GRAPH),
+        graph_format,
+        log,
     )
-    elapsed = time.perf_counter() - started
-    log(f"test accuracy: {100 * test_accuracy:.2f}% ({len(test_y)} examples), {elapsed:.1f} s")
-    log(f"wrote {checkpoint_path}, {plot_path}" + (f", {graph_path}" if graph_path else ""))
+    log(
+        f"test accuracy: {100 * test_accuracy:.2f}% after the last epoch, "
+        f"{100 * best_accuracy:.2f}% at the best (epoch {best_epoch}, lowest validation loss); "
+        f"{len(splits.test_y)} held-out examples"
+    )
     return {
         "test_accuracy": test_accuracy,
         "test_loss": test_loss,
-        "history": history,
-        "model": model,
-        "checkpoint": checkpoint_path,
+        "best_test_accuracy": best_accuracy,
+        "best_epoch": best_epoch,
+        "history": training.history,
+        "model": training.model,
+        "checkpoint": training.checkpoint_path,
+        "best": training.best_path,
         "plot": plot_path,
         "graph": graph_path,
-        "seconds": elapsed,
     }
+
+
+def train(config, out, resume=False, progress=True, graph_format="svg", log=print, compiled=True):
+    """Run a training as the `train` command does; returns a summary dict. `compiled`
+    runs the steps under tg.compile (the same numbers as eager)."""
+    started = time.perf_counter()
+    training = prepare(config, out, resume=resume, log=log)
+    train_epochs(training, progress=progress, log=log, compiled=compiled)
+    summary = finish(training, graph_format=graph_format, log=log)
+    summary["seconds"] = time.perf_counter() - started
+    written = [summary["checkpoint"], summary["best"], summary["plot"], summary["graph"]]
+    log(f"wrote {', '.join(filter(None, written))} ({summary['seconds']:.1f} s)")
+    return summary
 
 
 def run(args):
@@ -212,7 +283,8 @@ def run(args):
         config,
         args.out,
         resume=args.resume,
-        progress=not args.no_progress,
+        # Progress frames only on a terminal: piped or logged output gets the epoch lines.
+        progress=not args.no_progress and is_terminal(),
         graph_format=args.graph_format,
         compiled=not args.no_compile,
     )
