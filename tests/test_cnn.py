@@ -69,7 +69,8 @@ def test_cnn_on_moons_is_a_one_line_error(tmp_path, capsys):
 
 def test_a_short_cnn_run_trains_and_resumes(tmp_path, capsys):
     arguments = ["train", "--model", "cnn", "--no-progress", "--out", str(tmp_path)]
-    arguments += ["--graph-format", "dot", "--batch-size", "128", "--test-fraction", "0.8"]
+    arguments += ["--graph-format", "dot", "--batch-size", "128", "--test-fraction", "0.7"]
+    arguments += ["--validation-fraction", "0.1"]
     assert cli.main([*arguments, "--epochs", "1"]) == 0
     assert cli.main([*arguments, "--epochs", "2", "--resume"]) == 0
     checkpoint = tg.load(tmp_path / "checkpoint.npz")
