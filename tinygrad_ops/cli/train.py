@@ -193,11 +193,10 @@ def train_epochs(training, progress=True, log=print, compiled=True):
     if not os.path.exists(training.best_path):
         best = math.inf
     progress = Progress(progress, (epochs - training.start_epoch) * len(training.loader), log)
+    step = make_step(training.model, training.optimizer, compiled)
     try:
         for epoch in range(training.start_epoch, epochs):
-            train_loss, train_accuracy = run_epoch(
-                training.model, training.loader, training.optimizer, progress
-            )
+            train_loss, train_accuracy = run_epoch(training.model, training.loader, step, progress)
             if training.scheduler is not None:
                 training.scheduler.step()
             validation = evaluate(
