@@ -452,3 +452,72 @@ def test_the_train_command_compiled_and_eager_end_alike(tmp_path):
     assert compiled["history"] == eager["history"]
     for key, value in eager["model"].items():
         np.testing.assert_array_equal(compiled["model"][key].numpy(), value.numpy(), err_msg=key)
+
+
+def manual_sgd_step(parameters, write):
+    def step(x, y):
+        w, b = parameters
+        loss = F.cross_entropy(F.linear(x, w, b), y)
+        loss.backward()
+        with tg.no_grad():
+            for parameter in parameters:
+                write(parameter, 0.1 * parameter.grad)
+                parameter.grad = None
+        return loss
+
+    return step
+
+
+def test_a_hand_written_update_with_in_place_ops_matches_eager():
+    results = []
+    for compiled in (False, True):
+        tg.manual_seed(0)
+        layer = tg.nn.Linear(6, 3)
+        parameters = [layer.weight, layer.bias]
+        step = manual_sgd_step(parameters, lambda parameter, update: parameter.sub_(update))
+        step = tg.compile(step) if compiled else step
+        losses = [step(x, y).item() for x, y in batches(20)]
+        results.append((losses, [parameter.data.copy() for parameter in parameters]))
+    assert results[0][0] == results[1][0]
+    for eager, compiled in zip(results[0][1], results[1][1]):
+        np.testing.assert_array_equal(eager, compiled)
+
+
+def test_a_change_through_data_is_refused():
+    tg.manual_seed(0)
+    layer = tg.nn.Linear(6, 3)
+
+    def write(parameter, update):
+        parameter.data -= update.data
+
+    step = tg.compile(manual_sgd_step([layer.weight, layer.bias], write))
+    with pytest.raises(tg.CompileError, match="made without an op"):
+        step(*batches(1)[0])
+
+
+def test_grad_set_to_none_after_the_update_is_replayed():
+    """`p.grad = None` at the end of the step: a kernel does it again at each replay."""
+    tg.manual_seed(0)
+    layer = tg.nn.Linear(6, 3)
+    parameters = [layer.weight, layer.bias]
+    step = tg.compile(manual_sgd_step(parameters, lambda p, update: p.sub_(update)))
+    for x, y in batches(3):
+        step(x, y)
+        assert layer.weight.grad is None
+    assert "weight.grad = None" in str(step.program)
+
+
+def test_grad_set_to_none_before_the_forward_fails_loudly():
+    tg.manual_seed(0)
+    layer = tg.nn.Linear(6, 3)
+
+    def step(x, y):
+        layer.weight.grad = None
+        F.cross_entropy(layer(x), y).backward()
+
+    step = tg.compile(step, max_programs=2)
+    data = batches(3)
+    step(*data[0])
+    step(*data[1])  # the .grad left by the first call does not fit: a second capture
+    with pytest.raises(tg.CompileError, match=r"assigning \.grad inside a compiled function"):
+        step(*data[2])

@@ -131,9 +131,9 @@ class BackwardGraph:
         node = tensor._ctx
         if node is None:
             if self.accumulate_into_leaves:
-                if STATE.recorder is not None:
-                    STATE.recorder.record_leaf(tensor, grad)
                 accumulate_leaf(tensor, grad, self.create_graph, owned)
+                if STATE.recorder is not None:
+                    STATE.recorder.record_leaf(tensor)
             return
         self.visited.append(node)
         for parent, parent_grad, parent_owned in self.input_grads(node, grad, tensor):

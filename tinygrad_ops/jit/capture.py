@@ -28,7 +28,17 @@ from ..autograd.order import as_recorded
 from ..mode import STATE
 from ..nn.init import default_generator
 from ..tensor import Tensor
-from .kernels import Backward, Call, CustomBackward, Edge, Forward, LeafWrite, Seed, Write
+from .kernels import (
+    Backward,
+    Call,
+    CustomBackward,
+    Edge,
+    ForgetGrad,
+    Forward,
+    LeafWrite,
+    Seed,
+    Write,
+)
 from .program import Slot
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,7 +71,9 @@ class Recorder:
         self.captured = []  # tensors read from outside (parameters, buffers)
         self.pending = {}  # id(tensor) -> slot of its pending gradient
         self.written = set()  # slots written in place
-        self.leaves = []  # tensors that took a gradient
+        self.snapshots = []  # (captured tensor, a copy of its data when first read)
+        self.grad_guards = []  # (captured tensor, whether its .grad was None when first read)
+        self.grads_written = {}  # id(leaf) -> (leaf, its .grad after its last write, kernel)
         self.generators = []
         self.modules = {}
         self.graphs = []
@@ -98,6 +110,10 @@ class Recorder:
                     "tensor that requires grad)"
                 )
             self.captured.append(operand)
+            self.snapshots.append((operand, data.copy()))
+            if not any(isinstance(kernel, Call) for kernel in self.kernels):
+                # (after a zero_grad() call the state before it does not matter)
+                self.grad_guards.append((operand, operand.grad is None))
             self.alive.append(operand)
             slot = self.new_slot("captured", operand.name or "tensor", data, data)
             return slot
@@ -149,7 +165,7 @@ class Recorder:
         """Python is about to read the values of `tensor` (`what`: "item()", ...)."""
         if self.paused:
             return
-        if self.computed(tensor.data) or any(tensor is leaf.grad for leaf in self.leaves):
+        if self.computed(tensor.data):
             self.refuse(
                 f"{what} on a value the step computes: a replay would reuse the value of the "
                 "first call. Return the tensor from the compiled function and read it outside"
@@ -239,8 +255,8 @@ class Recorder:
             edges.append(Edge(index, self.pending_slot(tensor), data.shape, data.dtype))
         return tuple(edges)
 
-    def record_leaf(self, tensor, grad):
-        """The leaf `tensor` is about to take its total gradient `grad`."""
+    def record_leaf(self, tensor):
+        """The leaf `tensor` has taken its total gradient into `tensor.grad`."""
         if self.paused:
             return
         if tensor._hooks:
@@ -248,8 +264,10 @@ class Recorder:
         slot = self.pending.get(id(tensor))
         if slot is None:
             self.refuse_scheduler()
-        self.leaves.append(tensor)
-        self.emit(LeafWrite(tensor, slot, self.slots[slot].label[len("grad of ") :]))
+        label = self.slots[slot].label[len("grad of ") :]
+        result = self.new_slot("grad", f"{label}.grad", tensor.grad.data)
+        self.emit(LeafWrite(tensor, slot, result, label))
+        self.grads_written[id(tensor)] = (tensor, tensor.grad, len(self.kernels))
 
     def refuse_scheduler(self):
         self.refuse(
@@ -258,10 +276,42 @@ class Recorder:
         )
 
     def check_finished(self):
-        """At the end of capture: no scan ran behind the recorder's back."""
+        """At the end of capture: no scan ran behind the recorder's back, and every change
+        to a captured tensor was made by a kernel the program replays."""
         for graph in self.graphs:
             if graph.scanned_segments:
                 self.refuse_scheduler()
+        self.forget_grads()
+        updated = set()
+        for kernel in self.kernels:
+            for group in getattr(getattr(kernel, "owner", None), "param_groups", ()):
+                updated.update(id(parameter) for parameter in group["params"])
+        for tensor, before in self.snapshots:
+            changed = not np.array_equal(tensor.data, before, equal_nan=before.dtype.kind == "f")
+            if changed and id(tensor) not in updated and not self.written_to(tensor):
+                raise CompileError(
+                    f"tg.compile cannot capture a change to the captured tensor "
+                    f"'{tensor.name or tensor.shape}' made without an op (through .data?): a "
+                    "replay would not repeat it. Use an optimizer, or in-place ops "
+                    "(p.sub_(...), p.copy_(...)) under tg.no_grad()"
+                )
+
+    def forget_grads(self):
+        """A leaf whose .grad the function set to None after writing it (not through a
+        replayed call such as zero_grad) gets a kernel doing the same at the end."""
+        for tensor, grad, position in self.grads_written.values():
+            if tensor.grad is grad:
+                continue
+            if any(isinstance(kernel, Call) for kernel in self.kernels[position:]):
+                continue  # a replayed zero_grad() did it
+            if tensor.grad is not None:
+                self.refuse("an assignment to .grad: use optimizer.zero_grad() or p.grad = None")
+            self.phase = "update"
+            self.emit(ForgetGrad(tensor, self.slots[self.pending[id(tensor)]].label[8:]))
+
+    def written_to(self, tensor):
+        slot = self.slot_by_array.get(id(tensor.data))
+        return slot is not None and slot in self.written
 
 
 def _constant_label(value) -> str:

@@ -62,6 +62,7 @@ class CompiledFunction:
         ]
         guards.generators = recorder.generators
         guards.modules = [(module, module.training) for module in recorder.modules.values()]
+        guards.grads = recorder.grad_guards
         program = Program(
             self.__name__,
             recorder.slots,

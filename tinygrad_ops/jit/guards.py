@@ -42,6 +42,7 @@ class Guards:
         self.scheduler = get_default_scheduler()
         self.generators = generators  # generators that were default_generator() at capture
         self.modules = [(module, module.training) for module in modules]
+        self.grads = []  # (leaf, whether its .grad was None as the capture began)
 
     @staticmethod
     def _by_identity(value):
@@ -64,7 +65,10 @@ class Guards:
         for generator in self.generators:
             if default_generator() is not generator:
                 return False
-        return all(module.training is training for module, training in self.modules)
+        for tensor, was_none in self.grads:
+            if (tensor.grad is None) is not was_none:
+                return False
+        return all(module.training == training for module, training in self.modules)
 
     def differences(self, values, keywords) -> list:
         """What does not hold, one sentence per guard that fails."""
@@ -94,8 +98,16 @@ class Guards:
             found.append(f"default scheduler: {self.scheduler!r} -> {get_default_scheduler()!r}")
         if any(default_generator() is not generator for generator in self.generators):
             found.append("the default random generator was replaced (tg.manual_seed)")
+        for tensor, was_none in self.grads:
+            if (tensor.grad is None) is not was_none:
+                state = "None" if was_none else "a tensor"
+                found.append(
+                    f"the .grad of '{tensor.name or tensor.shape}' was {state} at capture "
+                    "(assigning .grad inside a compiled function is not replayed: use "
+                    "optimizer.zero_grad())"
+                )
         for module, training in self.modules:
-            if module.training is not training:
+            if module.training != training:
                 mode = "train" if module.training else "eval"
                 found.append(f"{type(module).__name__} was switched to {mode} mode")
         return found

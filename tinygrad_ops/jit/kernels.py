@@ -216,13 +216,15 @@ class Seed(Kernel):
 
 
 class LeafWrite(Kernel):
-    """tensor.grad (+)= its total gradient: the engine's own leaf write."""
+    """tensor.grad (+)= its total gradient: the engine's own leaf write. The array of
+    `tensor.grad` then goes into `result`, for the kernels that read the gradient."""
 
-    __slots__ = ("tensor", "slot", "label")
+    __slots__ = ("tensor", "slot", "result", "label")
 
-    def __init__(self, tensor, slot, label):
+    def __init__(self, tensor, slot, result, label):
         self.tensor = tensor
         self.slot = slot
+        self.result = result
         self.label = label
         self.frees = ()
 
@@ -230,12 +232,31 @@ class LeafWrite(Kernel):
         grad = buffers[self.slot]
         buffers[self.slot] = None
         accumulate_leaf(self.tensor, grad, False, self.slot in owned)
+        buffers[self.result] = self.tensor.grad.data
 
     def reads(self):
         return (self.slot,)
 
     def describe(self, name):
         return f"{self.label}.grad += {name(self.slot)}"
+
+
+class ForgetGrad(Kernel):
+    """tensor.grad = None, as the captured function did after the leaf write (a Python
+    assignment the recorder cannot see happen, only its result)."""
+
+    __slots__ = ("tensor", "label")
+
+    def __init__(self, tensor, label):
+        self.tensor = tensor
+        self.label = label
+        self.frees = ()
+
+    def run(self, buffers, owned):
+        self.tensor.grad = None
+
+    def describe(self, name):
+        return f"{self.label}.grad = None"
 
 
 class Write(Kernel):
