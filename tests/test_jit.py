@@ -322,7 +322,7 @@ def test_item_on_a_computed_value_is_refused_with_the_line():
         return -y
 
     message = refused(function)
-    assert ".item() on a value the step computes" in message
+    assert ".item() on a value that changes from call to call" in message
     assert "test_jit.py" in message
     assert "if y.item() > 0:" in message
 
@@ -343,10 +343,23 @@ def test_other_reads_of_computed_values_are_refused(read, expected):
     assert "test_jit.py" in message
 
 
-def test_reading_an_input_is_allowed():
-    x = tg.Tensor([3.0])
-    step = tg.compile(lambda x: x * x.item())
-    assert step(x).item() == 9.0
+def test_reading_an_argument_is_refused_too():
+    message = refused(lambda x: x * x.item(), tg.Tensor([3.0]))
+    assert "an argument, a parameter or a value the step computes" in message
+
+
+def test_reading_a_tensor_made_inside_is_allowed():
+    def step(x):
+        scale = tg.Tensor([2.0])
+        return x * scale.item()
+
+    compiled = tg.compile(step)
+    compiled(tg.Tensor([1.0]))
+    assert compiled(tg.Tensor([3.0])).item() == 6.0
+
+
+def test_a_copy_of_an_argument_through_the_constructor_is_refused():
+    assert "tg.Tensor(tensor)" in refused(lambda x: tg.Tensor(x) * 2, tg.Tensor([3.0]))
 
 
 def backward_with_a_hook(x):
@@ -521,3 +534,13 @@ def test_grad_set_to_none_before_the_forward_fails_loudly():
     step(*data[1])  # the .grad left by the first call does not fit: a second capture
     with pytest.raises(tg.CompileError, match=r"assigning \.grad inside a compiled function"):
         step(*data[2])
+
+
+def test_a_numpy_view_of_an_argument_is_refused():
+    w = tg.Tensor(np.ones((3, 2)), requires_grad=True)
+
+    def step(inputs):
+        return (tg.Tensor(inputs[0]) @ w).sum()
+
+    with pytest.raises(tg.CompileError, match="Index the Tensor instead"):
+        tg.compile(step)(np.ones((4, 5, 3)))

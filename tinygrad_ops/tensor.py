@@ -56,6 +56,8 @@ DEFAULT_DTYPE = np.float32
 def _to_array(data, dtype):
     """Convert what `Tensor(...)` accepts into a numpy array, following the dtype rules."""
     if isinstance(data, Tensor):
+        if STATE.recorder is not None:
+            STATE.recorder.read_value(data, "tg.Tensor(tensor) (a copy made outside the ops)")
         array = np.array(data.data, dtype=dtype, copy=True)
     elif isinstance(data, np.ndarray):
         array = np.array(data, dtype=dtype, copy=True) if dtype is not None else data

@@ -102,6 +102,12 @@ class Recorder:
         slot = self.slot_by_array.get(id(data)) if isinstance(data, np.ndarray) else None
         if slot is not None:
             return slot
+        if isinstance(data, np.ndarray) and self.views_a_known_array(data):
+            self.refuse(
+                f"{op_name}: a numpy view of an argument or of a computed array (indexing a "
+                "numpy array, or .data): a replay would reuse the first call's. Index the "
+                "Tensor instead (x[t], not tg.Tensor(x_array[t]))"
+            )
         if isinstance(operand, Tensor):
             if operand._ctx is not None:
                 self.refuse(
@@ -120,6 +126,14 @@ class Recorder:
         slot = self.new_slot("constant", _constant_label(operand), value=operand)
         self.alive.append(operand)
         return slot
+
+    def views_a_known_array(self, array) -> bool:
+        base = array.base
+        while base is not None:
+            if id(base) in self.slot_by_array:
+                return True
+            base = getattr(base, "base", None)
+        return False
 
     def computed(self, array) -> bool:
         slot = self.slot_by_array.get(id(array))
@@ -165,10 +179,12 @@ class Recorder:
         """Python is about to read the values of `tensor` (`what`: "item()", ...)."""
         if self.paused:
             return
-        if self.computed(tensor.data):
+        slot = self.slot_by_array.get(id(tensor.data))
+        if slot is not None and self.slots[slot].kind != "constant":
             self.refuse(
-                f"{what} on a value the step computes: a replay would reuse the value of the "
-                "first call. Return the tensor from the compiled function and read it outside"
+                f"{what} on a value that changes from call to call (an argument, a parameter "
+                "or a value the step computes): a replay would reuse the first call's. "
+                "Return the tensor from the compiled function and read it outside"
             )
 
     def module_called(self, module):
