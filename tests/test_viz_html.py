@@ -154,3 +154,11 @@ def test_docs_show_the_screenshot_that_make_pictures_makes():
     assert (root / "docs" / "images" / "html_walk.png").is_file()
     script = (root / "docs" / "images" / "make_pictures.py").read_text(encoding="utf-8")
     assert '"html_walk.png"' in script
+
+
+def test_the_rule_is_shown_with_the_operands_labels():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    x.name = "x"
+    data = page_json(viz.html((x * 3).sum()))
+    mul = next(node for node in data["nodes"] if node["label"] == "Mul")
+    assert mul["labelled_rule"] == "t1 = t0 x * 3;  d(t0 x) = g * 3, d(3) = g * t0 x"

@@ -222,6 +222,9 @@ function opDetails(node) {
   text("div", steps ? `backward step ${steps[0]} of ${data.steps.length}` : "not visited",
     { "data-field": "step" }, panel);
   if (node.rule) text("div", node.rule, { class: "rule", "data-field": "rule" }, panel);
+  if (node.labelled_rule) {
+    text("div", node.labelled_rule, { class: "rule", "data-field": "labelled-rule" }, panel);
+  }
   valueBox(`value of ${node.output}`, node.value, "value", panel);
   valueBox(`gradient arriving at ${node.output}`, node.grad, "grad", panel);
   node.operands.forEach((operand, index) => {
