@@ -11,6 +11,7 @@ import numpy as np
 
 from .base import Op
 from .checks import check_float, normalize_axis
+from .dtypes import promote_float
 from .dual import _is_tensor, exp, like_inputs, upcast
 from .jacobian import Diagonal, diagonal_kind
 from .kernels import RowBuffers, as_rows, exp_of_shifted, from_rows, row_dot, row_max, row_sum
@@ -72,6 +73,7 @@ class Erf(Op):
     """out = erf(a);  da = g * 2/sqrt(pi) * exp(-a^2)"""
 
     __slots__ = ()
+    promotion = staticmethod(promote_float)
 
     def forward(self, a):
         self.save_for_backward(a)

@@ -83,6 +83,8 @@ class Op:
     )
     # Ops whose output is a numpy view of their input share the input's version counter.
     is_view = False
+    # Ops that promote their operands' dtypes set a function of the operands (ops/dtypes.py).
+    promotion = None
 
     def forward(self, *arrays, **options):  # pragma: no cover - every op overrides it
         raise NotImplementedError
@@ -143,6 +145,8 @@ class Op:
     @classmethod
     def apply(cls, *operands, **options):
         """Run the op on Tensors (or plain numbers/arrays, taken as constants) and record it."""
+        if cls.promotion is not None:  # PyTorch's type promotion (ops/dtypes.py)
+            operands = cls.promotion(operands)
         node = cls()
         node.saved = ()
         # One pass over the operands: their arrays and which of them need a gradient.

@@ -9,6 +9,7 @@ import numpy as np
 
 from . import dispatch
 from .base import Op
+from .dtypes import promote, promote_branches, promote_float, result_dtype
 from .jacobian import (
     IDENTITY,
     MINUS_IDENTITY,
@@ -30,6 +31,7 @@ class Add(Op):
     """out = a + b;  da = g, db = g"""
 
     __slots__ = ()
+    promotion = staticmethod(promote)
 
     jacobian_kind = diagonal_kind
 
@@ -51,6 +53,7 @@ class Sub(Op):
     """out = a - b;  da = g, db = -g"""
 
     __slots__ = ()
+    promotion = staticmethod(promote)
 
     jacobian_kind = diagonal_kind
 
@@ -63,6 +66,11 @@ class Sub(Op):
             return a - b
         except ValueError:
             raise broadcast_error("sub", a, b) from None
+        except TypeError:  # numpy has no subtraction of two bools, nor has PyTorch
+            raise TypeError(
+                "sub: subtracting bool tensors is not supported (as in PyTorch); use ^ "
+                "(logical xor), or ~ to invert a mask"
+            ) from None
 
     def backward(self, grad_output):
         return grad_output, -grad_output
@@ -72,6 +80,7 @@ class Mul(Op):
     """out = a * b;  da = g * b, db = g * a"""
 
     __slots__ = ()
+    promotion = staticmethod(promote)
 
     jacobian_kind = diagonal_kind
 
@@ -99,6 +108,7 @@ class Div(Op):
     """out = a / b;  da = g / b, db = -g * a / b**2"""
 
     __slots__ = ()
+    promotion = staticmethod(promote_float)
 
     jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
     jacobian = diagonal_from_vjp
@@ -130,6 +140,11 @@ class Neg(Op):
         return MINUS_IDENTITY
 
     def forward(self, a):
+        if a.dtype == np.bool_:
+            raise TypeError(
+                "neg: negating a bool tensor is not supported (as in PyTorch); use ~ to "
+                "invert a mask"
+            )
         return -a
 
     def backward(self, grad_output):
@@ -151,6 +166,9 @@ class PowScalar(Op):
                 f"exponent {exponent} of a {a.dtype} tensor; convert the tensor to float first"
             )
         self.exponent = exponent
+        if a.dtype.kind != "f":  # an integer tensor to a float power is float32 (ops/dtypes.py)
+            dtype = result_dtype([a, exponent])
+            return (a.astype(dtype, copy=False) ** exponent).astype(dtype, copy=False)
         self.save_for_backward(a)
         return a**exponent
 
@@ -184,7 +202,7 @@ def integer_power(a, b):
         odd = np.not_equal(np.remainder(b, 2), 0)
         fraction = np.where(np.equal(a, 1), 1, np.where(np.equal(a, -1), np.where(odd, -1, 1), 0))
         out = np.where(negative, fraction, out).astype(out.dtype, copy=False)
-    return out
+    return out.astype(np.result_type(a, b), copy=False)  # bools: numpy's power gives int8
 
 
 class Pow(Op):
@@ -195,6 +213,7 @@ class Pow(Op):
     """
 
     __slots__ = ()
+    promotion = staticmethod(promote)
 
     jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
     jacobian = diagonal_from_vjp
@@ -232,6 +251,7 @@ class Exp(Op):
     """out = exp(a);  da = g * out"""
 
     __slots__ = ()
+    promotion = staticmethod(promote_float)
 
     jacobian_kind = diagonal_kind
 
@@ -254,6 +274,7 @@ class Log(Op):
     """out = log(a);  da = g / a"""
 
     __slots__ = ()
+    promotion = staticmethod(promote_float)
 
     jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
     jacobian = diagonal_from_vjp
@@ -271,6 +292,7 @@ class Sqrt(Op):
     """out = sqrt(a);  da = g / (2 * out)"""
 
     __slots__ = ()
+    promotion = staticmethod(promote_float)
 
     jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
     jacobian = diagonal_from_vjp
@@ -295,9 +317,11 @@ class Abs(Op):
     jacobian = diagonal_from_vjp
 
     def forward(self, a):
+        if a.dtype == np.bool_:
+            raise TypeError("abs: bool tensors are not supported (as in PyTorch)")
         sign = np.sign(a)
         if sign.dtype.kind == "f":
-            np.nan_to_num(sign, copy=False, nan=0.0)  # sign(NaN) is NaN; PyTorch's slope is 0
+            sign = np.nan_to_num(sign, nan=0.0)  # sign(NaN) is NaN; PyTorch's slope is 0
         self.save_for_backward(sign)
         return np.abs(a)
 
@@ -310,6 +334,7 @@ class Tanh(Op):
     """out = tanh(a);  da = g * (1 - out**2)"""
 
     __slots__ = ()
+    promotion = staticmethod(promote_float)
 
     jacobian_kind = diagonal_kind
 
@@ -338,6 +363,7 @@ class Sigmoid(Op):
     """out = 1 / (1 + exp(-a));  da = g * out * (1 - out)"""
 
     __slots__ = ()
+    promotion = staticmethod(promote_float)
 
     jacobian_kind = diagonal_kind
 
@@ -379,6 +405,7 @@ class Maximum(Op):
     both where either is NaN (PyTorch's rule: da = g, halved where a == b, 0 where a < b)"""
 
     __slots__ = ()
+    promotion = staticmethod(promote)
 
     jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
     jacobian = diagonal_from_vjp
@@ -408,6 +435,7 @@ class Where(Op):
     """out = a where condition else b;  da = g where condition, db = g elsewhere"""
 
     __slots__ = ()
+    promotion = staticmethod(promote_branches)
 
     jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
     jacobian = diagonal_from_vjp
@@ -444,6 +472,8 @@ class Clip(Op):
         # numpy-scalar bounds as Python numbers: np.float64 bounds would upcast a float32 a
         low = low.item() if isinstance(low, np.generic) else low
         high = high.item() if isinstance(high, np.generic) else high
+        if a.dtype.kind != "f":  # an integer tensor clipped to float bounds is float32
+            a = a.astype(result_dtype([a, low, high]), copy=False)
         inside = np.ones(a.shape, dtype=bool)
         if low is not None:
             inside &= a >= low

@@ -5,6 +5,7 @@ import numpy as np
 
 from .base import Op
 from .checks import check_float
+from .dtypes import promote
 from .jacobian import first_input_dense_kind, weight_matrix
 from .kernels import as_matrix, column_sum, reshaped
 
@@ -19,6 +20,7 @@ class MatMul(Op):
     """
 
     __slots__ = ()
+    promotion = staticmethod(promote)
 
     def jacobian_kind(self, index):
         """On a scanned chain through `a` (x @ W: row-wise, dense) with both operands

@@ -33,18 +33,22 @@ def keepdims_shape(shape, axes):
 
 
 class Sum(Op):
-    """out = sum of a over axes;  da = g broadcast back over the summed axes"""
+    """out = sum of a over axes;  da = g broadcast back over the summed axes
+
+    Bool and integer tensors sum to int64, as in PyTorch (numpy sums unsigned ones to uint64).
+    """
 
     __slots__ = ("input_shape", "kept_shape")
 
     def forward(self, a, axis=None, keepdims=False):
         self.input_shape = a.shape
+        dtype = None if a.dtype.kind == "f" else np.int64
         if axis is None:  # the common case (a loss), without the axis bookkeeping
             self.kept_shape = (1,) * a.ndim
-            return np.add.reduce(a, axis=None, keepdims=keepdims)
+            return np.add.reduce(a, axis=None, keepdims=keepdims, dtype=dtype)
         axes = normalize_axes(axis, a.ndim, "sum")
         self.kept_shape = keepdims_shape(a.shape, axes)
-        return np.add.reduce(a, axis=axes, keepdims=keepdims)
+        return np.add.reduce(a, axis=axes, keepdims=keepdims, dtype=dtype)
 
     def backward(self, grad_output):
         grad = grad_output.reshape(self.kept_shape)

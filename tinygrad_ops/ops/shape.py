@@ -5,6 +5,7 @@ import numpy as np
 from . import dispatch
 from .base import Op, is_tensor
 from .checks import normalize_axis
+from .dtypes import promote
 
 
 class Reshape(Op):
@@ -156,6 +157,7 @@ class Stack(Op):
     """out = the inputs stacked along a new axis;  d(input i) = g taken at i on that axis"""
 
     __slots__ = ("axis",)
+    promotion = staticmethod(promote)
 
     def forward(self, *arrays, axis=0):
         if not arrays:
@@ -176,6 +178,7 @@ class Concatenate(Op):
     """out = the inputs joined along an axis;  d(input i) = g's slice that input filled"""
 
     __slots__ = ("axis", "bounds")
+    promotion = staticmethod(promote)
 
     def forward(self, *arrays, axis=0):
         if not arrays:
