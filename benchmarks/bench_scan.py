@@ -1,16 +1,24 @@
-"""Benchmark of the backward schedulers on a tanh RNN (not a test: run it, read the tables).
+"""Benchmark of the backward schedulers on the RNN formulations people write (not a test:
+run it, read the tables).
 
-h_t = tanh(x_t W + h_{t-1} U + b), batch 4, loss = sum of the last state, float64.
-For hidden sizes 2..128 and lengths 64..8192: the backward time of every scheduler
-(best of a few runs; building the graph is not timed), the speedup of each over the
-sequential walk, and whether `auto` stays within 1.15x of the best. Then the peak memory
-of the scans (tracemalloc) and the crossover plot docs/images/scan_crossover.png.
+For every formulation of tests/rnn_formulations.py (the benchmark's form, operands
+swapped, bias placed elsewhere, residual, nn.RNNCell's two linears, a loss at every step,
+stacked layers, layer norm, dropout, two RNNs, a diagonal chain), batch 4, float64, over
+hidden sizes and chain lengths: the backward time of every scheduler (CPU time,
+`time.process_time`, the minimum of rounds that interleave the schedulers; building the
+graph is not timed), and per case whether a chain was found, the best scan's speedup over
+the walk, auto / best and auto / walk. A WARNING line marks every figure that misses its
+bound (auto within 1.15x of the best scheduler; within 1.05x of the walk where nothing is
+scanned; the best scan at least 3x the walk at hidden 4 and 8 and 2048 steps, 2x for the
+per-step-loss forms). Then the crossover plot of the benchmark's form.
 
-    .venv/bin/python benchmarks/bench_scan.py            # the full sweep (a few minutes)
-    .venv/bin/python benchmarks/bench_scan.py --quick    # a small sweep (under a minute)
+    .venv/bin/python benchmarks/bench_scan.py            # the full sweep (long)
+    .venv/bin/python benchmarks/bench_scan.py --quick    # a small sweep (a few minutes)
 
-Scans whose dense Jacobians would not fit in --max-memory-mb, or that the cost model
-expects to take more than 5x the sequential walk, are skipped (shown as "-").
+Output goes under runs/bench_scan/ unless --out says otherwise (the picture in docs/ is
+written only when --plot names it). Scans whose dense Jacobians would not fit in
+--max-memory-mb, or that the cost model expects to take more than 5x the walk, are
+skipped (shown as "-").
 """
 
 import argparse
@@ -18,229 +26,182 @@ import gc
 import os
 import sys
 import time
-import tracemalloc
 from pathlib import Path
 
-# One BLAS thread. The stacked products of a scan at hidden 32 and more are big enough
-# for OpenBLAS to start its worker threads, which then spin after every product: on a
-# small machine shared with other work they steal the cores from whatever runs next
-# (the scans measured 5x slower at hidden 32, and the walk timed after them 5x slower
-# too). Set before numpy is imported; an explicit setting in the environment wins.
+# One BLAS thread: at hidden 32 and more the stacked products are big enough for OpenBLAS
+# to start worker threads, which then spin after every product and, on a shared machine,
+# steal the cores from whatever runs next. Set before numpy is imported.
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import numpy as np  # noqa: E402
 
-from tinygrad_ops import Tensor  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from rnn_formulations import FORMULATIONS, build  # noqa: E402
+
+import tinygrad_ops as tg  # noqa: E402
 from tinygrad_ops.scheduler import ScanScheduler, auto  # noqa: E402
 
 SCHEDULERS = ["sequential", "hillis-steele", "blelloch", "blocked", "auto"]
 SCANS = ["hillis-steele", "blelloch", "blocked"]
 BATCH = 4
+PER_STEP_LOSS = {"loss-every-step"}
 
 
-def build_rnn(steps, hidden, batch=BATCH, seed=0):
-    generator = np.random.default_rng(seed)
-    W = Tensor(generator.standard_normal((3, hidden)) * 0.5, requires_grad=True)
-    U = Tensor(generator.standard_normal((hidden, hidden)) / np.sqrt(hidden), requires_grad=True)
-    b = Tensor(np.zeros(hidden), requires_grad=True)
-    inputs = generator.standard_normal((steps, batch, 3))
-    h = Tensor(np.zeros((batch, hidden)))
-    for step in range(steps):
-        h = (Tensor(inputs[step]) @ W + h @ U + b).tanh()
-    return h.sum(), (W, U, b)
+def found_chains(name, steps, hidden):
+    """The chains a forced scan finds: [(length, kind)], from tg.backward_plan."""
+    loss, _ = build(name, "tg", steps=steps, hidden=hidden, batch=BATCH)
+    plan = tg.backward_plan(loss, scheduler=ScanScheduler("blelloch"))
+    return [(segment.length, segment.jacobian_kind) for segment in plan.segments]
 
 
-def time_backward(steps, hidden, scheduler, repeats):
-    times = []
-    for _ in range(repeats):
-        loss, _ = build_rnn(steps, hidden)
-        gc.collect()
-        start = time.perf_counter()
-        loss.backward(scheduler=scheduler)
-        times.append(time.perf_counter() - start)
-        del loss
-    # The minimum: on a shared machine the other runs only add noise from elsewhere.
-    return min(times)
+def time_backward(name, steps, hidden, scheduler):
+    loss, _ = build(name, "tg", steps=steps, hidden=hidden, batch=BATCH)
+    gc.collect()
+    start = time.process_time()
+    loss.backward(scheduler=scheduler)
+    return time.process_time() - start
 
 
-def skip_reason(steps, hidden, scheduler, max_memory_mb):
-    if scheduler not in SCANS:
-        return None
-    if scheduler != "blocked":
-        jacobian_bytes = steps * BATCH * hidden * hidden * 8 * (3 if scheduler == "blelloch" else 4)
-        if jacobian_bytes > max_memory_mb * 2**20:
+def skip_reason(steps, hidden, scheduler, kinds, max_memory_mb):
+    if scheduler not in SCANS or not kinds:
+        return None if scheduler not in SCANS else "no chain"
+    kind = "dense" if "dense" in kinds else "diagonal"
+    if scheduler != "blocked" and kind == "dense":
+        factor = 3 if scheduler == "blelloch" else 4
+        if steps * BATCH * hidden * hidden * 8 * factor > max_memory_mb * 2**20:
             return "memory"
-    estimates = auto.estimate(steps, 5, (BATCH, hidden), "dense")
-    if scheduler == "blocked":
-        # One block when the chain is shorter than the block: Blelloch's cost.
-        expected = estimates.get("blocked:256", estimates["blelloch"])
-    else:
-        expected = estimates[scheduler]
-    if expected > 5 * estimates["sequential"]:
+    estimates = auto.estimate(steps, 5, (BATCH, hidden), kind)
+    key = "blocked:256" if scheduler == "blocked" else scheduler
+    if estimates.get(key, estimates["blelloch"]) > 5 * estimates["sequential"]:
         return "slow"
     return None
 
 
-def time_row(steps, hidden, repeats, max_memory_mb):
-    """Backward times of every scheduler on one case, the runs interleaved (round robin)
-    so that a slow spell of the shared machine does not fall on one scheduler only."""
-    runnable = [name for name in SCHEDULERS if not skip_reason(steps, hidden, name, max_memory_mb)]
+def time_case(name, steps, hidden, rounds, max_memory_mb):
+    """Per scheduler the minimum CPU time over `rounds` rounds, each round running every
+    scheduler once (interleaved: a slow spell of the machine hits them all)."""
+    chains = found_chains(name, steps, hidden)
+    kinds = {kind for _, kind in chains}
+    runnable = [s for s in SCHEDULERS if not skip_reason(steps, hidden, s, kinds, max_memory_mb)]
     best = dict.fromkeys(runnable, float("inf"))
-    # A short chain takes about a millisecond, where one run's noise is 10-20%: take the
-    # minimum over proportionally more runs (up to 16 times as many at 64 steps).
-    for _ in range(repeats * min(16, max(1, 1024 // steps))):
-        for name in runnable:
-            best[name] = min(best[name], time_backward(steps, hidden, name, 1))
-    return {name: best.get(name) for name in SCHEDULERS}
+    # A short chain takes about a millisecond: more rounds where one run's noise is large.
+    for _ in range(rounds * min(8, max(1, 1024 // steps))):
+        for scheduler in runnable:
+            best[scheduler] = min(best[scheduler], time_backward(name, steps, hidden, scheduler))
+    return chains, {scheduler: best.get(scheduler) for scheduler in SCHEDULERS}
 
 
-def sweep(hiddens, lengths, repeats, max_memory_mb):
-    results = {}  # (hidden, steps) -> {scheduler: seconds or None}
-    for hidden in hiddens:
-        for steps in lengths:
-            row = time_row(steps, hidden, repeats, max_memory_mb)
-            results[(hidden, steps)] = row
-            cells = "  ".join(
-                f"{name} {'-' if value is None else f'{value * 1e3:8.2f}'}"
-                for name, value in row.items()
-            )
-            print(f"hidden {hidden:4d} steps {steps:5d}  (ms)  {cells}", flush=True)
-    return results
+def summarise(name, steps, hidden, chains, row):
+    """The figures of one case and the WARNING lines for the bounds it misses."""
+    walk = row["sequential"]
+    scans = {s: row[s] for s in SCANS if row[s] is not None}
+    best_scan = min(scans, key=scans.get) if scans else None
+    best_time = min([walk] + list(scans.values()))
+    figures = {
+        "found": ", ".join(f"{length} {kind}" for length, kind in chains) or "no",
+        "best_scan": best_scan or "-",
+        "speedup": walk / scans[best_scan] if best_scan else None,
+        "auto_best": row["auto"] / best_time,
+        "auto_walk": row["auto"] / walk,
+    }
+    warnings = []
+    if figures["auto_best"] > 1.15:
+        warnings.append(f"auto is {figures['auto_best']:.2f}x the best scheduler (bound 1.15)")
+    if (not best_scan or scans[best_scan] >= walk) and figures["auto_walk"] > 1.05:
+        warnings.append(f"auto is {figures['auto_walk']:.2f}x the walk (bound 1.05)")
+    if chains and hidden in (4, 8) and steps == 2048:
+        bound = 2.0 if name in PER_STEP_LOSS else 3.0
+        if figures["speedup"] is None or figures["speedup"] < bound:
+            speedup = figures["speedup"] or 0.0
+            warnings.append(f"best scan {speedup:.2f}x the walk (bound {bound:.0f}x)")
+    return figures, [f"WARNING {name} hidden {hidden} steps {steps}: {w}" for w in warnings]
 
 
-def speedup_table(results):
-    print("\nSpeedup over sequential (higher is better); auto / best (must stay <= 1.15):")
-    print(
-        f"{'hidden':>6} {'steps':>6} "
-        + " ".join(f"{name:>14}" for name in SCANS)
-        + "   best    auto/best"
+def sweep(names, hiddens, lengths, rounds, max_memory_mb, log):
+    results = {}
+    all_warnings = []
+    header = (
+        f"{'formulation':16} {'hidden':>6} {'steps':>6} {'walk ms':>8} {'found':>14} "
+        f"{'best scan':>13} {'speedup':>7} {'auto/best':>9} {'auto/walk':>9}"
     )
-    worst_auto = 0.0
-    for (hidden, steps), row in results.items():
-        sequential = row["sequential"]
-        cells = []
-        for name in SCANS:
-            value = row[name]
-            cells.append(f"{'-':>14}" if value is None else f"{sequential / value:14.2f}")
-        measured = {
-            name: value for name, value in row.items() if value is not None and name != "auto"
-        }
-        best_name = min(measured, key=measured.get)
-        ratio = row["auto"] / measured[best_name]
-        worst_auto = max(worst_auto, ratio)
-        print(f"{hidden:6d} {steps:6d} " + " ".join(cells) + f"   {best_name:>13} {ratio:6.2f}")
-    print(f"worst auto / best: {worst_auto:.2f}")
-    return worst_auto
-
-
-def peak_memory(steps, hidden):
-    """tracemalloc peak (numpy allocations included) of one backward, per scheduler."""
-    print(f"\nPeak memory of the backward pass (tracemalloc), hidden {hidden}, {steps} steps:")
-    rows = [
-        ("sequential", "sequential"),
-        ("blelloch", "blelloch"),
-        ("hillis-steele", "hillis-steele"),
-    ]
-    for block in (16, 64, 256, 1024):
-        scheduler = ScanScheduler("blocked", block_size=block)
-        rows.append((f"blocked (block {block})", scheduler))
-    for label, scheduler in rows:
-        loss, _ = build_rnn(steps, hidden)
-        gc.collect()
-        tracemalloc.start()
-        loss.backward(scheduler=scheduler)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        print(f"  {label:24s} {peak / 2**20:8.2f} MiB")
+    log(header)
+    for name in names:
+        for hidden in hiddens:
+            for steps in lengths:
+                chains, row = time_case(name, steps, hidden, rounds, max_memory_mb)
+                figures, warnings = summarise(name, steps, hidden, chains, row)
+                results[(name, hidden, steps)] = (row, figures)
+                speedup = "-" if figures["speedup"] is None else f"{figures['speedup']:.2f}"
+                log(
+                    f"{name:16} {hidden:6d} {steps:6d} {row['sequential'] * 1e3:8.2f} "
+                    f"{figures['found']:>14} {figures['best_scan']:>13} {speedup:>7} "
+                    f"{figures['auto_best']:9.2f} {figures['auto_walk']:9.2f}"
+                )
+                for warning in warnings:
+                    log(warning)
+                all_warnings.extend(warnings)
+    return results, all_warnings
 
 
 def plot(results, hiddens, lengths, path):
+    """Best scan over the walk against the chain length, per hidden size (benchmark form)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    figure, axes = plt.subplots(figsize=(7, 4.5))
     for hidden in hiddens:
-        speedups = []
-        for steps in lengths:
-            row = results[(hidden, steps)]
-            scans = [row[name] for name in SCANS if row[name] is not None]
-            speedups.append(row["sequential"] / min(scans) if scans else np.nan)
-        axes[0].plot(lengths, speedups, marker="o", label=f"hidden {hidden}")
-    axes[0].axhline(1.0, color="black", linewidth=0.8)
-    axes[0].set_xscale("log", base=2)
-    axes[0].set_yscale("log", base=2)
-    axes[0].set_xlabel("chain length (RNN steps)")
-    axes[0].set_ylabel("sequential time / best scan time")
-    axes[0].set_title("Best scan vs the sequential walk (above 1: the scan wins)")
-    axes[0].legend(fontsize=8)
-    longest = lengths[-1] if (hiddens[0], lengths[-1]) in results else lengths[0]
-    for name in SCHEDULERS:
-        times = [results[(hidden, longest)][name] for hidden in hiddens]
-        times = [np.nan if value is None else value * 1e3 for value in times]
-        axes[1].plot(hiddens, times, marker="o", label=name)
-    axes[1].set_xscale("log", base=2)
-    axes[1].set_yscale("log")
-    axes[1].set_xlabel("hidden size")
-    axes[1].set_ylabel("backward time (ms)")
-    axes[1].set_title(f"Backward time per scheduler, {longest} steps, batch {BATCH}")
-    axes[1].legend(fontsize=8)
+        speedups = [
+            results[("benchmark", hidden, steps)][1]["speedup"] or np.nan for steps in lengths
+        ]
+        axes.plot(lengths, speedups, marker="o", label=f"hidden {hidden}")
+    axes.axhline(1.0, color="black", linewidth=0.8)
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log", base=2)
+    axes.set_xlabel("chain length (RNN steps)")
+    axes.set_ylabel("walk time / best scan time (CPU)")
+    axes.set_title(f"Best scan vs the walk, tanh RNN, batch {BATCH} (above 1: the scan wins)")
+    axes.legend(fontsize=8)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
-    print(f"\nplot written to {path}")
+    return path
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a small sweep (under a minute)")
-    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--quick", action="store_true", help="a small sweep (a few minutes)")
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds per case")
+    parser.add_argument("--formulations", default=None, help="comma-separated names")
     parser.add_argument("--max-memory-mb", type=float, default=512)
-    parser.add_argument(
-        "--plot", type=Path, default=Path(__file__).parent.parent / "docs/images/scan_crossover.png"
-    )
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench_scan")
+    parser.add_argument("--plot", type=Path, default=None, help="where the plot goes")
     args = parser.parse_args(argv)
     if args.quick:
-        hiddens, lengths, repeats = [2, 8, 32, 128], [64, 512, 2048], args.repeats or 3
+        hiddens, lengths, rounds = [4, 64], [256, 2048], args.rounds or 2
     else:
-        hiddens = [2, 4, 8, 16, 32, 64, 128]
-        lengths = [64, 256, 1024, 2048, 8192]
-        repeats = args.repeats or 5
-    calibration = auto.calibrate()  # once, before timing (auto would do it on first use)
-    print(
-        "calibration: sequential visit {:.2f} us/node, chain analysis {:.2f} us/node, "
-        "batched step {:.2f} us/node".format(
-            calibration["c_visit"] * 1e6,
-            calibration["c_analysis"] * 1e6,
-            calibration["c_batch"] * 1e6,
-        )
-    )
-    # The headline cases of issue 6 first.
-    print("\nHeadline: batch 4, 2048 steps, loss on the last state (ms, best of runs):")
-    for hidden in (4, 8, 128):
-        row = time_row(2048, hidden, repeats + 2, args.max_memory_mb)
-        row = {name: value for name, value in row.items() if value is not None}
-        scanned = [(row[name], name) for name in SCANS if name in row]
-        best = min(value for name, value in row.items() if name != "auto")
-        verdict = "scans skipped (memory/time)"
-        if scanned:
-            best_scan = min(scanned)
-            verdict = (
-                f"best scan ({best_scan[1]}) is {row['sequential'] / best_scan[0]:.2f}x the "
-                "sequential speed"
-            )
-        print(
-            f"  hidden {hidden:3d}: "
-            + ", ".join(f"{name} {value * 1e3:.1f}" for name, value in row.items())
-            + f"; {verdict}; auto / best = {row['auto'] / best:.2f}"
-        )
-    print()
-    results = sweep(hiddens, lengths, repeats, args.max_memory_mb)
-    speedup_table(results)
-    peak_memory(2048 if not args.quick else 1024, 8)
-    plot(results, hiddens, lengths, args.plot)
+        hiddens, lengths = [2, 4, 8, 16, 32, 64, 128], [64, 256, 1024, 2048, 8192]
+        rounds = args.rounds or 3
+    names = args.formulations.split(",") if args.formulations else list(FORMULATIONS)
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = (args.out / "report.txt").open("w")
+
+    def log(line):
+        print(line, flush=True)
+        report.write(line + "\n")
+
+    costs = auto.calibrate()  # once, before timing (auto would do it on first use)
+    log(f"calibration: walk {costs['c_visit'] * 1e6:.2f} us/node; CPU time, min of rounds")
+    results, warnings = sweep(names, hiddens, lengths, rounds, args.max_memory_mb, log)
+    log(f"\n{len(warnings)} WARNING(s) in {len(results)} cases")
+    if "benchmark" in names:
+        path = plot(results, hiddens, lengths, args.plot or args.out / "scan_crossover.png")
+        log(f"plot written to {path}")
+    report.close()
     return 0
 
 

@@ -69,3 +69,19 @@ def test_float32_matches_the_walk_and_pytorch(name, scheduler):
     got = gradients(name, scheduler, np.float32)
     assert_close(got, expected, rtol=1e-4, atol=1e-5)
     assert_close(got, torch_gradients(name, np.float32), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("hidden", "steps", "scanned"), [(4, 512, True), (64, 128, False), (128, 64, False)]
+)
+def test_auto_plan_says_what_decided(hidden, steps, scanned):
+    loss, _ = build("benchmark", "tg", steps=steps, hidden=hidden)
+    plan = tg.backward_plan(loss, scheduler="auto")
+    assert plan.decision, str(plan)
+    assert ("looked for chains" in plan.decision) == scanned, str(plan)
+    (segment,) = plan.segments
+    assert segment.scanned == scanned
+    if scanned:  # the choice is the cheapest of the estimates shown beside it
+        assert segment.estimated_by == "what auto compares"
+        cheapest = min(segment.estimates, key=segment.estimates.get)
+        assert cheapest.split(":")[0] == segment.choice

@@ -298,6 +298,11 @@ def analysis_cost(steps, ops_per_step, costs=None):
     return steps * ops_per_step * costs["c_analysis"] + costs.get("c_analysis_chain", 0.0)
 
 
+FULL_MARGIN = 0.5
+"""The full analysis is run only when even its best case costs under half the walk: its
+cost per node varies with the graph's shape by about that much around its calibration
+(on a stacked RNN it took 0.9-1.0x the walk)."""
+
 _PROBE_OPS_PER_STEP = 5  # before the analysis a step's ops are unknown: an RNN cell's five
 
 CHECK_MARGIN = 0.85
@@ -347,12 +352,18 @@ class AutoScheduler(ScanScheduler):
         self.name = "auto"
         self.last_estimates = []
         self._shortest = {}  # state shape -> fewest steps worth checking (see worth_analysing)
+        self.last_gate = None  # why the latest backward looked for chains or not
 
     def choose(self, segment):
+        method, block_size = best_choice(self.estimates_for(segment))
+        return method, block_size or self.block_size
+
+    def estimates_for(self, segment):
+        """The estimates `choose` compares for a found segment: the chain is found already,
+        so what is left to pay is the scan without its analysis (sunk, left out)."""
         times = estimate(
             segment.length, segment.ops_per_step, segment.state_shape, segment.jacobian_kind
         )
-        # The chain is found already: what is left to pay is the scan without its analysis.
         sunk = analysis_cost(segment.length, segment.ops_per_step)
         times = {
             name: (seconds if name == "sequential" else max(seconds - sunk, 0.0))
@@ -360,8 +371,7 @@ class AutoScheduler(ScanScheduler):
         }
         self.last_estimates.append(times)
         del self.last_estimates[:-16]  # the latest few, for inspection (a training loop runs long)
-        method, block_size = best_choice(times)
-        return method, block_size or self.block_size
+        return times
 
     def worth_checking(self, steps, ops_per_step, state_shape):
         """Once the first look has walked down a chain and knows its length: whether its
@@ -374,11 +384,18 @@ class AutoScheduler(ScanScheduler):
 
     def worth_analysing(self, graph, full=False):
         """Whether any chain near the output could be scanned faster than walked (with
-        `full`, paying for the full analysis, which looks at every tensor several times)."""
+        `full`, paying for the full analysis, which looks at every tensor several times).
+        The reason is kept in `last_gate` (shown by `tg.backward_plan`)."""
+        looks, self.last_gate = self.gate(graph, full)
+        return looks
+
+    def gate(self, graph, full=False):
+        """(whether to look for chains, why) for `worth_analysing`."""
         costs = calibrate()
         shape = probe_shape(graph.roots)
+        what = "the full analysis" if full else "the first look"
         if shape is None:
-            return False
+            return False, "no tensor made by an op near the output: walked"
         size = shape[-1] if shape else 1
         rows = math.prod(shape[:-1]) if len(shape) > 1 else 1
         # Best case: an endless dense chain, blocked's work (building the Jacobians, a
@@ -391,8 +408,11 @@ class AutoScheduler(ScanScheduler):
         )
         per_node_scan = analysis + costs["c_batch"] + rows * per_step / 3
         visit = visit_cost(shape, costs)
-        if per_node_scan >= visit:
-            return False
+        if per_node_scan >= visit * (FULL_MARGIN if full else 1.0):
+            return False, (
+                f"with {what}, a scan of tensors {tuple(shape)} costs at least "
+                f"{per_node_scan * 1e6:.2f} us a node, the walk {visit * 1e6:.2f}: walked"
+            )
         # A scan also costs once per chain (c_chain): a chain of fewer nodes than this
         # cannot repay it. Following the graph that deep is cheaper than finding the chain
         # (the path followed skips the side ops of a step, x_t W: hence the 0.6).
@@ -402,8 +422,11 @@ class AutoScheduler(ScanScheduler):
         # chain's walk, paid for nothing if the chain is then too short (hidden 32).
         steps = self._shortest_worth_checking(tuple(shape))
         if steps is None:
-            return False
-        return deeper_than(graph.roots, 0.6 * max(nodes, steps * _PROBE_OPS_PER_STEP))
+            return False, f"no chain of tensors {tuple(shape)} is long enough to pay: walked"
+        depth = 0.6 * max(nodes, steps * _PROBE_OPS_PER_STEP)
+        if not deeper_than(graph.roots, depth):
+            return False, f"the graph is not {depth:.0f} ops deep: walked"
+        return True, f"{what} may pay (tensors {tuple(shape)}): looked for chains"
 
     def _shortest_worth_checking(self, state_shape):
         """The fewest steps (a power of two, from 8) of `_PROBE_OPS_PER_STEP` ops for which

@@ -4,7 +4,7 @@ import numpy as np
 
 from ..autograd import BackwardGraph
 from . import resolve_scheduler
-from .auto import AutoScheduler, best_choice, estimate
+from .auto import AutoScheduler, best_choice, calibrate, estimate
 from .finder import find_chains
 from .scan_scheduler import ScanScheduler
 from .steps import MIN_STEPS
@@ -13,7 +13,7 @@ from .steps import MIN_STEPS
 class SegmentPlan:
     """One chain segment: where it is, its shape, and what each choice would cost."""
 
-    def __init__(self, segment, choice, block_size, estimates):
+    def __init__(self, segment, choice, block_size, estimates, estimated_by="the cost model"):
         self.length = segment.length
         self.ops_per_step = segment.ops_per_step
         self.state_shape = tuple(segment.state_shape)
@@ -22,6 +22,7 @@ class SegmentPlan:
         self.choice = choice
         self.block_size = block_size
         self.estimates = estimates  # name -> estimated seconds
+        self.estimated_by = estimated_by  # whose figures: what auto compared, or for show
         self.anchors = segment.anchors
 
     @property
@@ -39,11 +40,12 @@ class BackwardPlan:
     """The plan of one backward pass: the chain segments found, the scheduler's choice for
     each, and the cost model's estimates. `print(plan)` shows it as a table."""
 
-    def __init__(self, scheduler_name, node_count, segments, independent_count):
+    def __init__(self, scheduler_name, node_count, segments, independent_count, decision=None):
         self.scheduler = scheduler_name
         self.node_count = node_count
         self.segments = segments
         self.independent_count = independent_count
+        self.decision = decision  # what decided, in words (auto's gate, a refusal)
 
     @property
     def scanned_segments(self):
@@ -54,9 +56,12 @@ class BackwardPlan:
             f"backward plan for scheduler {self.scheduler!r}: {self.node_count} tensors, "
             f"{len(self.segments)} chain segment(s), {len(self.scanned_segments)} scanned"
         ]
+        if self.decision:
+            lines.append(f"  decided by: {self.decision}")
         if self.independent_count:
             lines.append(
-                f"  {self.independent_count} independent tensors (per-step losses) walked first"
+                f"  {self.independent_count} independent tensors (the output side, per-step "
+                "losses) walked first"
             )
         for number, segment in enumerate(self.segments):
             choice = segment.choice
@@ -70,7 +75,7 @@ class BackwardPlan:
                 f"{name} {seconds * 1e3:.2f} ms"
                 for name, seconds in sorted(segment.estimates.items(), key=lambda item: item[1])
             )
-            lines.append(f"    estimated: {estimates}")
+            lines.append(f"    estimated ({segment.estimated_by}): {estimates}")
         if not self.segments:
             lines.append("  no chain found: the whole graph is walked sequentially")
         return "\n".join(lines)
@@ -104,15 +109,39 @@ def backward_plan(loss, scheduler=None, gradient=None):
     min_steps = chosen.min_steps if scanning else MIN_STEPS
     # The same analysis the scan schedulers run: the first look, else the full analysis.
     plan = find_chains(graph, min_steps)
-    found, independent = plan.segments, len(plan.independent)
-    lean = plan.index is None
+    if isinstance(chosen, AutoScheduler):
+        first = find_chains(graph, min_steps, chosen.worth_checking, full=False)
+        if first is not None and first.refusal:
+            plan.refusal = first.refusal
+    independent = len(plan.independent)
+    decision, segments = _decide(chosen, graph, plan, scanning)
+    return BackwardPlan(name, _count_tensors(loss), segments, independent, decision)
+
+
+def _decide(chosen, graph, plan, scanning):
+    """(what decided, the SegmentPlans): the choice the scheduler would make per segment,
+    with the estimates it compares (auto) or the cost model's for comparison."""
+    if not scanning:
+        decision = "not a scan scheduler: the walk (or the scheduler's own run)"
+    elif isinstance(chosen, AutoScheduler):
+        looks, decision = chosen.gate(graph)
+        if looks and plan.index is not None:
+            full_looks, full_decision = chosen.gate(graph, full=True)
+            looks, decision = full_looks, f"the first look found no chain; {full_decision}"
+        if looks and plan.refusal:
+            looks, decision = False, plan.refusal
+        if looks:
+            decision += "; per segment the estimates below (the chain check already paid)"
+    else:
+        decision = f"{chosen.name}: every chain found is scanned"
     segments = []
-    for segment in found:
-        times = _estimates(segment)
+    for segment in plan.segments:
+        times, by = _estimates(segment, plan.index is not None), "the cost model, for comparison"
         if not scanning:
             method, block_size = "sequential", None  # the walk (or a user's scheduler)
         elif isinstance(chosen, AutoScheduler):
-            if chosen.worth_analysing(graph, full=not lean):
+            if looks:
+                times, by = chosen.estimates_for(segment), "what auto compares"
                 method, block_size = best_choice(times)
             else:
                 method, block_size = "sequential", None
@@ -120,8 +149,8 @@ def backward_plan(loss, scheduler=None, gradient=None):
             method, block_size = chosen.choose(segment)
         if method != "blocked":
             block_size = None
-        segments.append(SegmentPlan(segment, method, block_size, times))
-    return BackwardPlan(name, _count_tensors(loss), segments, independent)
+        segments.append(SegmentPlan(segment, method, block_size, times, by))
+    return decision, segments
 
 
 def _count_tensors(root):
@@ -139,7 +168,18 @@ def _count_tensors(root):
     return len(seen)
 
 
-def _estimates(segment):
-    return estimate(
+def _estimates(segment, full):
+    """The cost model's estimates; after the full analysis the scans pay its cost too."""
+    times = estimate(
         segment.length, segment.ops_per_step, segment.state_shape, segment.jacobian_kind
     )
+    if full:
+        costs = calibrate()
+        extra = (
+            segment.length * segment.ops_per_step * (costs["c_analysis_full"] - costs["c_analysis"])
+        )
+        times = {
+            name: seconds if name == "sequential" else seconds + max(extra, 0.0)
+            for name, seconds in times.items()
+        }
+    return times
