@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 import tinygrad_ops as tg
 from tinygrad_ops.ops import PRIMITIVES
@@ -330,3 +331,15 @@ def test_creation_functions():
     assert tg.randn(2, requires_grad=True).requires_grad
     np.testing.assert_array_equal(tg.arange(1, 7, 2).numpy(), [1, 3, 5])
     assert tg.arange(0.0, 1.0, 0.5).dtype == np.float32
+
+
+# -- clip needs a bound (as PyTorch) --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["clip", "clamp", "clamp_", "clip_"])
+def test_clip_without_bounds_is_an_error(method):
+    x = tg.Tensor([1.0, -1.0])
+    with pytest.raises(ValueError, match=r"(clip|clamp_): at least one of low"):
+        getattr(x, method)()
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max'"):
+        getattr(torch.tensor([1.0, -1.0]), method)()

@@ -32,7 +32,7 @@ from .scheduler import (
     set_default_scheduler,
 )
 from .serialize import CheckpointError, load, save
-from .tensor import Tensor, concatenate, maximum, stack, where
+from .tensor import Tensor, concatenate, from_numpy, maximum, stack, where
 
 __version__ = "0.1.0"
 
@@ -51,6 +51,7 @@ __all__ = [
     "detect_anomaly",
     "enable_grad",
     "eye",
+    "from_numpy",
     "full",
     "functional",
     "gather",

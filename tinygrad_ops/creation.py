@@ -1,8 +1,17 @@
 """Tensors made from a shape: zeros, ones, random numbers, ranges."""
 
+import math
+
 import numpy as np
 
-from .tensor import DEFAULT_DTYPE, Tensor
+from .tensor import DEFAULT_DTYPE, from_numpy
+
+
+def _fresh(array, requires_grad=False):
+    """A tensor around an array made here (nobody else holds it: no copy needed)."""
+    tensor = from_numpy(array)
+    tensor.requires_grad = requires_grad
+    return tensor
 
 
 def _shape(shape):
@@ -16,7 +25,7 @@ def zeros(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
     >>> tg.zeros(2, 3).shape
     (2, 3)
     """
-    return Tensor(np.zeros(_shape(shape), dtype=dtype), requires_grad=requires_grad)
+    return _fresh(np.zeros(_shape(shape), dtype=dtype), requires_grad)
 
 
 def ones(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
@@ -26,7 +35,7 @@ def ones(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
     >>> tg.ones(2).numpy()
     array([1., 1.], dtype=float32)
     """
-    return Tensor(np.ones(_shape(shape), dtype=dtype), requires_grad=requires_grad)
+    return _fresh(np.ones(_shape(shape), dtype=dtype), requires_grad)
 
 
 def full(shape, value, dtype=DEFAULT_DTYPE, requires_grad=False):
@@ -36,7 +45,7 @@ def full(shape, value, dtype=DEFAULT_DTYPE, requires_grad=False):
     >>> tg.full((2,), 7.0).numpy()
     array([7., 7.], dtype=float32)
     """
-    return Tensor(np.full(shape, value, dtype=dtype), requires_grad=requires_grad)
+    return _fresh(np.full(shape, value, dtype=dtype), requires_grad)
 
 
 def zeros_like(tensor, requires_grad=False):
@@ -46,7 +55,7 @@ def zeros_like(tensor, requires_grad=False):
     >>> tg.zeros_like(tg.Tensor([[1.0, 2.0]])).numpy()
     array([[0., 0.]], dtype=float32)
     """
-    return Tensor(np.zeros_like(tensor.data), requires_grad=requires_grad)
+    return _fresh(np.zeros_like(tensor.data), requires_grad)
 
 
 def ones_like(tensor, requires_grad=False):
@@ -56,7 +65,7 @@ def ones_like(tensor, requires_grad=False):
     >>> tg.ones_like(tg.Tensor([1.0, 2.0], dtype="float64")).numpy()
     array([1., 1.])
     """
-    return Tensor(np.ones_like(tensor.data), requires_grad=requires_grad)
+    return _fresh(np.ones_like(tensor.data), requires_grad)
 
 
 def randn(*shape, seed=None, dtype=DEFAULT_DTYPE, requires_grad=False):
@@ -68,7 +77,7 @@ def randn(*shape, seed=None, dtype=DEFAULT_DTYPE, requires_grad=False):
     """
     generator = np.random.default_rng(seed)
     data = generator.standard_normal(_shape(shape)).astype(dtype)
-    return Tensor(data, requires_grad=requires_grad)
+    return _fresh(data, requires_grad)
 
 
 def rand(*shape, seed=None, dtype=DEFAULT_DTYPE, requires_grad=False):
@@ -80,7 +89,7 @@ def rand(*shape, seed=None, dtype=DEFAULT_DTYPE, requires_grad=False):
     ((2, 3), True)
     """
     generator = np.random.default_rng(seed)
-    return Tensor(generator.random(_shape(shape)).astype(dtype), requires_grad=requires_grad)
+    return _fresh(generator.random(_shape(shape)).astype(dtype), requires_grad)
 
 
 def arange(start, stop=None, step=1, dtype=None):
@@ -93,10 +102,25 @@ def arange(start, stop=None, step=1, dtype=None):
     """
     if stop is None:
         start, stop = 0, start
+    _check_range(start, stop, step)
     integral = all(isinstance(value, (int, np.integer)) for value in (start, stop, step))
     if dtype is None:
         dtype = np.int64 if integral else DEFAULT_DTYPE
-    return Tensor(np.arange(start, stop, step, dtype=dtype))
+    return _fresh(np.arange(start, stop, step, dtype=dtype))
+
+
+def _check_range(start, stop, step):
+    """PyTorch's checks: numpy divides by a zero step, or gives an empty or endless range."""
+    if step == 0:
+        raise ValueError(f"arange: step must be nonzero (got start={start}, stop={stop}, step=0)")
+    for name, value in (("start", start), ("stop", stop), ("step", step)):
+        if not math.isfinite(value):
+            raise ValueError(f"arange: {name} must be finite, got {value}")
+    if (stop - start) * step < 0:
+        raise ValueError(
+            f"arange: the step {step} goes away from stop: start={start}, stop={stop} "
+            "(upper bound and lower bound inconsistent with step sign)"
+        )
 
 
 def eye(n, dtype=DEFAULT_DTYPE):
@@ -107,4 +131,4 @@ def eye(n, dtype=DEFAULT_DTYPE):
     array([[1., 0.],
            [0., 1.]], dtype=float32)
     """
-    return Tensor(np.eye(n, dtype=dtype))
+    return _fresh(np.eye(n, dtype=dtype))

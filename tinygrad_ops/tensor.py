@@ -60,7 +60,7 @@ def _to_array(data, dtype):
             STATE.recorder.read_value(data, "tg.Tensor(tensor) (a copy made outside the ops)")
         array = np.array(data.data, dtype=dtype, copy=True)
     elif isinstance(data, np.ndarray):
-        array = np.array(data, dtype=dtype, copy=True) if dtype is not None else data
+        array = np.array(data, dtype=dtype, copy=True)  # a copy, as torch.tensor makes
     elif isinstance(data, (bool, int, float, np.generic)):
         default = data.dtype if isinstance(data, np.floating) else DEFAULT_DTYPE
         array = np.asarray(data, dtype=dtype if dtype is not None else default)
@@ -88,11 +88,48 @@ def _to_array(data, dtype):
     return array
 
 
+def from_numpy(array) -> Tensor:
+    """A tensor that shares `array`'s memory, as `torch.from_numpy` (`tg.Tensor` copies).
+
+    Writes through either show in both; an in-place op on the tensor writes into the array.
+
+    >>> import numpy as np, tinygrad_ops as tg
+    >>> array = np.zeros(2, dtype=np.float32)
+    >>> tensor = tg.from_numpy(array)
+    >>> array[0] = 5.0
+    >>> tensor.numpy()
+    array([5., 0.], dtype=float32)
+    """
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"from_numpy needs a numeric array, got dtype {array.dtype}")
+    return Tensor._make(array, False, None)
+
+
 def _check_can_require_grad(array):
     if array.dtype.type not in FLOAT_DTYPES:
         raise TypeError(
             f"only floating-point tensors can require grad, this one has dtype {array.dtype}; "
             "pass dtype=np.float32 (or float64) to make it differentiable"
+        )
+
+
+def _check_grad(tensor, grad):
+    if not isinstance(grad, Tensor):
+        raise TypeError(
+            f"assigned grad expected to be a Tensor or None but got grad of type "
+            f"{type(grad).__name__}"
+        )
+    if grad.shape != tensor.shape:
+        raise RuntimeError(
+            f"attempting to assign a gradient of shape {grad.shape} to a tensor of shape "
+            f"{tensor.shape}: the gradient and the tensor must have the same shape"
+        )
+    if grad.dtype != tensor.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype {grad.dtype} to a tensor with dtype "
+            f"{tensor.dtype}: the gradient must have the tensor's dtype"
         )
 
 
@@ -123,8 +160,8 @@ class Tensor:
     """
 
     __slots__ = (
-        "data",
-        "grad",
+        "_data",  # the array; `data` is the checked property over it (the engine reads this)
+        "_grad",  # the gradient Tensor or None; `grad` is the checked property over it
         "_requires_grad",
         "_ctx",
         "_version",
@@ -136,11 +173,20 @@ class Tensor:
     __hash__ = object.__hash__  # comparisons return tensors, so hash by identity
 
     def __init__(self, data, requires_grad=False, dtype=None):
-        self.data = _to_array(data, dtype)
+        """A tensor holding a copy of `data` (as `torch.tensor`; `tg.from_numpy` shares).
+
+        >>> import numpy as np, tinygrad_ops as tg
+        >>> array = np.zeros(2, dtype=np.float32)
+        >>> tensor = tg.Tensor(array)
+        >>> array[0] = 5.0  # the tensor keeps its own copy
+        >>> tensor.numpy()
+        array([0., 0.], dtype=float32)
+        """
+        self._data = _to_array(data, dtype)
         if requires_grad:
-            _check_can_require_grad(self.data)
+            _check_can_require_grad(self._data)
         self._requires_grad = bool(requires_grad)
-        self.grad = None
+        self._grad = None
         self._ctx = None
         self._version = [0]
         self._hooks = None
@@ -150,8 +196,8 @@ class Tensor:
     def _make(cls, data, requires_grad, ctx):
         """Fast constructor for op results: no conversion or checks."""
         tensor = object.__new__(Tensor)
-        tensor.data = data
-        tensor.grad = None
+        tensor._data = data
+        tensor._grad = None
         tensor._requires_grad = requires_grad
         tensor._ctx = ctx
         tensor._version = [0]
@@ -160,6 +206,39 @@ class Tensor:
         return tensor
 
     # -- attributes ----------------------------------------------------------------------------
+
+    @property
+    def data(self) -> np.ndarray:
+        """The numpy array (shared, not copied). Assigning replaces it, off the tape; a
+        tensor that requires grad takes only a floating-point array (as PyTorch)."""
+        return self._data
+
+    @data.setter
+    def data(self, value):
+        array = value._data if isinstance(value, Tensor) else value
+        if not isinstance(array, np.ndarray):
+            raise TypeError(
+                f"Tensor.data must be set to a numpy array or a Tensor, got {type(value).__name__}"
+            )
+        if self._requires_grad and array.dtype.type not in FLOAT_DTYPES:
+            raise RuntimeError(
+                f"data set to a tensor that requires gradients must be floating point: got "
+                f"dtype {array.dtype}; convert it (array.astype(np.float32)) or turn off "
+                "requires_grad first"
+            )
+        self._data = array
+
+    @property
+    def grad(self):
+        """The gradient accumulated by backward (None until then). Assigning checks it: a
+        Tensor (or None) of this tensor's shape and dtype, as PyTorch."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            _check_grad(self, value)
+        self._grad = value
 
     @property
     def requires_grad(self) -> bool:
@@ -188,19 +267,19 @@ class Tensor:
 
     @property
     def shape(self) -> tuple:
-        return self.data.shape
+        return self._data.shape
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def size(self) -> int:
-        return self.data.size
+        return self._data.size
 
     @property
     def T(self) -> Tensor:  # noqa: N802 (numpy's and PyTorch's name)
@@ -461,8 +540,13 @@ class Tensor:
         return Relu.apply(self)
 
     def clip(self, low=None, high=None):
-        """Elements limited to [low, high] (either bound may be None)."""
-        return Clip.apply(self, low=low, high=high)
+        """Elements limited to [low, high] (either bound may be None, not both).
+
+        >>> import tinygrad_ops as tg
+        >>> tg.Tensor([-2.0, 0.5, 3.0]).clip(-1, 1).numpy()
+        array([-1. ,  0.5,  1. ], dtype=float32)
+        """
+        return Clip.apply(self, low=low, high=_check_bounds("clip", low, high))
 
     clamp = clip
 
@@ -612,7 +696,7 @@ class Tensor:
         return self._inplace(Div, other)
 
     def clamp_(self, low=None, high=None):
-        return self._inplace(Clip, low=low, high=high)
+        return self._inplace(Clip, low=low, high=_check_bounds("clamp_", low, high))
 
     clip_ = clamp_
 
@@ -633,6 +717,13 @@ class Tensor:
         if STATE.recorder is not None:
             STATE.recorder.record_write(self, source)
         return self
+
+
+def _check_bounds(op_name, low, high):
+    """clip needs a bound (PyTorch raises too): clip(None, None) is most likely a mistake."""
+    if low is None and high is None:
+        raise ValueError(f"{op_name}: at least one of low (min) and high (max) must not be None")
+    return high
 
 
 def _reduced_count(shape, axis, op_name):

@@ -228,7 +228,7 @@ class BackwardGraph:
             history = operand._ctx
             if history is not None and history.sequence > node.sequence:
                 operand = as_recorded(operand, node)  # modified in place after node consumed it
-            data = operand.data
+            data = operand._data
             if type(input_grad) is not np.ndarray:
                 input_grad = np.asarray(input_grad)
             dtype = input_grad.dtype
@@ -295,34 +295,49 @@ def _run_hooks(tensor, grad, create_graph):
         wrapped = grad if is_tensor(grad) else new_tensor(grad, False, None)
         result = hook(wrapped)
         if result is not None:
-            if not is_tensor(result):
-                raise TypeError(f"a hook must return a Tensor or None, got {type(result).__name__}")
-            if result.shape != tensor.shape:
-                raise RuntimeError(
-                    f"hook returned a gradient of shape {result.shape} for a tensor of shape "
-                    f"{tensor.shape}"
-                )
-            grad = result if create_graph else result.data
+            _check_hook_result(hook, tensor, result)
+            grad = result if create_graph else result._data
     return grad
 
 
+def _check_hook_result(hook, tensor, result):
+    """A hook may replace a gradient, never change its shape or dtype (as PyTorch)."""
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if not is_tensor(result):
+        raise TypeError(f"hook '{name}' must return a Tensor or None, got {type(result).__name__}")
+    if result.shape != tensor.shape:
+        raise RuntimeError(
+            f"hook '{name}' has changed the size of value: it returned a gradient of shape "
+            f"{result.shape} for a tensor of shape {tensor.shape}"
+        )
+    if result.dtype != tensor.dtype:
+        raise RuntimeError(
+            f"hook '{name}' has changed the type of value: it returned a gradient of dtype "
+            f"{result.dtype} for a tensor of dtype {tensor.dtype}"
+        )
+
+
 def accumulate_leaf(tensor, grad, create_graph, owned=False):
-    """tensor.grad (+)= grad; the leaf takes `grad` without a copy when the walk owns it."""
+    """tensor.grad (+)= grad; the leaf takes `grad` without a copy when the walk owns it.
+
+    The engine's gradients have the leaf's shape and dtype already, so this writes the slot
+    `_grad`, past the checks of the `grad` property."""
     if create_graph:
         grad_tensor = grad if is_tensor(grad) else new_tensor(grad, False, None)
-        tensor.grad = grad_tensor if tensor.grad is None else tensor.grad + grad_tensor
+        tensor._grad = grad_tensor if tensor._grad is None else tensor._grad + grad_tensor
         return
     if is_tensor(grad):
-        grad = grad.data
+        grad = grad._data
         owned = False
-    if tensor.grad is None:
+    leaf_grad = tensor._grad
+    if leaf_grad is None:
         # The leaf must own its gradient array: later calls add into it in place.
-        tensor.grad = new_tensor(grad if owned else np.array(grad, copy=True), False, None)
-    elif tensor.grad.data.flags.writeable and tensor.grad.data.shape == grad.shape:
-        np.add(tensor.grad.data, grad, out=tensor.grad.data)
-        tensor.grad._version[0] += 1
+        tensor._grad = new_tensor(grad if owned else np.array(grad, copy=True), False, None)
+    elif leaf_grad._data.flags.writeable and leaf_grad._data.shape == grad.shape:
+        np.add(leaf_grad._data, grad, out=leaf_grad._data)
+        leaf_grad._version[0] += 1
     else:
-        tensor.grad.data = tensor.grad.data + grad
+        leaf_grad._data = leaf_grad._data + grad
 
 
 class HookHandle:

@@ -155,7 +155,7 @@ class Op:
         recording = False
         for operand in operands:
             if isinstance(operand, Tensor):
-                arrays.append(operand.data)
+                arrays.append(operand._data)
                 needs = operand._requires_grad
                 recording |= needs
                 needs_input_grad.append(needs)
@@ -196,7 +196,7 @@ class Op:
                 sources.append((index, None, version, version[0]))
                 continue
             for operand in operands:
-                if isinstance(operand, Tensor) and value is operand.data:
+                if isinstance(operand, Tensor) and value is operand._data:
                     version = operand._version
                     sources.append((index, operand, version, version[0]))
                     break
