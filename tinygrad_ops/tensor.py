@@ -13,7 +13,7 @@ from .autograd.graph import HookHandle
 from .autograd.inplace import apply_inplace
 from .mode import STATE
 from .ops import indexing
-from .ops.base import bind_tensor
+from .ops.base import bind_tensor, placeholder
 from .ops.checks import normalize_axis
 from .ops.elementwise import (
     Abs,
@@ -204,6 +204,18 @@ class Tensor:
         tensor._hooks = None
         tensor.name = None
         return tensor
+
+    def _released(self) -> ReleasedTensor:
+        """What a graph released by backward keeps of this tensor (see ReleasedTensor)."""
+        husk = object.__new__(ReleasedTensor)
+        husk._data = placeholder(self._data.shape, self._data.dtype)
+        husk._grad = None
+        husk._requires_grad = self._requires_grad
+        husk._ctx = self._ctx
+        husk._version = self._version
+        husk._hooks = None
+        husk.name = self.name
+        return husk
 
     # -- attributes ----------------------------------------------------------------------------
 
@@ -788,6 +800,34 @@ def _as_tensor_operand(value):
     if operand is None:
         raise TypeError(f"expected a Tensor, array or number, got {type(value).__name__}")
     return operand
+
+
+class ReleasedTensor(Tensor):
+    """An input of a node that backward has released: the tensor's shape, dtype, name and
+    history (`grad_fn`), without its values, which are freed unless someone else holds the
+    tensor (as PyTorch frees what a graph held once backward has run).
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.Tensor(tg.randn(32, 32).numpy(), requires_grad=True)
+    >>> loss = (x.exp() * 2).sum()
+    >>> loss.backward()
+    >>> husk = loss.grad_fn.inputs[0]
+    >>> husk.shape, husk.grad_fn is not None
+    ((32, 32), True)
+    """
+
+    __slots__ = ()
+
+    @property
+    def data(self):
+        raise RuntimeError(
+            f"the values of this {self.dtype} tensor of shape {self.shape} were freed when "
+            "backward released the graph that held it; keep a reference to the tensor, or "
+            "pass retain_graph=True to backward"
+        )
+
+    def __repr__(self):
+        return f"ReleasedTensor(shape={self.shape}, dtype={self.dtype}, values freed)"
 
 
 bind_tensor(Tensor)  # the ops and the engine build their results through this class

@@ -43,8 +43,9 @@ def run_backward(
             schedulers.resolve_scheduler(scheduler).run(graph)
     finally:
         if not retain_graph:
+            husks = {}  # one husk per released tensor, shared by its consumers
             for node in graph.visited:
-                node.release()
+                node.release(husks)
     if inputs is None:
         return None
     return [graph.captured.get(id(tensor)) for tensor in inputs]

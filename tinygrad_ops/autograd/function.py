@@ -6,7 +6,7 @@ import numpy as np
 
 from ..mode import STATE, _GradModeSetter, no_grad
 from ..ops import base as ops_base
-from ..ops.base import _FREED_MESSAGE, Op, is_tensor, new_tensor, record
+from ..ops.base import _FREED_MESSAGE, Op, is_tensor, new_tensor, record, released_inputs
 
 
 class FunctionCtx:
@@ -70,9 +70,10 @@ class _CustomFunctionNode(Op):
             grads.append(result)
         return tuple(grads)
 
-    def release(self):
+    def release(self, husks=None):
         self.ctx._saved = ()
         self.ctx._freed = True
+        self.inputs = released_inputs(self.inputs, {} if husks is None else husks)
 
 
 class Function:

@@ -136,11 +136,13 @@ class Op:
                 values[index] = Tensor._make(saved[index], False, None)
         return tuple(values)
 
-    def release(self):
-        """Free the saved buffers; a later backward through this node raises."""
+    def release(self, husks=None):
+        """Free the saved buffers (a later backward through this node raises) and let go of
+        the input tensors' arrays (see `released_inputs`)."""
         if self.saved:
             self.saved = None
             self.sources = None
+        self.inputs = released_inputs(self.inputs, {} if husks is None else husks)
 
     @classmethod
     def apply(cls, *operands, **options):
@@ -201,6 +203,42 @@ class Op:
                     sources.append((index, operand, version, version[0]))
                     break
         return sources or None
+
+
+# Inputs smaller than this stay referenced by a released node: replacing them would free
+# little and cost more than a small op (a training step of tiny tensors would pay ~5%).
+RELEASE_BYTES = 4096
+
+
+def released_inputs(inputs, husks):
+    """What a node keeps of its inputs after backward released it.
+
+    A parameter (a leaf that requires grad) stays: it is alive anyway, and a gradient sent
+    through a node that saved nothing must still reach it. Every other tensor of at least
+    `RELEASE_BYTES` becomes its husk (`Tensor._released`: shape, dtype, name and history,
+    no values), so a kept loss does not keep the activations alive. `husks` maps the id
+    of a tensor to (tensor, husk) over one release, so that two consumers of one tensor
+    share its husk (a graph drawn afterwards stays connected).
+    """
+    kept = []
+    for operand in inputs:
+        if isinstance(operand, Tensor):
+            if operand._data.nbytes >= RELEASE_BYTES and not (
+                operand._ctx is None and operand._requires_grad
+            ):
+                pair = husks.get(id(operand))
+                if pair is None:
+                    pair = husks[id(operand)] = (operand, operand._released())
+                operand = pair[1]
+        elif isinstance(operand, np.ndarray) and operand.nbytes >= RELEASE_BYTES:
+            operand = placeholder(operand.shape, operand.dtype)
+        kept.append(operand)
+    return tuple(kept)
+
+
+def placeholder(shape, dtype):
+    """A read-only array of `shape` and `dtype` that holds one element (stride 0)."""
+    return np.broadcast_to(np.zeros((), dtype=dtype), shape)
 
 
 def record(node, inputs):

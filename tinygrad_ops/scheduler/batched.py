@@ -12,6 +12,7 @@ from operator import is_
 import numpy as np
 
 from ..autograd import Op
+from ..ops.base import released_inputs
 from .steps import op_attributes
 
 _BATCHED_CLASSES = {}
@@ -156,10 +157,12 @@ class ReleaseAll:
         self.columns = columns  # node lists whose class uses Op.release and saves something
         self.others = others  # node lists released one by one (their own release)
 
-    def release(self):
+    def release(self, husks=None):
+        husks = {} if husks is None else husks
         for nodes in self.columns:
             for node in nodes:
                 node.saved = None
+                node.inputs = released_inputs(node.inputs, husks)
         for nodes in self.others:
             for node in nodes:
-                node.release()
+                node.release(husks)
