@@ -125,9 +125,9 @@ class RecordedInput:
     __slots__ = ("shape", "dtype", "ndim")
 
     def __init__(self, tensor):
-        self.shape = tensor.data.shape
-        self.dtype = tensor.data.dtype
-        self.ndim = tensor.data.ndim
+        self.shape = tensor.shape  # (a released tensor has no values, only these)
+        self.dtype = tensor.dtype
+        self.ndim = tensor.ndim
 
 
 def forget_capture(recorder):
