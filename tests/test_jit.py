@@ -544,3 +544,19 @@ def test_a_numpy_view_of_an_argument_is_refused():
 
     with pytest.raises(tg.CompileError, match="Index the Tensor instead"):
         tg.compile(step)(np.ones((4, 5, 3)))
+
+
+def test_a_numpy_argument_that_type_promotion_converts_is_converted_at_each_call():
+    w = tg.Tensor(np.ones(3), requires_grad=True)  # float64
+
+    def step(scale):
+        loss = (w * scale).sum()  # a float32 array, promoted to float64: a new array
+        loss.backward()
+        return loss
+
+    compiled = tg.compile(step)
+    generator = np.random.default_rng(0)
+    for _ in range(3):
+        scale = generator.standard_normal(3).astype(np.float32)
+        assert compiled(scale).item() == step(scale).item()
+    assert "input 1 as float64" in str(compiled.program)

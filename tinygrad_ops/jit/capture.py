@@ -150,12 +150,21 @@ class Recorder:
 
     # -- forward events ------------------------------------------------------------------
 
-    def record_op(self, node, operands, options, out):
-        """`node.forward` has run on `operands` and made the Tensor `out`."""
+    def record_op(self, node, operands, options, out, given):
+        """`node.forward` has run on `operands` (`given`, after type promotion) and made
+        the Tensor `out`."""
         if self.paused:
             return
         name = type(node).__name__
-        inputs = tuple(self.slot_of(operand, name) for operand in operands)
+        inputs = []
+        conversions = []  # numpy arguments that promotion converted: converted at replay too
+        for position, (operand, before) in enumerate(zip(operands, given)):
+            converted = isinstance(before, np.ndarray) and operand is not before
+            if converted and self.slot_by_array.get(id(before)) is not None:
+                inputs.append(self.slot_of(before, name))
+                conversions.append((position, operand.dtype))
+            else:
+                inputs.append(self.slot_of(operand, name))
         for value in options.values():
             if isinstance(value, np.ndarray) and self.computed(value):
                 self.refuse(f"{type(node).__name__}: an option holding a value the step computes")
@@ -163,7 +172,7 @@ class Recorder:
             if shared and value not in self.generators:
                 self.generators.append(value)
         output = self.new_slot("value", type(node).__name__, out.data)
-        self.emit(Forward(node, inputs, dict(options), output))
+        self.emit(Forward(node, tuple(inputs), dict(options), output, tuple(conversions)))
 
     def record_write(self, tensor, result):
         """An in-place op copied `result` into `tensor`'s own array."""

@@ -43,21 +43,27 @@ class Kernel:
 class Forward(Kernel):
     """out = node.forward(*inputs, **options): one op's forward rule on arrays."""
 
-    __slots__ = ("node", "inputs", "options", "output", "release", "gather")
+    __slots__ = ("node", "inputs", "options", "output", "conversions", "release", "gather")
 
-    def __init__(self, node, inputs, options, output):
+    def __init__(self, node, inputs, options, output, conversions=()):
         self.node = node
         self.inputs = inputs  # slots
         self.options = options
         self.output = output
+        self.conversions = conversions  # (position, dtype): numpy inputs type promotion casts
         self.release = False  # True when no backward kernel reads the node's saved values
         self.frees = ()
         # The inputs as one tuple in one C call (itemgetter of one slot gives the value).
-        self.gather = itemgetter(*inputs) if len(inputs) > 1 else None
+        self.gather = itemgetter(*inputs) if len(inputs) > 1 and not conversions else None
 
     def run(self, buffers, owned):
         node = self.node
-        if self.gather is not None:
+        if self.conversions:
+            arrays = [buffers[slot] for slot in self.inputs]
+            for position, dtype in self.conversions:
+                arrays[position] = arrays[position].astype(dtype)
+            out = node.forward(*arrays, **self.options)
+        elif self.gather is not None:
             out = node.forward(*self.gather(buffers), **self.options)
         else:
             out = node.forward(*[buffers[slot] for slot in self.inputs], **self.options)
@@ -76,6 +82,8 @@ class Forward(Kernel):
     def describe(self, name):
         arguments = ", ".join(name(slot) for slot in self.inputs)
         options = "".join(f", {key}={_short(value)}" for key, value in self.options.items())
+        for position, dtype in self.conversions:
+            options += f", input {position} as {dtype}"
         return f"{name(self.output)} = {type(self.node).__name__}.forward({arguments}{options})"
 
 

@@ -147,6 +147,7 @@ class Op:
     @classmethod
     def apply(cls, *operands, **options):
         """Run the op on Tensors (or plain numbers/arrays, taken as constants) and record it."""
+        given = operands  # (tg.compile replays a promotion of numpy arguments)
         if cls.promotion is not None:  # PyTorch's type promotion (ops/dtypes.py)
             operands = cls.promotion(operands)
         node = cls()
@@ -179,7 +180,7 @@ class Op:
             record(node, operands)
             node.sources = node._find_sources(operands, out_data, out) if node.saved else None
         if STATE.recorder is not None:
-            STATE.recorder.record_op(node, operands, options, out)
+            STATE.recorder.record_op(node, operands, options, out, given)
         return out
 
     def _find_sources(self, operands, out_data, out):
