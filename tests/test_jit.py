@@ -542,6 +542,16 @@ def test_a_numpy_view_of_an_argument_is_refused():
     def step(inputs):
         return (tg.Tensor(inputs[0]) @ w).sum()
 
+    with pytest.raises(tg.CompileError, match=r"tg.Tensor\(array\)"):
+        tg.compile(step)(np.ones((4, 5, 3)))
+
+
+def test_a_numpy_view_of_an_argument_shared_by_from_numpy_is_refused():
+    w = tg.Tensor(np.ones((3, 2)), requires_grad=True)
+
+    def step(inputs):
+        return (tg.from_numpy(inputs[0]) @ w).sum()
+
     with pytest.raises(tg.CompileError, match="Index the Tensor instead"):
         tg.compile(step)(np.ones((4, 5, 3)))
 

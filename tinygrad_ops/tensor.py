@@ -60,6 +60,8 @@ def _to_array(data, dtype):
             STATE.recorder.read_value(data, "tg.Tensor(tensor) (a copy made outside the ops)")
         array = np.array(data.data, dtype=dtype, copy=True)
     elif isinstance(data, np.ndarray):
+        if STATE.recorder is not None:
+            STATE.recorder.read_value(data, "tg.Tensor(array) (a copy made outside the ops)")
         array = np.array(data, dtype=dtype, copy=True)  # a copy, as torch.tensor makes
     elif isinstance(data, (bool, int, float, np.generic)):
         default = data.dtype if isinstance(data, np.floating) else DEFAULT_DTYPE

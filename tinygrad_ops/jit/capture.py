@@ -184,12 +184,15 @@ class Recorder:
         captured = tensor if self.slots[target].kind == "captured" else None
         self.emit(Write(target, source, captured))
 
-    def read_value(self, tensor, what):
-        """Python is about to read the values of `tensor` (`what`: "item()", ...)."""
+    def read_value(self, value, what):
+        """Python is about to read the values of `value`, a Tensor or an array (`what`:
+        "item()", ...): refused unless they are the same at every call."""
         if self.paused:
             return
-        slot = self.slot_by_array.get(id(tensor.data))
-        if slot is not None and self.slots[slot].kind != "constant":
+        data = value.data if isinstance(value, Tensor) else value
+        slot = self.slot_by_array.get(id(data))
+        changing = slot is not None and self.slots[slot].kind != "constant"
+        if changing or self.views_a_known_array(data):
             self.refuse(
                 f"{what} on a value that changes from call to call (an argument, a parameter "
                 "or a value the step computes): a replay would reuse the first call's. "
