@@ -19,7 +19,8 @@ BENCHMARKS = {
     "train-step": ("train_step.py", "a 2-layer MLP training step vs numpy and PyTorch"),
     "core": ("bench_core.py", "per-op overhead of a 100-op chain; a 100,000-node backward"),
     "nn-ops": ("bench_nn_ops.py", "softmax and the norms, forward+backward, vs PyTorch"),
-    "scan": ("bench_scan.py", "backward time per scheduler over hidden sizes and lengths"),
+    "scan": ("bench_scan.py", "backward time per scheduler over RNN formulations and sizes"),
+    "bppsa": ("bench_bppsa.py", "BPPSA's grid: walk vs scans, hidden 20, lengths 10-30,000"),
 }
 
 

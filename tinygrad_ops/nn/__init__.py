@@ -18,11 +18,12 @@ from .linear import Linear
 from .mlp import MLP
 from .module import Module, Parameter, RemovableHandle
 from .normalization import BatchNorm1d, LayerNorm, RMSNorm
-from .rnn import RNNCell
+from .rnn import RNN, RNNCell
 
 __all__ = [
     "GELU",
     "MLP",
+    "RNN",
     "AvgPool1d",
     "AvgPool2d",
     "BatchNorm1d",

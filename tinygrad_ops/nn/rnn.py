@@ -1,8 +1,8 @@
-"""`RNNCell`: one step of an Elman recurrent network."""
+"""`RNNCell`: one step of an Elman recurrent network; `RNN`: the network over a sequence."""
 
 from .. import functional as F  # noqa: N812 (the PyTorch convention)
 from ..creation import zeros
-from ..tensor import DEFAULT_DTYPE
+from ..tensor import DEFAULT_DTYPE, stack
 from .init import fan_in_bound, uniform
 from .module import Module, Parameter
 
@@ -65,3 +65,104 @@ class RNNCell(Module):
 
     def extra_repr(self):
         return f"{self.input_size}, {self.hidden_size}, nonlinearity={self.nonlinearity!r}"
+
+
+class RNN(Module):
+    """An Elman RNN over a sequence, PyTorch's `nn.RNN`: for every layer k and step t,
+    h_t = tanh(x_t W_ih_kᵀ + b_ih_k + h_{t-1} W_hh_kᵀ + b_hh_k) (or relu), the states of
+    layer k the inputs of layer k + 1. Input (T, N, input_size) ((N, T, ...) with
+    `batch_first`, or (T, input_size) unbatched); returns (output, h_n): the top layer's
+    states (T, N, hidden_size) and every layer's last state (num_layers, N, hidden_size).
+    Parameters as PyTorch names and draws them (weight_ih_l0, weight_hh_l0, bias_ih_l0,
+    bias_hh_l0, ...). A one-layer RNN's backward is one chain the scan schedulers take;
+    `dropout` between layers is not implemented (a ValueError, not a silent zero).
+
+    >>> import tinygrad_ops as tg
+    >>> rnn = tg.nn.RNN(3, 5, num_layers=2)
+    >>> output, h_n = rnn(tg.zeros(7, 2, 3))
+    >>> output.shape, h_n.shape
+    ((7, 2, 5), (2, 2, 5))
+    """
+
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        nonlinearity="tanh",
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        dtype=DEFAULT_DTYPE,
+        generator=None,
+    ):
+        super().__init__()
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNN: nonlinearity must be 'tanh' or 'relu', not {nonlinearity!r}")
+        if dropout:
+            raise ValueError("RNN: dropout between layers is not implemented (use dropout=0)")
+        if num_layers < 1:
+            raise ValueError(f"RNN: num_layers must be at least 1, got {num_layers}")
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.nonlinearity = nonlinearity
+        self.bias = bias
+        self.batch_first = batch_first
+        bound = fan_in_bound(hidden_size)
+        for layer in range(num_layers):
+            size_in = input_size if layer == 0 else hidden_size
+            # PyTorch draws in this order, layer by layer.
+            shapes = [("weight_ih", (hidden_size, size_in)), ("weight_hh", (hidden_size,) * 2)]
+            if bias:
+                shapes += [("bias_ih", (hidden_size,)), ("bias_hh", (hidden_size,))]
+            for name, shape in shapes:
+                value = Parameter(uniform(shape, bound, dtype, generator))
+                setattr(self, f"{name}_l{layer}", value)
+
+    def forward(self, input, hx=None):
+        batched = input.ndim == 3
+        if input.ndim not in (2, 3) or input.shape[-1] != self.input_size:
+            raise ValueError(
+                f"RNN(input_size={self.input_size}): expected an input of shape (T, N, "
+                f"{self.input_size}) or (T, {self.input_size}), got {input.shape}"
+            )
+        if batched and self.batch_first:
+            input = input.swapaxes(0, 1)
+        rows = input.shape[1:-1]
+        if hx is None:
+            hx = zeros(self.num_layers, *rows, self.hidden_size, dtype=self.weight_ih_l0.dtype)
+        elif tuple(hx.shape) != (self.num_layers, *rows, self.hidden_size):
+            raise ValueError(
+                f"RNN: hx must have shape {(self.num_layers, *rows, self.hidden_size)}, "
+                f"got {hx.shape}"
+            )
+        # The steps' inputs are taken before the recurrence: each step then reads an
+        # input made before its state, which keeps the step a chain step (docs/scan.md).
+        sequence = [input[step] for step in range(input.shape[0])]
+        last_states = []
+        for layer in range(self.num_layers):
+            sequence = self._layer(layer, sequence, hx[layer])
+            last_states.append(sequence[-1])
+        output = stack(sequence)
+        if batched and self.batch_first:
+            output = output.swapaxes(0, 1)
+        return output, stack(last_states)
+
+    def _layer(self, layer, sequence, state):
+        weight_ih = getattr(self, f"weight_ih_l{layer}")
+        weight_hh = getattr(self, f"weight_hh_l{layer}")
+        bias_ih = getattr(self, f"bias_ih_l{layer}", None)
+        bias_hh = getattr(self, f"bias_hh_l{layer}", None)
+        states = []
+        for x in sequence:
+            pre = F.linear(x, weight_ih, bias_ih) + F.linear(state, weight_hh, bias_hh)
+            state = F.tanh(pre) if self.nonlinearity == "tanh" else F.relu(pre)
+            states.append(state)
+        return states
+
+    def extra_repr(self):
+        return (
+            f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
+            f"nonlinearity={self.nonlinearity!r}"
+        )
