@@ -177,6 +177,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="a small sweep (a few minutes)")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds per case")
     parser.add_argument("--formulations", default=None, help="comma-separated names")
+    parser.add_argument("--hiddens", default=None, help="comma-separated hidden sizes")
+    parser.add_argument("--lengths", default=None, help="comma-separated chain lengths")
     parser.add_argument("--max-memory-mb", type=float, default=512)
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench_scan")
     parser.add_argument("--plot", type=Path, default=None, help="where the plot goes")
@@ -187,6 +189,10 @@ def main(argv=None):
         hiddens, lengths = [2, 4, 8, 16, 32, 64, 128], [64, 256, 1024, 2048, 8192]
         rounds = args.rounds or 3
     names = args.formulations.split(",") if args.formulations else list(FORMULATIONS)
+    if args.hiddens:
+        hiddens = [int(size) for size in args.hiddens.split(",")]
+    if args.lengths:
+        lengths = [int(length) for length in args.lengths.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     report = (args.out / "report.txt").open("w")
 

@@ -26,17 +26,21 @@ from .spine import descend
 from .steps import ChainPlan, NotAChain, Segment, build_template, input_tensor
 
 
-def first_look(graph, min_steps, worth_checking=None):
-    """A ChainPlan with the one chain found, a ChainPlan without segments and with a
+def first_look(graph, min_steps, worth_checking=None, nested=True, inside=None):
+    """A ChainPlan with the chain found (and, with `nested`, the chains found among its
+    independent tensors: a second RNN), a ChainPlan without segments and with a
     `refusal` (a chain too short to pay, by `worth_checking(steps, ops_per_step,
     state_shape)`, asked once the walk down knows the length), or None (not this kind of
-    chain: the full analysis decides)."""
+    chain: the full analysis decides). With `inside` (a set of ids), a chain whose top
+    step is not made of those tensors is not looked at further."""
     if graph.wanted is not None or len(graph.grads) != 1 or len(graph.roots) != 1:
         return None
     built = top_step(list(descend(graph.roots[0], 8 * steps.MAX_PERIOD)), graph)
     if built is None:
         return None
     template, step = built
+    if inside is not None and not {id(step.upper), id(step.lower)} <= inside:
+        return None
     if _reads_the_step_below(template, step):
         return None
     anchors = walk_route(template.route, step)
@@ -60,7 +64,66 @@ def first_look(graph, min_steps, worth_checking=None):
     if outside is None:
         return None
     segment = Segment(template, anchors[count::-1], chain_columns, outside, chain_nodes)
-    return ChainPlan([segment], independent)
+    plan = ChainPlan([segment], independent)
+    if nested:
+        for inner, inner_independent in chains_among(graph, independent, min_steps):
+            plan.segments.append(inner)
+            plan.nested[id(inner)] = inner_independent
+    return plan
+
+
+class _Subgraph:
+    """The view of a graph from one of its tensors, for a nested first look."""
+
+    def __init__(self, root, capture):
+        self.roots = [root]
+        self.grads = {id(root): None}
+        self.wanted = None
+        self.capture = capture
+
+
+def chains_among(graph, independent, min_steps, tries=2):
+    """Chains inside the independent tensors of a chain (a second RNN of the same loss),
+    each as (segment, the tensors to walk right before scanning it). A candidate is the
+    chain the first look finds from one of the newest independent tensors; it is kept
+    when all its tensors are independent ones and no independent tensor outside its own
+    searches reads inside it (its anchors' readers are then walked before its scan)."""
+    members = set(map(id, independent))
+    found = []
+    taken = set()
+    for candidate in independent[: 2 * tries]:
+        if id(candidate) in taken or candidate._ctx is None:
+            continue
+        view = _Subgraph(candidate, graph.capture)
+        inner = first_look(view, min_steps, nested=False, inside=members)
+        if inner is None or not inner.segments:
+            continue
+        (segment,) = inner.segments
+        chain = {id(tensor) for column in segment.columns for tensor in column}
+        chain.update(map(id, segment.anchors[1:]))
+        # All independent but x_0 (made before the outer chain's x_0, it may be older).
+        if not chain <= members or chain & taken:
+            continue
+        chain.add(id(segment.anchors[0]))
+        if _read_from_elsewhere(independent, inner.independent, chain, segment):
+            continue
+        taken |= chain
+        found.append((segment, inner.independent))
+    return found
+
+
+def _read_from_elsewhere(independent, own, chain, segment):
+    """Whether an independent tensor outside the chain and its own independent ones reads
+    a tensor of the chain other than its ends (x_n and x_0 may be read anywhere)."""
+    inside = chain - {id(segment.anchors[0]), id(segment.anchors[-1])}
+    skip = chain | set(map(id, own))
+    for tensor in independent:
+        if id(tensor) in skip:
+            continue
+        for operand in tensor._ctx.inputs:
+            if id(operand) in inside:
+                return True
+    return False
 
 
 def top_step(window, graph):

@@ -288,7 +288,7 @@ class ScanScheduler:
             if not chosen:
                 graph.run_sequential()
             elif plan.index is None:  # the first look's chain: no index of the graph
-                execute_simple(graph, plan, *chosen[0], self.name)
+                execute_simple(graph, plan, chosen, self.name)
             else:
                 execute(graph, plan, chosen, self.name)
         finally:
@@ -340,19 +340,41 @@ def execute(graph, plan, chosen, name):
     graph.run_sequential()
 
 
-def execute_simple(graph, plan, segment, method, block_size, name):
-    """The first look's chain: walk its independent tensors (the output side, a readout
-    and a loss at every step; newest first, as the engine's walk would), scan the
-    segment, and let the engine's walk finish the graph."""
+def execute_simple(graph, plan, chosen, name):
+    """The first look's chains: walk the independent tensors (the output side, a readout
+    and a loss at every step; newest first, as the engine's walk would), scanning a
+    nested chain on reaching its top anchor (after walking its own independent tensors),
+    then scan the main chain and let the engine's walk finish the graph."""
     try:
-        runner = SegmentRun(graph, segment)
+        runners = [
+            (segment, SegmentRun(graph, segment), method, block_size)
+            for segment, method, block_size in chosen
+        ]
     except ValueError:  # steps whose saved values do not stack: walk them
         graph.run_sequential()
         return
+    nested = {id(entry[0].anchors[-1]): entry for entry in runners if id(entry[0]) in plan.nested}
     for tensor in plan.independent:
+        entry = nested.get(id(tensor))
+        if entry is not None:
+            _walk(graph, plan.nested[id(entry[0])])
+            _scan(graph, entry, name)
+        else:
+            _walk(graph, (tensor,))
+    for entry in runners:
+        if id(entry[0]) not in plan.nested:
+            _scan(graph, entry, name)
+    graph.run_sequential()
+
+
+def _walk(graph, tensors):
+    for tensor in tensors:
         grad = graph.pop_grad(tensor)
         if grad is not None:
             graph.visit(tensor, grad)
+
+
+def _scan(graph, entry, name):
+    segment, runner, method, block_size = entry
     runner.run(method, block_size)
     graph.scanned_segments.append((name, segment.anchors))
-    graph.run_sequential()

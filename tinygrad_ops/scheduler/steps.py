@@ -311,13 +311,17 @@ class ChainPlan:
     """What the finder found: the segments, the independent tensors (walked before any
     segment: per-step losses and their sum), and the graph index the full analysis built
     (None when the first look found the chain without one). `refusal` says why nothing
-    was found where a phase stopped early."""
+    was found where a phase stopped early. `nested` maps id(segment) to the tensors to
+    walk right before scanning it, for a chain found among the independent tensors of
+    the first (a second RNN): those are walked in order, and a nested chain is scanned
+    on reaching its top anchor."""
 
     def __init__(self, segments, independent=(), index=None, refusal=None):
         self.segments = segments
         self.independent = list(independent)
         self.index = index
         self.refusal = refusal
+        self.nested = {}
 
 
 def shared_or_per_step(template, columns, count):
