@@ -162,3 +162,15 @@ def test_the_rule_is_shown_with_the_operands_labels():
     data = page_json(viz.html((x * 3).sum()))
     mul = next(node for node in data["nodes"] if node["label"] == "Mul")
     assert mul["labelled_rule"] == "t1 = t0 x * 3;  d(t0 x) = g * 3, d(3) = g * t0 x"
+
+
+def test_a_long_run_of_calls_folds_into_one_node():
+    calls = viz.ModuleCalls()
+    loss = viz.examples.rnn(steps=12, calls=calls)
+    data = page_json(viz.html(loss, groups=calls, depth=0, fold=2))
+    calls_drawn = [node for node in data["nodes"] if node["kind"] == "call"]
+    assert len(calls_drawn) == 5  # calls 0, 1, the fold of 2-9, 10, 11
+    (fold,) = [node for node in calls_drawn if node["id"].startswith("fold_")]
+    assert "(8 calls folded)" in fold["label"]
+    inputs = [node["label"] for node in data["nodes"] if node["kind"] == "input"]
+    assert len([label for label in inputs if label.startswith("x[")]) == 4  # x_t of 8 folded

@@ -162,3 +162,19 @@ def test_collapsed_module_calls_are_highlighted_as_their_ops_run(browser, tmp_pa
     (node,) = current_node(browser)
     assert node.startswith("call_")
     assert errors_logged(browser) == []
+
+
+def test_the_notebook_view_works_in_its_iframe(browser, tmp_path):
+    loss, _ = small_mlp()
+    page = viz.html(loss)
+    host = tmp_path / "notebook.html"
+    host.write_text(f"<!DOCTYPE html><html><body>{page._repr_html_()}</body></html>", "utf-8")
+    browser.get_log("browser")
+    browser.get(host.as_uri())
+    browser.switch_to.frame(browser.find_element("tag name", "iframe"))
+    try:
+        click(browser, "next")
+        assert current_node(browser) == [viz.trace(loss).op_ids[id(page.record.visit_order[0])]]
+    finally:
+        browser.switch_to.default_content()
+    assert errors_logged(browser) == []

@@ -30,7 +30,7 @@ from .html_page import PAGE_TEMPLATE
 from .html_scan import scan_levels
 from .record import SMALL_SIZE, RecordingScheduler
 from .step import _rule
-from .trace import CONSTANT, _shape_text, trace
+from .trace import CONSTANT, OUTPUT, _shape_text, trace
 
 SHARE_LIMIT = 3  # a leaf with more uses than this is drawn once per use
 _DRAWN_ONCE = ("op", "output", "call", "scan")  # what made a value is never copied
@@ -129,11 +129,12 @@ def _operand_text(graph, op, index, operand):
 class _Builder:
     """Turns a trace and a backward record into the page's JSON (see `html`)."""
 
-    def __init__(self, graph, record, groups, depth):
+    def __init__(self, graph, record, groups, depth, fold=None):
         self.graph = graph
         self.record = record
         self.groups = groups
         self.depth = depth
+        self.folded = self.folded_calls(fold)  # call id -> (fold node id, its title)
         self.producer = {op.output: op_id for op_id, op in graph.ops.items()}
         self.display_of = {}  # op or leaf id -> the id of the node that shows it
         self.nodes = {}  # display id -> node JSON
@@ -148,6 +149,27 @@ class _Builder:
         while call.depth > self.depth:
             call = call.parent
         return call
+
+    def folded_calls(self, fold):
+        """Runs of calls of one module at the collapsed depth (an RNN cell called 100
+        times): all but the first and last `fold` calls of a run longer than 2 fold + 1
+        are drawn as one node, as the static pictures fold them."""
+        if self.groups is None or self.depth is None or fold is None:
+            return {}
+        runs = {}
+        for call in self.groups.calls:
+            if call.depth == self.depth:
+                key = (call.path, call.type_name, id(call.parent))
+                runs.setdefault(key, []).append(call)
+        folded = {}
+        for run in runs.values():
+            if len(run) <= 2 * fold + 1:
+                continue
+            middle = run[fold : len(run) - fold]
+            title = f"{middle[0].title} … #{middle[-1].call_index} ({len(middle)} calls folded)"
+            for call in middle:
+                folded[call.id] = (f"fold_{middle[0].id}", title)
+        return folded
 
     def scanned_members(self, anchors):
         """The ops of a scanned segment: walking back from its top anchor to its lowest,
@@ -192,11 +214,10 @@ class _Builder:
                 continue
             call = self.visible_call(op_id)
             if call is not None:
-                call_id = f"call_{call.id}"
+                call_id, title = self.folded.get(call.id, (f"call_{call.id}", call.title))
                 self.display_of[op_id] = call_id
                 node = self.nodes.setdefault(
-                    call_id,
-                    {"id": call_id, "kind": "call", "label": call.title, "members": []},
+                    call_id, {"id": call_id, "kind": "call", "label": title, "members": []}
                 )
                 node["members"].append(op_id)
                 step = self.record.step(op_node.op)
@@ -240,9 +261,19 @@ class _Builder:
         }
 
     def add_leaves(self):
-        """Tensors no recorded op made (parameters, inputs); constants are not drawn."""
+        """Tensors no recorded op made (parameters, inputs); constants are not drawn. A
+        leaf used only inside one folded run of calls (its x_t) folds into it."""
+        uses = {}
+        for edge in self.graph.edges:
+            if edge.target in self.display_of:
+                uses.setdefault(edge.source, set()).add(self.display_of[edge.target])
         for node_id, node in self.graph.tensors.items():
             if node_id in self.producer or node.kind == CONSTANT:
+                continue
+            consumers = uses.get(node_id, set())
+            only = next(iter(consumers)) if len(consumers) == 1 else ""
+            if only.startswith("fold_") and node.kind != OUTPUT:
+                self.display_of[node_id] = only
                 continue
             self.display_of[node_id] = node_id
             self.nodes[node_id] = {
@@ -317,10 +348,10 @@ def _node_width(node):
     return 7 * max(len(node["label"]), len(node.get("sub", ""))) + 24
 
 
-def page_data(loss, record, groups=None, depth=None) -> dict:
+def page_data(loss, record, groups=None, depth=None, fold=3) -> dict:
     """The page's JSON: nodes with positions, edges, the backward steps, the scans."""
     graph = trace(loss)
-    builder = _Builder(graph, record, groups, depth)
+    builder = _Builder(graph, record, groups, depth, fold)
     builder.add_scans()
     builder.add_ops()
     builder.add_leaves()
@@ -342,13 +373,22 @@ def page_data(loss, record, groups=None, depth=None) -> dict:
 
 
 def html(
-    loss, path=None, scheduler=None, groups=None, depth=None, gradient=None, retain_graph=False
+    loss,
+    path=None,
+    scheduler=None,
+    groups=None,
+    depth=None,
+    fold=3,
+    gradient=None,
+    retain_graph=False,
 ) -> HtmlPage:
     """Run `loss.backward()` for real and write the walk as a page you step through.
 
     `scheduler`: any name or object `backward(scheduler=...)` takes. `groups`: the
     `ModuleCalls` of `viz.module_calls(model)`; with `depth`, module calls nested `depth`
-    deep are drawn as one node each (large models stay readable). Leaves' `.grad` are
+    deep are drawn as one node each (large models stay readable), and of a module called
+    many times in a row (an RNN cell) all but the first and last `fold` calls are one node
+    (None draws every call). Leaves' `.grad` are
     written as by a plain `backward()`. Returns an `HtmlPage` (Jupyter shows it inline);
     with `path`, the page is also written there.
 
@@ -370,7 +410,7 @@ def html(
         raise ValueError(f"depth={depth}: give 0 or more (or None to draw every op)")
     recorder = RecordingScheduler(scheduler)
     loss.backward(gradient, retain_graph=retain_graph, scheduler=recorder)
-    data = page_data(loss, recorder.record, groups, depth)
+    data = page_data(loss, recorder.record, groups, depth, fold)
     # "</" could close the script element early; JSON allows "<\/" for it.
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     text = PAGE_TEMPLATE.replace("__TITLE__", html_escape.escape(data["title"]))

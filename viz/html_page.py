@@ -242,11 +242,22 @@ function leafDetails(node) {
   valueBox("gradient (total)", node.grad, "grad", panel);
 }
 
+function ranges(numbers) {  // [1, 2, 3, 7] -> "1–3, 7"
+  const parts = [];
+  for (let i = 0; i < numbers.length; i++) {
+    let j = i;
+    while (j + 1 < numbers.length && numbers[j + 1] === numbers[j] + 1) j++;
+    parts.push(j > i ? `${numbers[i]}–${numbers[j]}` : String(numbers[i]));
+    i = j;
+  }
+  return parts.join(", ");
+}
+
 function groupDetails(node) {
   text("h2", node.label, { "data-field": "heading" }, panel);
   const steps = stepsOf.get(node.id) || [];
   text("div", `${node.members.length} ops, ` + (steps.length
-    ? `backward steps ${steps.join(", ")}` : "none visited one by one"), {}, panel);
+    ? `backward steps ${ranges(steps)}` : "none visited one by one"), {}, panel);
   for (const line of node.ops || []) text("div", line, { "data-field": "member" }, panel);
   if (node.kind === "scan") scanDetails(node);
 }

@@ -182,7 +182,14 @@ def run(args):
     if args.print:
         print_tape(loss)
     if args.html is not None:
-        page = html(loss, args.html, scheduler=args.scheduler, groups=calls, depth=args.depth)
+        page = html(
+            loss,
+            args.html,
+            scheduler=args.scheduler,
+            groups=calls,
+            depth=args.depth,
+            fold=args.fold if args.fold and args.fold > 0 else None,
+        )
         print(f"wrote {page.path} ({len(page.record)} backward steps)")
         return 0
     record = recorded_backward(loss, scheduler=args.scheduler) if args.backward else None
