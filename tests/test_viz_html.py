@@ -174,3 +174,14 @@ def test_a_long_run_of_calls_folds_into_one_node():
     assert "(8 calls folded)" in fold["label"]
     inputs = [node["label"] for node in data["nodes"] if node["kind"] == "input"]
     assert len([label for label in inputs if label.startswith("x[")]) == 4  # x_t of 8 folded
+
+
+def test_values_the_backward_released_are_still_shown():
+    # Backward frees the arrays of big tensors a released graph held (ReleasedTensor):
+    # the page reads them from the trace it took before backward.
+    x = tg.Tensor(np.full((64, 64), 0.5), dtype=np.float64, requires_grad=True)
+    weight = tg.Tensor(np.full((64, 64), 0.1), dtype=np.float64)
+    data = page_json(viz.html(((x @ weight).tanh() * 2).sum()))
+    tanh = next(node for node in data["nodes"] if node["label"] == "Tanh")
+    assert tanh["operands"][0]["value"]["mean"] == pytest.approx(3.2)
+    assert tanh["value"]["shape"] == "64×64"

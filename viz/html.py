@@ -30,7 +30,7 @@ from .html_page import PAGE_TEMPLATE
 from .html_scan import scan_levels
 from .record import SMALL_SIZE, RecordingScheduler
 from .step import _rule
-from .trace import CONSTANT, OUTPUT, _shape_text, trace
+from .trace import CONSTANT, OUTPUT, Trace, _shape_text, trace
 
 SHARE_LIMIT = 3  # a leaf with more uses than this is drawn once per use
 _DRAWN_ONCE = ("op", "output", "call", "scan")  # what made a value is never copied
@@ -116,14 +116,13 @@ def labelled_rule(rule, operand_labels, output_label):
     return re.sub(r"\bout\b", output_label, text)
 
 
-def _operand_text(graph, op, index, operand):
-    if isinstance(operand, Tensor):
-        return _label(graph.tensors[graph.tensor_ids[id(operand)]])
-    if operand is None:
-        return "None"
-    if np.ndim(operand) == 0:
-        return f"{float(operand):.6g}"
-    return f"const {_shape_text(np.shape(operand))}"
+def _operand_text(node):
+    """A trace node as an operand: its label, or a constant's value or shape."""
+    if node.kind != CONSTANT:
+        return _label(node)
+    if np.ndim(node.value) == 0:
+        return f"{float(node.value):.6g}"
+    return f"const {_shape_text(np.shape(node.value))}"
 
 
 class _Builder:
@@ -135,6 +134,10 @@ class _Builder:
         self.groups = groups
         self.depth = depth
         self.folded = self.folded_calls(fold)  # call id -> (fold node id, its title)
+        self.operand_edges = {}  # op id -> its operands' edges, in operand order
+        for edge in graph.edges:
+            if edge.target in graph.ops:
+                self.operand_edges.setdefault(edge.target, []).append(edge)
         self.producer = {op.output: op_id for op_id, op in graph.ops.items()}
         self.display_of = {}  # op or leaf id -> the id of the node that shows it
         self.nodes = {}  # display id -> node JSON
@@ -233,14 +236,16 @@ class _Builder:
         graph, record, op = self.graph, self.record, op_node.op
         output = graph.tensors[op_node.output]
         operands = []
-        for index, operand in enumerate(op.inputs):
+        # The trace's edges, not op.inputs: after backward the inputs are released husks.
+        for edge in self.operand_edges.get(op_id, ()):
+            source = graph.tensors[edge.source]
             operands.append(
                 {
-                    "label": _operand_text(graph, op, index, operand),
-                    "value": _value_summary(operand.data)
-                    if isinstance(operand, Tensor)
-                    else (None if operand is None else _value_summary(operand)),
-                    "grad": _grad_summary(record.edge_grad(op, index)),
+                    "label": _operand_text(source),
+                    "value": _value_summary(
+                        source.value if source.kind == CONSTANT else source.tensor.data
+                    ),
+                    "grad": _grad_summary(record.edge_grad(op, edge.index)),
                 }
             )
         name = op_node.op_name + (f"[{op_node.detail}]" if op_node.detail else "")
@@ -348,9 +353,12 @@ def _node_width(node):
     return 7 * max(len(node["label"]), len(node.get("sub", ""))) + 24
 
 
-def page_data(loss, record, groups=None, depth=None, fold=3) -> dict:
-    """The page's JSON: nodes with positions, edges, the backward steps, the scans."""
-    graph = trace(loss)
+def page_data(root, record, groups=None, depth=None, fold=3) -> dict:
+    """The page's JSON: nodes with positions, edges, the backward steps, the scans.
+
+    `root` is the loss, or its `viz.trace` taken before backward (which releases the
+    values a graph held, unless retain_graph=True: the trace keeps them for the page)."""
+    graph = root if isinstance(root, Trace) else trace(root)
     builder = _Builder(graph, record, groups, depth, fold)
     builder.add_scans()
     builder.add_ops()
@@ -408,9 +416,10 @@ def html(
         )
     if depth is not None and depth < 0:
         raise ValueError(f"depth={depth}: give 0 or more (or None to draw every op)")
+    graph = trace(loss)  # before backward, which may free the values the graph held
     recorder = RecordingScheduler(scheduler)
     loss.backward(gradient, retain_graph=retain_graph, scheduler=recorder)
-    data = page_data(loss, recorder.record, groups, depth, fold)
+    data = page_data(graph, recorder.record, groups, depth, fold)
     # "</" could close the script element early; JSON allows "<\/" for it.
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     text = PAGE_TEMPLATE.replace("__TITLE__", html_escape.escape(data["title"]))
