@@ -70,7 +70,8 @@ def _value_summary(array):
     if values.size and values.dtype.kind in "biuf":
         as_float = values.astype(np.float64)
         summary["min"] = _number(as_float.min())
-        summary["mean"] = _number(as_float.mean())
+        with np.errstate(invalid="ignore", over="ignore"):  # -inf and inf average to nan
+            summary["mean"] = _number(as_float.mean())
         summary["max"] = _number(as_float.max())
         if values.size <= SMALL_SIZE:
             summary["values"] = [_number(value) for value in as_float.ravel()]
