@@ -4,13 +4,13 @@ While `tg.compile` captures, `STATE.recorder` holds a `Recorder` and the engine 
 what it does, at a few named points (each a single `if STATE.recorder is not None` in the
 eager code, so eager pays nothing else):
 
-    Op.apply                 record_op     an op's forward ran: which slots it read, which it wrote
-    the walk's input_grads   run_rule      a backward rule runs (the recorder calls it)
-    BackwardGraph.visit      record_leaf   a leaf takes its gradient
+    Op.apply                 record_op       an op's forward ran: the slots it read and wrote
+    the walk's input_grads   run_rule        a backward rule runs (the recorder calls it)
+    BackwardGraph.visit      record_leaf     a leaf took its gradient into .grad
     run_backward             begin_backward  the seed, and what cannot be replayed
-    apply_inplace            record_write  an in-place op wrote into a tensor's own array
-    Tensor.item/numpy/bool   read_value    Python reads a value: refused if the step computes it
-    replayed_whole methods   call          optimizer.step(), zero_grad(): replayed by calling them
+    apply_inplace, copy_     record_write    a tensor's own array was written in place
+    Tensor.item, numpy, ...  read_value      Python reads values: refused if they can change
+    @replayed_whole methods  call            optimizer.step(), zero_grad(): called again
     Module.__call__          module_called   its train/eval flag becomes a guard
 
 Every array is known by its identity: the recorder numbers each new array it meets (a

@@ -171,20 +171,7 @@ def send_along(edges, grads, node, buffers, owned):
         else:
             # As in the walk: `grads`, the local name and getrefcount's argument make 3.
             fresh = input_grad.base is None and getrefcount(input_grad) <= 3
-        # The walk's `send`: keep the first gradient, add the next ones into it.
-        slot = edge.slot
-        previous = buffers[slot]
-        if previous is None:
-            buffers[slot] = input_grad
-            if fresh:
-                owned.add(slot)
-            else:
-                owned.discard(slot)
-        elif slot in owned:
-            np.add(previous, input_grad, out=previous)
-        else:
-            buffers[slot] = np.asarray(previous + input_grad)  # (0-d arrays add to a scalar)
-            owned.add(slot)
+        accumulate(buffers, owned, edge.slot, input_grad, fresh)
 
 
 def accumulate(buffers, owned, slot, grad, fresh):
@@ -215,6 +202,8 @@ class Seed(Kernel):
 
     def run(self, buffers, owned):
         accumulate(buffers, owned, self.slot, buffers[self.source], False)
+        for slot in self.frees:
+            buffers[slot] = None
 
     def reads(self):
         return (self.source,)
