@@ -1,0 +1,119 @@
+"""tg.compile beside jax.jit (optional: needs jax, never a dependency of the package).
+
+The same MLP SGD steps as train_step.py (hand numpy, tg.compile, jax.jit) and the same
+100-op 4x4 chain (forward and backward), interleaved rounds, medians. jax runs on the CPU.
+
+    .venv/bin/python -m pip install jax          # into this checkout's .venv, if wanted
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/compiled_vs_jax.py [--rounds 11]
+"""
+
+import argparse
+
+import numpy as np
+from train_step import (
+    LEARNING_RATE,
+    SIZES,
+    CompiledStep,
+    NumpyStep,
+    make_problem,
+    numpy_chain,
+    time_interleaved,
+)
+
+import tinygrad_ops as tg
+
+try:
+    import jax
+    import jax.numpy as jnp
+except ImportError:  # pragma: no cover - jax is optional
+    jax = None
+
+
+def jax_step(x, y, params):
+    """The MLP step under jax.jit; the parameters live in a dict between calls."""
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    rows = jnp.arange(len(y))
+
+    def loss_of(parameters):
+        w1, b1, w2, b2 = parameters
+        logits = jnp.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+        return jnp.mean(jax.nn.logsumexp(logits, axis=1) - logits[rows, y])
+
+    @jax.jit
+    def step(parameters):
+        loss, grads = jax.value_and_grad(loss_of)(parameters)
+        return [p - LEARNING_RATE * g for p, g in zip(parameters, grads)], loss
+
+    state = {"parameters": [jnp.asarray(p) for p in params]}
+
+    def run():
+        state["parameters"], loss = step(state["parameters"])
+        return float(loss)
+
+    return run
+
+
+def chains():
+    """The 100-op chain: hand numpy, tg.compile and jax.jit (grad of x)."""
+    x = tg.Tensor(np.full((4, 4), 0.5, dtype=np.float32), requires_grad=True)
+
+    @tg.compile
+    def compiled_chain(x):
+        y = x
+        for _ in range(25):
+            y = ((y * 1.01).tanh() + 0.5) * x
+        y.sum().backward()
+
+    def compiled():
+        x.grad = None
+        compiled_chain(x)
+
+    def chain_sum(x):
+        y = x
+        for _ in range(25):
+            y = (jnp.tanh(y * 1.01) + 0.5) * x
+        return y.sum()
+
+    jax_grad = jax.jit(jax.grad(chain_sum))
+    x_jax = jnp.full((4, 4), 0.5, jnp.float32)
+    return {
+        "numpy": numpy_chain,
+        "compiled": compiled,
+        "jax.jit": lambda: jax_grad(x_jax).block_until_ready(),
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=11, help="interleaved rounds (median)")
+    args = parser.parse_args(argv)
+    if jax is None:
+        print("jax is not installed: nothing to compare (see the docstring)")
+        return
+    jax.config.update("jax_platforms", "cpu")
+    print(f"numpy {np.__version__}, jax {jax.__version__} (CPU), float32; medians in us")
+    for size in SIZES:
+        x, y, params = make_problem(*size)
+        steps = {
+            "numpy": NumpyStep(x, y, params),
+            "compiled": CompiledStep(x, y, params),
+            "jax.jit": jax_step(x, y, params),
+        }
+        timings = time_interleaved(steps, args.rounds, 5 if size[0] >= 256 else 50)
+        print(_row(",".join(map(str, size)), timings))
+    print(_row("100-op chain", time_interleaved(chains(), args.rounds, 20)))
+
+
+def _row(label, timings):
+    numpy_time = timings["numpy"]
+    cells = "  ".join(f"{name} {seconds * 1e6:8.1f}" for name, seconds in timings.items())
+    ratios = "  ".join(
+        f"{name}/numpy {seconds / numpy_time:.2f}x"
+        for name, seconds in timings.items()
+        if name != "numpy"
+    )
+    return f"{label:>16}  {cells}   {ratios}"
+
+
+if __name__ == "__main__":
+    main()
