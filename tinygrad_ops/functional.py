@@ -339,8 +339,9 @@ from .ops.pool import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d  # noqa: E4
 
 __all__ += ["avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "max_pool1d", "max_pool2d"]
 
-# Indexing (tinygrad_ops/ops/indexing.py; the "opsnew" section)
+# Indexing and padding (tinygrad_ops/ops/indexing.py, ops/movement.py; the "opsnew" section)
 
 from .ops.indexing import one_hot  # noqa: E402 (a section of its own, kept apart)
+from .ops.movement import pad  # noqa: E402
 
-__all__ += ["one_hot"]
+__all__ += ["one_hot", "pad"]

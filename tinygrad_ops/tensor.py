@@ -12,7 +12,7 @@ from .autograd.backward import tensor_backward
 from .autograd.graph import HookHandle
 from .autograd.inplace import apply_inplace
 from .mode import STATE
-from .ops import indexing
+from .ops import indexing, movement
 from .ops.base import bind_tensor, placeholder
 from .ops.checks import normalize_axis
 from .ops.elementwise import (
@@ -643,6 +643,43 @@ class Tensor:
 
     def matmul(self, other):
         return self @ other
+
+    # -- more shape ops, composed (ops/movement.py) ---------------------------------------------
+
+    def flip(self, *dims):
+        return movement.flip(self, dims[0] if len(dims) == 1 else dims)
+
+    def roll(self, shifts, dims=None):
+        return movement.roll(self, shifts, dims)
+
+    def tril(self, diagonal=0):
+        return movement.tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return movement.triu(self, diagonal)
+
+    def repeat(self, *sizes):
+        return movement.repeat(self, *sizes)
+
+    def repeat_interleave(self, repeats, dim=None):
+        return movement.repeat_interleave(self, repeats, dim)
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        return movement.diagonal(self, offset, dim1, dim2)
+
+    def unfold(self, dimension, size, step):
+        return movement.unfold(self, dimension, size, step)
+
+    def movedim(self, source, destination):
+        return movement.movedim(self, source, destination)
+
+    moveaxis = movedim
+
+    def split(self, split_size_or_sections, dim=0):
+        return movement.split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks, dim=0):
+        return movement.chunk(self, chunks, dim)
 
     # -- indexing along a dim (ops/indexing.py) ------------------------------------------------
 
