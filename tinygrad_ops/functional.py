@@ -26,7 +26,10 @@ from .ops import (
     RMSNorm,
     Softmax,
 )
+from .ops.checks import check_float
 from .ops.dual import compute_dtype
+from .ops.indexing import as_index
+from .ops.losses import check_reduction, cross_entropy_general
 from .tensor import Tensor
 
 __all__ = [
@@ -277,24 +280,61 @@ def linear(x, weight, bias=None):
     )
 
 
-def cross_entropy(logits, target, reduction="mean"):
-    """-log softmax(logits)[target], with integer class targets, fused in one node.
+def cross_entropy(
+    logits, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0
+):
+    """-log softmax(logits)[target], as PyTorch's: class-index targets (fused in one node when
+    there is no weight, ignored target or smoothing) or class probabilities.
 
     logits (N, C) with target (N,), or (N, C, d...) with target (N, d...), or (C,) with a
-    0-d target. `reduction` is "mean", "sum" or "none". A target outside [0, C) is an
-    IndexError.
+    0-d target; integer targets (a float tensor of whole numbers is taken as one, since
+    `tg.Tensor([0, 1])` is float32). A float target of the logits' shape holds class
+    probabilities. weight (C,) weighs each class; targets equal to ignore_index count for
+    nothing; label_smoothing mixes the target with the uniform distribution. `reduction`
+    is "mean", "sum" or "none". A target outside [0, C) is an IndexError.
 
     >>> import tinygrad_ops as tg
     >>> logits = tg.Tensor([[0.0, 0.0], [0.0, 0.0]])
-    >>> round(cross_entropy(logits, np.array([0, 1])).item(), 4)
+    >>> round(cross_entropy(logits, tg.Tensor([0, 1])).item(), 4)
     0.6931
     """
-    if isinstance(target, Tensor):
-        target = target.data
-    target = np.asarray(target)
-    return CrossEntropy.apply(
-        _tensor(logits, "logits", "cross_entropy"), target, reduction=reduction
-    )
+    logits = _tensor(logits, "logits", "cross_entropy")
+    data = target.data if isinstance(target, Tensor) else target
+    # The fused op (checked first, cheapest first: it is every training step's loss): integer
+    # targets, no weight, no smoothing, a negative ignore_index (found by its bounds check).
+    if (
+        weight is None
+        and not label_smoothing
+        and ignore_index < 0
+        and type(data) is np.ndarray
+        and data.dtype.kind in "iu"
+    ):
+        return CrossEntropy.apply(logits, data, reduction=reduction, ignore_index=ignore_index)
+    return _cross_entropy_general(logits, target, weight, ignore_index, reduction, label_smoothing)
+
+
+def _cross_entropy_general(logits, target, weight, ignore_index, reduction, label_smoothing):
+    """cross_entropy's other cases: argument checks, then the fused op or the composed form."""
+    if isinstance(weight, str):  # cross_entropy(logits, target, "sum"): this API's older order
+        weight, reduction = None, weight
+    probabilities = isinstance(target, Tensor) and target.dtype.kind == "f"
+    if not (probabilities and target.shape == logits.shape):  # else: the Tensor, differentiable
+        target = np.asarray(target.data if isinstance(target, Tensor) else target)
+    if target.dtype.kind == "f" and target.shape != logits.shape:
+        target = as_index(target, "cross_entropy", "target (class indices; for class "
+                          "probabilities give the logits' shape)")  # fmt: skip
+    classes = logits.shape[1] if logits.ndim > 1 else logits.size
+    fused = weight is None and not label_smoothing and target.dtype.kind in "iu"
+    if fused and not 0 <= ignore_index < classes:
+        return CrossEntropy.apply(logits, target, reduction=reduction, ignore_index=ignore_index)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    check_float("cross_entropy", logits.data, "logits")
+    weight = _optional_tensor(weight, "weight", "cross_entropy")
+    if weight is not None and weight.shape != (classes,):
+        raise ValueError(f"cross_entropy: weight must have shape ({classes},), got {weight.shape}")
+    check_reduction(reduction, "cross_entropy")
+    return cross_entropy_general(logits, target, weight, ignore_index, reduction, label_smoothing)
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -345,3 +385,25 @@ from .ops.indexing import one_hot  # noqa: E402 (a section of its own, kept apar
 from .ops.movement import pad  # noqa: E402
 
 __all__ += ["one_hot", "pad"]
+
+# Losses composed of primitives (tinygrad_ops/ops/losses.py; the "opsnew" section)
+
+from .ops.losses import (  # noqa: E402
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
+
+__all__ += [
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "huber_loss",
+    "kl_div",
+    "l1_loss",
+    "nll_loss",
+    "smooth_l1_loss",
+]
