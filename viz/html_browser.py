@@ -25,6 +25,7 @@ CHROMIUM_FLAGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--disable-dev-shm-usage",  # containers often give /dev/shm 64 MB, too little for it
 )
 
 
