@@ -373,11 +373,12 @@ class AutoScheduler(ScanScheduler):
         del self.last_estimates[:-16]  # the latest few, for inspection (a training loop runs long)
         return times
 
-    def worth_checking(self, steps, ops_per_step, state_shape):
-        """Once the first look has walked down a chain and knows its length: whether its
-        best scan, checks included, would clearly beat the walk (`CHECK_MARGIN`; a short
-        chain at hidden 32 does not)."""
-        kind = "dense" if len(state_shape) and state_shape[-1] > 1 else "diagonal"
+    def worth_checking(self, steps, ops_per_step, state_shape, kind=None):
+        """Once the first look has walked down a chain and knows its length (and the kind
+        of its Jacobians): whether its best scan, checks included, would clearly beat the
+        walk (`CHECK_MARGIN`; a short chain at hidden 32 does not)."""
+        if kind is None:
+            kind = "dense" if len(state_shape) and state_shape[-1] > 1 else "diagonal"
         times = estimate(steps, ops_per_step, state_shape, kind)
         scan = min(seconds for name, seconds in times.items() if name != "sequential")
         return scan < CHECK_MARGIN * times["sequential"]
@@ -392,25 +393,30 @@ class AutoScheduler(ScanScheduler):
     def gate(self, graph, full=False):
         """(whether to look for chains, why) for `worth_analysing`."""
         costs = calibrate()
-        shape = probe_shape(graph.roots)
+        shape, kind = probe_shape(graph.roots)
         what = "the full analysis" if full else "the first look"
         if shape is None:
             return False, "no tensor made by an op near the output: walked"
         size = shape[-1] if shape else 1
         rows = math.prod(shape[:-1]) if len(shape) > 1 else 1
-        # Best case: an endless dense chain, blocked's work (building the Jacobians, a
-        # matrix product and a vector product per step), steps of at least three ops.
+        # Best case: an endless chain, blocked's work (building the Jacobians, a matrix
+        # product and a vector product per step; a diagonal chain's elementwise work),
+        # steps of at least three ops.
         analysis = costs["c_analysis_full"] if full else costs["c_analysis"]
-        per_step = (
-            _per_product(costs["t_mm"], size)
-            + _per_product(costs["t_mv"], size)
-            + size * size * costs.get("c_element", 0.0)
-        )
+        if kind == "diagonal":
+            per_step = 3 * size * costs["t_mm"][1]
+        else:
+            per_step = (
+                _per_product(costs["t_mm"], size)
+                + _per_product(costs["t_mv"], size)
+                + size * size * costs.get("c_element", 0.0)
+            )
         per_node_scan = analysis + costs["c_batch"] + rows * per_step / 3
         visit = visit_cost(shape, costs)
         if per_node_scan >= visit * (FULL_MARGIN if full else 1.0):
             return False, (
-                f"with {what}, a scan of tensors {tuple(shape)} costs at least "
+                f"with {what}, a scan of tensors {tuple(shape)} ({kind} Jacobians near the "
+                f"output) costs at least "
                 f"{per_node_scan * 1e6:.2f} us a node, the walk {visit * 1e6:.2f}: walked"
             )
         # A scan also costs once per chain (c_chain): a chain of fewer nodes than this
@@ -420,7 +426,7 @@ class AutoScheduler(ScanScheduler):
         # And the shortest chain of this width that `worth_checking` would check: finding
         # a chain's steps costs ~0.2 ms before its length is known, 15-20% of a 64-step
         # chain's walk, paid for nothing if the chain is then too short (hidden 32).
-        steps = self._shortest_worth_checking(tuple(shape))
+        steps = self._shortest_worth_checking(tuple(shape), kind)
         if steps is None:
             return False, f"no chain of tensors {tuple(shape)} is long enough to pay: walked"
         depth = 0.6 * max(nodes, steps * _PROBE_OPS_PER_STEP)
@@ -428,17 +434,17 @@ class AutoScheduler(ScanScheduler):
             return False, f"the graph is not {depth:.0f} ops deep: walked"
         return True, f"{what} may pay (tensors {tuple(shape)}): looked for chains"
 
-    def _shortest_worth_checking(self, state_shape):
+    def _shortest_worth_checking(self, state_shape, kind="dense"):
         """The fewest steps (a power of two, from 8) of `_PROBE_OPS_PER_STEP` ops for which
         `worth_checking` says yes at this state shape; None if no length up to 2**16 does.
         Cached per shape (the calibration is fixed for the process)."""
-        if state_shape not in self._shortest:
-            self._shortest[state_shape] = next(
+        if (state_shape, kind) not in self._shortest:
+            self._shortest[state_shape, kind] = next(
                 (
                     steps
                     for steps in (2**power for power in range(3, 17))
-                    if self.worth_checking(steps, _PROBE_OPS_PER_STEP, state_shape)
+                    if self.worth_checking(steps, _PROBE_OPS_PER_STEP, state_shape, kind)
                 ),
                 None,
             )
-        return self._shortest[state_shape]
+        return self._shortest[state_shape, kind]

@@ -46,7 +46,7 @@ def first_look(graph, min_steps, worth_checking=None, nested=True, inside=None):
     anchors = walk_route(template.route, step)
     state_shape = template.shapes[0][0]
     if worth_checking is not None and not worth_checking(
-        len(anchors) - 1, len(template.classes), state_shape
+        len(anchors) - 1, len(template.classes), state_shape, template.jacobian_kind
     ):
         return ChainPlan([], refusal=f"a chain of {len(anchors) - 1} steps: too short to pay")
     count, tensors, nodes, outside = check_columns(template, anchors)

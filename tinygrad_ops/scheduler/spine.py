@@ -68,16 +68,24 @@ def deeper_than(roots, count):
 
 
 def probe_shape(roots, hops=32):
-    """The shape of the widest tensor made by an op that the walk down from `roots` reads
-    within `hops` ops (None if there is none)."""
+    """(shape, kind): the shape of the widest tensor made by an op that the walk down from
+    `roots` reads within `hops` ops (None if there is none), and "dense" if an op on the
+    walk has a dense Jacobian through the input it follows (a matrix product on the
+    chain), else "diagonal"."""
     widest = None
     widest_size = -1
+    kind = "diagonal"
     for root in roots:
         for tensor in descend(root, hops):
             node = tensor._ctx
             if node is None:
                 break
-            for operand, needs in zip(node.inputs, node.needs_input_grad):
-                if needs and operand._ctx is not None and operand.data.size > widest_size:
+            following = next_down(node)
+            for index, (operand, needs) in enumerate(zip(node.inputs, node.needs_input_grad)):
+                if not needs or operand._ctx is None:
+                    continue
+                if operand is following and node.jacobian_kind(index) == "dense":
+                    kind = "dense"
+                if operand.data.size > widest_size:
                     widest, widest_size = operand.data.shape, operand.data.size
-    return widest
+    return widest, kind
