@@ -570,3 +570,60 @@ def test_a_numpy_argument_that_type_promotion_converts_is_converted_at_each_call
         scale = generator.standard_normal(3).astype(np.float32)
         assert compiled(scale).item() == step(scale).item()
     assert "input 1 as float64" in str(compiled.program)
+
+
+def test_dropout_with_a_seed_inside_is_refused():
+    x = tg.Tensor(np.ones((4, 3)), requires_grad=True)
+    message = refused(lambda: F.dropout(x, 0.5, seed=3).sum().backward())
+    assert "a random generator made inside the function" in message
+
+
+def test_a_dropout_module_with_its_own_generator_matches_eager():
+    results = []
+    for compiled in (False, True):
+        tg.manual_seed(0)
+        layer = tg.nn.Linear(6, 3)
+        dropout = tg.nn.Dropout(0.5, generator=np.random.default_rng(7))
+        optimizer = optim.SGD(layer.parameters(), lr=0.1)
+
+        def step(x, y, layer=layer, dropout=dropout, optimizer=optimizer):
+            optimizer.zero_grad()
+            loss = F.cross_entropy(dropout(layer(x)), y)
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        step = tg.compile(step) if compiled else step
+        results.append([step(x, y).item() for x, y in batches(10)])
+    assert results[0] == results[1]
+
+
+def test_a_gradient_changed_through_data_is_refused():
+    w = tg.Tensor([1.0, 2.0], requires_grad=True)
+
+    def step(x):
+        (w * x).sum().backward()
+        w.grad.data *= 0.5  # not an op: a replay would not halve it
+
+    with pytest.raises(tg.CompileError, match="made without an op"):
+        tg.compile(step)(tg.Tensor([1.0, 1.0]))
+
+
+def test_a_gradient_scaled_with_an_in_place_op_matches_eager():
+    results = []
+    for compiled in (False, True):
+        w = tg.Tensor([1.0, 2.0], requires_grad=True)
+        optimizer = optim.SGD([w], lr=0.1)
+
+        def step(x, w=w, optimizer=optimizer):
+            optimizer.zero_grad()
+            (w * w * x).sum().backward()
+            with tg.no_grad():
+                w.grad.mul_(0.5)
+            optimizer.step()
+
+        step = tg.compile(step) if compiled else step
+        for _ in range(5):
+            step(tg.Tensor([1.0, 3.0]))
+        results.append(w.data.copy())
+    np.testing.assert_array_equal(results[0], results[1])

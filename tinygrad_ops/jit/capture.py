@@ -24,6 +24,7 @@ import traceback
 
 import numpy as np
 
+from .. import functional
 from ..autograd.order import as_recorded
 from ..mode import STATE
 from ..nn.init import default_generator
@@ -73,7 +74,8 @@ class Recorder:
         self.written = set()  # slots written in place
         self.snapshots = []  # (captured tensor, a copy of its data when first read)
         self.grad_guards = []  # (captured tensor, whether its .grad was None when first read)
-        self.grads_written = {}  # id(leaf) -> (leaf, its .grad after its last write, kernel)
+        # id(leaf) -> (leaf, its .grad after its last write, a copy of its values, position)
+        self.grads_written = {}
         self.generators = []
         self.modules = {}
         self.graphs = []
@@ -168,11 +170,29 @@ class Recorder:
         for value in options.values():
             if isinstance(value, np.ndarray) and self.computed(value):
                 self.refuse(f"{type(node).__name__}: an option holding a value the step computes")
-            shared = isinstance(value, np.random.Generator) and value is default_generator()
-            if shared and value not in self.generators:
-                self.generators.append(value)
+            if isinstance(value, np.random.Generator):
+                self.check_generator(value, name)
         output = self.new_slot("value", type(node).__name__, out.data)
         self.emit(Forward(node, tuple(inputs), dict(options), output, tuple(conversions)))
+
+    def check_generator(self, generator, op_name):
+        """A replay draws on from the generators the capture drew from: fine for one that
+        lives on (the shared one, functional's, a module's own), wrong for one made inside
+        the function (`seed=`), which eager would make again at every call."""
+        if generator is default_generator():
+            if generator not in self.generators:
+                self.generators.append(generator)  # tg.manual_seed replaces it: a guard
+            return
+        # (functional's own generator, for dropout given neither generator nor seed)
+        lives_on = generator is functional._default_generator or any(
+            getattr(module, "generator", None) is generator for module in self.modules.values()
+        )
+        if not lives_on:
+            self.refuse(
+                f"{op_name}: a random generator made inside the function (seed=...): a replay "
+                "would draw on from it instead of starting again. Use the shared generator "
+                "(tg.manual_seed) or a module's own (nn.Dropout(p, generator=...))"
+            )
 
     def record_write(self, tensor, result):
         """An in-place op copied `result` into `tensor`'s own array."""
@@ -295,7 +315,8 @@ class Recorder:
         label = self.slots[slot].label[len("grad of ") :]
         result = self.new_slot("grad", f"{label}.grad", tensor.grad.data)
         self.emit(LeafWrite(tensor, slot, result, label))
-        self.grads_written[id(tensor)] = (tensor, tensor.grad, len(self.kernels))
+        written = (tensor, tensor.grad, tensor.grad.data.copy(), len(self.kernels))
+        self.grads_written[id(tensor)] = written
 
     def refuse_scheduler(self):
         self.refuse(
@@ -315,20 +336,25 @@ class Recorder:
             for group in getattr(getattr(kernel, "owner", None), "param_groups", ()):
                 updated.update(id(parameter) for parameter in group["params"])
         for tensor, before in self.snapshots:
-            changed = not np.array_equal(tensor.data, before, equal_nan=before.dtype.kind == "f")
+            changed = not _same_values(tensor.data, before)
             if changed and id(tensor) not in updated and not self.written_to(tensor):
-                raise CompileError(
-                    f"tg.compile cannot capture a change to the captured tensor "
-                    f"'{tensor.name or tensor.shape}' made without an op (through .data?): a "
-                    "replay would not repeat it. Use an optimizer, or in-place ops "
-                    "(p.sub_(...), p.copy_(...)) under tg.no_grad()"
-                )
+                self.refuse_unseen_change(f"the captured tensor '{tensor.name or tensor.shape}'")
+
+    @staticmethod
+    def refuse_unseen_change(what):
+        raise CompileError(
+            f"tg.compile cannot capture a change to {what} made without an op (through "
+            ".data?): a replay would not repeat it. Use an optimizer, or in-place ops "
+            "(p.sub_(...), p.copy_(...)) under tg.no_grad()"
+        )
 
     def forget_grads(self):
         """A leaf whose .grad the function set to None after writing it (not through a
         replayed call such as zero_grad) gets a kernel doing the same at the end."""
-        for tensor, grad, position in self.grads_written.values():
+        for tensor, grad, values, position in self.grads_written.values():
             if tensor.grad is grad:
+                if not self.written_to(grad) and not _same_values(grad.data, values):
+                    self.refuse_unseen_change(f"{tensor.name or 'a leaf'}.grad")
                 continue
             if any(isinstance(kernel, Call) for kernel in self.kernels[position:]):
                 continue  # a replayed zero_grad() did it
@@ -340,6 +366,10 @@ class Recorder:
     def written_to(self, tensor):
         slot = self.slot_by_array.get(id(tensor.data))
         return slot is not None and slot in self.written
+
+
+def _same_values(array, before) -> bool:
+    return np.array_equal(array, before, equal_nan=before.dtype.kind == "f")
 
 
 def _constant_label(value) -> str:
