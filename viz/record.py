@@ -121,48 +121,41 @@ class RecordingScheduler:
         record = BackwardRecord()
         record.scheduler_name = getattr(inner, "name", type(inner).__name__)
         self.record = record
-        original_input_grads = graph.input_grads
-        original_visit = graph.visit
-        running = []  # the ops whose backward rule is running
-
-        def input_grads(node, grad, *more, **options):
-            # Every scheduler runs an op's backward rule through here: one call per visit
-            # (a scan scheduler computes the ops of the segments it scans without it).
-            record._step_of[id(node)] = len(record.visit_order) + 1
-            record.visit_order.append(node)
-            record._op_grads[id(node)] = GradientInfo(grad)
-            running.append(node)
-            try:
-                results = list(original_input_grads(node, grad, *more, **options))
-            finally:
-                running.pop()
-            # Results come in operand order, skipping operands that get no gradient; an
-            # op such as x * x has the same tensor in two slots, so match slot by slot.
-            next_index = 0
-            for result in results:
-                operand, operand_grad = result[0], result[1]
-                for index in range(next_index, len(node.inputs)):
-                    if node.inputs[index] is operand:
-                        record._edge_grads[(id(node), index)] = GradientInfo(operand_grad)
-                        next_index = index + 1
-                        break
-            return results
-
-        def visit(tensor, grad, *more, **options):
-            record._visit_grads[id(tensor)] = GradientInfo(grad)
-            record._keep_alive.append(tensor)
-            return original_visit(tensor, grad, *more, **options)
-
-        # Instance attributes shadow the methods on this one graph object for the run; the
-        # engine's own walk looks them up on `self`, so it calls the wrappers too.
-        graph.input_grads = input_grads
-        graph.visit = visit
+        observer = _RecordingObserver(record)
+        graph.observers.append(observer)  # the graph calls it on every visit and rule
         try:
             inner.run(graph)
         finally:
-            del graph.input_grads
-            del graph.visit
+            graph.observers.remove(observer)
         record.scanned_segments = list(getattr(graph, "scanned_segments", None) or [])
+
+
+class _RecordingObserver:
+    """Watches one backward pass (an observer of the BackwardGraph) into a BackwardRecord."""
+
+    def __init__(self, record):
+        self.record = record
+
+    def visiting(self, tensor, grad):
+        self.record._visit_grads[id(tensor)] = GradientInfo(grad)
+        self.record._keep_alive.append(tensor)
+
+    def rule_ran(self, node, grad, results):
+        # Every scheduler runs an op's backward rule through the graph: one call per visit
+        # (a scan scheduler computes the ops of the segments it scans without it).
+        record = self.record
+        record._step_of[id(node)] = len(record.visit_order) + 1
+        record.visit_order.append(node)
+        record._op_grads[id(node)] = GradientInfo(grad)
+        # Results come in operand order, skipping operands that get no gradient; an
+        # op such as x * x has the same tensor in two slots, so match slot by slot.
+        next_index = 0
+        for operand, operand_grad, _ in results:
+            for index in range(next_index, len(node.inputs)):
+                if node.inputs[index] is operand:
+                    record._edge_grads[(id(node), index)] = GradientInfo(operand_grad)
+                    next_index = index + 1
+                    break
 
 
 def backward(root, gradient=None, scheduler=None, retain_graph=False):

@@ -84,84 +84,18 @@ class _StepPrinter:
         print(text, file=self.file)
 
     def run(self, graph):
-        original_visit = graph.visit
-        original_input_grads = graph.input_grads
-        step = {"number": 0, "segments": 0}
-        seen_ops = set()
-
-        def report_scans():
-            # Scan schedulers note each chain segment in `graph.scanned_segments` once its
-            # gradients are computed: show it where it happened in the walk.
-            segments = getattr(graph, "scanned_segments", None) or []
-            for scan_name, anchors in segments[step["segments"] :]:
-                step["number"] += 1
-                chain = " -> ".join(self.label(tensor) for tensor in anchors)
-                self.print(
-                    f"[{step['number']}] {scan_name} scan along the chain {chain} "
-                    f"({len(anchors) - 1} steps): all its gradients at once"
-                )
-            step["segments"] = len(segments)
-
-        def input_grads(node, grad, *rest, **options):
-            # Every walk runs an op's backward rule through `graph.input_grads`, whether it
-            # goes through `visit` (hooks, captures) or takes the engine's fast path.
-            report_scans()
-            step["number"] += 1
-            seen_ops.add(id(node))
-            output = self.outputs.get(id(node))
-            output_label = self.label(output) if output is not None else "t?"
-            output_shape = tuple(np.shape(grad.data if isinstance(grad, Tensor) else grad))
-            operands = ", ".join(self._operand_text(operand) for operand in node.inputs)
-            self.print(
-                f"[{step['number']}] {self.names.get(id(node), 'op?')} "
-                f"{_op_class(node).__name__}({operands}) -> {output_label} "
-                f"{_shape_text(output_shape)}"
-            )
-            rule = _rule(node)
-            if rule:
-                self.print(f"    rule     {rule}")
-            head = f"    grad in  {output_label}: "
-            self.print(head + _values_text(grad, self.precision, len(head)))
-            results = list(original_input_grads(node, grad, *rest, **options))
-            for position, result in enumerate(results):
-                parent, parent_grad = result[0], result[1]
-                head = "    sends    " if position == 0 else "             "
-                target = f"{self.label(parent)} <- "
-                line = head + target + _values_text(parent_grad, self.precision, len(head + target))
-                parent_shape = tuple(parent.shape)
-                if type(node).__name__ in _BROADCASTING_OPS and parent_shape != output_shape:
-                    line += (
-                        f"   (summed from {_shape_text(output_shape)} back to "
-                        f"{_shape_text(parent_shape)})"
-                    )
-                self.print(line)
-            if not results:
-                self.print("    sends    nothing (no input needs a gradient)")
-            return results
-
-        def visit(tensor, grad, *rest, **options):
-            report_scans()
-            if tensor._ctx is None:
-                step["number"] += 1
-                target = f"[{step['number']}] leaf {self.label(tensor)} "
-                target += f"{_shape_text(tensor.shape)}: .grad += "
-                self.print(target + _values_text(grad, self.precision, len(target)))
-            return original_visit(tensor, grad, *rest, **options)
-
-        # Instance attributes shadow the methods on this one graph object only.
-        graph.visit = visit
-        graph.input_grads = input_grads
+        observer = _StepObserver(self, graph)
+        graph.observers.append(observer)  # the graph calls it on every visit and rule
         try:
             self.inner.run(graph)
         finally:
-            del graph.visit
-            del graph.input_grads
-        report_scans()
+            graph.observers.remove(observer)
+        observer.report_scans()
         skipped = sorted(
             (
                 self.label(tensor)
                 for tensor in graph.order
-                if tensor._ctx is not None and id(tensor._ctx) not in seen_ops
+                if tensor._ctx is not None and id(tensor._ctx) not in observer.seen_ops
             ),
             key=lambda label: int(label[1:].split()[0]) if label[1:2].isdigit() else -1,
         )
@@ -179,6 +113,77 @@ class _StepPrinter:
         if np.ndim(operand) == 0:
             return _values_text(operand, self.precision, 0)
         return f"const {_shape_text(np.shape(operand))}"
+
+
+class _StepObserver:
+    """Prints one backward pass as it happens (an observer of the BackwardGraph)."""
+
+    def __init__(self, printer, graph):
+        self.printer = printer
+        self.graph = graph
+        self.number = 0  # the last step printed
+        self.segments = 0  # the scanned segments reported so far
+        self.seen_ops = set()
+
+    def report_scans(self):
+        # Scan schedulers note each chain segment in `graph.scanned_segments` once its
+        # gradients are computed: show it where it happened in the walk.
+        printer = self.printer
+        segments = getattr(self.graph, "scanned_segments", None) or []
+        for scan_name, anchors in segments[self.segments :]:
+            self.number += 1
+            chain = " -> ".join(printer.label(tensor) for tensor in anchors)
+            printer.print(
+                f"[{self.number}] {scan_name} scan along the chain {chain} "
+                f"({len(anchors) - 1} steps): all its gradients at once"
+            )
+        self.segments = len(segments)
+
+    def visiting(self, tensor, grad):
+        self.report_scans()
+        if tensor._ctx is None:
+            self.number += 1
+            target = f"[{self.number}] leaf {self.printer.label(tensor)} "
+            target += f"{_shape_text(tensor.shape)}: .grad += "
+            self.printer.print(target + _values_text(grad, self.printer.precision, len(target)))
+
+    def rule_ran(self, node, grad, results):
+        # Every walk runs an op's backward rule through the graph, whichever scheduler.
+        printer = self.printer
+        self.report_scans()
+        self.number += 1
+        self.seen_ops.add(id(node))
+        output = printer.outputs.get(id(node))
+        output_label = printer.label(output) if output is not None else "t?"
+        output_shape = tuple(np.shape(grad.data if isinstance(grad, Tensor) else grad))
+        operands = ", ".join(printer._operand_text(operand) for operand in node.inputs)
+        printer.print(
+            f"[{self.number}] {printer.names.get(id(node), 'op?')} "
+            f"{_op_class(node).__name__}({operands}) -> {output_label} "
+            f"{_shape_text(output_shape)}"
+        )
+        rule = _rule(node)
+        if rule:
+            printer.print(f"    rule     {rule}")
+        head = f"    grad in  {output_label}: "
+        printer.print(head + _values_text(grad, printer.precision, len(head)))
+        self.print_sends(node, results, output_shape)
+
+    def print_sends(self, node, results, output_shape):
+        printer = self.printer
+        for position, (parent, parent_grad, _) in enumerate(results):
+            head = "    sends    " if position == 0 else "             "
+            target = f"{printer.label(parent)} <- "
+            line = head + target + _values_text(parent_grad, printer.precision, len(head + target))
+            parent_shape = tuple(parent.shape)
+            if type(node).__name__ in _BROADCASTING_OPS and parent_shape != output_shape:
+                line += (
+                    f"   (summed from {_shape_text(output_shape)} back to "
+                    f"{_shape_text(parent_shape)})"
+                )
+            printer.print(line)
+        if not results:
+            printer.print("    sends    nothing (no input needs a gradient)")
 
 
 def step_backward(

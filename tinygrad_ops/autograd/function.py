@@ -44,6 +44,7 @@ class _CustomFunctionNode(Op):
     """The tape node of a user `Function`: calls its static `backward` with Tensors."""
 
     __slots__ = ("function", "ctx")
+    fresh_gradients = False  # the user's backward may return a tensor it keeps elsewhere
 
     def backward(self, grad_output):
         if self.ctx._freed:

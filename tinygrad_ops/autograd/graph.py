@@ -7,13 +7,12 @@ broadcasting is undone, and every gradient's shape is checked against its input 
 from __future__ import annotations
 
 import heapq
-from sys import getrefcount
 
 import numpy as np
 
 from ..mode import STATE, enable_grad
 from ..ops.base import is_tensor, new_tensor, node_name
-from .order import as_recorded, recorded_inputs, topological_order
+from .order import as_recorded, topological_order
 
 
 def unbroadcast(grad, shape: tuple, op, index: int):
@@ -57,10 +56,16 @@ class BackwardGraph:
     does the rest. `run_sequential` is the reference walk (and the fallback of every
     scheduler): it visits whatever gradients are pending, in a valid order.
 
-    Gradient arrays that a backward rule has just created are *owned* by the walk (`owned`
-    holds their ids): a second gradient for the same tensor is added into them in place and
-    a leaf takes them without a copy. Arrays that may be shared (the upstream gradient passed
-    straight through, views, user data) are never written to.
+    Ownership: the walk adds a second gradient into the first one in place, and a leaf takes
+    its gradient without a copy, only when the walk *owns* the array (`owned` holds the ids
+    of the pending gradients it owns). The rule is `made_by_rule`: an array a backward rule
+    has just made (or a sum the walk made) is owned; the upstream gradient passed through, a
+    view, a read-only array, or one the node keeps are not, and are never written to.
+
+    Observers watch a backward pass without changing it (viz's recorder and
+    `step_backward`): objects in `observers` with `visiting(tensor, grad)`, called as the
+    walk delivers a tensor's total gradient, and `rule_ran(node, grad, results)`, called
+    after a node's backward rule with its (input, gradient, owned) results.
     """
 
     def __init__(self, roots, wanted, create_graph, accumulate_into_leaves):
@@ -75,6 +80,8 @@ class BackwardGraph:
         self.accumulate_into_leaves = accumulate_into_leaves
         self.visited = []  # nodes whose backward ran, to release afterwards
         self.scanned_segments = []  # (scheduler name, [tensors]) noted by scan schedulers
+        self.observers = []
+        self._queue = None  # the running walk's queue (run_sequential), else None
         self._order = None
         # With wanted inputs, only tensors on a path to one of them need a gradient.
         self.relevant = None
@@ -92,28 +99,35 @@ class BackwardGraph:
         return self.grads.pop(id(tensor), None)
 
     def send(self, tensor, grad, owned=False):
-        """Accumulate `grad` into `tensor`'s pending gradient."""
+        """Accumulate `grad` into `tensor`'s pending gradient (a first gradient queues the
+        tensor for the running walk)."""
         key = id(tensor)
         if self.relevant is not None and key not in self.relevant:
             return
-        grads = self.grads
-        previous = grads.get(key)
+        previous = self.grads.get(key)
         if previous is None:
-            grads[key] = grad
+            self.grads[key] = grad
             self.tensors[key] = tensor
             # Ownership describes the array stored now (an earlier one may have been popped).
             if owned:
                 self.owned.add(key)
             else:
                 self.owned.discard(key)
-        elif self.create_graph:
-            grads[key] = previous + grad
-        elif key in self.owned:
-            np.add(previous, grad, out=previous)
+            if self._queue is not None:
+                self._queue.push(tensor, key)
         else:
-            # asarray: two 0-d arrays add to a numpy scalar, which `out=` cannot write into.
-            grads[key] = np.asarray(previous + grad)
-            self.owned.add(key)
+            self.grads[key] = self._accumulate(key, previous, grad)
+
+    def _accumulate(self, key, previous, grad):
+        """previous + grad: in place into `previous` when the walk owns it."""
+        if self.create_graph:
+            return previous + grad  # Tensors: the sum is recorded
+        if key in self.owned:
+            np.add(previous, grad, out=previous)
+            return previous
+        self.owned.add(key)
+        # asarray: two 0-d arrays add to a numpy scalar, which `out=` cannot write into.
+        return np.asarray(previous + grad)
 
     def visit(self, tensor, grad):
         """Deliver the total gradient of `tensor`: hooks, capture, leaf write, or the op's
@@ -122,6 +136,8 @@ class BackwardGraph:
         owned = key in self.owned
         if owned:
             self.owned.discard(key)
+        for observer in self.observers:
+            observer.visiting(tensor, grad)
         if tensor._hooks:
             grad = _run_hooks(tensor, grad, self.create_graph)
             owned = False
@@ -140,113 +156,45 @@ class BackwardGraph:
             self.send(parent, parent_grad, parent_owned)
 
     def run_sequential(self):
-        """Visit every tensor with a pending gradient, one node at a time.
+        """The reference walk: pop the pending node created last, run its rule, accumulate
+        into its inputs; repeat. Leaves have no rule; they are visited at the end.
 
-        The next node is always the pending one created last (a max-heap on the nodes'
-        creation numbers): all its consumers were created after it, so their gradients
-        have all arrived. Leaves have no backward rule; they are visited at the end.
+        All the consumers of a node were created after it, so when it is the newest pending
+        node their gradients have all arrived (see `WalkQueue`).
         """
-        grads = self.grads
-        tensors = self.tensors
-        owned = self.owned
-        input_grads = self.input_grads
-        visited = self.visited
-        heappop = heapq.heappop
-        heappush = heapq.heappush
-        # The plain case (no tg.grad capture, no create_graph, no anomaly mode) is inlined:
-        # it is the hot loop of every training step.
-        plain = self.capture is None and not self.create_graph and not STATE.anomaly
-        plain = plain and STATE.recorder is None  # tg.compile watches the general path
-        heap = []
-        leaves = []
-
-        def queue(tensor, key):
-            """Schedule a tensor that has just received its first gradient (a tensor is
-            in `grads` exactly while it is queued and not yet visited)."""
-            if tensor._ctx is None:
-                leaves.append(tensor)
-            else:
-                heappush(heap, (-tensor._ctx.sequence, key))
-
-        for key in list(grads):  # the dict's order: leaves are then visited in a fixed order
-            queue(tensors[key], key)
-        while heap:
-            key = heappop(heap)[1]
-            tensor = tensors[key]
-            node = tensor._ctx
-            grad = grads.pop(key)
-            if plain and not tensor._hooks:
-                owned.discard(key)
-                visited.append(node)
-                for parent, parent_grad, parent_owned in input_grads(node, grad):
-                    parent_key = id(parent)
-                    previous = grads.get(parent_key)
-                    if previous is None:  # first gradient for parent: queue it
-                        grads[parent_key] = parent_grad
-                        tensors[parent_key] = parent
-                        if parent_owned:
-                            owned.add(parent_key)
-                        else:
-                            owned.discard(parent_key)
-                        queue(parent, parent_key)
-                    elif parent_key in owned:
-                        np.add(previous, parent_grad, out=previous)
-                    else:
-                        grads[parent_key] = np.asarray(previous + parent_grad)  # 0-d stays an array
-                        owned.add(parent_key)
-                continue
-            # The general case: the parents that had no pending gradient before the visit
-            # and have one after it are queued now.
-            waiting = {}
-            for parent in recorded_inputs(node):
-                if id(parent) not in grads:
-                    waiting[id(parent)] = parent
-            self.visit(tensor, grad)
-            for parent_key, parent in waiting.items():
-                if parent_key in grads:
-                    queue(parent, parent_key)
-        for leaf in leaves:
-            grad = grads.pop(id(leaf), None)
-            if grad is not None:
-                self.visit(leaf, grad)
+        queue = self._queue = WalkQueue()
+        try:
+            for key in list(self.grads):  # the dict's order: leaves come in a fixed order
+                queue.push(self.tensors[key], key)
+            while queue:
+                key = queue.pop()
+                self.visit(self.tensors[key], self.grads.pop(key))
+            for leaf in queue.leaves:
+                grad = self.grads.pop(id(leaf), None)
+                if grad is not None:
+                    self.visit(leaf, grad)
+        finally:
+            self._queue = None
 
     def input_grads(self, node, grad, output=None):
         """Run `node`'s backward rule on `grad`; return (input, checked gradient, owned)
         for every input that needs a gradient. `output` is the tensor `node` produced
         (a create_graph pass needs it when the rule reads the saved output)."""
         if self.create_graph:
-            return self._recorded_input_grads(node, grad, output)
-        recorder = STATE.recorder
-        grads = node.backward(grad) if recorder is None else recorder.run_rule(node, grad, output)
-        results = []
-        needs_input_grad = node.needs_input_grad
-        anomaly = STATE.anomaly
-        for index, operand in enumerate(node.inputs):
-            input_grad = grads[index]
-            if input_grad is None or not needs_input_grad[index]:
-                continue
-            history = operand._ctx
-            if history is not None and history.sequence > node.sequence:
-                operand = as_recorded(operand, node)  # modified in place after node consumed it
-            data = operand._data
-            if type(input_grad) is not np.ndarray:
-                input_grad = np.asarray(input_grad)
-            dtype = input_grad.dtype
-            if dtype is not data.dtype and dtype != data.dtype:  # (builtin dtypes are shared)
-                input_grad = input_grad.astype(data.dtype)
-            if input_grad.shape != data.shape:
-                # A sum makes a new array, so the reduced gradient is always the walk's own.
-                input_grad = unbroadcast(input_grad, data.shape, node, index)
-                owned = True
+            results = self._recorded_input_grads(node, grad, output)
+        else:
+            recorder = STATE.recorder  # tg.compile's capture runs the rule itself
+            if recorder is None:
+                grads = node.backward(grad)
             else:
-                # Owned: an array (not a view) that nothing but this loop refers to: the
-                # `grads` tuple, the local name and getrefcount's argument make 3. The
-                # upstream gradient passed through, an array returned for two inputs, or
-                # one the rule also keeps all count more.
-                owned = input_grad.base is None and getrefcount(input_grad) <= 3
-            if anomaly:
-                _check_finite(node, index, input_grad)
-            results.append((operand, input_grad, owned))
+                grads = recorder.run_rule(node, grad, output)
+            results = [
+                checked_input_grad(node, index, operand, input_grad, grad, grads)
+                for index, (operand, input_grad) in enumerate(zip(node.inputs, grads))
+                if input_grad is not None and node.needs_input_grad[index]
+            ]
+        for observer in self.observers:
+            observer.rule_ran(node, grad, results)
         return results
 
     def _recorded_input_grads(self, node, grad, output):
@@ -273,6 +221,80 @@ class BackwardGraph:
                 _check_finite(node, index, input_grad)
             results.append((operand, input_grad, False))
         return results
+
+
+class WalkQueue:
+    """The pending tensors of the reference walk: nodes in a max-heap on their creation
+    numbers (the newest first), leaves in arrival order (visited last)."""
+
+    __slots__ = ("heap", "leaves")
+
+    def __init__(self):
+        self.heap = []
+        self.leaves = []
+
+    def __bool__(self):
+        return bool(self.heap)
+
+    def push(self, tensor, key):
+        """Queue a tensor that has just received its first gradient."""
+        if tensor._ctx is None:
+            self.leaves.append(tensor)
+        else:
+            heapq.heappush(self.heap, (-tensor._ctx.sequence, key))
+
+    def pop(self):
+        """The key of the pending node created last."""
+        return heapq.heappop(self.heap)[1]
+
+
+def checked_input_grad(node, index, operand, input_grad, upstream, grads):
+    """(input, gradient, owned) for one input: the gradient as an array of the input's
+    dtype and shape (unbroadcast), checked under anomaly mode, and whether the walk owns it.
+
+    `operand` is followed back to the tensor the node consumed if it was modified in place
+    since (see `as_recorded`).
+    """
+    history = operand._ctx
+    if history is not None and history.sequence > node.sequence:
+        operand = as_recorded(operand, node)
+    data = operand._data
+    if type(input_grad) is not np.ndarray:
+        input_grad = np.asarray(input_grad)
+    dtype = input_grad.dtype
+    if dtype is not data.dtype and dtype != data.dtype:  # (builtin dtypes are shared)
+        input_grad = input_grad.astype(data.dtype)
+    if input_grad.shape != data.shape:
+        input_grad = unbroadcast(input_grad, data.shape, node, index)
+        owned = True  # a sum makes a new array
+    else:
+        owned = made_by_rule(input_grad, upstream, grads, node)
+    if STATE.anomaly:
+        _check_finite(node, index, input_grad)
+    return operand, input_grad, owned
+
+
+def made_by_rule(array, upstream, grads, node) -> bool:
+    """The ownership rule: may the walk add into `array` (one of `grads`, what `node`'s rule
+    returned for the upstream gradient `upstream`) in place?
+
+    Yes for an array the rule has just made; no for the upstream gradient passed through
+    (Add, Neg's input...), a view (Reshape, Transpose, a broadcast), a read-only array (a
+    cached constant), an array returned for two inputs, or one the node saved. A node whose
+    rule may return arrays it keeps elsewhere says so with `fresh_gradients = False` (a
+    user's tg.Function).
+    """
+    if array is upstream or array.base is not None or not array.flags.writeable:
+        return False
+    if not node.fresh_gradients:
+        return False
+    returned = 0
+    for value in grads:
+        returned += value is array
+    if returned > 1:
+        return False
+    saved = node.saved
+    return not (saved and any(value is array for value in saved))
 
 
 def _check_finite(node, index, grad):
