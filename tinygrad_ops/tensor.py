@@ -496,11 +496,13 @@ class Tensor:
         return Neg.apply(self)
 
     def __pos__(self):
+        """+a is a itself (no op, nothing recorded)."""
         return self
 
     # -- comparisons: boolean tensors, outside the tape ----------------------------------------
 
     def _compare(self, other, compare):
+        """out = the elementwise comparison: a boolean tensor outside the tape (no gradient)."""
         other = other.data if isinstance(other, Tensor) else _operand(other)
         if other is None:
             return NotImplemented
@@ -752,9 +754,11 @@ class Tensor:
     clip_ = clamp_
 
     def zero_(self):
+        """a = 0 in place (recorded as a * 0: no gradient flows to the old values)."""
         return self._inplace(Mul, 0.0)
 
     def fill_(self, value):
+        """a = value in place (recorded as a * 0 + value: no gradient to the old values)."""
         self._inplace(Mul, 0.0)
         return self._inplace(Add, value)
 
