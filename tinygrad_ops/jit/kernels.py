@@ -163,7 +163,8 @@ def send_along(edges, grads, node, buffers, owned):
         input_grad = grads[edge.index]
         if type(input_grad) is not np.ndarray:
             input_grad = np.asarray(input_grad)
-        if input_grad.dtype != edge.dtype:
+        dtype = input_grad.dtype
+        if dtype is not edge.dtype and dtype != edge.dtype:  # (builtin dtypes are shared)
             input_grad = input_grad.astype(edge.dtype)
         if input_grad.shape != edge.shape:
             input_grad = unbroadcast(input_grad, edge.shape, node, edge.index)

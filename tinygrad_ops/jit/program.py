@@ -87,6 +87,7 @@ class Program:
         self.phases = phases
         self.output = output
         plan_memory(kernels, slots, set(output.slots()))
+        self.runs = [kernel.run for kernel in kernels]  # (bound once: the loop's only work)
 
     def run(self, values):
         """Replay the program on the call's argument values (positional, then keywords)."""
@@ -95,8 +96,8 @@ class Program:
             value = values[position]
             buffers[slot] = value.data if isinstance(value, Tensor) else value
         owned = set()
-        for kernel in self.kernels:
-            kernel.run(buffers, owned)
+        for run in self.runs:
+            run(buffers, owned)
         return self.output.build(buffers, values)
 
     def name_of(self, slot) -> str:
