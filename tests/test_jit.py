@@ -627,3 +627,22 @@ def test_a_gradient_scaled_with_an_in_place_op_matches_eager():
             step(tg.Tensor([1.0, 3.0]))
         results.append(w.data.copy())
     np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_an_inference_function_returning_a_tuple_and_a_dict():
+    tg.manual_seed(0)
+    model = mlp(norm="batch", dropout=0.5).eval()
+
+    @tg.compile
+    def predict(x):
+        logits = model(x)
+        return logits, {"probabilities": F.softmax(logits, axis=1), "count": 3}
+
+    for x, _ in batches(3):
+        with tg.no_grad():
+            logits, extra = predict(x)
+            expected = model(x)
+        np.testing.assert_array_equal(logits.data, expected.data)
+        assert extra["count"] == 3
+        np.testing.assert_array_equal(extra["probabilities"].data, F.softmax(expected, axis=1).data)
+    assert len(predict.programs) == 1
