@@ -241,7 +241,7 @@ def test_a_scanned_chain_is_one_step(scheduler):
     assert lines[1] == "[1] op25 Sum(t33 2×4) -> t34 scalar"
     scan_lines = [line for line in lines if " scan along the chain " in line]
     assert scan_lines == [
-        f"[3] {scheduler} scan along the chain t13 -> t17 -> t20 -> t23 -> t26 -> t29 -> t32 "
+        f"[3] {scheduler} scan along the chain t3 -> t7 -> t12 -> t17 -> t22 -> t27 -> t32 "
         "(6 steps): all its gradients at once"
     ]
     assert "Tanh(" not in text  # the chain's ops are not visited one by one

@@ -497,3 +497,18 @@ def test_names_with_markup_characters_are_escaped():
     source = viz.draw((x * x).sum(), title="<t>").source
     assert '<b>&lt;x&gt; &amp; "y"</b>' in source
     assert 'label="<t>"' in source  # a plain (quoted) label, not an HTML one
+
+
+def test_the_tape_lists_ops_in_the_order_they_ran():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    first = x * 2.0  # ran first
+    second = x.exp()  # ran second
+    loss = (second + first).sum()  # the depth-first walk meets `second` first
+    graph = viz.trace(loss)
+    assert [op.op_name for op in graph.ops.values()] == ["Mul", "Exp", "Add", "Sum"]
+    assert [op.op for op in graph.ops.values()] == sorted(
+        (op.op for op in graph.ops.values()), key=lambda op: op.sequence
+    )
+    forward = graph.text().splitlines()[1:5]
+    assert [line.split()[1] for line in forward] == ["op0", "op1", "op2", "op3"]
+    assert "Mul(t0" in forward[0]

@@ -8,7 +8,7 @@ order, `grad` is the total gradient of the op's output, and the results are the 
 sent back along each edge to the op's operands. `visit(tensor, grad)` is where a leaf
 receives its total gradient (a leaf, or a tensor a scan scheduler delivers).
 
-Scan schedulers (see SCAN.md) may fill `graph.scanned_segments`, a list of
+Scan schedulers (see docs/scan.md, section 3) may fill `graph.scanned_segments`, a list of
 `(scan name, [tensors of the chain segment])`; the record keeps it, and `draw` shows each
 segment as one highlighted cluster named after its scan.
 """

@@ -2,9 +2,9 @@
 
 The graph is read from the tape the engine already keeps: a non-leaf tensor's `_ctx` is
 the op that made it, and `op.inputs` are that op's operands (Tensors or constants). The
-walk is an iterative depth-first search (no recursion limit), and the ids are numbers
-given in the order of that walk (`t0`, `op0`, `c0`...), never `id()`: the same graph
-always gives the same ids, the same text and the same picture.
+walk is iterative (no recursion limit); the ops are listed in the order they ran (their
+creation numbers), and ids are numbers given in that order (`t0`, `op0`, `c0`...), never
+`id()`: the same graph always gives the same ids, the same text and the same picture.
 """
 
 from __future__ import annotations
@@ -191,11 +191,109 @@ def _as_roots(root) -> list:
     return roots
 
 
+def _made_in_order(roots) -> list:
+    """Every tensor an op made, reachable from `roots`, in the order the ops ran.
+
+    The order is the ops' creation numbers (`sequence`), which is what ran; where an op
+    has none (a graph built by hand), an iterative post-order depth-first walk, which is a
+    valid execution order too (every tensor after its operands).
+    """
+    made = []
+    seen = set()
+    for start in roots:
+        stack = [(start, False)]
+        while stack:
+            tensor, expanded = stack.pop()
+            if id(tensor) in seen:
+                continue  # a tensor with two consumers sits on the stack twice
+            if not expanded:
+                stack.append((tensor, True))
+                if tensor._ctx is not None:
+                    for operand in reversed(tensor._ctx.inputs):
+                        if isinstance(operand, Tensor) and id(operand) not in seen:
+                            stack.append((operand, False))
+                continue
+            seen.add(id(tensor))
+            if tensor._ctx is not None:
+                made.append(tensor)
+    if all(getattr(tensor._ctx, "sequence", None) is not None for tensor in made):
+        made.sort(key=lambda tensor: tensor._ctx.sequence)
+    return made
+
+
+class _Builder:
+    """Adds nodes and edges to a Trace, numbering each kind in the order it is added."""
+
+    def __init__(self, graph, root_keys):
+        self.graph = graph
+        self.root_keys = root_keys
+        self.counters = {"t": 0, "op": 0, "c": 0}
+
+    def new_id(self, prefix):
+        number = self.counters[prefix]
+        self.counters[prefix] += 1
+        return f"{prefix}{number}"
+
+    def tensor(self, tensor):
+        """The node id of `tensor`, added on first sight."""
+        graph = self.graph
+        if id(tensor) in graph.tensor_ids:
+            return graph.tensor_ids[id(tensor)]
+        node_id = self.new_id("t")
+        if id(tensor) in self.root_keys:
+            kind = OUTPUT
+        elif tensor._ctx is not None:
+            kind = INTERMEDIATE
+        elif tensor.requires_grad:
+            kind = PARAMETER if (tensor.name or _is_parameter(tensor)) else LEAF
+        else:
+            kind = INPUT
+        graph.tensors[node_id] = TensorNode(
+            node_id, kind, tuple(tensor.shape), _dtype_text(tensor.dtype), tensor.name, tensor
+        )
+        graph.tensor_ids[id(tensor)] = node_id
+        graph.node_order.append(node_id)
+        return node_id
+
+    def constant(self, value):
+        node_id = self.new_id("c")
+        dtype = _dtype_text(np.asarray(value).dtype)
+        self.graph.tensors[node_id] = TensorNode(
+            node_id, CONSTANT, tuple(np.shape(value)), dtype, value=value
+        )
+        self.graph.node_order.append(node_id)
+        return node_id
+
+    def op(self, tensor):
+        """The op that made `tensor`: its operands (new ones first), itself, its output."""
+        graph, node = self.graph, tensor._ctx
+        operands = []  # (node id, operand slot, shape)
+        for index, operand in enumerate(node.inputs):
+            if operand is None:
+                continue  # an optional operand left out (a Linear without bias)
+            if isinstance(operand, Tensor):
+                operands.append((self.tensor(operand), index, tuple(operand.shape)))
+            else:
+                operands.append((self.constant(operand), index, tuple(np.shape(operand))))
+        op_id = self.new_id("op")
+        graph.node_order.append(op_id)
+        output_id = self.tensor(tensor)
+        input_ids = [input_id for input_id, _, _ in operands]
+        graph.ops[op_id] = OpNode(
+            op_id, _op_name(node), input_ids, output_id, _op_detail(node), node
+        )
+        graph.op_ids[id(node)] = op_id
+        for input_id, index, shape in operands:
+            graph.edges.append(Edge(input_id, op_id, shape, index))
+        graph.edges.append(Edge(op_id, output_id, tuple(tensor.shape)))
+
+
 def trace(root) -> Trace:
     """The graph that produced `root` (a Tensor or a list of them), as a `Trace`.
 
-    Tensors and ops come in execution order (inputs before the ops that use them), with ids
-    numbered in that order; `print(trace(root))` shows the tape as text.
+    Ops come in the order they ran (their creation numbers), each tensor first seen where
+    it is first used, and ids are numbered in that order; `print(trace(root))` shows the
+    tape as text.
 
     >>> import tinygrad_ops as tg
     >>> from tinygrad_ops import viz
@@ -213,88 +311,10 @@ def trace(root) -> Trace:
     """
     roots = _as_roots(root)
     graph = Trace(roots)
-    root_keys = {id(tensor) for tensor in roots}
-    counters = {"tensor": 0, "op": 0, "constant": 0}
-
-    def new_id(kind, prefix):
-        number = counters[kind]
-        counters[kind] += 1
-        return f"{prefix}{number}"
-
-    def add_tensor(tensor):
-        node_id = new_id("tensor", "t")
-        if id(tensor) in root_keys:
-            kind = OUTPUT
-        elif tensor._ctx is not None:
-            kind = INTERMEDIATE
-        elif tensor.requires_grad:
-            kind = PARAMETER if (tensor.name or _is_parameter(tensor)) else LEAF
-        else:
-            kind = INPUT
-        graph.tensors[node_id] = TensorNode(
-            node_id, kind, tuple(tensor.shape), _dtype_text(tensor.dtype), tensor.name, tensor
-        )
-        graph.tensor_ids[id(tensor)] = node_id
-        graph.node_order.append(node_id)
-        return node_id
-
-    # Iterative post-order depth-first search: a tensor is emitted after all its operands,
-    # which is a valid execution order, and operands are explored in operand order.
-    for start in roots:
-        if id(start) in graph.tensor_ids:
-            continue
-        stack = [(start, False)]
-        while stack:
-            tensor, expanded = stack.pop()
-            node = tensor._ctx
-            if not expanded:
-                # A tensor may sit on the stack twice (two consumers); the copy pushed
-                # last is explored first, the other is skipped once it has been emitted.
-                if id(tensor) in graph.tensor_ids:
-                    continue
-                stack.append((tensor, True))
-                if node is not None:
-                    for operand in reversed(node.inputs):
-                        if isinstance(operand, Tensor) and id(operand) not in graph.tensor_ids:
-                            stack.append((operand, False))
-                continue
-            if id(tensor) in graph.tensor_ids:
-                continue
-            if node is None:
-                add_tensor(tensor)
-                continue
-            input_ids = []
-            edges = []
-            for index, operand in enumerate(node.inputs):
-                if operand is None:
-                    continue  # an optional operand left out (a Linear without bias)
-                if isinstance(operand, Tensor):
-                    input_id = graph.tensor_ids[id(operand)]
-                    shape = tuple(operand.shape)
-                else:
-                    input_id = new_id("constant", "c")
-                    shape = tuple(np.shape(operand))
-                    graph.tensors[input_id] = TensorNode(
-                        input_id,
-                        CONSTANT,
-                        shape,
-                        _dtype_text(np.asarray(operand).dtype),
-                        value=operand,
-                    )
-                    graph.node_order.append(input_id)
-                input_ids.append(input_id)
-                edges.append((input_id, index, shape))
-            op_id = new_id("op", "op")
-            graph.node_order.append(op_id)
-            output_id = add_tensor(tensor)
-            graph.ops[op_id] = OpNode(
-                op_id, _op_name(node), input_ids, output_id, _op_detail(node), node
-            )
-            graph.op_ids[id(node)] = op_id
-            for input_id, index, shape in edges:
-                graph.edges.append(Edge(input_id, op_id, shape, index))
-            graph.edges.append(Edge(op_id, output_id, tuple(tensor.shape)))
-    graph.root_ids = [graph.tensor_ids[id(tensor)] for tensor in roots]
+    builder = _Builder(graph, {id(tensor) for tensor in roots})
+    for tensor in _made_in_order(roots):
+        builder.op(tensor)
+    graph.root_ids = [builder.tensor(tensor) for tensor in roots]  # a leaf root, too
     return graph
 
 

@@ -21,7 +21,7 @@ import tinygrad_ops as tg
 from .. import functional as F  # noqa: N812 (the PyTorch convention)
 from .. import nn
 from ..viz import examples
-from ..viz.draw import FORMATS, GraphvizNotFoundError, render
+from ..viz.files import FORMATS, GraphvizNotFoundError, render
 from ..viz.groups import ModuleCalls, module_calls
 from ..viz.html import html
 from ..viz.record import backward as recorded_backward

@@ -1,0 +1,238 @@
+"""`draw`: a traced graph as a `graphviz.Digraph` (layout, then style, then DOT).
+
+The picture has a node per tensor (its name where known, its shape and dtype; optionally
+value and gradient statistics) and a node per op, with edges labelled by the shape of
+what flows along them; `style` says how each looks, `layout` what is drawn where.
+
+With `backward=` every op is numbered in the order backward visits it; with a recorded
+backward (`viz.backward(loss)` or a `RecordingScheduler`) the edges also show the gradient
+that arrived along them (shape and norm), and scanned chain segments are drawn as one
+highlighted cluster named after the scan. With `groups=` (from `viz.module_calls`) the
+ops of each module call sit in one box; `depth=` collapses calls nested deeper than
+that into a single node each. `max_nodes` keeps the nodes nearest the output.
+
+This is the only module of viz that imports the `graphviz` package.
+"""
+
+from __future__ import annotations
+
+import graphviz
+
+from . import style
+from .layout import layout as make_layout
+from .style import FONT, GROUP_COLOURS, SCAN_STYLE
+from .trace import INTERMEDIATE, OUTPUT, _shape_text
+
+SHARE_LIMIT = 3  # a leaf with more uses than this is drawn once per use
+RANKDIRS = ("LR", "TB", "RL", "BT")
+
+
+class _Picture:
+    """The display graph: what is drawn, before it becomes DOT."""
+
+    def __init__(self):
+        self.nodes = {}  # display id -> dict of graphviz attributes, in insertion order
+        self.cluster_of = {}  # display id -> cluster key (innermost), or absent
+        self.edges = []  # (source, target, attributes)
+
+
+def draw(
+    root,
+    show="shape",
+    rankdir="LR",
+    max_nodes=400,
+    backward=None,
+    groups=None,
+    depth=None,
+    fold=3,
+    compact=False,
+    title=None,
+) -> graphviz.Digraph:
+    """The graph that produced `root` as a `graphviz.Digraph` (displays inline in Jupyter).
+
+    `show`: any of "shape", "value", "grad" joined by "|" (shape and dtype; min/mean/max of
+    the values; min/mean/max and norm of the gradients, from `.grad` or a recorded backward).
+    `rankdir`: "LR" (left to right) or "TB". `max_nodes`: draw at most this many nodes,
+    those nearest the output (None for all); the rest become one "… more" node.
+    `backward`: True numbers the ops in sequential backward order; a `BackwardRecord`
+    (from `viz.backward(root)`) or a `RecordingScheduler` numbers them as that backward
+    ran, labels edges with the gradients that flowed and draws scanned segments.
+    `groups`: a `ModuleCalls` (from `viz.module_calls(model)`): one box per module call;
+    `depth`: collapse calls nested deeper than `depth` into one node each; `fold`: of a
+    module called many times in a row (an RNN cell), draw the first and last `fold` calls
+    and one node for the rest (None draws every call). `compact`: leave out the nodes of
+    intermediate tensors (ops connect directly, edges still show shapes and gradients).
+
+    >>> import tinygrad_ops as tg
+    >>> from tinygrad_ops import viz
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    >>> picture = viz.draw((x * x).sum(), backward=True)
+    >>> print(picture.source.splitlines()[0])
+    digraph tinygrad_ops {
+    """
+    flags = style.parse_show(show)
+    if rankdir not in RANKDIRS:
+        raise ValueError(f"rankdir={rankdir!r}: use 'LR', 'TB', 'RL' or 'BT'")
+    shown = make_layout(root, backward, groups, depth, fold, compact, max_nodes)
+    picture = _Picture()
+    _add_nodes(picture, shown, flags)
+    kept_edges = [
+        item for item in shown.edges if item.source in shown.kept and item.target in shown.kept
+    ]
+    copies = _shared_copies(kept_edges, shown.graph, picture, max_nodes)
+    for item in kept_edges:
+        source = copies.get((item.source, item.target), item.source)
+        record = None if item.merged else shown.record
+        attributes = style.edge_attributes(item.edge, shown.graph, flags, record)
+        picture.edges.append((source, item.target, attributes))
+    if shown.dropped:
+        _add_elided(picture, shown)
+    return _to_digraph(picture, rankdir, title, shown.scan_titles)
+
+
+def _add_nodes(picture, shown, flags):
+    """Node attributes, for kept nodes only (statistics cost time on big graphs)."""
+    graph = shown.graph
+    for node_id, display_id in shown.display_of.items():
+        if display_id not in shown.kept or display_id in picture.nodes:
+            continue
+        if display_id in shown.folds:
+            attributes = style.fold_attributes(
+                shown.folds[display_id], graph, shown.call_of, shown.steps
+            )
+        elif display_id.startswith("call_"):
+            call = shown.collapsed[display_id[len("call_") :]]
+            attributes = style.collapsed_attributes(call, graph, shown.call_of, shown.steps)
+        elif node_id in graph.ops:
+            attributes = style.op_attributes(graph.ops[node_id], shown.steps.get(node_id))
+        else:
+            attributes = style.tensor_attributes(graph.tensors[node_id], flags, shown.record)
+        picture.nodes[display_id] = attributes
+        cluster = shown.cluster_of(node_id, display_id)
+        if cluster is not None:
+            picture.cluster_of[display_id] = cluster
+
+
+def _add_elided(picture, shown):
+    """One "… N more nodes" note standing for what max_nodes left out."""
+    elided = "elided"
+    picture.nodes[elided] = {
+        "label": f"… {shown.dropped} more nodes",
+        "shape": "note",
+        "style": "filled",
+        "fillcolor": "#eeeeee",
+        "color": "#999999",
+        "fontcolor": "#555555",
+    }
+    boundary = set()
+    for item in shown.edges:
+        crosses = item.target in shown.kept and item.source not in shown.kept
+        if crosses and item.target not in boundary:
+            boundary.add(item.target)
+            picture.edges.append((elided, item.target, {"style": "dashed", "color": "#999999"}))
+
+
+def _shared_copies(edges, graph, picture, max_nodes):
+    """Draw a leaf used by many ops (a weight shared by every RNN step) once per use.
+
+    One node with dozens of long edges makes the layout slow and the picture unreadable;
+    a small dashed copy beside each consumer reads better. Returns {(leaf, consumer):
+    copy id} and adds the copies to `picture` (in the consumer's box), unless that would
+    break `max_nodes`.
+    """
+    consumers = {}
+    for item in edges:
+        node = graph.tensors.get(item.source)
+        if node is not None and node.kind not in (INTERMEDIATE, OUTPUT):
+            consumers.setdefault(item.source, []).append(item.target)
+    shared = {
+        source: targets for source, targets in consumers.items() if len(targets) > SHARE_LIMIT
+    }
+    added = sum(len(targets) - 1 for targets in shared.values())
+    if not shared or (max_nodes is not None and len(picture.nodes) + added > max_nodes):
+        return {}
+    copies = {}
+    for source, targets in shared.items():
+        attributes = picture.nodes.pop(source)
+        cluster = picture.cluster_of.pop(source, None)
+        for number, target in enumerate(targets):
+            copy_id = f"{source}_use{number}"
+            node = graph.tensors[source]
+            copy = dict(attributes)
+            copy["label"] = graphviz.nohtml(node.name or _shape_text(node.shape))
+            copy["style"] = copy.get("style", "filled") + ",dashed"
+            copy["fontsize"] = "8"
+            copy["height"] = "0.2"
+            picture.nodes[copy_id] = copy
+            target_cluster = picture.cluster_of.get(target, cluster)
+            if target_cluster is not None:
+                picture.cluster_of[copy_id] = target_cluster
+            copies[(source, target)] = copy_id
+    return copies
+
+
+def _to_digraph(picture, rankdir, title, scan_titles):
+    digraph = graphviz.Digraph("tinygrad_ops")
+    digraph.attr(
+        rankdir=rankdir,
+        fontname=FONT,
+        bgcolor="white",
+        nodesep="0.25",
+        ranksep="0.35",
+        labelloc="t",
+    )
+    if title:
+        digraph.attr(label=graphviz.nohtml(title), fontsize="14")
+    digraph.attr("node", fontname=FONT, fontsize="10", margin="0.08,0.04", height="0.3")
+    digraph.attr("edge", fontname=FONT, fontsize="8", color="#444444", arrowsize="0.6")
+
+    # Clusters nest as the module calls do; scans are top-level clusters of their own.
+    members = {}
+    for display_id in picture.nodes:
+        members.setdefault(picture.cluster_of.get(display_id), []).append(display_id)
+    children = {}
+    call_keys = [key for key in members if key is not None and not isinstance(key, str)]
+    for call in list(call_keys):
+        # Every ancestor of a call with members must be drawn too, to hold it.
+        parent = call.parent
+        child = call
+        while parent is not None:
+            siblings = children.setdefault(parent, [])
+            if child not in siblings:
+                siblings.append(child)
+            child, parent = parent, parent.parent
+        top = children.setdefault(None, [])
+        if child not in top:
+            top.append(child)
+
+    def add_nodes(target, key):
+        for display_id in members.get(key, ()):
+            target.node(display_id, **picture.nodes[display_id])
+
+    def add_call(target, call):
+        # Recursion here follows the nesting of module calls (a few levels), not the graph.
+        with target.subgraph(name=f"cluster_{call.id}") as box:
+            box.attr(
+                label=graphviz.nohtml(call.title),
+                style="rounded,filled",
+                fillcolor=GROUP_COLOURS[min(call.depth, len(GROUP_COLOURS) - 1)],
+                color="#8a9bbd",
+                fontsize="10",
+                fontcolor="#2c3e66",
+            )
+            add_nodes(box, call)
+            for child in sorted(children.get(call, ()), key=lambda item: item.number):
+                add_call(box, child)
+
+    add_nodes(digraph, None)
+    for call in sorted(children.get(None, ()), key=lambda item: item.number):
+        add_call(digraph, call)
+    for key, scan_title in scan_titles.items():
+        if key not in members:
+            continue
+        with digraph.subgraph(name=key) as box:
+            box.attr(label=scan_title, fontsize="11", fontcolor="#7f6000", **SCAN_STYLE)
+            add_nodes(box, key)
+    for source, target, attributes in picture.edges:
+        digraph.edge(source, target, **attributes)
+    return digraph

@@ -1,0 +1,232 @@
+"""The look of a graph picture: colours, labels and node/edge attributes (no graphviz here).
+
+Colours say what a tensor is:
+
+    output        red, thick border     what backward starts from
+    parameter     orange                a named leaf that requires grad (a weight)
+    leaf          green                 an unnamed leaf that requires grad
+    input         blue                  a tensor that needs no gradient (data, targets)
+    constant      grey, small           a Python number or array operand
+    intermediate  white                 made by an op
+    op            purple, rounded       one recorded primitive
+
+Labels are Graphviz's HTML-like labels (`<...>`), built from (text, attributes) lines.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from .layout import ancestors, is_within
+from .record import GradientInfo
+from .trace import CONSTANT, INPUT, INTERMEDIATE, LEAF, OUTPUT, PARAMETER, _shape_text
+
+FONT = "Helvetica"
+
+# fill colour, border colour, extra attributes
+TENSOR_STYLES = {
+    OUTPUT: ("#f8cecc", "#b85450", {"penwidth": "2.2"}),
+    PARAMETER: ("#ffe6cc", "#d79b00", {}),
+    LEAF: ("#d5e8d4", "#82b366", {}),
+    INPUT: ("#dae8fc", "#6c8ebf", {}),
+    CONSTANT: ("#f5f5f5", "#999999", {"fontsize": "9", "fontcolor": "#555555"}),
+    INTERMEDIATE: ("#ffffff", "#666666", {}),
+}
+OP_STYLE = {
+    "shape": "box",
+    "style": "rounded,filled",
+    "fillcolor": "#e1d5e7",
+    "color": "#9673a6",
+}
+STEP_COLOUR = "#b03a2e"  # backward numbers and gradients
+GRAD_EDGE_COLOUR = "#a05a55"  # an edge that carried a gradient back
+GROUP_COLOURS = ("#f4f6fb", "#eaeef7", "#dfe5f2")  # module boxes, by nesting depth
+SCAN_STYLE = {"style": "filled,bold", "fillcolor": "#fff2cc", "color": "#d6b656"}
+
+SHOW_FLAGS = ("shape", "value", "grad")
+
+
+def parse_show(show) -> set:
+    if show is None or show == "":
+        return set()
+    flags = set(show.split("|")) if isinstance(show, str) else set(show)
+    unknown = flags - set(SHOW_FLAGS)
+    if unknown:
+        raise ValueError(
+            f"show={show!r}: unknown item(s) {sorted(unknown)}; use any of "
+            f"{'|'.join(SHOW_FLAGS)} joined by '|', e.g. show='shape|grad'"
+        )
+    return flags
+
+
+def _number(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _statistics(values) -> str:
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return "empty"
+    if values.size == 1:
+        return _number(values.item())
+    return f"{_number(values.min())} / {_number(values.mean())} / {_number(values.max())}"
+
+
+def _grad_text(info: GradientInfo) -> str:
+    return f"∇ {_shape_text(info.shape)}  ‖{_number(info.norm)}‖"
+
+
+def html_label(lines) -> str:
+    """An HTML-like Graphviz label from (text, font attributes) lines."""
+    parts = []
+    for text, attributes in lines:
+        escaped = html.escape(text, quote=False)
+        for tag, value in attributes:
+            if tag == "b":
+                escaped = f"<b>{escaped}</b>"
+            elif tag == "color":
+                escaped = f'<font color="{value}">{escaped}</font>'
+            elif tag == "size":
+                escaped = f'<font point-size="{value}">{escaped}</font>'
+        parts.append(escaped)
+    return "<" + "<br/>".join(parts) + ">"
+
+
+def _constant_text(node) -> str:
+    value = node.value
+    if np.ndim(value) == 0 and isinstance(value, (bool, int, float, np.number)):
+        return _number(float(value))
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return f"const {_shape_text(node.shape)}"
+    return type(value).__name__
+
+
+def tensor_attributes(node, flags, record):
+    fill, border, extra = TENSOR_STYLES[node.kind]
+    if node.kind == CONSTANT:
+        attributes = {
+            "label": _constant_text(node),
+            "shape": "box",
+            "style": "filled,dashed",
+            "fillcolor": fill,
+            "color": border,
+            "height": "0.25",
+        }
+        attributes.update(extra)
+        return attributes
+    lines = []
+    if node.name:
+        lines.append((node.name, [("b", None)]))
+    elif node.kind == OUTPUT:
+        lines.append(("output", [("b", None)]))
+    if "shape" in flags:
+        lines.append((f"{_shape_text(node.shape)}  {node.dtype}", []))
+    tensor = node.tensor
+    if "value" in flags:
+        lines.append((f"value {_statistics(tensor.data)}", [("size", 9)]))
+    if "grad" in flags:
+        info = record.tensor_grad(tensor) if record is not None else None
+        if tensor.grad is not None and tensor.is_leaf:
+            grad_values = tensor.grad.data
+            norm = float(np.sqrt(np.sum(np.asarray(grad_values, dtype=np.float64) ** 2)))
+            text = f"grad {_statistics(grad_values)}  ‖{_number(norm)}‖"
+            lines.append((text, [("size", 9), ("color", STEP_COLOUR)]))
+        elif info is not None:
+            if int(np.prod(info.shape)) == 1:
+                text = f"grad {_number(info.mean)}  ‖{_number(info.norm)}‖"
+            else:
+                text = f"grad {_number(info.minimum)} / {_number(info.mean)} / "
+                text += f"{_number(info.maximum)}  ‖{_number(info.norm)}‖"
+            lines.append((text, [("size", 9), ("color", STEP_COLOUR)]))
+    attributes = {
+        # An empty HTML label ("<>") is a syntax error in DOT; an empty plain one is not.
+        "label": html_label(lines) if lines else "",
+        "shape": "box",
+        "style": "filled",
+        "fillcolor": fill,
+        "color": border,
+    }
+    attributes.update(extra)
+    return attributes
+
+
+def op_attributes(op_node, step):
+    name = op_node.op_name + (f" ({op_node.detail})" if op_node.detail else "")
+    lines = [(name, [("b", None)])]
+    if step is not None:
+        lines = [(f"#{step}", [("b", None), ("color", STEP_COLOUR)]), *lines]
+    attributes = dict(OP_STYLE)
+    attributes["label"] = html_label(lines)
+    return attributes
+
+
+def _step_range(op_ids, steps):
+    """'backward #4-#8' for the steps of the ops hidden in a collapsed node ('' if none)."""
+    numbers = [steps[op_id] for op_id in op_ids if op_id in steps]
+    if not numbers:
+        return []
+    low, high = min(numbers), max(numbers)
+    text = f"backward #{low}" + (f"–#{high}" if high != low else "")
+    return [(text, [("size", 9), ("color", STEP_COLOUR)])]
+
+
+def collapsed_attributes(call, graph, call_of, steps):
+    inside = [node_id for node_id in graph.ops if is_within(call_of.get(node_id), call)]
+    lines = [
+        (call.path or "(model)", [("b", None)]),
+        (f"{call.type_name}" + (f" call #{call.call_index}" if call.call_index else ""), []),
+        (f"{len(inside)} ops", [("size", 9), ("color", "#555555")]),
+        *_step_range(inside, steps),
+    ]
+    return {
+        "label": html_label(lines),
+        "shape": "box3d",
+        "style": "filled",
+        "fillcolor": "#e8eefc",
+        "color": "#4a6fa5",
+    }
+
+
+def edge_attributes(edge, graph, flags, record):
+    attributes = {}
+    lines = []
+    if "shape" in flags:
+        lines.append((_shape_text(edge.shape), []))
+    if record is not None:
+        info = None
+        if edge.source in graph.ops:
+            # op -> its output: the total gradient that arrived at the output tensor.
+            info = record.tensor_grad(graph.tensors[edge.target].tensor)
+        elif edge.target in graph.ops:
+            info = record.edge_grad(graph.ops[edge.target].op, edge.index)
+        if info is not None:
+            lines.append((_grad_text(info), [("color", STEP_COLOUR)]))
+            attributes["color"] = GRAD_EDGE_COLOUR
+    if lines:
+        attributes["label"] = html_label(lines)
+    return attributes
+
+
+def fold_attributes(run, graph, call_of, steps):
+    members = set(run)
+    inside = [
+        node_id
+        for node_id in graph.ops
+        if any(call in members for call in ancestors(call_of.get(node_id)))
+    ]
+    first, last = run[0], run[-1]
+    lines = [
+        (f"{first.path or '(model)'}  × {len(run)}", [("b", None)]),
+        (f"{first.type_name} calls #{first.call_index} … #{last.call_index}", []),
+        (f"{len(inside)} ops, not drawn", [("size", 9), ("color", "#555555")]),
+        *_step_range(inside, steps),
+    ]
+    return {
+        "label": html_label(lines),
+        "shape": "box3d",
+        "style": "filled,dashed",
+        "fillcolor": "#f0f0f0",
+        "color": "#4a6fa5",
+    }
