@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tinygrad_ops as tg
+from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops import viz
 
 
@@ -26,17 +27,17 @@ def scalar_graph():
 SCALAR_OP_STEPS = """\
 backward of t6 (scalar), scheduler sequential
 [1] op2 Mul(t4 scalar, t5 f scalar) -> t6 scalar
-    rule     out = a * b;  da = g * b, db = g * a
+    rule     out = t4 * t5;  d t4 = g * t5, d t5 = g * t4
     grad in  t6: 1
     sends    t4 <- -2
              t5 f <- 4
 [2] op1 Add(t2 scalar, t3 c scalar) -> t4 scalar
-    rule     out = a + b;  da = g, db = g
+    rule     out = t2 + t3;  d t2 = g, d t3 = g
     grad in  t4: -2
     sends    t2 <- -2
              t3 c <- -2
 [3] op0 Mul(t0 a scalar, t1 b scalar) -> t2 scalar
-    rule     out = a * b;  da = g * b, db = g * a
+    rule     out = t0 * t1;  d t0 = g * t1, d t1 = g * t0
     grad in  t2: -2
     sends    t0 a <- 6
              t1 b <- -4
@@ -84,28 +85,28 @@ def test_step_backward_fills_grad_like_backward():
 BROADCAST_WALK = """\
 backward of t6 (scalar), scheduler sequential
 [1] op4 Div(t5 scalar, 6) -> t6 scalar
-    rule     out = a / b;  da = g / b, db = -g * a / b**2
+    rule     out = t5 / 6;  d t5 = g / 6, db = -g * t5 / 6**2
     grad in  t6: 1
     sends    t5 <- 0.1667
 [2] op3 Sum(t4 2×3) -> t5 scalar
-    rule     out = sum of a over axes;  da = g broadcast back over the summed axes
+    rule     out = sum of t4 over axes;  d t4 = g broadcast back over the summed axes
     grad in  t5: 0.1667
     sends    t4 <- [[0.1667, 0.1667, 0.1667],
                     [0.1667, 0.1667, 0.1667]]
 [3] op2 Relu(t3 2×3) -> t4 2×3
-    rule     out = max(a, 0);  da = g * not(out <= 0)  (0 at a == 0, g at NaN: as PyTorch)
+    rule     out = max(t3, 0);  d t3 = g * not(out <= 0) (0 at t3 == 0, g at NaN: as PyTorch)
     grad in  t4: [[0.1667, 0.1667, 0.1667],
                   [0.1667, 0.1667, 0.1667]]
     sends    t3 <- [[0.1667, 0.1667, 0.1667],
                     [0.1667, 0, 0]]
 [4] op1 Add(t2 2×3, 1) -> t3 2×3
-    rule     out = a + b;  da = g, db = g
+    rule     out = t2 + 1;  d t2 = g, db = g
     grad in  t3: [[0.1667, 0.1667, 0.1667],
                   [0.1667, 0, 0]]
     sends    t2 <- [[0.1667, 0.1667, 0.1667],
                     [0.1667, 0, 0]]
 [5] op0 Mul(t0 x 2×3, t1 w 3) -> t2 2×3
-    rule     out = a * b;  da = g * b, db = g * a
+    rule     out = t0 * t1;  d t0 = g * t1, d t1 = g * t0
     grad in  t2: [[0.1667, 0.1667, 0.1667],
                   [0.1667, 0, 0]]
     sends    t1 w <- [0.8333, -0.3333, 0.5]   (summed from 2×3 back to 3)
@@ -143,7 +144,7 @@ def test_non_scalar_loss_takes_a_gradient():
     assert out.getvalue() == (
         "backward of t1 (2), scheduler sequential\n"
         "[1] op0 Mul(t0 x 2, 3) -> t1 2\n"
-        "    rule     out = a * b;  da = g * b, db = g * a\n"
+        "    rule     out = t0 * 3;  d t0 = g * 3, db = g * t0\n"
         "    grad in  t1: [1, 10]\n"
         "    sends    t0 x <- [3, 30]\n"
         "[2] leaf t0 x 2: .grad += [3, 30]\n"
@@ -205,11 +206,11 @@ def test_data_inputs_get_no_gradient():
     assert out.getvalue() == (
         "backward of t3 (scalar), scheduler sequential\n"
         "[1] op1 Sum(t2 1×1) -> t3 scalar\n"
-        "    rule     out = sum of a over axes;  da = g broadcast back over the summed axes\n"
+        "    rule     out = sum of t2 over axes;  d t2 = g broadcast back over the summed axes\n"
         "    grad in  t3: 1\n"
         "    sends    t2 <- [[1]]\n"
         "[2] op0 MatMul(t0 1×2, t1 w 2×1) -> t2 1×1\n"
-        "    rule     out = a @ b;  da = g @ b^T, db = a^T @ g\n"
+        "    rule     out = t0 @ t1;  d t0 = g @ t1^T, d t1 = t0^T @ g\n"
         "    grad in  t2: [[1]]\n"
         "    sends    t1 w <- [[1],\n"
         "                      [2]]\n"
@@ -283,12 +284,40 @@ def test_a_custom_function_shows_its_own_name_and_rule():
     assert out.getvalue() == (
         "backward of t2 (scalar), scheduler sequential\n"
         "[1] op1 Sum(t1 2) -> t2 scalar\n"
-        "    rule     out = sum of a over axes;  da = g broadcast back over the summed axes\n"
+        "    rule     out = sum of t1 over axes;  d t1 = g broadcast back over the summed axes\n"
         "    grad in  t2: 1\n"
         "    sends    t1 <- [1, 1]\n"
         "[2] op0 Cube(t0 x 2) -> t1 2\n"
-        "    rule     out = x**3;  dx = g * 3 x**2\n"
+        "    rule     out = t0**3;  d t0 = g * 3 t0**2\n"
         "    grad in  t1: [1, 1]\n"
         "    sends    t0 x <- [3, 12]\n"
         "[3] leaf t0 x 2: .grad += [3, 12]\n"
     )
+
+
+# Every fused op shows its rule, in its operands' labels.
+FUSED = [
+    ("Softmax", lambda x, w, b, t: F.softmax(x, axis=-1), "d t0 = y * (g - sum(g * y))"),
+    ("LogSoftmax", lambda x, w, b, t: F.log_softmax(x, axis=-1), "d t0 = g - exp(y) * sum(g)"),
+    ("LayerNorm", lambda x, w, b, t: F.layer_norm(x, (3,), w, b), "(t0 - mean)"),
+    ("RMSNorm", lambda x, w, b, t: F.rms_norm(x, (3,), w), "d t0 = (dx̂ - x̂"),
+    ("BatchNorm", lambda x, w, b, t: F.batch_norm(x, None, None, w, b, training=True), "x̂"),
+    ("Linear", lambda x, w, b, t: F.linear(x, w.reshape(1, 3), b[:1]), "d t1 = gᵀ t"),
+    ("CrossEntropy", lambda x, w, b, t: F.cross_entropy(x, t), "softmax(t0_i)"),
+    ("MSELoss", lambda x, w, b, t: F.mse_loss(x, x * 2.0), "d t0 = 2 g (t0 - t"),
+    ("Dropout", lambda x, w, b, t: F.dropout(x, 0.5, training=True), "d t0 = g · m / (1 - p)"),
+]
+
+
+@pytest.mark.parametrize(("name", "build", "words"), FUSED, ids=[case[0] for case in FUSED])
+def test_every_fused_op_prints_its_rule_with_its_operands_labels(name, build, words):
+    x = tg.Tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3) / 6, requires_grad=True)
+    w = tg.Tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = tg.Tensor([0.5, 0.0, -0.5], requires_grad=True)
+    out = io.StringIO()
+    viz.step_backward(build(x, w, b, np.array([0, 2])).sum(), file=out)
+    lines = out.getvalue().splitlines()
+    (header,) = [index for index, line in enumerate(lines) if f" {name}(" in line]
+    rule = lines[header + 1]
+    assert rule.startswith("    rule     "), lines[header : header + 2]
+    assert words in " ".join(lines[header + 1 : header + 4])

@@ -147,25 +147,25 @@ def test_dot_source_of_a_small_graph_with_recorded_backward():
     lines = dot_lines(viz.draw(loss, show="shape|grad", backward=record))
     grad = '<font color="#b03a2e"><font point-size="9">grad {}</font></font>'
     expected_nodes = [
-        f"t0 [label=<<b>x</b><br/>2  float32<br/>{grad.format('3 / 3.5 / 4  ‖5‖')}> "
+        f"t0 [label=<<b>x</b><br/>2  float32<br/>{grad.format('[3, 4]')}> "
         'color="#d79b00" fillcolor="#ffe6cc" shape=box style=filled]',
-        f"t1 [label=<<b>w</b><br/>2  float32<br/>{grad.format('1 / 1.5 / 2  ‖2.24‖')}> "
+        f"t1 [label=<<b>w</b><br/>2  float32<br/>{grad.format('[1, 2]')}> "
         'color="#d79b00" fillcolor="#ffe6cc" shape=box style=filled]',
         'op0 [label=<<font color="#b03a2e"><b>#2</b></font><br/><b>Mul</b>> color="#9673a6" '
         'fillcolor="#e1d5e7" shape=box style="rounded,filled"]',
-        f't2 [label=<2  float32<br/>{grad.format("1 / 1 / 1  ‖1.41‖")}> color="#666666" '
+        f't2 [label=<2  float32<br/>{grad.format("[1, 1]")}> color="#666666" '
         'fillcolor="#ffffff" shape=box style=filled]',
         'op1 [label=<<font color="#b03a2e"><b>#1</b></font><br/><b>Sum</b>> color="#9673a6" '
         'fillcolor="#e1d5e7" shape=box style="rounded,filled"]',
-        f"t3 [label=<<b>output</b><br/>scalar  float32<br/>{grad.format('1  ‖1‖')}> "
+        f"t3 [label=<<b>output</b><br/>scalar  float32<br/>{grad.format('1')}> "
         'color="#b85450" fillcolor="#f8cecc" penwidth=2.2 shape=box style=filled]',
     ]
     expected_edges = [
-        't0 -> op0 [label=<2<br/><font color="#b03a2e">∇ 2  ‖5‖</font>> color="#a05a55"]',
-        't1 -> op0 [label=<2<br/><font color="#b03a2e">∇ 2  ‖2.24‖</font>> color="#a05a55"]',
-        'op0 -> t2 [label=<2<br/><font color="#b03a2e">∇ 2  ‖1.41‖</font>> color="#a05a55"]',
-        't2 -> op1 [label=<2<br/><font color="#b03a2e">∇ 2  ‖1.41‖</font>> color="#a05a55"]',
-        'op1 -> t3 [label=<scalar<br/><font color="#b03a2e">∇ scalar  ‖1‖</font>> color="#a05a55"]',
+        't0 -> op0 [label=<2<br/><font color="#b03a2e">∇ [3, 4]</font>> color="#a05a55"]',
+        't1 -> op0 [label=<2<br/><font color="#b03a2e">∇ [1, 2]</font>> color="#a05a55"]',
+        'op0 -> t2 [label=<2<br/><font color="#b03a2e">∇ [1, 1]</font>> color="#a05a55"]',
+        't2 -> op1 [label=<2<br/><font color="#b03a2e">∇ [1, 1]</font>> color="#a05a55"]',
+        'op1 -> t3 [label=<scalar<br/><font color="#b03a2e">∇ 1</font>> color="#a05a55"]',
     ]
     assert lines[0] == "digraph tinygrad_ops {"
     body = [line for line in lines if line.startswith(("t", "op", "c"))]
@@ -182,7 +182,7 @@ def test_dot_source_without_backward_has_plain_labels():
     assert "t0 -> op0 [label=<2>]" in lines
     assert "op1 -> t3 [label=<scalar>]" in lines
     assert not any("#b03a2e" in line for line in lines)  # no numbers, no gradients
-    assert "rankdir=LR" in lines[1]
+    assert "rankdir=TB" in lines[1]  # auto: a chain is drawn top to bottom
     assert "rankdir=TB" in viz.draw(loss, rankdir="TB").source
 
 
@@ -221,8 +221,8 @@ def test_show_value_and_grad_statistics():
     _x, _w, loss = small_graph()
     loss.backward()
     source = viz.draw(loss, show="shape|value|grad").source
-    assert "value 1 / 1.5 / 2" in source  # x's values: min / mean / max
-    assert "grad 3 / 3.5 / 4  ‖5‖" in source  # x.grad = w
+    assert "value [1, 2]" in source  # x's values: tiny, so shown as they are
+    assert "grad [3, 4]" in source  # x.grad = w
     assert "value 11" in source  # the loss, 1*3 + 2*4
     plain = viz.draw(loss, show="").source
     assert "float32" not in plain
@@ -444,9 +444,8 @@ def test_compact_leaves_out_intermediate_tensors_but_keeps_shapes_and_gradients(
     picture = viz.draw(loss, compact=True, backward=record)
     assert node_names(picture) == ["t0", "t1", "op0", "op1", "t3"]  # t2 is left out
     lines = dot_lines(picture)
-    assert (
-        'op0 -> op1 [label=<2<br/><font color="#b03a2e">∇ 2  ‖1.41‖</font>> color="#a05a55"]'
-        in (lines)
+    assert 'op0 -> op1 [label=<2<br/><font color="#b03a2e">∇ [1, 1]</font>> color="#a05a55"]' in (
+        lines
     )
     assert "t0 -> op0" in picture.source
 
@@ -512,3 +511,32 @@ def test_the_tape_lists_ops_in_the_order_they_ran():
     forward = graph.text().splitlines()[1:5]
     assert [line.split()[1] for line in forward] == ["op0", "op1", "op2", "op3"]
     assert "Mul(t0" in forward[0]
+
+
+def test_a_scalar_gradient_keeps_its_sign_and_big_ones_label_their_statistics():
+    w = tg.Tensor([[0.5, -1.0, 2.0, 0.25, -3.0]], requires_grad=True)
+    w.name = "w"
+    loss = (w * -4.0).sum() * -1.0
+    record = viz.backward(loss)
+    source = viz.draw(loss, show="shape|value|grad", backward=record).source
+    assert "∇ -1" in source  # d loss / d (sum) = -1: the sign is shown
+    assert "value min -3 mean -0.25 max 2" in source
+    assert "grad min 4 mean 4 max 4  ‖8.94‖" in source
+
+
+def test_auto_rankdir_draws_a_deep_graph_top_to_bottom_and_a_wide_one_left_to_right():
+    deep = viz.draw(viz.examples.mlp())
+    assert "rankdir=TB" in deep.source
+    leaves = [tg.Tensor([float(i)], requires_grad=True) for i in range(8)]
+    wide = viz.draw(tg.stack([leaf * 2.0 for leaf in leaves]).sum())
+    assert "rankdir=LR" in wide.source
+    assert "rankdir=LR" in viz.draw(viz.examples.mlp(), rankdir="LR").source
+
+
+def test_the_example_graphs_name_the_derivations_intermediates():
+    layernorm = viz.draw(viz.examples.layernorm()).source
+    for name in ("μ", "x - μ", "σ²", "x̂"):
+        assert f"<b>{name}</b>" in layernorm, name
+    softmax = viz.draw(viz.examples.softmax()).source
+    for name in ("m = max x", "e = exp(x - m)", "S = Σ e", "y = e / S"):
+        assert f"<b>{name}</b>" in softmax, name

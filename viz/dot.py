@@ -19,12 +19,16 @@ from __future__ import annotations
 import graphviz
 
 from . import style
+from .layout import depth_and_width
 from .layout import layout as make_layout
 from .style import FONT, GROUP_COLOURS, SCAN_STYLE
 from .trace import INTERMEDIATE, OUTPUT, _shape_text
 
 SHARE_LIMIT = 3  # a leaf with more uses than this is drawn once per use
-RANKDIRS = ("LR", "TB", "RL", "BT")
+RANKDIRS = ("auto", "LR", "TB", "RL", "BT")
+# rankdir="auto": a graph this many times deeper than wide is drawn top to bottom, since
+# left to right it would be a long thin strip (thousands of pixels wide, a few hundred high).
+TALL = 1.5
 
 
 class _Picture:
@@ -39,7 +43,7 @@ class _Picture:
 def draw(
     root,
     show="shape",
-    rankdir="LR",
+    rankdir="auto",
     max_nodes=400,
     backward=None,
     groups=None,
@@ -52,7 +56,9 @@ def draw(
 
     `show`: any of "shape", "value", "grad" joined by "|" (shape and dtype; min/mean/max of
     the values; min/mean/max and norm of the gradients, from `.grad` or a recorded backward).
-    `rankdir`: "LR" (left to right) or "TB". `max_nodes`: draw at most this many nodes,
+    `rankdir`: "LR" (left to right), "TB" (top to bottom), or "auto": TB for a graph much
+    deeper than it is wide (a chain of layers), LR otherwise, so it reads without zooming.
+    `max_nodes`: draw at most this many nodes,
     those nearest the output (None for all); the rest become one "… more" node.
     `backward`: True numbers the ops in sequential backward order; a `BackwardRecord`
     (from `viz.backward(root)`) or a `RecordingScheduler` numbers them as that backward
@@ -72,8 +78,11 @@ def draw(
     """
     flags = style.parse_show(show)
     if rankdir not in RANKDIRS:
-        raise ValueError(f"rankdir={rankdir!r}: use 'LR', 'TB', 'RL' or 'BT'")
+        raise ValueError(f"rankdir={rankdir!r}: use 'auto', 'LR', 'TB', 'RL' or 'BT'")
     shown = make_layout(root, backward, groups, depth, fold, compact, max_nodes)
+    if rankdir == "auto":
+        ranks, width = depth_and_width(shown)
+        rankdir = "TB" if ranks > TALL * width else "LR"
     picture = _Picture()
     _add_nodes(picture, shown, flags)
     kept_edges = [

@@ -86,22 +86,38 @@ def rnn(steps=4, batch=2, input_size=3, hidden_size=5, seed=0, calls=None):
 def softmax(batch=2, classes=4, seed=0):
     """Softmax cross-entropy written out: exp(z - max) / sum, then -mean(log p[target]).
 
+    The intermediates carry the names of docs/derivations.md's softmax section (m = max x,
+    e = exp(x - m), S = Σ e, y = e / S), so the picture maps onto the derivation.
+
     >>> from tinygrad_ops.viz import examples
     >>> examples.softmax().shape
     ()
     """
     rng = np.random.default_rng(seed)
     logits = _weight(rng, (batch, classes), "logits", scale=1.0)
-    shifted = logits - logits.max(axis=-1, keepdims=True)
+    largest = logits.max(axis=-1, keepdims=True)
+    largest.name = "m = max x"
+    shifted = logits - largest
+    shifted.name = "x - m"
     exps = shifted.exp()
-    probabilities = exps / exps.sum(axis=-1, keepdims=True)
+    exps.name = "e = exp(x - m)"
+    total = exps.sum(axis=-1, keepdims=True)
+    total.name = "S = Σ e"
+    probabilities = exps / total
+    probabilities.name = "y = e / S"
     targets = rng.integers(0, classes, size=batch)
     picked = probabilities[np.arange(batch), targets]
-    return -picked.log().mean()
+    picked.name = "y[target]"
+    loss = -picked.log().mean()
+    loss.name = "loss"
+    return loss
 
 
 def layernorm(batch=3, features=4, eps=1e-5, seed=0):
     """Layer norm written out: (x - mean) / sqrt(var + eps) * weight + bias, summed.
+
+    The intermediates carry the names of docs/derivations.md's layer-norm section (μ,
+    x - μ, σ², 1/r, x̂, y), so the picture maps onto the derivation.
 
     >>> from tinygrad_ops.viz import examples
     >>> examples.layernorm().shape
@@ -115,10 +131,17 @@ def layernorm(batch=3, features=4, eps=1e-5, seed=0):
     bias = tg.zeros(features, requires_grad=True)
     bias.name = "norm.bias"
     mean = x.mean(axis=-1, keepdims=True)
+    mean.name = "μ"
     centred = x - mean
+    centred.name = "x - μ"
     variance = (centred * centred).mean(axis=-1, keepdims=True)
-    normalised = centred / (variance + eps).sqrt()
+    variance.name = "σ²"
+    deviation = (variance + eps).sqrt()
+    deviation.name = "sqrt(σ² + ε) = 1/r"
+    normalised = centred / deviation
+    normalised.name = "x̂"
     out = normalised * weight + bias
+    out.name = "y"
     return (out * out).sum()
 
 

@@ -29,7 +29,7 @@ from .html_layout import layered_layout
 from .html_page import PAGE_TEMPLATE
 from .html_scan import scan_levels
 from .record import SMALL_SIZE, RecordingScheduler
-from .step import _rule
+from .rules import rule as _rule
 from .trace import CONSTANT, OUTPUT, Trace, _shape_text, trace
 
 SHARE_LIMIT = 3  # a leaf with more uses than this is drawn once per use

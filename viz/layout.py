@@ -97,6 +97,33 @@ class Layout:
         return self.visible_call(self.call_of.get(node_id))[0]
 
 
+def depth_and_width(result):
+    """(ranks, most nodes on one rank) of the drawn nodes, a node's rank being the longest
+    path to it from a node with no inputs (Kahn's order; nodes on a cycle are left out)."""
+    sources_of = {node: [] for node in result.kept}
+    targets_of = {node: [] for node in result.kept}
+    for item in result.edges:
+        if item.source in result.kept and item.target in result.kept:
+            sources_of[item.target].append(item.source)
+            targets_of[item.source].append(item.target)
+    waiting = {node: len(sources) for node, sources in sources_of.items()}
+    ready = deque(node for node, count in waiting.items() if count == 0)
+    rank = dict.fromkeys(ready, 0)
+    while ready:
+        node = ready.popleft()
+        for target in targets_of[node]:
+            rank[target] = max(rank.get(target, 0), rank[node] + 1)
+            waiting[target] -= 1
+            if waiting[target] == 0:
+                ready.append(target)
+    if not rank:
+        return 0, 0
+    per_rank = {}
+    for value in rank.values():
+        per_rank[value] = per_rank.get(value, 0) + 1
+    return max(rank.values()) + 1, max(per_rank.values())
+
+
 def resolve_record(backward):
     """True, a BackwardRecord, or None, from what `draw(backward=...)` was given."""
     if backward is None or backward is False:

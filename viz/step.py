@@ -1,14 +1,16 @@
 """`step_backward(loss)`: run backward and print every step of it, with real numbers.
 
 The chain rule is easy to state and hard to *see*. This prints, node by node in the order
-the scheduler visits them, the op, its inputs' shapes, the rule it applies (the first line
-of the op's docstring), the gradient arriving at its output and the gradient it sends to
-each input. Leaves show the gradient that lands in their `.grad`.
+the scheduler visits them, the op, its inputs' shapes, the rule it applies (the maths of the
+op's docstring, written with the operands' own labels: `d t0 = g * t1`), the gradient
+arriving at its output and the gradient it sends to each input. Leaves show the gradient
+that lands in their `.grad`.
 
 The engine is not changed: a wrapper scheduler runs the chosen one (sequential by
-default) and, on that one `BackwardGraph` object, wraps `input_grads` (an op's backward
-rule runs on the gradient of its output and returns one gradient per input, already summed
-back to the input's shape) and `visit` (where a leaf's gradient lands in its `.grad`).
+default) with an observer on its `BackwardGraph` (`graph.observers`): the graph calls
+`rule_ran(node, grad, results)` after an op's backward rule ran on the gradient of its
+output (the results already summed back to each input's shape) and `visiting(tensor,
+grad)` where a tensor is visited (a leaf's gradient then lands in its `.grad`).
 Tensor ids (`t0`, `op1`...) are those of `viz.trace`, so the printout and `viz.draw`'s
 picture of the same graph use the same names.
 """
@@ -16,11 +18,13 @@ picture of the same graph use the same names.
 from __future__ import annotations
 
 import sys
+import textwrap
 
 import numpy as np
 
 from tinygrad_ops import Tensor
 
+from .rules import labelled_rule, op_class
 from .trace import trace
 
 # Ops whose operands numpy broadcasts: a gradient for a smaller operand was summed back
@@ -51,18 +55,6 @@ def _values_text(values, precision, indent) -> str:
         prefix=" " * indent,
     )
     return text
-
-
-def _op_class(op):
-    """The class that defines the op: the user's `tg.Function` subclass for a custom op."""
-    return getattr(op, "function", None) or type(op)
-
-
-def _rule(op) -> str:
-    """The maths line of an op's docstring ('out = a * b;  da = g * b, db = g * a')."""
-    doc = _op_class(op).__doc__ or ""
-    first = doc.strip().splitlines()[0].strip() if doc.strip() else ""
-    return first if first.startswith("out") else ""
 
 
 class _StepPrinter:
@@ -104,6 +96,14 @@ class _StepPrinter:
                 f"{len(skipped)} tensors got their gradients from a scan, not from a step of "
                 f"their own: {' '.join(skipped)}"
             )
+
+    def rule_name(self, operand):
+        """How the rule writes an operand: a tensor's id, a number's value (None: as is)."""
+        if isinstance(operand, Tensor):
+            return self.label(operand).split()[0]
+        if operand is not None and np.ndim(operand) == 0:
+            return _values_text(operand, self.precision, 0)
+        return None
 
     def _operand_text(self, operand) -> str:
         if operand is None:  # an optional input left out (a linear layer without bias)
@@ -159,12 +159,19 @@ class _StepObserver:
         operands = ", ".join(printer._operand_text(operand) for operand in node.inputs)
         printer.print(
             f"[{self.number}] {printer.names.get(id(node), 'op?')} "
-            f"{_op_class(node).__name__}({operands}) -> {output_label} "
+            f"{op_class(node).__name__}({operands}) -> {output_label} "
             f"{_shape_text(output_shape)}"
         )
-        rule = _rule(node)
+        rule = labelled_rule(node, [printer.rule_name(operand) for operand in node.inputs])
         if rule:
-            printer.print(f"    rule     {rule}")
+            # "d t5" stays on one line (a no-break space while wrapping).
+            wrapped = textwrap.fill(
+                rule.replace("d t", "d\u00a0t"),
+                100,
+                initial_indent="    rule     ",
+                subsequent_indent=" " * 13,
+            )
+            printer.print(wrapped.replace("\u00a0", " "))
         head = f"    grad in  {output_label}: "
         printer.print(head + _values_text(grad, printer.precision, len(head)))
         self.print_sends(node, results, output_shape)
@@ -204,11 +211,11 @@ def step_backward(
     >>> viz.step_backward((x * x).sum())
     backward of t2 (scalar), scheduler sequential
     [1] op1 Sum(t1 2) -> t2 scalar
-        rule     out = sum of a over axes;  da = g broadcast back over the summed axes
+        rule     out = sum of t1 over axes;  d t1 = g broadcast back over the summed axes
         grad in  t2: 1
         sends    t1 <- [1, 1]
     [2] op0 Mul(t0 x 2, t0 x 2) -> t1 2
-        rule     out = a * b;  da = g * b, db = g * a
+        rule     out = t0 * t0;  d t0 = g * t0, d t0 = g * t0
         grad in  t1: [1, 1]
         sends    t0 x <- [1, 2]
                  t0 x <- [1, 2]

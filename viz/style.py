@@ -61,20 +61,51 @@ def parse_show(show) -> set:
     return flags
 
 
+TINY = 4  # a tensor of at most this many elements shows its numbers, signs included
+
+
 def _number(value: float) -> str:
-    return f"{value:.3g}"
+    return f"{value + 0.0:.3g}"  # + 0.0: no "-0"
 
 
 def _statistics(values) -> str:
+    """A tiny tensor's numbers ('-4', '[0.5, -1]'), else 'min … mean … max …'.
+
+    >>> _statistics([-4.0]), _statistics([0.5, -1.0]), _statistics(range(10))
+    ('-4', '[0.5, -1]', 'min 0 mean 4.5 max 9')
+    """
     values = np.asarray(values, dtype=np.float64)
     if values.size == 0:
         return "empty"
     if values.size == 1:
         return _number(values.item())
-    return f"{_number(values.min())} / {_number(values.mean())} / {_number(values.max())}"
+    if values.size <= TINY:
+        return "[" + ", ".join(_number(value) for value in values.ravel()) + "]"
+    return f"min {_number(values.min())} mean {_number(values.mean())} max {_number(values.max())}"
+
+
+def _norm_text(values) -> str:
+    """'  ‖2.5‖' (the gradient's L2 norm) where the numbers are not all shown."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size <= TINY:
+        return ""
+    return f"  ‖{_number(float(np.sqrt(np.sum(values * values))))}‖"
+
+
+def _info_text(info: GradientInfo) -> str:
+    """What a recorded gradient shows: its numbers when tiny, else its statistics."""
+    if info.values is not None and len(info.values) <= TINY:
+        return _statistics(info.values)
+    return (
+        f"min {_number(info.minimum)} mean {_number(info.mean)} max {_number(info.maximum)}"
+        f"  ‖{_number(info.norm)}‖"
+    )
 
 
 def _grad_text(info: GradientInfo) -> str:
+    """An edge's gradient: '∇ -4', '∇ [0.5, -1]', or '∇ 2×3  ‖1.2‖' for a bigger one."""
+    if info.values is not None and len(info.values) <= TINY:
+        return f"∇ {_statistics(info.values)}"
     return f"∇ {_shape_text(info.shape)}  ‖{_number(info.norm)}‖"
 
 
@@ -130,16 +161,10 @@ def tensor_attributes(node, flags, record):
         info = record.tensor_grad(tensor) if record is not None else None
         if tensor.grad is not None and tensor.is_leaf:
             grad_values = tensor.grad.data
-            norm = float(np.sqrt(np.sum(np.asarray(grad_values, dtype=np.float64) ** 2)))
-            text = f"grad {_statistics(grad_values)}  ‖{_number(norm)}‖"
+            text = f"grad {_statistics(grad_values)}{_norm_text(grad_values)}"
             lines.append((text, [("size", 9), ("color", STEP_COLOUR)]))
         elif info is not None:
-            if int(np.prod(info.shape)) == 1:
-                text = f"grad {_number(info.mean)}  ‖{_number(info.norm)}‖"
-            else:
-                text = f"grad {_number(info.minimum)} / {_number(info.mean)} / "
-                text += f"{_number(info.maximum)}  ‖{_number(info.norm)}‖"
-            lines.append((text, [("size", 9), ("color", STEP_COLOUR)]))
+            lines.append((f"grad {_info_text(info)}", [("size", 9), ("color", STEP_COLOUR)]))
     attributes = {
         # An empty HTML label ("<>") is a syntax error in DOT; an empty plain one is not.
         "label": html_label(lines) if lines else "",

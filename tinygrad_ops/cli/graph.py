@@ -59,7 +59,13 @@ def add_arguments(parser):
         default="shape",
         help="what tensor nodes show: shape, value, grad, joined by '|' (default: shape)",
     )
-    parser.add_argument("--rankdir", choices=("LR", "TB"), default="LR", help="layout direction")
+    parser.add_argument(
+        "--rankdir",
+        choices=("auto", "LR", "TB"),
+        default="auto",
+        help="layout direction: LR (left to right), TB (top to bottom), or auto: TB for a "
+        "graph much deeper than wide, so that it reads without zooming (default: auto)",
+    )
     parser.add_argument(
         "--backward",
         action="store_true",
