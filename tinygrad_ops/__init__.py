@@ -14,6 +14,7 @@ from .gradcheck import GradcheckError, gradcheck
 from .jit import CompileError, compile
 from .mode import detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from .nn.init import manual_seed
+from .ops.einsum import einsum
 from .ops.indexing import (
     argsort,
     gather,
@@ -64,6 +65,7 @@ __all__ = [
     "concatenate",
     "detect_anomaly",
     "diagonal",
+    "einsum",
     "enable_grad",
     "eye",
     "flip",

@@ -14,6 +14,7 @@ nodes); `register` adds a user's op class.
 
 from .activations import Dropout, Erf, Gelu, LeakyRelu, LogSoftmax, Softmax
 from .conv import Conv2d
+from .einsum import Einsum
 from .elementwise import (
     Abs,
     Add,
@@ -60,6 +61,8 @@ PRIMITIVES = (
     Pad, SlidingWindows, AddWindows, Conv2d, MaxPool2d,
     # indexing along a dim
     Gather, ScatterAddAlong, ScatterAlong,
+    # Einstein summation
+    Einsum,
 )  # fmt: skip
 REGISTRY = {op.__name__: op for op in PRIMITIVES}
 
