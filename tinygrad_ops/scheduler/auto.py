@@ -81,6 +81,16 @@ def calibrate(force=False):
     """
     if _CALIBRATION and not force:
         return _CALIBRATION
+    costs = {}
+    _engine_costs(costs)
+    _numpy_costs(costs)
+    _CALIBRATION.clear()
+    _CALIBRATION.update(costs)
+    return _CALIBRATION
+
+
+def _engine_costs(costs):
+    """The walk's and the scan's costs per node and per chain, on small RNNs."""
     from ..autograd import BackwardGraph
 
     # The walk and the scan at two chain lengths, runs interleaved (a slow spell of a
@@ -89,7 +99,6 @@ def calibrate(force=False):
     # The longer chain is long enough that the per-node costs include the cache misses
     # of a big graph.
     short, long = 64, 640
-    costs = {}
 
     def paused(function):
         collecting = gc.isenabled()
@@ -137,6 +146,10 @@ def calibrate(force=False):
     # rows * d^2.
     wide = min(backward_wide() for _ in range(3))
     costs["c_visit_area"] = max((wide - costs["c_visit"]) / (4 * 32 * 32), 0.0)
+
+
+def _numpy_costs(costs):
+    """Fresh memory, elementwise work, a numpy call, stacked products per size."""
     # Fresh memory, per byte (page faults and the first write): a scan that keeps all of
     # a long chain's Jacobians at once pays it on them and again on their pair products.
     fresh = 2**22
@@ -187,9 +200,6 @@ def calibrate(force=False):
             matrix_product[size],
         )
     costs["t_mm_large"] = large
-    _CALIBRATION.clear()
-    _CALIBRATION.update(costs)
-    return _CALIBRATION
 
 
 def _per_product(table, size):
