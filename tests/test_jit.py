@@ -646,3 +646,26 @@ def test_an_inference_function_returning_a_tuple_and_a_dict():
         assert extra["count"] == 3
         np.testing.assert_array_equal(extra["probabilities"].data, F.softmax(expected, axis=1).data)
     assert len(predict.programs) == 1
+
+
+def test_a_compiled_method_is_bound_to_its_instance():
+    class Trainer:
+        def __init__(self):
+            tg.manual_seed(0)
+            self.model = mlp(norm=None, dropout=0.0)
+            self.optimizer = optim.SGD(self.model.parameters(), lr=0.1)
+
+        @tg.compile
+        def step(self, x, y):
+            self.optimizer.zero_grad()
+            loss = F.cross_entropy(self.model(x), y)
+            loss.backward()
+            self.optimizer.step()
+            return loss
+
+    trainer = Trainer()
+    eager_model, eager_optimizer, _ = simple_setup()
+    eager = training_step(eager_model, eager_optimizer)
+    for x, y in batches(5):
+        assert trainer.step(x, y).item() == eager(x, y).item()
+    assert "SGD.step()" in str(trainer.step.program)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import types
 
 from ..mode import STATE
 from ..tensor import Tensor
@@ -75,6 +76,11 @@ class CompiledFunction:
         forget_capture(recorder)
         self.programs.append((guards, program))
         return detached(result)
+
+    def __get__(self, instance, owner=None):
+        """As a method (`@tg.compile` on a `def step(self, ...)`): bound to the instance,
+        which is then an argument guarded by identity."""
+        return self if instance is None else types.MethodType(self, instance)
 
     def __repr__(self):
         return f"<compiled {self.__name__}: {len(self.programs)} program(s)>"
