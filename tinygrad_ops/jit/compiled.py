@@ -167,8 +167,10 @@ def compile(function=None, *, max_programs=4):
     What is frozen: Python runs once. Side effects (printing, appending to a list),
     Python numbers computed inside, tensors created inside from numbers or numpy
     (`tg.zeros`, `tg.Tensor(...)`) and arrays read through `.data` are those of the
-    first call. Reading a computed value (`.item()`, `bool()`, `.numpy()`) is refused at
-    capture, as are `create_graph=True`, `tg.grad`, hooks and scans that found a chain.
+    first call. Reading a value that changes from call to call (`.item()`, `bool()`,
+    `.numpy()` of an argument, a parameter or a computed tensor) is refused at capture with
+    an error naming the line, as are changes made through `.data`, `create_graph=True`,
+    `tg.grad`, hooks and scans that find a chain (docs/compile.md has the whole list).
     Returned tensors are new each call and carry no history (no `.backward()` on them).
 
     Guards: each call checks the argument shapes, dtypes and Python values, that the
