@@ -601,14 +601,25 @@ class Tensor:
         return self.reshape(-1)
 
     def transpose(self, *axes):
+        """Swap two dims given as two ints (`x.transpose(0, 1)`, as PyTorch's: numpy's would
+        read (0, 1) as the identity permutation), else permute the axes as numpy's transpose
+        (reversed when none are given)."""
+        ints = all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axes)
+        if len(axes) != 2 or not ints:
+            return self.permute(*axes)
+        first, second = (normalize_axis(axis, self.ndim, "transpose") for axis in axes)
+        order = list(range(self.ndim))
+        if order:  # (a 0-d tensor takes dims 0 and -1, as in PyTorch)
+            order[first], order[second] = order[second], order[first]
+        return Transpose.apply(self, axes=tuple(order))
+
+    def permute(self, *axes):
         """Permute the axes (reverse them when none are given), as numpy's transpose."""
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         if not axes:
             axes = tuple(reversed(range(self.ndim)))
         return Transpose.apply(self, axes=axes)
-
-    permute = transpose
 
     def swapaxes(self, axis1, axis2):
         axis1, axis2 = (normalize_axis(axis, self.ndim, "swapaxes") for axis in (axis1, axis2))
