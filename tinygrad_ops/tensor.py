@@ -382,10 +382,25 @@ class Tensor:
     # -- autograd ------------------------------------------------------------------------------
 
     def backward(self, gradient=None, retain_graph=False, create_graph=False, scheduler=None):
-        """Accumulate the gradient of this tensor into every leaf's `.grad`.
+        """Accumulate the gradient of this tensor into every leaf's `.grad`, as in PyTorch.
 
         `gradient` is required for a non-scalar tensor (the vector of a vector-Jacobian
-        product). `scheduler` chooses how backward walks the graph (see `tg.schedulers`).
+        product). `retain_graph=True` keeps what the graph saved for backward, so that a
+        second backward can run through it (by default it is freed, and a second backward
+        raises). `create_graph=True` records the backward pass itself, so that the gradients
+        it writes can be differentiated again (higher order; it keeps the graph too).
+        `scheduler` chooses how backward walks the graph: a name from
+        `tg.available_schedulers()` (`tg.set_default_scheduler` sets the default,
+        "sequential"), or any object with `run(graph)`; `tg.backward_plan` says what a
+        scheduler would do.
+
+        >>> import tinygrad_ops as tg
+        >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+        >>> y = (x * x).sum()
+        >>> y.backward(retain_graph=True)
+        >>> y.backward()  # through the same graph again: the gradients add up
+        >>> x.grad.numpy()
+        array([4., 8.], dtype=float32)
         """
         tensor_backward(self, gradient, retain_graph, create_graph, scheduler)
 
