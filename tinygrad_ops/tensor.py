@@ -425,61 +425,48 @@ class Tensor:
 
     # -- arithmetic operators ------------------------------------------------------------------
 
-    def __add__(self, other):
+    def _binary(self, op_class, other, reverse=False):
+        """`self <op> other` (or `other <op> self`): the one coercion of an operator's operand.
+
+        Tensors and Python numbers go as they are; numpy scalars become Python numbers (so
+        that they do not widen the tensor), lists become tensors; anything else is
+        NotImplemented (Python then tries the other operand's operator).
+        """
         if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
             other = _operand(other)
             if other is None:
                 return NotImplemented
-        return Add.apply(self, other)
+        return op_class.apply(other, self) if reverse else op_class.apply(self, other)
+
+    def __add__(self, other):
+        return self._binary(Add, other)
 
     def __radd__(self, other):
-        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
-            other = _operand(other)
-            if other is None:
-                return NotImplemented
-        return Add.apply(other, self)
+        return self._binary(Add, other, reverse=True)
 
     def __sub__(self, other):
-        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
-            other = _operand(other)
-            if other is None:
-                return NotImplemented
-        return Sub.apply(self, other)
+        return self._binary(Sub, other)
 
     def __rsub__(self, other):
-        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
-            other = _operand(other)
-            if other is None:
-                return NotImplemented
-        return Sub.apply(other, self)
+        return self._binary(Sub, other, reverse=True)
 
     def __mul__(self, other):
-        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
-            other = _operand(other)
-            if other is None:
-                return NotImplemented
-        return Mul.apply(self, other)
+        return self._binary(Mul, other)
 
     def __rmul__(self, other):
-        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
-            other = _operand(other)
-            if other is None:
-                return NotImplemented
-        return Mul.apply(other, self)
+        return self._binary(Mul, other, reverse=True)
 
     def __truediv__(self, other):
-        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
-            other = _operand(other)
-            if other is None:
-                return NotImplemented
-        return Div.apply(self, other)
+        return self._binary(Div, other)
 
     def __rtruediv__(self, other):
-        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
-            other = _operand(other)
-            if other is None:
-                return NotImplemented
-        return Div.apply(other, self)
+        return self._binary(Div, other, reverse=True)
+
+    def __matmul__(self, other):
+        return self._binary(MatMul, other)
+
+    def __rmatmul__(self, other):
+        return self._binary(MatMul, other, reverse=True)
 
     def __pow__(self, exponent):
         exponent = _operand(exponent)
@@ -490,22 +477,7 @@ class Tensor:
         return Pow.apply(self, exponent)
 
     def __rpow__(self, base):
-        base = _operand(base)
-        return NotImplemented if base is None else Pow.apply(base, self)
-
-    def __matmul__(self, other):
-        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
-            other = _operand(other)
-            if other is None:
-                return NotImplemented
-        return MatMul.apply(self, other)
-
-    def __rmatmul__(self, other):
-        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
-            other = _operand(other)
-            if other is None:
-                return NotImplemented
-        return MatMul.apply(other, self)
+        return self._binary(Pow, base, reverse=True)
 
     def __neg__(self):
         return Neg.apply(self)
