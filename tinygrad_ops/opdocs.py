@@ -58,7 +58,9 @@ def _delegate_rule(function, seen):
         source = inspect.getsource(function)
     except (OSError, TypeError):  # a builtin or C function: no source to read
         return None
-    for name in re.findall(r"\b([A-Z]\w*)\.apply\b", source):
+    applied = re.findall(r"\b([A-Z]\w*)\.apply\b", source)
+    applied += re.findall(r"\bself\._binary\(([A-Z]\w*)\b", source)  # a dunder's op
+    for name in applied:
         if name in ops.REGISTRY:
             return f"`{name}`: {first_paragraph(ops.REGISTRY[name])}"
     for module_name, name in re.findall(r"\b([a-z_]+)\.([a-z_]\w*)\(", source):
