@@ -84,6 +84,10 @@ def calibrate(force=False):
     costs = {}
     _engine_costs(costs)
     _numpy_costs(costs)
+    # The wide walk's extra cost is a small difference of two noisy timings and came out
+    # at 0 in some runs: at least half a vector-matrix product per row and node (about
+    # one in two nodes of an RNN step is a product by the weight).
+    costs["c_visit_area"] = max(costs["c_visit_area"], 0.5 * costs["t_mv"][32] / (32 * 32))
     _CALIBRATION.clear()
     _CALIBRATION.update(costs)
     return _CALIBRATION
@@ -239,7 +243,9 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     jacobian_bytes = steps * rows * size * size * 8
     # Building a step's dense Jacobian: d x d values per row (a product by a weight
     # scaled row by row), elementwise work.
-    build_cost = rows * size * size * costs.get("c_element", 0.0)
+    # About three passes over them: the product of the weight's matrix by the diagonal
+    # of the activation, its broadcast to every row, the contiguous copy the scan reads.
+    build_cost = 3 * rows * size * size * costs.get("c_element", 0.0)
     dense = kind == "dense"
     if dense:
         matrix_cost = rows * _per_product(costs["t_mm"], size)
@@ -265,6 +271,11 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     # matrix product and one vector product per step (the seeded scan composes the
     # Jacobians; prefixes are vectors), Hillis-Steele about log2 n products per step.
     fixed = nodes * (costs["c_analysis"] + costs["c_batch"]) + costs.get("c_chain", 0.0)
+    # The side branches' vjps do the walk's arithmetic, batched: the part of a visit that
+    # grows with the arrays (rows * d^2) is paid by the scans too (it decides at hidden
+    # 20 with 16 rows, BPPSA's setting, where leaving it out made 100-step scans look
+    # as cheap as the walk: they took 1.3x longer).
+    fixed += nodes * costs.get("c_visit_area", 0.0) * rows * size * size
     rounds = max(1, math.ceil(math.log2(steps + 1)))
     times = {"sequential": nodes * visit_cost(state_shape, costs)}
     times["hillis-steele"] = (
