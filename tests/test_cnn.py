@@ -31,7 +31,7 @@ def test_small_cnn_matches_the_same_torch_layers():
         torch.nn.ReLU(),
         torch.nn.MaxPool2d(2),
         torch.nn.Flatten(),
-        torch.nn.Dropout(0.2),
+        torch.nn.Dropout(0.35),
         torch.nn.Linear(32, 10),
     ).eval()
     state = {key: torch.tensor(value.numpy()) for key, value in model.state_dict().items()}
@@ -49,7 +49,7 @@ def test_small_cnn_needs_images_that_two_pools_can_halve():
 def test_train_builds_the_cnn_with_its_own_defaults():
     args = cli.build_parser("train").parse_args(["train", "--model", "cnn"])
     config = options.config_from_args(args)
-    assert (config["model"], config["lr"], config["dropout"]) == ("cnn", 0.003, 0.2)
+    assert (config["model"], config["lr"], config["dropout"]) == ("cnn", 0.003, 0.35)
     model = training.build_model(64, 10, config)
     assert isinstance(model, nn.SmallCNN)
     mlp_config = options.config_from_args(cli.build_parser("train").parse_args(["train"]))

