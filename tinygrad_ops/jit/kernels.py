@@ -14,6 +14,7 @@ written to. `owned` is the set of slots holding such arrays during one replay.
 
 from __future__ import annotations
 
+import functools
 from operator import itemgetter
 from sys import getrefcount
 
@@ -41,9 +42,16 @@ class Kernel:
 
 
 class Forward(Kernel):
-    """out = node.forward(*inputs, **options): one op's forward rule on arrays."""
+    """out = node.forward(*inputs, **options): one op's forward rule on arrays.
 
-    __slots__ = ("node", "inputs", "options", "output", "conversions", "release", "gather")
+    An op whose forward is `check` (shapes, dtypes and options only) then `compute` is
+    replayed by its `compute` alone: the guards hold what `check` looked at fixed, so the
+    capture's eager run has checked it for every replay.
+    """
+
+    __slots__ = (
+        "node", "inputs", "options", "output", "conversions", "release", "gather", "function"
+    )  # fmt: skip
 
     def __init__(self, node, inputs, options, output, conversions=()):
         self.node = node
@@ -53,25 +61,29 @@ class Forward(Kernel):
         self.conversions = conversions  # (position, dtype): numpy inputs type promotion casts
         self.release = False  # True when no backward kernel reads the node's saved values
         self.frees = ()
-        # The inputs as one tuple in one C call (itemgetter of one slot gives the value).
-        self.gather = itemgetter(*inputs) if len(inputs) > 1 and not conversions else None
+        # The inputs as one tuple (or, for one slot, the value) in one C call.
+        self.gather = itemgetter(*inputs) if inputs and not conversions else None
+        # The rule with its options bound once (a partial adds them in C at each call).
+        function = getattr(node, "compute", node.forward)
+        self.function = functools.partial(function, **options) if options else function
 
     def run(self, buffers, owned):
-        node = self.node
         if self.conversions:
             arrays = [buffers[slot] for slot in self.inputs]
             for position, dtype in self.conversions:
                 arrays[position] = arrays[position].astype(dtype)
-            out = node.forward(*arrays, **self.options)
-        elif self.gather is not None:
-            out = node.forward(*self.gather(buffers), **self.options)
+            out = self.function(*arrays)
+        elif len(self.inputs) > 1:
+            out = self.function(*self.gather(buffers))
+        elif self.inputs:
+            out = self.function(self.gather(buffers))
         else:
-            out = node.forward(*[buffers[slot] for slot in self.inputs], **self.options)
+            out = self.function()
         if type(out) is not np.ndarray:
             out = np.asarray(out)
         buffers[self.output] = out
         if self.release:
-            node.saved = None
+            self.node.saved = None
         if self.frees:
             for slot in self.frees:
                 buffers[slot] = None

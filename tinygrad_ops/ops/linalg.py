@@ -93,6 +93,13 @@ class Linear(Op):
         return weight_matrix(weight)
 
     def forward(self, x, weight, bias):
+        self.check(x, weight, bias)
+        return self.compute(x, weight, bias)
+
+    @staticmethod
+    def check(x, weight, bias):
+        """The checks of shapes and dtypes (a compiled program, whose guards hold those
+        fixed, makes them once, at capture, and replays `compute`)."""
         check_float("linear", x)
         check_float("linear", weight, "weight")
         if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
@@ -112,12 +119,15 @@ class Linear(Op):
             raise TypeError(
                 f"linear: {name} has dtype {value.dtype} but the input has dtype {dtype}"
             )
+
+    def compute(self, x, weight, bias):
+        """x Wᵀ + b for arguments that passed `check`."""
         needs_x, needs_weight, _ = self.needs_input_grad
         self.save_for_backward(x if needs_weight else None, weight if needs_x else None)
         out = np.matmul(as_matrix(x), weight.T)
         if bias is not None:
             out += bias
-        return reshaped(out, x.shape[:-1] + (out_features,))
+        return reshaped(out, x.shape[:-1] + (weight.shape[0],))
 
     def backward(self, grad_output):
         x, weight = self.saved_tensors

@@ -51,12 +51,18 @@ class CrossEntropy(Op):
     __slots__ = ("reduction", "target", "count", "class_count", "positions", "kept", "divisor")
 
     def forward(self, logits, target, reduction, ignore_index=-100):
+        self.check(logits, np.asarray(target), reduction)
+        return self.compute(logits, target, reduction, ignore_index)
+
+    @staticmethod
+    def check(logits, target, reduction):
+        """The checks that depend only on shapes, dtypes and options (a compiled program,
+        whose guards hold those fixed, makes them once, at capture, and replays `compute`)."""
         check_float("cross_entropy", logits, "logits")
         if reduction not in ("mean", "sum", "none"):
             raise ValueError(
                 f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}"
             )
-        target = np.asarray(target)
         if target.dtype.kind not in "iu":
             raise TypeError(
                 f"cross_entropy: target must hold integer class indices, got dtype "
@@ -68,6 +74,11 @@ class CrossEntropy(Op):
                 f"cross_entropy: logits of shape {logits.shape} (N, C, ...) need a target of "
                 f"shape {expected}, got {target.shape}"
             )
+
+    def compute(self, logits, target, reduction, ignore_index=-100):
+        """The loss of arguments that passed `check`; the target's bounds, which depend on
+        its values, are checked here."""
+        target = np.asarray(target)
         class_count = logits.shape[1] if logits.ndim > 1 else logits.shape[0]
         if logits.ndim == 1:  # a single sample of C logits with a 0-d target
             logits = logits.reshape(1, class_count)
