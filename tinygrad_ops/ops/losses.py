@@ -384,8 +384,14 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
             "binary_cross_entropy: every input must be a probability in [0, 1] "
             "(for logits use binary_cross_entropy_with_logits)"
         )
-    floor = np.exp(-100.0)  # log clamped at -100, as PyTorch: log(p) >= -100
-    loss = -(t * p.clip(floor, None).log() + (1.0 - t) * (1.0 - p).clip(floor, None).log())
+    # log clamped at -100, as PyTorch: log(p) >= -100. The logs are taken in float64, where
+    # e^-100 is a normal number (float32 would round it to a denormal whose log is -99.98,
+    # float16 to 0, whose log is -inf and 0 * -inf a NaN).
+    wide = p if p.dtype == np.float64 else p.astype(np.float64)
+    floor = np.exp(-100.0)
+    log_p = wide.clip(floor, None).log().astype(p.dtype)
+    log_not_p = (1.0 - wide).clip(floor, None).log().astype(p.dtype)
+    loss = -(t * log_p + (1.0 - t) * log_not_p)
     if weight is not None:
         loss = loss * weight
     return reduce_loss(loss, reduction, "binary_cross_entropy")

@@ -39,7 +39,15 @@ class MaxPool2d(Op):
         windows = sliding_windows(padded, kernel, stride, dilation)
         flat = windows.reshape((*windows.shape[:4], kernel[0] * kernel[1]))
         self.choice = flat.argmax(axis=-1)  # the first maximum (NaN counts as the maximum)
-        return np.take_along_axis(flat, self.choice[..., None], axis=-1)[..., 0]
+        out = np.take_along_axis(flat, self.choice[..., None], axis=-1)[..., 0]
+        if np.any(widths) and np.isneginf(out).any():
+            # A window of -infs only: its first in-bounds tap, as PyTorch (not a pad, whose
+            # gradient would be lost and whose index would point outside the plane).
+            inside = np.pad(np.ones(x.shape[2:], bool), widths[2:], constant_values=False)
+            taps = sliding_windows(inside, kernel, stride, dilation)
+            first_inside = taps.reshape((*taps.shape[:2], -1)).argmax(axis=-1)
+            self.choice = np.where(np.isneginf(out), first_inside, self.choice)
+        return out
 
     def backward(self, grad_output):
         taps = np.arange(self.kernel[0] * self.kernel[1])
