@@ -1,10 +1,21 @@
-"""Draw the pictures of docs/viz.md (SVG and PNG), from the repository root:
+"""Make every picture in docs/ and README.md, from the repository root:
 
-    .venv/bin/python docs/images/make_pictures.py
+    .venv/bin/python docs/images/make_pictures.py              # all but the measured ones
+    .venv/bin/python docs/images/make_pictures.py mlp softmax  # just these
+    .venv/bin/python docs/images/make_pictures.py --measured   # also the benchmark plots
 
-Every graph is seeded, so the pictures only change when the code does.
+Every graph is seeded, so the pictures only change when the code does. `PICTURES` says
+which files each maker writes; the two benchmark plots (`MEASURED`) are timings of this
+machine, made by their benchmark scripts (minutes), only with --measured.
+`tests/test_pictures.py` checks that every picture the docs show is one of these and is
+made by this script.
 """
 
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -14,105 +25,163 @@ from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops import nn, viz
 
 FOLDER = Path(__file__).parent
+ROOT = FOLDER.parent.parent
 
 
-def save(name, root, **options):
-    for suffix in ("svg", "png"):
-        viz.render(root, FOLDER / f"{name}.{suffix}", **options)
-    print(f"wrote {name}.svg and {name}.png")
+def save(folder, name, root, suffixes=("svg", "png"), **options):
+    for suffix in suffixes:
+        viz.render(root, folder / f"{name}.{suffix}", **options)
+    print(f"wrote {' and '.join(f'{name}.{suffix}' for suffix in suffixes)}")
 
 
-def html_walk():
+def html_walk(folder):
     """A screenshot of viz.html's page for a small MLP, at its third backward step."""
     from tinygrad_ops.viz.html_browser import chromium_available, screenshot
 
     if not chromium_available():
         print("html_walk.png not made: headless Chromium and selenium are not installed")
         return
-    page = viz.html(viz.examples.mlp(), FOLDER / "html_walk.html")
-    screenshot(page.path, FOLDER / "html_walk.png", steps=3, width=1300, height=820)
+    page = viz.html(viz.examples.mlp(), folder / "html_walk.html")
+    screenshot(page.path, folder / "html_walk.png", steps=3, width=1300, height=820)
     page.path.unlink()
     print("wrote html_walk.png")
 
 
-def main():
-    # The MLP of viz.examples, one box per layer, forward only.
+def mlp(folder):
+    """The MLP of viz.examples, one box per layer, forward only."""
     calls = viz.ModuleCalls()
     loss = viz.examples.mlp(calls=calls)
-    save("mlp", loss, groups=calls, rankdir="LR", title="MLP: forward graph, one box per layer")
+    save(folder, "mlp", loss, groups=calls, title="MLP: forward graph, one box per layer")
 
-    # The same MLP after a recorded backward: ops numbered in the order backward ran them,
-    # the gradient on every edge, gradient statistics on every tensor.
+
+def mlp_backward(folder):
+    """The same MLP after a recorded backward: ops numbered in the order backward ran
+    them, the gradient on every edge, gradient statistics on every tensor."""
     loss = viz.examples.mlp()
     record = viz.backward(loss)
-    save(
-        "mlp_backward",
-        loss,
-        show="shape|grad",
-        backward=record,
-        rankdir="TB",
-        title="MLP: backward order (#1 runs first) and the gradient on each edge",
-    )
+    title = "MLP: backward order (#1 runs first) and the gradient on each edge"
+    save(folder, "mlp_backward", loss, show="shape|grad", backward=record, title=title)
 
-    # An nn model, grouped by module call as `tinygrad-ops train` draws it.
+
+def nn_model(folder):
+    """An nn model, grouped by module call as `tinygrad-ops train` draws it."""
     nn.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.ReLU(), nn.Linear(8, 3))
     with viz.module_calls(model) as calls:
         loss = F.cross_entropy(model(tg.randn(5, 4, seed=0)), tg.Tensor(np.arange(5) % 3))
     record = viz.backward(loss)
-    save(
-        "nn_model",
-        loss,
-        groups=calls,
-        backward=record,
-        rankdir="LR",
-        title="nn.Sequential(Linear, LayerNorm, ReLU, Linear) + cross-entropy",
-    )
+    title = "nn.Sequential(Linear, LayerNorm, ReLU, Linear) + cross-entropy"
+    save(folder, "nn_model", loss, groups=calls, backward=record, title=title)
 
-    # An RNN over 4 steps, one box per step.
+
+def rnn(folder):
+    """An RNN over 4 steps, one box per step."""
     calls = viz.ModuleCalls()
     loss = viz.examples.rnn(steps=4, calls=calls)
-    save("rnn", loss, groups=calls, rankdir="TB", title="RNN over 4 steps, one box per step")
+    save(folder, "rnn", loss, groups=calls, title="RNN over 4 steps, one box per step")
 
-    # Over 100 steps: each step collapsed to one node, steps 3-96 folded into one.
+
+def rnn_100_steps(folder):
+    """Over 100 steps: each step collapsed to one node, steps 3-96 folded into one."""
     calls = viz.ModuleCalls()
     loss = viz.examples.rnn(steps=100, calls=calls)
     record = viz.backward(loss)
-    save(
-        "rnn_100_steps",
-        loss,
-        groups=calls,
-        depth=0,
-        backward=record,
-        rankdir="LR",
-        title="RNN over 100 steps: steps collapsed (depth=0), the middle 94 folded",
-    )
+    title = "RNN over 100 steps: steps collapsed (depth=0), the middle 94 folded"
+    save(folder, "rnn_100_steps", loss, groups=calls, depth=0, backward=record, title=title)
 
-    # The scan scheduler: the chain segment it scanned, as one highlighted cluster.
-    if "blelloch" in tg.available_schedulers():
-        loss = viz.examples.rnn(steps=6)
-        record = viz.backward(loss, scheduler="blelloch")
-        save(
-            "rnn_scan",
-            loss,
-            backward=record,
-            compact=True,
-            rankdir="LR",
-            title="backward(scheduler='blelloch'): the scanned chain segment",
-        )
 
+def rnn_scan(folder):
+    """The scan scheduler: the chain segment it scanned, as one highlighted cluster."""
+    loss = viz.examples.rnn(steps=6)
+    record = viz.backward(loss, scheduler="blelloch")
+    title = "backward(scheduler='blelloch'): the scanned chain segment"
+    save(folder, "rnn_scan", loss, backward=record, compact=True, title=title)
+
+
+def softmax(folder):
     loss = viz.examples.softmax()
-    save(
-        "softmax",
-        loss,
-        show="shape|value",
-        backward=True,
-        rankdir="TB",
-        title="softmax cross-entropy, written out",
-    )
+    title = "softmax cross-entropy, written out"
+    save(folder, "softmax", loss, show="shape|value", backward=True, title=title)
+
+
+def layernorm(folder):
     loss = viz.examples.layernorm()
-    save("layernorm", loss, backward=True, rankdir="TB", title="layer norm, written out")
-    html_walk()
+    save(folder, "layernorm", loss, backward=True, title="layer norm, written out")
+
+
+def _scalar_example():
+    """The tutorial's L = (a * b + c) * f, with a = 2, b = -3, c = 10, f = -2."""
+    leaves = [tg.Tensor(value, requires_grad=True) for value in (2.0, -3.0, 10.0, -2.0)]
+    for tensor, name in zip(leaves, "abcf"):
+        tensor.name = name
+    a, b, c, f = leaves
+    return (a * b + c) * f
+
+
+def tutorial(folder):
+    """The tutorial's pictures: the scalar graph before and after backward, broadcasting."""
+    save(folder, "tutorial_scalar", _scalar_example(), ("svg",), show="value")
+    loss = _scalar_example()
+    record = viz.backward(loss)
+    save(folder, "tutorial_scalar_backward", loss, ("svg",), show="value|grad", backward=record)
+    x = tg.Tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    w = tg.Tensor([0.5, -1.0, 2.0], requires_grad=True)
+    w.name = "w"
+    loss = (x * w).sum()
+    record = viz.backward(loss)
+    save(folder, "tutorial_broadcast", loss, ("svg",), show="shape|grad", backward=record)
+
+
+def demo_training(folder):
+    """README's picture: the curves `make demo` writes (runs/demo/training.png)."""
+    from tinygrad_ops import cli
+
+    with tempfile.TemporaryDirectory() as out:
+        code = cli.main(["train", "--dataset", "digits", "--no-progress", "--out", out])
+        if code != 0:
+            raise SystemExit(f"the demo training failed (exit code {code})")
+        shutil.copyfile(Path(out) / "training.png", folder / "demo_training.png")
+    print("wrote demo_training.png")
+
+
+# Maker -> the files it writes in the folder.
+PICTURES = {
+    mlp: ("mlp.svg", "mlp.png"),
+    mlp_backward: ("mlp_backward.svg", "mlp_backward.png"),
+    nn_model: ("nn_model.svg", "nn_model.png"),
+    rnn: ("rnn.svg", "rnn.png"),
+    rnn_100_steps: ("rnn_100_steps.svg", "rnn_100_steps.png"),
+    rnn_scan: ("rnn_scan.svg", "rnn_scan.png"),
+    softmax: ("softmax.svg", "softmax.png"),
+    layernorm: ("layernorm.svg", "layernorm.png"),
+    tutorial: ("tutorial_scalar.svg", "tutorial_scalar_backward.svg", "tutorial_broadcast.svg"),
+    demo_training: ("demo_training.png",),
+    html_walk: ("html_walk.png",),  # needs headless Chromium (see viz/html_browser.py)
+}
+# Measured on this machine by the benchmark scripts (minutes each): picture -> command.
+MEASURED = {
+    "scan_crossover.png": ["benchmarks/bench_scan.py", "--plot"],
+    "bppsa_grid.png": ["benchmarks/bench_bppsa.py", "--plot"],
+}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="makers to run (default: all)")
+    parser.add_argument("--measured", action="store_true", help="also the benchmark plots")
+    parser.add_argument("--folder", type=Path, default=FOLDER, help="where the files go")
+    args = parser.parse_args(argv)
+    makers = {maker.__name__: maker for maker in PICTURES}
+    unknown = sorted(set(args.names) - set(makers))
+    if unknown:
+        parser.error(f"unknown picture(s) {unknown}; choose from {sorted(makers)}")
+    args.folder.mkdir(parents=True, exist_ok=True)
+    for name in args.names or makers:
+        makers[name](args.folder)
+    if args.measured:
+        for picture, command in MEASURED.items():
+            script = [sys.executable, str(ROOT / command[0]), *command[1:]]
+            subprocess.run([*script, str(args.folder / picture)], check=True, cwd=ROOT)
 
 
 if __name__ == "__main__":
