@@ -369,3 +369,34 @@ def test_default_init_bound_is_torchs():
     assert np.abs(layer.weight.numpy()).max() > 0.95 * bound  # 960 draws reach the bound
     assert np.abs(layer.bias.numpy()).max() <= bound
     assert nn.Conv2d(2, 3, 3, bias=False).bias is None
+
+
+@pytest.mark.parametrize("mode", ["zeros", "reflect", "replicate", "circular"])
+@pytest.mark.parametrize(("dims", "padding"), [(2, 1), (2, (2, 1)), (1, 2), (2, "same")])
+def test_padding_modes_of_the_layers_match_torch(mode, dims, padding):
+    layer_class = nn.Conv2d if dims == 2 else nn.Conv1d
+    torch_class = torch.nn.Conv2d if dims == 2 else torch.nn.Conv1d
+    ours = layer_class(2, 3, 3, padding=padding, padding_mode=mode, dtype=np.float64)
+    theirs = torch_class(2, 3, 3, padding=padding, padding_mode=mode).double()
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    (x,) = random_inputs((2, 2, 5, 6)[: dims + 2])
+    mine, reference = tg.Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, expected = ours(mine), theirs(reference)
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), atol=1e-12)
+    upstream = np.random.default_rng(1).standard_normal(out.shape)
+    out.backward(upstream)
+    expected.backward(torch.tensor(upstream))
+    np.testing.assert_allclose(mine.grad.numpy(), reference.grad.numpy(), atol=1e-12)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "options", [{"padding": 1}, {"padding": 1, "padding_mode": "reflect", "bias": False}]
+)
+def test_the_layers_print_as_torchs(options):
+    assert repr(nn.Conv2d(2, 3, 3, **options)) == repr(torch.nn.Conv2d(2, 3, 3, **options))
+
+
+def test_an_unknown_padding_mode_is_an_error():
+    with pytest.raises(ValueError, match="padding_mode"):
+        nn.Conv2d(1, 1, 3, padding_mode="mirror")

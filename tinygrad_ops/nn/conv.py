@@ -4,10 +4,15 @@ PyTorch state dict of a CNN loads as it is."""
 import math
 
 from .. import functional as F  # noqa: N812 (the PyTorch convention)
+from ..ops.conv import conv_padding
 from ..ops.windows import spatial_tuple
 from ..tensor import DEFAULT_DTYPE
 from .init import fan_in_bound, uniform
 from .module import Module, Parameter
+
+# PyTorch's padding modes and the F.pad mode each one is.
+PADDING_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "replicate",
+                 "circular": "circular"}  # fmt: skip
 
 
 class _ConvNd(Module):
@@ -31,11 +36,18 @@ class _ConvNd(Module):
         dilation=1,
         groups=1,
         bias=True,
+        padding_mode="zeros",
         dtype=DEFAULT_DTYPE,
         generator=None,
     ):
         super().__init__()
         name = self.op_name
+        if padding_mode not in PADDING_MODES:
+            raise ValueError(
+                f"{name}: padding_mode must be one of {', '.join(PADDING_MODES)}, "
+                f"got {padding_mode!r}"
+            )
+        self.padding_mode = padding_mode
         if groups < 1 or in_channels % groups or out_channels % groups:
             raise ValueError(
                 f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
@@ -58,6 +70,19 @@ class _ConvNd(Module):
         else:
             self.register_parameter("bias", None)
 
+    def _convolve(self, conv, x):
+        """conv(x) with this layer's options; a padding mode other than zeros pads x first
+        (F.pad, as PyTorch does) and convolves without padding."""
+        padding = self.padding
+        if self.padding_mode != "zeros":
+            widths = conv_padding(
+                padding, self.kernel_size, self.stride, self.dilation, self.op_name
+            )
+            pairs = tuple(size for pair in reversed(widths) for size in pair)  # last dim first
+            x = F.pad(x, pairs, mode=PADDING_MODES[self.padding_mode])
+            padding = 0
+        return conv(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
     def extra_repr(self):
         """The arguments as PyTorch prints them: stride, and the others that are not defaults."""
         dims = self.dims
@@ -66,7 +91,10 @@ class _ConvNd(Module):
         text += f", padding={self.padding!r}" if self.padding not in ((0,) * dims, "valid") else ""
         text += f", dilation={self.dilation}" if self.dilation != (1,) * dims else ""
         text += f", groups={self.groups}" if self.groups != 1 else ""
-        return text + (", bias=False" if self.bias is None else "")
+        text += ", bias=False" if self.bias is None else ""
+        return text + (
+            "" if self.padding_mode == "zeros" else f", padding_mode={self.padding_mode}"
+        )
 
 
 class Conv2d(_ConvNd):
@@ -79,9 +107,7 @@ class Conv2d(_ConvNd):
     """
 
     def forward(self, x):
-        return F.conv2d(
-            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
+        return self._convolve(F.conv2d, x)
 
 
 class Conv1d(_ConvNd):
@@ -96,9 +122,7 @@ class Conv1d(_ConvNd):
     op_name = "Conv1d"
 
     def forward(self, x):
-        return F.conv1d(
-            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
+        return self._convolve(F.conv1d, x)
 
 
 class MaxPool2d(Module):
