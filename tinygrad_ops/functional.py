@@ -26,10 +26,11 @@ from .ops import (
     RMSNorm,
     Softmax,
 )
-from .ops.checks import check_float
+from .ops.checks import check_float, reduction_arguments
 from .ops.dual import compute_dtype
 from .ops.indexing import as_index
 from .ops.losses import check_reduction, cross_entropy_general
+from .ops.pointwise import GeluTanh
 from .tensor import Tensor
 
 __all__ = [
@@ -103,14 +104,22 @@ def leaky_relu(x, negative_slope=0.01):
     return LeakyRelu.apply(_tensor(x, "x", "leaky_relu"), negative_slope=float(negative_slope))
 
 
-def gelu(x):
-    """The exact GELU: x Φ(x), with Φ the standard normal CDF written with erf.
+def gelu(x, approximate="none"):
+    """x Φ(x), Φ the standard normal CDF: exact (with erf), or approximate="tanh" (PyTorch's
+    0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))).
 
     >>> import tinygrad_ops as tg
     >>> gelu(tg.Tensor([0.0, 1.0], dtype=np.float64)).numpy().round(6)
     array([0.      , 0.841345])
+    >>> gelu(tg.Tensor([1.0], dtype=np.float64), approximate="tanh").numpy().round(6)
+    array([0.841192])
     """
-    return Gelu.apply(_tensor(x, "x", "gelu"))
+    x = _tensor(x, "x", "gelu")
+    if approximate == "tanh":
+        return GeluTanh.apply(x)
+    if approximate != "none":
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return Gelu.apply(x)
 
 
 def sigmoid(x):
@@ -137,7 +146,7 @@ def tanh(x):
 # softmax
 
 
-def softmax(x, axis=-1):
+def softmax(x, axis=-1, *, dim=None):
     """exp(x) / sum(exp(x)) along `axis`, computed as exp(x - max) for stability.
 
     -inf entries (masks) get probability 0 and gradient 0; a slice of only -inf gives NaN,
@@ -147,16 +156,18 @@ def softmax(x, axis=-1):
     >>> softmax(tg.Tensor([[0.0, 1e30, -np.inf]])).numpy()
     array([[0., 1., 0.]], dtype=float32)
     """
+    axis, _ = reduction_arguments("softmax", None if dim is not None else axis, False, dim)
     return Softmax.apply(_tensor(x, "x", "softmax"), axis=axis)
 
 
-def log_softmax(x, axis=-1):
+def log_softmax(x, axis=-1, *, dim=None):
     """x - logsumexp(x) along `axis` (stable: the max is subtracted first).
 
     >>> import tinygrad_ops as tg
     >>> log_softmax(tg.Tensor([0.0, 0.0])).numpy().round(4)
     array([-0.6931, -0.6931], dtype=float32)
     """
+    axis, _ = reduction_arguments("log_softmax", None if dim is not None else axis, False, dim)
     return LogSoftmax.apply(_tensor(x, "x", "log_softmax"), axis=axis)
 
 
@@ -407,3 +418,25 @@ __all__ += [
     "nll_loss",
     "smooth_l1_loss",
 ]
+
+# Elementwise activations (tinygrad_ops/ops/pointwise.py)
+
+from .ops.pointwise import (  # noqa: E402 (a section of its own, kept apart)
+    celu,
+    elu,
+    hardsigmoid,
+    hardswish,
+    logsigmoid,
+    mish,
+    relu6,
+    selu,
+    silu,
+    softplus,
+    softsign,
+    swish,
+)
+
+__all__ += [
+    "celu", "elu", "hardsigmoid", "hardswish", "logsigmoid", "mish", "relu6", "selu", "silu",
+    "softplus", "softsign", "swish",
+]  # fmt: skip

@@ -14,29 +14,24 @@ from .autograd.inplace import apply_inplace
 from .mode import STATE
 from .ops import indexing, movement
 from .ops.base import bind_tensor, placeholder
-from .ops.checks import normalize_axis
+from .ops.checks import ddof_argument, normalize_axis, reduction_arguments
 from .ops.elementwise import (
     Abs,
     Add,
     Cast,
     Clip,
     Div,
-    Exp,
-    Log,
     Maximum,
     Mul,
     Neg,
     Pow,
     PowScalar,
     Relu,
-    Sigmoid,
-    Sqrt,
     Sub,
-    Tanh,
     Where,
 )
 from .ops.linalg import MatMul
-from .ops.reduce import Max, Min, Sum, normalize_axes
+from .ops.reduce import Sum, normalize_axes
 from .ops.shape import (
     BroadcastTo,
     Concatenate,
@@ -48,6 +43,8 @@ from .ops.shape import (
     normalize_index,
     squeezed_shape,
 )
+from .ops.unary import Exp, Log, Sigmoid, Sqrt, Tanh
+from .tensor_math import MathMethods
 
 FLOAT_DTYPES = (np.float16, np.float32, np.float64)
 DEFAULT_DTYPE = np.float32
@@ -150,7 +147,7 @@ def _operand(value):
     return None
 
 
-class Tensor:
+class Tensor(MathMethods):
     """An n-dimensional array that records the operations applied to it.
 
     >>> import tinygrad_ops as tg
@@ -558,25 +555,40 @@ class Tensor:
 
     # -- reductions ----------------------------------------------------------------------------
 
-    def sum(self, axis=None, keepdims=False):
+    # (PyTorch's `dim`/`keepdim` are accepted for numpy's `axis`/`keepdims`.)
+
+    def sum(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        axis, keepdims = reduction_arguments("sum", axis, keepdims, dim, keepdim)
         return Sum.apply(self, axis=axis, keepdims=keepdims)
 
-    def max(self, axis=None, keepdims=False):
-        return Max.apply(self, axis=axis, keepdims=keepdims)
-
-    def min(self, axis=None, keepdims=False):
-        return Min.apply(self, axis=axis, keepdims=keepdims)
-
-    def mean(self, axis=None, keepdims=False):
+    def mean(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         """The mean over `axis` (all axes by default): sum / count."""
+        axis, keepdims = reduction_arguments("mean", axis, keepdims, dim, keepdim)
         count = _reduced_count(self.shape, axis, "mean")
         return self.sum(axis=axis, keepdims=keepdims) / count
 
-    def var(self, axis=None, keepdims=False, ddof=0):
-        """The variance over `axis`: mean squared deviation, divided by count - ddof."""
+    def var(self, axis=None, keepdims=False, ddof=0, *, correction=None, dim=None, keepdim=None):
+        """The variance over `axis`: the sum of squared deviations / max(count - ddof, 0).
+
+        `correction` is PyTorch's name for ddof; with ddof >= count the divisor is 0, so the
+        variance is inf (or NaN for a constant slice), as in PyTorch, never negative.
+        """
+        axis, keepdims = reduction_arguments("var", axis, keepdims, dim, keepdim)
+        ddof = ddof_argument("var", ddof, correction)
         count = _reduced_count(self.shape, axis, "var")
         deviation = self - self.mean(axis=axis, keepdims=True)
-        return (deviation * deviation).sum(axis=axis, keepdims=keepdims) / (count - ddof)
+        squares = (deviation * deviation).sum(axis=axis, keepdims=keepdims)
+        return squares / max(count - ddof, 0)
+
+    def std(self, axis=None, keepdims=False, ddof=0, *, correction=None, dim=None, keepdim=None):
+        """The standard deviation over `axis`: sqrt(var) (same arguments as `var`).
+
+        Where the variance is 0 the gradient is 0, as PyTorch (sqrt's slope there is inf): the
+        square root is taken of 1 in those places and multiplied by 0.
+        """
+        variance = self.var(axis, keepdims, ddof, correction=correction, dim=dim, keepdim=keepdim)
+        zero = variance.data == 0
+        return where(zero, 1.0, variance).sqrt() * ~zero
 
     # -- shape ---------------------------------------------------------------------------------
 

@@ -9,7 +9,25 @@
 (4, 1)
 """
 
-from .activation import GELU, Dropout, Flatten, ReLU, Sigmoid, Tanh
+from .activation import (
+    CELU,
+    ELU,
+    GELU,
+    SELU,
+    Dropout,
+    Flatten,
+    Hardsigmoid,
+    Hardswish,
+    LogSigmoid,
+    Mish,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softplus,
+    Softsign,
+    Tanh,
+)
 from .cnn import SmallCNN, Unflatten
 from .container import Sequential
 from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
@@ -21,9 +39,12 @@ from .normalization import BatchNorm1d, LayerNorm, RMSNorm
 from .rnn import RNN, RNNCell
 
 __all__ = [
+    "CELU",
+    "ELU",
     "GELU",
     "MLP",
     "RNN",
+    "SELU",
     "AvgPool1d",
     "AvgPool2d",
     "BatchNorm1d",
@@ -31,19 +52,27 @@ __all__ = [
     "Conv2d",
     "Dropout",
     "Flatten",
+    "Hardsigmoid",
+    "Hardswish",
     "LayerNorm",
     "Linear",
+    "LogSigmoid",
     "MaxPool1d",
     "MaxPool2d",
+    "Mish",
     "Module",
     "Parameter",
     "RMSNorm",
     "RNNCell",
     "ReLU",
+    "ReLU6",
     "RemovableHandle",
     "Sequential",
+    "SiLU",
     "Sigmoid",
     "SmallCNN",
+    "Softplus",
+    "Softsign",
     "Tanh",
     "Unflatten",
     "get_rng_state",

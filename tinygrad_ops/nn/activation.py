@@ -43,15 +43,23 @@ class Sigmoid(Module):
 
 
 class GELU(Module):
-    """x Φ(x) with the exact normal CDF Φ (PyTorch's default, approximate='none').
+    """x Φ(x) with the exact normal CDF Φ (PyTorch's default, approximate='none'), or its
+    tanh approximation (approximate='tanh').
 
     >>> import tinygrad_ops as tg
     >>> tg.nn.GELU()(tg.Tensor([0.0])).numpy()
     array([0.], dtype=float32)
     """
 
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
     def forward(self, x):
-        return F.gelu(x)
+        return F.gelu(x, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
 
 
 class Dropout(Module):
@@ -90,3 +98,150 @@ class Flatten(Module):
 
     def forward(self, x):
         return x.reshape(x.shape[0], -1)
+
+
+class _Elementwise(Module):
+    """An activation layer: `function` (a tinygrad_ops.functional function) of the input,
+    with the layer's keyword arguments (`options`, shown in its repr)."""
+
+    function = None
+
+    def __init__(self, **options):
+        super().__init__()
+        self.options = options
+
+    def forward(self, x):
+        return type(self).function(x, **self.options)
+
+    def extra_repr(self):
+        return ", ".join(f"{name}={value}" for name, value in self.options.items())
+
+
+class SiLU(_Elementwise):
+    """x σ(x) elementwise (swish).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.SiLU()(tg.Tensor([0.0])).numpy()
+    array([0.], dtype=float32)
+    """
+
+    function = staticmethod(F.silu)
+
+
+class Mish(_Elementwise):
+    """x tanh(softplus(x)) elementwise.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.Mish()(tg.Tensor([0.0])).numpy()
+    array([0.], dtype=float32)
+    """
+
+    function = staticmethod(F.mish)
+
+
+class Softplus(_Elementwise):
+    """log(1 + exp(beta x)) / beta elementwise (x past `threshold`).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.Softplus(beta=2.0)(tg.Tensor([0.0])).numpy().round(4)
+    array([0.3466], dtype=float32)
+    """
+
+    function = staticmethod(F.softplus)
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__(beta=beta, threshold=threshold)
+
+
+class ELU(_Elementwise):
+    """x where x > 0, else alpha (exp(x) - 1).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.ELU()(tg.Tensor([2.0])).numpy()
+    array([2.], dtype=float32)
+    """
+
+    function = staticmethod(F.elu)
+
+    def __init__(self, alpha=1.0):
+        super().__init__(alpha=alpha)
+
+
+class CELU(_Elementwise):
+    """x where x > 0, else alpha (exp(x / alpha) - 1).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.CELU(alpha=2.0)(tg.Tensor([2.0])).numpy()
+    array([2.], dtype=float32)
+    """
+
+    function = staticmethod(F.celu)
+
+    def __init__(self, alpha=1.0):
+        super().__init__(alpha=alpha)
+
+
+class SELU(_Elementwise):
+    """scale · elu(x, alpha) with SELU's constants.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.SELU()(tg.Tensor([1.0])).numpy().round(4)
+    array([1.0507], dtype=float32)
+    """
+
+    function = staticmethod(F.selu)
+
+
+class Hardsigmoid(_Elementwise):
+    """min(max(x + 3, 0), 6) / 6 elementwise.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.Hardsigmoid()(tg.Tensor([0.0])).numpy()
+    array([0.5], dtype=float32)
+    """
+
+    function = staticmethod(F.hardsigmoid)
+
+
+class Hardswish(_Elementwise):
+    """x · hardsigmoid(x) elementwise.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.Hardswish()(tg.Tensor([4.0])).numpy()
+    array([4.], dtype=float32)
+    """
+
+    function = staticmethod(F.hardswish)
+
+
+class LogSigmoid(_Elementwise):
+    """log σ(x) elementwise.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.LogSigmoid()(tg.Tensor([0.0])).numpy().round(4)
+    array([-0.6931], dtype=float32)
+    """
+
+    function = staticmethod(F.logsigmoid)
+
+
+class Softsign(_Elementwise):
+    """x / (1 + |x|) elementwise.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.Softsign()(tg.Tensor([1.0])).numpy()
+    array([0.5], dtype=float32)
+    """
+
+    function = staticmethod(F.softsign)
+
+
+class ReLU6(_Elementwise):
+    """min(max(x, 0), 6) elementwise.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.ReLU6()(tg.Tensor([8.0])).numpy()
+    array([6.], dtype=float32)
+    """
+
+    function = staticmethod(F.relu6)

@@ -13,7 +13,9 @@ nodes); `register` adds a user's op class.
 """
 
 from .activations import Dropout, Erf, Gelu, LeakyRelu, LogSoftmax, Softmax
+from .binary import CopySign, Fmod, LogAddExp, Remainder, RoundedDivide
 from .conv import Conv2d
+from .cumulative import Cumprod, Cumsum, LogCumSumExp
 from .einsum import Einsum
 from .elementwise import (
     Abs,
@@ -21,41 +23,82 @@ from .elementwise import (
     Cast,
     Clip,
     Div,
-    Exp,
-    Log,
     Maximum,
+    Minimum,
     Mul,
     Neg,
     Pow,
     PowScalar,
     Relu,
-    Sigmoid,
-    Sqrt,
     Sub,
-    Tanh,
     Where,
 )
 from .indexing import Gather, ScatterAddAlong, ScatterAlong
 from .linalg import Linear, MatMul
 from .losses import CrossEntropy, MSELoss
 from .norms import BatchNorm, LayerNorm, RMSNorm
+from .pointwise import (
+    Elu,
+    GeluTanh,
+    Hardsigmoid,
+    Hardswish,
+    LogSigmoid,
+    Mish,
+    Relu6,
+    Silu,
+    Softplus,
+    Softsign,
+)
 from .pool import MaxPool2d
 from .reduce import Max, Min, Sum
 from .shape import BroadcastTo, Concatenate, GetItem, Reshape, ScatterAdd, Stack, Transpose
+from .unary import (
+    Acos,
+    Acosh,
+    Asin,
+    Asinh,
+    Atan,
+    Atanh,
+    Ceil,
+    Cos,
+    Cosh,
+    Exp,
+    Exp2,
+    Expm1,
+    Floor,
+    Log,
+    Log1p,
+    Log2,
+    Log10,
+    Round,
+    Sigmoid,
+    Sign,
+    Sin,
+    Sinh,
+    Sqrt,
+    Tan,
+    Tanh,
+    Trunc,
+)
 from .windows import AddWindows, Pad, SlidingWindows
 
 PRIMITIVES = (
     # elementwise
     Add, Sub, Mul, Div, Neg, Pow, PowScalar, Exp, Log, Sqrt, Abs, Tanh, Sigmoid, Relu,
-    Maximum, Where, Clip, Cast,
-    # reductions
-    Sum, Max, Min,
+    Maximum, Minimum, Where, Clip, Cast,
+    # functions of one tensor (ops/unary.py), of two (ops/binary.py)
+    Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log2, Log10, Exp2,
+    Log1p, Expm1, Sign, Floor, Ceil, Round, Trunc,
+    LogAddExp, CopySign, Fmod, Remainder, RoundedDivide,
+    # reductions, cumulative reductions
+    Sum, Max, Min, Cumsum, Cumprod, LogCumSumExp,
     # shape
     Reshape, Transpose, BroadcastTo, GetItem, ScatterAdd, Stack, Concatenate,
     # linear algebra
     MatMul, Linear,
     # activations, norms, losses (fused, hand-derived backward)
     Erf, Gelu, LeakyRelu, Softmax, LogSoftmax, Dropout, LayerNorm, RMSNorm, BatchNorm,
+    Softplus, Silu, Mish, Elu, Hardsigmoid, Hardswish, LogSigmoid, Softsign, Relu6, GeluTanh,
     CrossEntropy, MSELoss,
     # windows, convolution, pooling
     Pad, SlidingWindows, AddWindows, Conv2d, MaxPool2d,

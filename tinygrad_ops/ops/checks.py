@@ -53,3 +53,37 @@ def check_normalized_shape(op_name, x, normalized_shape):
             f"{k} dims of the input, but the input has shape {x.shape}"
         )
     return normalized_shape
+
+
+def reduction_arguments(op_name, axis, keepdims, dim=None, keepdim=None):
+    """(axis, keepdims) from numpy's names or PyTorch's aliases `dim` and `keepdim`.
+
+    >>> reduction_arguments("sum", None, False, dim=1, keepdim=True)
+    (1, True)
+    """
+    if dim is not None:
+        if axis is not None:
+            raise TypeError(f"{op_name}: got both axis={axis!r} and dim={dim!r}; pass one")
+        axis = dim
+    if keepdim is not None:
+        if keepdims:
+            raise TypeError(f"{op_name}: got both keepdims and keepdim; pass one")
+        keepdims = keepdim
+    if not isinstance(keepdims, (bool, np.bool_)):
+        raise TypeError(f"{op_name}: keepdims must be True or False, got {keepdims!r}")
+    return axis, bool(keepdims)
+
+
+def ddof_argument(op_name, ddof, correction):
+    """The divisor's correction from numpy's `ddof` or PyTorch's `correction` (an alias).
+
+    >>> ddof_argument("var", 0, correction=1)
+    1
+    """
+    if correction is not None:
+        if ddof != 0:
+            raise TypeError(f"{op_name}: got both ddof={ddof!r} and correction={correction!r}")
+        ddof = correction
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.number)):
+        raise TypeError(f"{op_name}: ddof (correction) must be a number, got {ddof!r}")
+    return ddof

@@ -29,6 +29,12 @@ def _is_tensor(value):
     return dispatch._is_tensor(value)
 
 
+def raw(value):
+    """The numpy array of a Tensor, or an array itself: for masks and other constants of a
+    rule (a comparison's result has no gradient)."""
+    return value.data if _is_tensor(value) else value
+
+
 def exp(value):
     """`np.exp` for arrays, `Tensor.exp` for Tensors (a backward rule may get either)."""
     return value.exp() if _is_tensor(value) else np.exp(value)

@@ -247,67 +247,6 @@ class Pow(Op):
         return grad_a, grad_b
 
 
-class Exp(Op):
-    """out = exp(a);  da = g * out"""
-
-    __slots__ = ()
-    promotion = staticmethod(promote_float)
-
-    jacobian_kind = diagonal_kind
-
-    def jacobian(self, index):
-        """J_a = diag(out)"""
-        (out,) = self.saved_tensors
-        return Diagonal(out)
-
-    def forward(self, a):
-        out = np.exp(a)
-        self.save_for_backward(out)
-        return out
-
-    def backward(self, grad_output):
-        (out,) = self.saved_tensors
-        return (grad_output * out,)
-
-
-class Log(Op):
-    """out = log(a);  da = g / a"""
-
-    __slots__ = ()
-    promotion = staticmethod(promote_float)
-
-    jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
-    jacobian = diagonal_from_vjp
-
-    def forward(self, a):
-        self.save_for_backward(a)
-        return np.log(a)
-
-    def backward(self, grad_output):
-        (a,) = self.saved_tensors
-        return (grad_output / a,)
-
-
-class Sqrt(Op):
-    """out = sqrt(a);  da = g / (2 * out)"""
-
-    __slots__ = ()
-    promotion = staticmethod(promote_float)
-
-    jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
-    jacobian = diagonal_from_vjp
-
-    def forward(self, a):
-        out = np.sqrt(a)
-        self.save_for_backward(out)
-        return out
-
-    def backward(self, grad_output):
-        (out,) = self.saved_tensors
-        with np.errstate(divide="ignore", invalid="ignore"):  # inf at 0, NaN for 0 / 0
-            return (grad_output / (out * 2),)
-
-
 class Abs(Op):
     """out = |a|;  da = g * sign(a)  (0 at a == 0 and at NaN, as PyTorch)"""
 
@@ -328,58 +267,6 @@ class Abs(Op):
     def backward(self, grad_output):
         (sign,) = self.saved_tensors
         return (grad_output * sign,)
-
-
-class Tanh(Op):
-    """out = tanh(a);  da = g * (1 - out**2)"""
-
-    __slots__ = ()
-    promotion = staticmethod(promote_float)
-
-    jacobian_kind = diagonal_kind
-
-    def jacobian(self, index):
-        """J_a = diag(1 - out**2)"""
-        (out,) = self.saved_tensors
-        return Diagonal(1 - out * out)
-
-    def forward(self, a):
-        out = np.tanh(a)
-        self.save_for_backward(out)
-        return out
-
-    def backward(self, grad_output):
-        (out,) = self.saved_tensors
-        return (grad_output * (1 - out * out),)
-
-
-def stable_sigmoid(a):
-    """1 / (1 + exp(-a)) without overflow: exp is only ever taken of -|a|."""
-    z = np.exp(-np.abs(a))
-    return np.where(a >= 0, 1 / (1 + z), z / (1 + z))
-
-
-class Sigmoid(Op):
-    """out = 1 / (1 + exp(-a));  da = g * out * (1 - out)"""
-
-    __slots__ = ()
-    promotion = staticmethod(promote_float)
-
-    jacobian_kind = diagonal_kind
-
-    def jacobian(self, index):
-        """J_a = diag(out * (1 - out))"""
-        (out,) = self.saved_tensors
-        return Diagonal(out * (1 - out))
-
-    def forward(self, a):
-        out = stable_sigmoid(a).astype(a.dtype, copy=False)
-        self.save_for_backward(out)
-        return out
-
-    def backward(self, grad_output):
-        (out,) = self.saved_tensors
-        return (grad_output * (out * (1 - out)),)
 
 
 class Relu(Op):
@@ -410,15 +297,18 @@ class Maximum(Op):
     jacobian_kind = diagonal_kind  # on a scanned chain: diagonal, from the vjp
     jacobian = diagonal_from_vjp
 
+    numpy_function, loses, op_name = np.maximum, np.less, "maximum"  # (Minimum flips them)
+
     def forward(self, a, b):
+        cls = type(self)
         try:
-            out = np.maximum(a, b)
+            out = cls.numpy_function(a, b)
         except ValueError:
-            raise broadcast_error("maximum", a, b) from None
+            raise broadcast_error(cls.op_name, a, b) from None
         needs_a, needs_b = self.needs_input_grad
         untied = 1.0 - 0.5 * np.equal(a, b)
-        share_a = np.where(np.less(a, b), 0.0, untied).astype(out.dtype) if needs_a else None
-        share_b = np.where(np.greater(a, b), 0.0, untied).astype(out.dtype) if needs_b else None
+        share_a = np.where(cls.loses(a, b), 0.0, untied).astype(out.dtype) if needs_a else None
+        share_b = np.where(cls.loses(b, a), 0.0, untied).astype(out.dtype) if needs_b else None
         self.save_for_backward(share_a, share_b)
         return out
 
@@ -429,6 +319,14 @@ class Maximum(Op):
             grad_output * share_a if needs_a else None,
             grad_output * share_b if needs_b else None,
         )
+
+
+class Minimum(Maximum):
+    """out = min(a, b);  da = g where a < b, db = g where b < a, g / 2 each on ties, and g to
+    both where either is NaN (Maximum's rule with the comparison flipped, as PyTorch)"""
+
+    __slots__ = ()
+    numpy_function, loses, op_name = np.minimum, np.greater, "minimum"
 
 
 class Where(Op):

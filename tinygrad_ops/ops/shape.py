@@ -91,7 +91,8 @@ def squeezed_shape(shape, axis=None):
 
 
 def normalize_index(index):
-    """Turn Tensors and lists inside an index into numpy arrays; say if it is basic indexing.
+    """Turn Tensors, lists and tuples inside an index into numpy arrays (as numpy and PyTorch
+    read `x[(0, 1), :]` and `x[[0, 1]]`); say if it is basic indexing.
 
     Basic indexing (ints, slices, None, Ellipsis) never selects an element twice, so its
     backward can assign; integer/boolean arrays may repeat elements and need a scatter-add.
@@ -102,8 +103,8 @@ def normalize_index(index):
     for item in items:
         if is_tensor(item):
             item = item.data
-        elif isinstance(item, list):
-            item = np.asarray(item)
+        elif isinstance(item, (list, tuple)):  # a sequence inside an index: an index array
+            item = np.asarray([value.data if is_tensor(value) else value for value in item])
         if isinstance(item, np.ndarray):
             basic = False
             if item.dtype.kind not in "iub":

@@ -1,0 +1,204 @@
+"""Reductions against PyTorch in float64 (values and gradients) over 0-d, size-1, batched and
+empty shapes, with numpy's axis/keepdims and PyTorch's dim/keepdim, and finite differences."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from helpers import check_op
+
+import tinygrad_ops as tg
+
+# name: (ours, theirs, shapes), reducing axis 1 (or everything for 0-d shapes)
+REDUCTIONS = {
+    "sum-dim": (lambda x: x.sum(dim=1, keepdim=True), lambda x: x.sum(dim=1, keepdim=True)),
+    "mean-tuple": (lambda x: x.mean(axis=(0, 1)), lambda x: x.mean(dim=(0, 1))),
+    "var-correction": (lambda x: x.var(1, correction=1), lambda x: x.var(1, correction=1)),
+    "var-tuple": (lambda x: x.var(axis=(0, 1), ddof=0), lambda x: x.var((0, 1), correction=0)),
+    "std": (lambda x: x.std(dim=1, keepdim=True, ddof=1), lambda x: x.std(1, keepdim=True)),
+    "prod": (lambda x: x.prod(1), lambda x: x.prod(1)),
+    "prod-all": (lambda x: x.prod(), lambda x: x.prod()),
+    "prod-keepdim": (lambda x: x.prod(dim=0, keepdim=True), lambda x: x.prod(0, keepdim=True)),
+    "logsumexp": (lambda x: x.logsumexp(1), lambda x: x.logsumexp(1)),
+    "logsumexp-tuple": (lambda x: x.logsumexp((0, 1), True), lambda x: x.logsumexp((0, 1), True)),
+    "cumsum": (lambda x: x.cumsum(1), lambda x: x.cumsum(1)),
+    "cumprod": (lambda x: x.cumprod(dim=1), lambda x: x.cumprod(1)),
+    "logcumsumexp": (lambda x: x.logcumsumexp(1), lambda x: x.logcumsumexp(1)),
+    "cummax": (lambda x: x.cummax(1).values, lambda x: x.cummax(1).values),
+    "cummin": (lambda x: x.cummin(dim=1).values, lambda x: x.cummin(1).values),
+    "max-dim": (lambda x: x.max(dim=1).values, lambda x: x.max(dim=1).values),
+    "min-dim-keepdim": (
+        lambda x: x.min(dim=1, keepdim=True).values,
+        lambda x: x.min(dim=1, keepdim=True).values,
+    ),
+    "amax": (lambda x: x.max(axis=1), lambda x: x.amax(1)),
+}
+SHAPES = [(3, 4), (2, 1, 3), (1, 1), (2, 3, 2)]
+EMPTY_OK = ["sum-dim", "prod", "prod-keepdim", "cumsum", "cumprod", "logcumsumexp"]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reduction_matches_torch(name, shape):
+    ours, theirs = REDUCTIONS[name]
+    if name in ("var-correction", "std") and shape[1] == 1:
+        pytest.skip("one element with correction 1: 0/0 (tested below)")
+    check_op(ours, theirs, shape)
+
+
+@pytest.mark.parametrize("name", EMPTY_OK)
+def test_reduction_of_an_empty_axis_matches_torch(name):
+    ours, theirs = REDUCTIONS[name]
+    check_op(ours, theirs, (2, 0, 3))
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        (lambda x: x.prod(), lambda x: x.prod()),
+        (lambda x: x.logsumexp(0), lambda x: x.logsumexp(0)),
+        (lambda x: x.cumsum(0), lambda x: x.cumsum(0)),
+        (lambda x: x.cumprod(0), lambda x: x.cumprod(0)),
+        (lambda x: x.max(dim=0).values, lambda x: x.max(dim=0).values),
+        (lambda x: x.std(), lambda x: x.std(correction=0)),
+    ],
+    ids=["prod", "logsumexp", "cumsum", "cumprod", "max-dim", "std"],
+)
+def test_reductions_of_0d_tensors_match_torch(ours, theirs):
+    check_op(ours, theirs, ())
+
+
+@pytest.mark.parametrize("zeros", [[(0, 1)], [(0, 1), (0, 2)], [(1, 3)]], ids=str)
+def test_prod_and_cumprod_gradients_are_exact_at_zeros(zeros):
+    values = np.random.default_rng(0).standard_normal((2, 4))
+    for index in zeros:
+        values[index] = 0.0
+    check_op(lambda x: x.prod(1), lambda x: x.prod(1), values)
+    check_op(lambda x: x.cumprod(1), lambda x: x.cumprod(1), values)
+
+
+def test_logsumexp_and_logcumsumexp_are_stable_for_large_and_infinite_inputs():
+    values = np.array([[1000.0, 1000.0, -1000.0], [-np.inf, -np.inf, -np.inf]])
+    check_op(lambda x: x.logsumexp(1), lambda x: x.logsumexp(1), values[:1])
+    check_op(lambda x: x.logcumsumexp(1), lambda x: x.logcumsumexp(1), values[:1])
+    out = tg.Tensor(values).logsumexp(1).numpy()
+    np.testing.assert_allclose(out, torch.tensor(values).logsumexp(1).numpy())
+
+
+def test_cummax_ties_and_nan_match_torch():
+    values = np.array([1.0, 3.0, 3.0, 2.0, np.nan, 5.0, np.nan])
+    for method in ("cummax", "cummin"):
+        ours = getattr(tg.Tensor(values), method)(0)
+        theirs = getattr(torch.tensor(values), method)(0)
+        np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+        np.testing.assert_array_equal(ours.indices.numpy(), theirs.indices.numpy())
+
+
+def test_max_with_dim_returns_values_and_indices_as_torch():
+    values = np.array([[1.0, 5.0, 5.0], [7.0, 2.0, 0.0]])
+    values_ours, indices_ours = tg.Tensor(values).max(dim=1)
+    expected = torch.tensor(values).max(dim=1)
+    np.testing.assert_array_equal(values_ours.numpy(), expected.values.numpy())
+    np.testing.assert_array_equal(indices_ours.numpy(), expected.indices.numpy())
+    assert indices_ours.dtype == np.int64
+    np.testing.assert_array_equal(tg.Tensor(values).max(axis=1).numpy(), [5.0, 7.0])
+    other = tg.Tensor(np.full((2, 3), 4.0))
+    np.testing.assert_array_equal(tg.Tensor(values).max(other).numpy(), np.maximum(values, 4.0))
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_argmax_argmin_all_any_match_torch(axis, keepdims):
+    values = np.array([[1.0, 5.0, 5.0], [7.0, 0.0, -2.0]])
+    x, torch_x = tg.Tensor(values), torch.tensor(values)
+    for name in ("argmax", "argmin"):
+        ours = getattr(x, name)(axis, keepdims)
+        theirs = getattr(torch_x, name)(dim=axis, keepdim=keepdims)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=name)
+        assert ours.dtype == np.int64
+    for name in ("all", "any"):
+        if axis is None and keepdims:
+            continue  # torch.all(x, keepdim=True) needs a dim
+        ours = getattr(x > 0.5, name)(dim=axis, keepdim=keepdims)
+        theirs = (
+            getattr(torch_x > 0.5, name)()
+            if axis is None
+            else getattr(torch_x > 0.5, name)(dim=axis, keepdim=keepdims)
+        )
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=name)
+
+
+@pytest.mark.parametrize("ddof", [2, 3, 5])
+def test_var_and_std_with_ddof_at_least_n_are_inf_or_nan_as_torch(ddof):
+    values = np.array([[1.0, 2.0], [3.0, 3.0]])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for name in ("var", "std"):
+            ours = getattr(tg.Tensor(values), name)(axis=1, ddof=ddof).numpy()
+            with warnings.catch_warnings():  # PyTorch warns that the divisor is <= 0
+                warnings.simplefilter("ignore")
+                theirs = getattr(torch.tensor(values), name)(dim=1, correction=ddof).numpy()
+            np.testing.assert_array_equal(ours, theirs, err_msg=name)
+            assert not np.any(ours < 0)
+
+
+def test_squeeze_of_a_dim_that_is_not_1_returns_the_tensor_unchanged_as_torch():
+    x = tg.Tensor(np.ones((2, 1, 3)))
+    assert x.squeeze(0).shape == (2, 1, 3)
+    assert x.squeeze(1).shape == (2, 3)
+    assert x.squeeze((0, 1)).shape == (2, 3)
+    assert x.squeeze().shape == (2, 3)
+
+
+def test_tuples_inside_an_index_work_as_torch():
+    values = np.arange(12.0).reshape(3, 4)
+    x = tg.Tensor(values, requires_grad=True)
+    torch_x = torch.tensor(values, requires_grad=True)
+    for ours, theirs in [
+        (x[(0, 2), :], torch_x[(0, 2), :]),
+        (x[(0, 2), (1, 3)], torch_x[(0, 2), (1, 3)]),
+        (x[1, (3, 0)], torch_x[1, (3, 0)]),
+    ]:
+        np.testing.assert_array_equal(ours.numpy(), theirs.detach().numpy())
+    x[(0, 0), 1].sum().backward()
+    torch_x[(0, 0), 1].sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), torch_x.grad.numpy())
+
+
+@pytest.mark.parametrize(
+    ("action", "error", "message"),
+    [
+        (lambda x: x.sum(axis=0, dim=0), TypeError, "sum: got both axis"),
+        (lambda x: x.var(ddof=1, correction=1), TypeError, "var: got both ddof"),
+        (lambda x: x.cumsum(), TypeError, "cumsum: needs an axis"),
+        (lambda x: x.cumsum(2), ValueError, "cumsum: axis 2 is out of range"),
+        (lambda x: x.argmax(dim=True), TypeError, "argmax: axis must be an int"),
+        (lambda x: x.prod(keepdims=2), TypeError, "prod: keepdims must be True or False"),
+        (lambda x: x[:, :0].argmax(), ValueError, "argmax: cannot reduce an empty tensor"),
+        (lambda x: x[:, :0].max(dim=1), ValueError, "max: cannot reduce over an empty dim"),
+    ],
+)
+def test_bad_reduction_arguments_are_clear_errors(action, error, message):
+    with pytest.raises(error, match=message):
+        action(tg.Tensor(np.ones((2, 3))))
+
+
+@pytest.mark.parametrize("name", ["prod", "logsumexp", "cumprod", "logcumsumexp", "cummax", "std"])
+def test_reductions_pass_finite_differences(name):
+    ours, _ = REDUCTIONS[name]
+    values = np.random.default_rng(7).uniform(0.5, 2.0, size=(2, 3))
+    assert tg.gradcheck(ours, [tg.Tensor(values, requires_grad=True)])
+
+
+@pytest.mark.parametrize("name", ["prod", "cumprod", "logcumsumexp", "logsumexp", "std"])
+def test_reductions_are_twice_differentiable(name):
+    ours, theirs = REDUCTIONS[name]
+    values = np.random.default_rng(8).uniform(-1.0, 1.0, size=(2, 3))
+    values[0, 1] = 0.0  # a zero for the products
+    x = tg.Tensor(values, requires_grad=True)
+    torch_x = torch.tensor(values, requires_grad=True)
+    (grad,) = tg.grad(ours(x).sum(), [x], create_graph=True)
+    (torch_grad,) = torch.autograd.grad(theirs(torch_x).sum(), [torch_x], create_graph=True)
+    (second,) = tg.grad((grad * grad).sum(), [x])
+    (torch_second,) = torch.autograd.grad((torch_grad * torch_grad).sum(), [torch_x])
+    np.testing.assert_allclose(second.numpy(), torch_second.numpy(), rtol=1e-8, atol=1e-10)

@@ -1,0 +1,335 @@
+"""The Tensor methods of the elementwise functions and the reductions beyond the core ones:
+one line each over an op (`ops/unary.py`, `ops/binary.py`, `ops/cumulative.py`, ...), kept
+beside `tensor.py` so that each file stays on a few screens. `Tensor` inherits them.
+
+Names are PyTorch's (numpy's aliases where numpy users would type them); reductions take
+numpy's `axis`/`keepdims` and PyTorch's `dim`/`keepdim`.
+
+>>> import tinygrad_ops as tg
+>>> x = tg.Tensor([0.0, 1.0])
+>>> x.sin().numpy().round(4), x.cumsum(0).numpy(), x.argmax().item()
+(array([0.    , 0.8415], dtype=float32), array([0., 1.], dtype=float32), 1)
+"""
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from .ops.activations import Erf
+from .ops.base import is_tensor, new_tensor
+from .ops.binary import CopySign, Fmod, LogAddExp, Remainder, RoundedDivide
+from .ops.checks import normalize_axis, reduction_arguments
+from .ops.cumulative import Cumprod, Cumsum, LogCumSumExp
+from .ops.elementwise import Minimum
+from .ops.reduce import Max, Min, keepdims_shape, normalize_axes
+from .ops.unary import (
+    Acos,
+    Acosh,
+    Asin,
+    Asinh,
+    Atan,
+    Atanh,
+    Ceil,
+    Cos,
+    Cosh,
+    Exp2,
+    Expm1,
+    Floor,
+    Log1p,
+    Log2,
+    Log10,
+    Round,
+    Sign,
+    Sin,
+    Sinh,
+    Tan,
+    Trunc,
+)
+
+# What max/min/cummax/cummin with `dim=` return, as PyTorch's `torch.return_types`.
+ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
+
+
+def _constant(array):
+    """A Tensor of a result that has no gradient (indices, masks)."""
+    return new_tensor(np.asarray(array))
+
+
+class MathMethods:
+    """Mixed into `Tensor` (see the module docstring)."""
+
+    __slots__ = ()
+
+    # -- trigonometric and hyperbolic functions ----------------------------------------------
+
+    def sin(self):
+        return Sin.apply(self)
+
+    def cos(self):
+        return Cos.apply(self)
+
+    def tan(self):
+        return Tan.apply(self)
+
+    def asin(self):
+        return Asin.apply(self)
+
+    def acos(self):
+        return Acos.apply(self)
+
+    def atan(self):
+        return Atan.apply(self)
+
+    def sinh(self):
+        return Sinh.apply(self)
+
+    def cosh(self):
+        return Cosh.apply(self)
+
+    def asinh(self):
+        return Asinh.apply(self)
+
+    def acosh(self):
+        return Acosh.apply(self)
+
+    def atanh(self):
+        return Atanh.apply(self)
+
+    arcsin, arccos, arctan = asin, acos, atan  # numpy's (and PyTorch's alias) names
+    arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+    # -- exponentials and logarithms -----------------------------------------------------------
+
+    def log2(self):
+        return Log2.apply(self)
+
+    def log10(self):
+        return Log10.apply(self)
+
+    def exp2(self):
+        return Exp2.apply(self)
+
+    def log1p(self):
+        return Log1p.apply(self)
+
+    def expm1(self):
+        return Expm1.apply(self)
+
+    def erf(self):
+        return Erf.apply(self)
+
+    def logaddexp(self, other):
+        return LogAddExp.apply(self, other)
+
+    # -- rounding and signs (zero gradient) ----------------------------------------------------
+
+    def sign(self):
+        return Sign.apply(self)
+
+    def floor(self):
+        return Floor.apply(self)
+
+    def ceil(self):
+        return Ceil.apply(self)
+
+    def round(self):
+        return Round.apply(self)
+
+    def trunc(self):
+        return Trunc.apply(self)
+
+    def copysign(self, other):
+        return CopySign.apply(self, other)
+
+    # -- division with rounding, remainders ----------------------------------------------------
+
+    def div(self, other, *, rounding_mode=None):
+        """self / other; rounding_mode "floor" (as //) or "trunc" rounds the quotient."""
+        if rounding_mode is None:
+            return self / other
+        if rounding_mode not in ("floor", "trunc"):
+            raise ValueError(
+                f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
+            )
+        return RoundedDivide.apply(self, other, rounding_mode=rounding_mode)
+
+    def __floordiv__(self, other):
+        return RoundedDivide.apply(self, other, rounding_mode="floor")
+
+    def __rfloordiv__(self, other):
+        return RoundedDivide.apply(other, self, rounding_mode="floor")
+
+    def fmod(self, other):
+        return Fmod.apply(self, other)
+
+    def remainder(self, other):
+        return Remainder.apply(self, other)
+
+    def __mod__(self, other):
+        return Remainder.apply(self, other)
+
+    def __rmod__(self, other):
+        return Remainder.apply(other, self)
+
+    def minimum(self, other):
+        return Minimum.apply(self, other)
+
+    # -- tests (bool tensors, outside the tape) ------------------------------------------------
+
+    def isnan(self):
+        return _constant(np.isnan(self.data))
+
+    def isinf(self):
+        return _constant(np.isinf(self.data))
+
+    def isfinite(self):
+        return _constant(np.isfinite(self.data))
+
+    # -- reductions ----------------------------------------------------------------------------
+
+    def max(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """The maximum over `axis` (ties share the gradient); with PyTorch's `dim=`, as
+        `torch.max(x, dim)`: (values, indices), the gradient to the index. A Tensor argument:
+        the elementwise maximum."""
+        if is_tensor(axis):  # x.max(other), as torch.max(x, other)
+            return self.maximum(axis)
+        if dim is not None:
+            return self._select_along("max", np.argmax, dim, keepdim, axis)
+        return Max.apply(self, axis=axis, keepdims=self._keepdims("max", keepdims, keepdim))
+
+    def min(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """The minimum over `axis` (as `max`; with `dim=`: (values, indices))."""
+        if is_tensor(axis):
+            return self.minimum(axis)
+        if dim is not None:
+            return self._select_along("min", np.argmin, dim, keepdim, axis)
+        return Min.apply(self, axis=axis, keepdims=self._keepdims("min", keepdims, keepdim))
+
+    def _keepdims(self, op_name, keepdims, keepdim):
+        return reduction_arguments(op_name, None, keepdims, None, keepdim)[1]
+
+    def _select_along(self, op_name, arg_function, dim, keepdim, axis):
+        """(values, indices) of one element chosen along `dim` (its gradient goes there)."""
+        axis, keepdims = reduction_arguments(op_name, axis, False, dim, keepdim)
+        axis = normalize_axis(axis, self.ndim, op_name)
+        if self.ndim and self.shape[axis] == 0:
+            raise ValueError(f"{op_name}: cannot reduce over an empty dim (shape {self.shape})")
+        indices = arg_function(self.data, axis=axis, keepdims=True) if self.ndim else np.array(0)
+        values = self.gather(axis, _constant(indices)) if self.ndim else self * 1
+        if not keepdims and self.ndim:
+            values, indices = values.squeeze(axis), np.squeeze(indices, axis)
+        return ValuesIndices(values, _constant(indices))
+
+    def argmax(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """The index of the maximum over `axis` (of the flattened tensor by default); int64."""
+        return self._arg_reduce("argmax", np.argmax, axis, keepdims, dim, keepdim)
+
+    def argmin(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """The index of the minimum over `axis` (of the flattened tensor by default); int64."""
+        return self._arg_reduce("argmin", np.argmin, axis, keepdims, dim, keepdim)
+
+    def _arg_reduce(self, op_name, function, axis, keepdims, dim, keepdim):
+        axis, keepdims = reduction_arguments(op_name, axis, keepdims, dim, keepdim)
+        if axis is not None:
+            axis = normalize_axis(axis, self.ndim, op_name)
+        if self.size == 0:
+            raise ValueError(f"{op_name}: cannot reduce an empty tensor (shape {self.shape})")
+        data = self.data if self.ndim else self.data.reshape(1)
+        indices = function(data, axis=axis, keepdims=keepdims and axis is not None)
+        if keepdims and axis is None:
+            indices = np.reshape(indices, (1,) * self.ndim)
+        return _constant(np.asarray(indices, dtype=np.int64).reshape(np.shape(indices)))
+
+    def all(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """True where every element over `axis` is nonzero (a bool tensor, no gradient)."""
+        axis, keepdims = reduction_arguments("all", axis, keepdims, dim, keepdim)
+        axes = normalize_axes(axis, self.ndim, "all")
+        return _constant(np.all(self.data, axis=axes, keepdims=keepdims))
+
+    def any(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """True where some element over `axis` is nonzero (a bool tensor, no gradient)."""
+        axis, keepdims = reduction_arguments("any", axis, keepdims, dim, keepdim)
+        axes = normalize_axes(axis, self.ndim, "any")
+        return _constant(np.any(self.data, axis=axes, keepdims=keepdims))
+
+    def prod(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """The product over `axis`: the last of the cumulative products over those axes
+        (its exact gradient holds where elements are 0)."""
+        axis, keepdims = reduction_arguments("prod", axis, keepdims, dim, keepdim)
+        axes = normalize_axes(axis, self.ndim, "prod")
+        kept = tuple(i for i in range(self.ndim) if i not in axes)
+        reduced_size = math.prod(self.shape[i] for i in axes)
+        rows = self.transpose(kept + axes).reshape(_drop(axes, self.shape) + (reduced_size,))
+        if rows.shape[-1] == 0:  # an empty product is 1
+            product = rows.sum(axis=-1) + 1
+        else:
+            product = Cumprod.apply(rows, axis=rows.ndim - 1)[..., -1]
+        if keepdims:
+            product = product.reshape(keepdims_shape(self.shape, axes))
+        return product
+
+    def logsumexp(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """log(sum(exp(x))) over `axis`, as max + log(sum(exp(x - max))): no overflow. The
+        max is a constant (its two uses cancel in the gradient, which is softmax(x))."""
+        axis, keepdims = reduction_arguments("logsumexp", axis, keepdims, dim, keepdim)
+        axes = normalize_axes(axis, self.ndim, "logsumexp")
+        if self.size == 0:
+            shift = np.zeros(keepdims_shape(self.shape, axes))
+        else:
+            shift = np.max(self.data, axis=axes, keepdims=True)
+        shift = np.where(np.isfinite(shift), shift, 0.0).astype(self.dtype, copy=False)
+        with np.errstate(divide="ignore"):  # a slice of only -inf: log(0) = -inf, as PyTorch
+            total = (self - shift).exp().sum(axis=axes, keepdims=True).log() + shift
+        return total if keepdims else total.reshape(_drop(axes, total.shape))
+
+    def cumsum(self, axis=None, *, dim=None):
+        """Running sums along `axis`."""
+        return self._cumulative(Cumsum, "cumsum", axis, dim)
+
+    def cumprod(self, axis=None, *, dim=None):
+        """Running products along `axis` (exact gradients where elements are 0)."""
+        return self._cumulative(Cumprod, "cumprod", axis, dim)
+
+    def logcumsumexp(self, axis=None, *, dim=None):
+        """Running log(sum(exp(x))) along `axis`, without overflow."""
+        return self._cumulative(LogCumSumExp, "logcumsumexp", axis, dim)
+
+    def _cumulative(self, op_class, op_name, axis, dim):
+        axis = self._one_axis(op_name, axis, dim)
+        if self.ndim == 0:  # a 0-d tensor is its own running total (shape (), as PyTorch)
+            return op_class.apply(self.reshape(1), axis=0).reshape(())
+        return op_class.apply(self, axis=axis)
+
+    def cummax(self, axis=None, *, dim=None):
+        """(values, indices) of the running maximum along `axis`, as torch.cummax: the last
+        index among ties, NaN propagates; the gradient goes to those indices."""
+        return self._running_extremum("cummax", np.maximum, axis, dim)
+
+    def cummin(self, axis=None, *, dim=None):
+        """(values, indices) of the running minimum along `axis` (as `cummax`)."""
+        return self._running_extremum("cummin", np.minimum, axis, dim)
+
+    def _one_axis(self, op_name, axis, dim):
+        axis, _ = reduction_arguments(op_name, axis, False, dim, None)
+        if axis is None:
+            raise TypeError(f"{op_name}: needs an axis (dim), got none")
+        return normalize_axis(axis, self.ndim, op_name)
+
+    def _running_extremum(self, op_name, ufunc, axis, dim):
+        axis = self._one_axis(op_name, axis, dim)
+        data = self.data if self.ndim else self.data.reshape(1)
+        running = ufunc.accumulate(data, axis=axis)
+        positions = np.arange(data.shape[axis]).reshape((-1,) + (1,) * (data.ndim - 1 - axis))
+        # The last position j <= i where x_j reached the running value (or is NaN) is i's
+        # index: the running value stays x_j until the next such position.
+        reached = (data == running) | np.isnan(data) if data.dtype.kind == "f" else data == running
+        indices = np.maximum.accumulate(np.where(reached, positions, 0), axis=axis)
+        indices = indices.reshape(self.shape)
+        values = self.gather(axis, _constant(indices)) if self.ndim else self * 1
+        return ValuesIndices(values, _constant(indices.astype(np.int64)))
+
+
+def _drop(axes, shape):
+    """`shape` without the (kept, size-1) `axes`."""
+    return tuple(size for index, size in enumerate(shape) if index not in axes)
