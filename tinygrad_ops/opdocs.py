@@ -98,9 +98,10 @@ def method_rule(name, seen=frozenset()):
 
 def tensor_method_rules():
     """{method name: rule} for every Tensor method that is an op (dunders included)."""
+    defined = {name for cls in Tensor.__mro__[:-1] for name in vars(cls)}  # (and its mixins)
     names = sorted(
         name
-        for name in vars(Tensor)
+        for name in defined
         if name not in TENSOR_NON_OPS and not (name.startswith("_") and not name.endswith("__"))
     )
     return {name: method_rule(name) for name in names}

@@ -178,12 +178,15 @@ class MathMethods:
     # -- tests (bool tensors, outside the tape) ------------------------------------------------
 
     def isnan(self):
+        """out = a is NaN: a boolean tensor outside the tape (no gradient)."""
         return _constant(np.isnan(self.data))
 
     def isinf(self):
+        """out = a is +inf or -inf: a boolean tensor outside the tape (no gradient)."""
         return _constant(np.isinf(self.data))
 
     def isfinite(self):
+        """out = a is neither NaN nor infinite: a boolean tensor outside the tape."""
         return _constant(np.isfinite(self.data))
 
     # -- reductions ----------------------------------------------------------------------------
