@@ -669,3 +669,25 @@ def test_a_compiled_method_is_bound_to_its_instance():
     for x, y in batches(5):
         assert trainer.step(x, y).item() == eager(x, y).item()
     assert "SGD.step()" in str(trainer.step.program)
+
+
+def test_a_tensor_argument_is_guarded_by_dtype_requires_grad_and_kind():
+    w = tg.Tensor([1.0, 2.0], requires_grad=True)
+
+    @tg.compile(max_programs=8)
+    def weighted(x):
+        return (w * x).sum()
+
+    x = tg.Tensor([1.0, 1.0])
+    weighted(x)
+    weighted(tg.Tensor([3.0, 1.0]))
+    assert len(weighted.programs) == 1
+    calls = [  # (argument, w·x summed): each differs from the first call in one way
+        (tg.Tensor([1.0, 1.0], requires_grad=True), 3.0),
+        (tg.Tensor(np.ones(2, dtype=np.float64)), 3.0),
+        (tg.Tensor(np.ones((3, 2))), 9.0),
+        (np.ones(2), 3.0),
+    ]
+    for count, (value, expected) in enumerate(calls, start=2):
+        assert weighted(value).item() == expected
+        assert len(weighted.programs) == count

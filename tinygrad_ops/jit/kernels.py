@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from operator import itemgetter
 from sys import getrefcount
+from typing import NamedTuple
 
 import numpy as np
 
@@ -99,17 +100,15 @@ class Forward(Kernel):
         return f"{name(self.output)} = {type(self.node).__name__}.forward({arguments}{options})"
 
 
-class Edge:
+class Edge(NamedTuple):
     """Where one input's gradient goes: rule result `index`, cast and unbroadcast to the
-    input's `dtype` and `shape`, added into the pending gradient in `slot`."""
+    input's `dtype` and `shape`, added into the pending gradient in `slot`. (A tuple: the
+    replay unpacks it in one step.)"""
 
-    __slots__ = ("index", "slot", "shape", "dtype")
-
-    def __init__(self, index, slot, shape, dtype):
-        self.index = index
-        self.slot = slot
-        self.shape = shape
-        self.dtype = dtype
+    index: int
+    slot: int
+    shape: tuple
+    dtype: np.dtype
 
 
 class Backward(Kernel):
@@ -171,20 +170,19 @@ class CustomBackward(Kernel):
 def send_along(edges, grads, node, buffers, owned):
     """The engine's `input_grads` then `send`, for one rule's results (same checks, same
     ownership rule, same order of additions)."""
-    for edge in edges:
-        input_grad = grads[edge.index]
+    for index, slot, shape, dtype in edges:
+        input_grad = grads[index]
         if type(input_grad) is not np.ndarray:
             input_grad = np.asarray(input_grad)
-        dtype = input_grad.dtype
-        if dtype is not edge.dtype and dtype != edge.dtype:  # (builtin dtypes are shared)
-            input_grad = input_grad.astype(edge.dtype)
-        if input_grad.shape != edge.shape:
-            input_grad = unbroadcast(input_grad, edge.shape, node, edge.index)
+        if input_grad.dtype is not dtype and input_grad.dtype != dtype:  # (builtins are shared)
+            input_grad = input_grad.astype(dtype)
+        if input_grad.shape != shape:
+            input_grad = unbroadcast(input_grad, shape, node, index)
             fresh = True
         else:
             # As in the walk: `grads`, the local name and getrefcount's argument make 3.
             fresh = input_grad.base is None and getrefcount(input_grad) <= 3
-        accumulate(buffers, owned, edge.slot, input_grad, fresh)
+        accumulate(buffers, owned, slot, input_grad, fresh)
 
 
 def accumulate(buffers, owned, slot, grad, fresh):
