@@ -1,6 +1,7 @@
 """The CNN: `nn.SmallCNN` and `nn.Unflatten`, `tinygrad-ops train --model cnn`, and
 examples/cnn_digits.py (short runs; the full run's accuracy is in the README's figures)."""
 
+import contextlib
 import runpy
 import sys
 from pathlib import Path
@@ -90,3 +91,11 @@ def test_the_example_runs_and_explains_how(monkeypatch, capsys):
     accuracy = float(printed.split("final test accuracy ")[1].split("%")[0])
     assert accuracy > 80  # one epoch already gets most digits right (90% measured)
     assert "python examples/cnn_digits.py" in (EXAMPLES / "cnn_digits.py").read_text()
+
+
+def test_the_cnn_trains_with_one_blas_thread():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    with training.blas_threads_for({"model": "cnn"}):
+        blas = [info for info in threadpoolctl.threadpool_info() if info["user_api"] == "blas"]
+        assert all(info["num_threads"] == 1 for info in blas)
+    assert isinstance(training.blas_threads_for({"model": "mlp"}), contextlib.nullcontext)
