@@ -166,7 +166,7 @@ class BackwardGraph:
         try:
             for key in list(self.grads):  # the dict's order: leaves come in a fixed order
                 queue.push(self.tensors[key], key)
-            while queue:
+            while queue.heap:
                 key = queue.pop()
                 self.visit(self.tensors[key], self.grads.pop(key))
             for leaf in queue.leaves:
@@ -188,11 +188,14 @@ class BackwardGraph:
                 grads = node.backward(grad)
             else:
                 grads = recorder.run_rule(node, grad, output)
-            results = [
-                checked_input_grad(node, index, operand, input_grad, grad, grads)
-                for index, (operand, input_grad) in enumerate(zip(node.inputs, grads))
-                if input_grad is not None and node.needs_input_grad[index]
-            ]
+            results = []
+            needs_input_grad = node.needs_input_grad
+            for index, operand in enumerate(node.inputs):
+                input_grad = grads[index]
+                if input_grad is not None and needs_input_grad[index]:
+                    results.append(
+                        checked_input_grad(node, index, operand, input_grad, grad, grads)
+                    )
         for observer in self.observers:
             observer.rule_ran(node, grad, results)
         return results
@@ -232,9 +235,6 @@ class WalkQueue:
     def __init__(self):
         self.heap = []
         self.leaves = []
-
-    def __bool__(self):
-        return bool(self.heap)
 
     def push(self, tensor, key):
         """Queue a tensor that has just received its first gradient."""
@@ -288,13 +288,18 @@ def made_by_rule(array, upstream, grads, node) -> bool:
         return False
     if not node.fresh_gradients:
         return False
-    returned = 0
-    for value in grads:
-        returned += value is array
-    if returned > 1:
-        return False
-    saved = node.saved
-    return not (saved and any(value is array for value in saved))
+    if len(grads) > 1:
+        returned = 0
+        for value in grads:
+            if value is array:
+                returned += 1
+        if returned > 1:
+            return False
+    if node.saved:
+        for value in node.saved:
+            if value is array:
+                return False
+    return True
 
 
 def _check_finite(node, index, grad):
