@@ -12,6 +12,7 @@ made by this script.
 """
 
 import argparse
+import itertools
 import shutil
 import subprocess
 import sys
@@ -144,6 +145,40 @@ def demo_training(folder):
     print("wrote demo_training.png")
 
 
+# The layers of docs/architecture.md, top to bottom (tests/test_layers.py checks the imports).
+LAYERS = [
+    ("cli", "cli/: the tinygrad-ops command"),
+    ("viz", "viz/: trace, record, step, draw (the public API only)"),
+    ("library", "functional, nn/, optim, jit (tg.compile), gradcheck, serialize, data"),
+    ("schedulers", "scheduler/: sequential, chain finding, scans, cost model, auto"),
+    ("tensor", "tensor.py, creation.py: Tensor, dunders over one _binary"),
+    ("engine", "autograd/: graph (the walk, observers), order, backward, function, inplace"),
+    ("registry", "scheduler/registry.py: names -> schedulers (no implementation)"),
+    ("ops", "ops/: base (the Op contract), kernels, the op families"),
+    ("mode", "mode.py: grad mode, anomaly mode (thread-local)"),
+    ("numpy", "numpy"),
+]
+
+
+def layers(folder):
+    """The layers of the house: each imports only the ones below it (two documented
+    inversions, dashed: tensor.py binds its class into ops.base, and the engine finds a
+    scheduler by name through the registry, which the scheduler package fills)."""
+    import graphviz
+
+    graph = graphviz.Digraph("layers", graph_attr={"rankdir": "TB", "nodesep": "0.3"})
+    graph.attr("node", shape="box", style="rounded,filled", fillcolor="#eef3fb", width="6")
+    for name, label in LAYERS:
+        graph.node(name, label)
+    for (upper, _), (lower, _) in itertools.pairwise(LAYERS):
+        graph.edge(upper, lower, label=" imports")
+    graph.edge("tensor", "ops", style="dashed", constraint="false", label=" binds Tensor")
+    graph.edge("schedulers", "registry", style="dashed", constraint="false", label=" registers")
+    for suffix in ("svg", "png"):
+        (folder / f"layers.{suffix}").write_bytes(graph.pipe(format=suffix))
+    print("wrote layers.svg and layers.png")
+
+
 # Maker -> the files it writes in the folder.
 PICTURES = {
     mlp: ("mlp.svg", "mlp.png"),
@@ -156,7 +191,8 @@ PICTURES = {
     layernorm: ("layernorm.svg", "layernorm.png"),
     tutorial: ("tutorial_scalar.svg", "tutorial_scalar_backward.svg", "tutorial_broadcast.svg"),
     demo_training: ("demo_training.png",),
-    html_walk: ("html_walk.png",),  # needs headless Chromium (see viz/html_browser.py)
+    html_walk: ("html_walk.png",),
+    layers: ("layers.svg", "layers.png"),  # needs headless Chromium (see viz/html_browser.py)
 }
 # Measured on this machine by the benchmark scripts (minutes each): picture -> command.
 MEASURED = {
