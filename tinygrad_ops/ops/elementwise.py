@@ -279,7 +279,10 @@ class Relu(Op):
 
     def forward(self, a):
         out = np.maximum(a, 0)
-        self.save_for_backward(~np.less_equal(out, 0))  # True at NaN, unlike out > 0
+        # PyTorch masks out <= 0, so a NaN passes its gradient (out > 0 would block it);
+        # inverted in place, as a 0-d result is a numpy scalar that cannot be written into.
+        passes = np.less_equal(out, 0)
+        self.save_for_backward(np.logical_not(passes, out=passes) if passes.ndim else ~passes)
         return out
 
     def backward(self, grad_output):
