@@ -4,8 +4,12 @@ Read this file top to bottom. It is what `tinygrad-ops train --model cnn` does, 
 layers written out: the images as (N, 1, 8, 8) tensors, two 3x3 convolutions, a 2x2 max
 pool, a third convolution, another pool, and a linear head. Run it with
 
-    python examples/cnn_digits.py               # about 98.6% test accuracy in ~40 s
+    python examples/cnn_digits.py               # 98.6% test accuracy, 12-40 s
     python examples/cnn_digits.py --epochs 2    # a quick look
+
+On a busy machine run it with OPENBLAS_NUM_THREADS=1: OpenBLAS's extra thread then competes
+with Python's for the cores and slows the run several times (`tinygrad-ops train --model cnn`
+limits the threads itself).
 """
 
 import argparse
