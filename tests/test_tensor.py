@@ -1,4 +1,4 @@
-"""`Tensor` construction, attributes and the dtype rules (API.md, Tensor section)."""
+"""`Tensor` construction, attributes and the dtype rules (the Tensor section of the README)."""
 
 import numpy as np
 import pytest
