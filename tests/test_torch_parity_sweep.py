@@ -76,3 +76,53 @@ def test_binary_cross_entropy_at_saturated_probabilities_as_torch(dtype):
         np.array([0.1, 0.9, 0.3]),
         np.array([0.0, 1.0, 0.4]),
     )
+
+
+# -- tg.compile: a value computed in Python from the step's numbers is refused at capture -------
+# (a replay reused the first call's mask, order or index: from the second call on the results
+# were silently those of the first batch's)
+
+X = np.random.default_rng(0).standard_normal((4, 3))
+TARGET = np.array([0, 2, 1, 0])
+PROBABILITY = np.random.default_rng(1).uniform(0.1, 0.9, (4, 3))
+FROZEN = {
+    "where(x > 0)": (lambda x, t: tg.where(x > 0, x, 0.1 * x), TARGET),
+    "masked_fill(x > 0)": (lambda x, t: x.masked_fill(x > 0, 0.0), TARGET),
+    "x[t]": (lambda x, t: x[t], np.array([2, 0])),
+    "x[t, 0]": (lambda x, t: x[t, 0], np.array([2, 0])),
+    "gather": (lambda x, t: x.gather(1, t), np.array([[0], [2], [1], [1]])),
+    "scatter": (lambda x, t: x.scatter(1, t, value=0.0), np.array([[0], [2], [1], [1]])),
+    "one_hot": (lambda x, t: x * F.one_hot(t, 3), TARGET),
+    "sort": (lambda x, t: x.sort(dim=1).values * 1.0, TARGET),
+    "topk": (lambda x, t: x.topk(2).values * 1.0, TARGET),
+    "repeat_interleave": (lambda x, t: x.repeat_interleave(t, dim=0), np.array([1, 0, 2, 1])),
+    "nll_loss": (lambda x, t: F.nll_loss(x, t), TARGET),
+    "cross_entropy smoothing": (lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1), TARGET),
+    "cross_entropy ignore": (lambda x, t: F.cross_entropy(x, t, ignore_index=1), TARGET),
+    "bce_with_logits": (lambda x, t: F.binary_cross_entropy_with_logits(x, t), PROBABILITY),
+    "huber_loss": (lambda x, t: F.huber_loss(x, t), PROBABILITY),
+    "smooth_l1_loss": (lambda x, t: F.smooth_l1_loss(x, t), PROBABILITY),
+    "kl_div": (lambda x, t: F.kl_div(x, t), PROBABILITY),
+}
+
+
+@pytest.mark.parametrize("name", FROZEN)
+def test_compile_refuses_a_value_read_that_a_replay_would_freeze(name):
+    function, other = FROZEN[name]
+    compiled = tg.compile(function)
+    with pytest.raises(tg.CompileError, match="first call's"):
+        compiled(tg.Tensor(X), tg.Tensor(other) if other.dtype.kind == "f" else other)
+
+
+def test_compile_still_replays_masks_and_targets_given_as_arguments():
+    def step(x, mask, target):
+        return F.cross_entropy(tg.where(mask, x, 0.0), target) + x.masked_fill(mask, 1.0).sum()
+
+    compiled = tg.compile(step)
+    for seed in range(3):
+        generator = np.random.default_rng(seed)
+        x = generator.standard_normal((4, 3))
+        mask = generator.uniform(size=(4, 3)) > 0.5
+        target = generator.integers(0, 3, 4)
+        expected = step(tg.Tensor(x), mask, target).item()
+        assert compiled(tg.Tensor(x), mask, target).item() == expected

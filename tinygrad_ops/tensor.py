@@ -487,6 +487,10 @@ class Tensor(MathMethods):
 
     def _compare(self, other, compare):
         """out = the elementwise comparison: a boolean tensor outside the tape (no gradient)."""
+        if STATE.recorder is not None:  # tg.compile: a replay would reuse the first call's
+            STATE.recorder.read_value(self, "a comparison (x > 0, ...)")
+            if isinstance(other, Tensor):
+                STATE.recorder.read_value(other, "a comparison (x > 0, ...)")
         other = other.data if isinstance(other, Tensor) else _operand(other)
         if other is None:
             return NotImplemented

@@ -168,12 +168,26 @@ class Recorder:
             else:
                 inputs.append(self.slot_of(operand, name))
         for value in options.values():
-            if isinstance(value, np.ndarray) and self.computed(value):
-                self.refuse(f"{type(node).__name__}: an option holding a value the step computes")
+            if self.changes(value):
+                self.refuse(
+                    f"{name}: an option (an index, a mask) holding an argument or a value the "
+                    "step computes: a replay would reuse the first call's"
+                )
             if isinstance(value, np.random.Generator):
                 self.check_generator(value, name)
         output = self.new_slot("value", type(node).__name__, out.data)
         self.emit(Forward(node, tuple(inputs), dict(options), output, tuple(conversions)))
+
+    def changes(self, option) -> bool:
+        """Whether an op's option is (or holds) an argument or a computed array."""
+        if isinstance(option, (tuple, list)):
+            return any(self.changes(part) for part in option)
+        data = option.data if isinstance(option, Tensor) else option
+        if not isinstance(data, np.ndarray):
+            return False
+        slot = self.slot_by_array.get(id(data))
+        is_argument = slot is not None and self.slots[slot].kind == "input"
+        return is_argument or self.computed(data) or self.views_a_known_array(data)
 
     def check_generator(self, generator, op_name):
         """A replay draws on from the generators the capture drew from: fine for one that

@@ -32,6 +32,14 @@ from ..mode import STATE
 Tensor = None  # the Tensor class, bound by tensor.py at import (see the module docstring)
 
 
+def values_read(value, what):
+    """A composed op computes from `value`'s numbers in Python (an order, a mask, class
+    indices) and passes the result on as a constant: tg.compile's capture refuses that when
+    they change from call to call, since a replay would reuse the first call's."""
+    if STATE.recorder is not None:
+        STATE.recorder.read_value(value, what)
+
+
 def bind_tensor(tensor_class):
     """Called once by `tensor.py`: the class `apply` wraps its results in."""
     global Tensor

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .base import Op, is_tensor, new_tensor
+from .base import Op, is_tensor, new_tensor, values_read
 from .checks import normalize_axis
 from .windows import pad_array_or_tensor
 
@@ -34,6 +34,7 @@ def as_index(value, op_name, name="index"):
     array([0, 2])
     """
     data = value.data if is_tensor(value) else np.asarray(value)
+    values_read(data, f"{op_name}: its {name} values")
     if data.dtype.kind in "iu":
         return data.astype(np.int64, copy=False)
     if data.dtype.kind == "f" and np.all(np.isfinite(data)) and np.all(data == np.round(data)):
@@ -356,6 +357,7 @@ def sort(input, dim=None, descending=False, stable=False, *, axis=None):
         values, indices = sort(x.reshape((1,)), descending=descending)
         return ValuesIndices(values.reshape(()), new_tensor(indices.data.reshape(())))
     dim = normalize_axis(pick_dim(dim, axis, "sort", default=-1), x.ndim, "sort", "dim")
+    values_read(x, "sort: the order of the values")
     order = _stable_order(x.data, dim, descending)
     return ValuesIndices(Gather.apply(x, dim=dim, index=order), new_tensor(order))
 
@@ -386,6 +388,7 @@ def topk(input, k, dim=None, largest=True, sorted=True, *, axis=None):
     size = x.shape[dim]
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 0 <= k <= size:
         raise ValueError(f"topk: k must be an int from 0 to {size} (the dim's size), got {k!r}")
+    values_read(x, "topk: the order of the values")
     order = _stable_order(x.data, dim, descending=largest)
     order = np.take(order, np.arange(k), axis=dim)
     return ValuesIndices(Gather.apply(x, dim=dim, index=order), new_tensor(order))
@@ -401,6 +404,7 @@ def nonzero(input, as_tuple=False):
            [1, 0]])
     """
     data = _tensor(input, "nonzero").data
+    values_read(data, "nonzero: where the values are nonzero")
     if as_tuple:
         return tuple(
             new_tensor(index.astype(np.int64)) for index in np.nonzero(np.atleast_1d(data))

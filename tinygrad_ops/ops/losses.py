@@ -8,7 +8,7 @@ create_graph, and how float16 is computed).
 import numpy as np
 
 from .activations import Softmax
-from .base import Op
+from .base import Op, values_read
 from .checks import check_float
 from .dual import compute_dtype, like_inputs, upcast
 from .kernels import (
@@ -266,6 +266,7 @@ def nll_rows(log_probabilities, target, weight, ignore_index, op_name):
             f"{op_name}: input of shape {log_probabilities.shape} (N, C, ...) needs a target of "
             f"shape {expected}, got {target.shape}"
         )
+    values_read(target, f"{op_name}: the class targets (ignore_index, the picks)")
     kept = flat != ignore_index
     bad = kept & ((flat < 0) | (flat >= classes))
     if bad.any():
@@ -366,6 +367,7 @@ def _where(condition, a, b):
 def softplus_of_negative(x):
     """log(1 + exp(-x)), stable: log(1 + exp(-|x|)) + max(-x, 0), with |x| written as a
     where, so that the derivative at 0 is exactly -1/2 (abs's subgradient would give 0)."""
+    values_read(x, "binary_cross_entropy_with_logits: the signs of the logits")
     magnitude = _where(x.data >= 0, x, -x)
     return (1.0 + (-magnitude).exp()).log() + (-x).relu()
 
@@ -438,6 +440,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     x, t = _pair(input, target, "huber_loss", same_shape=False)
     difference = x - t
     size = difference.abs()
+    values_read(size, "huber_loss: where |input - target| < delta")
     loss = _where(size.data < delta, 0.5 * difference * difference, delta * (size - 0.5 * delta))
     return reduce_loss(loss, reduction, "huber_loss")
 
@@ -457,6 +460,7 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     x, t = _pair(input, target, "smooth_l1_loss", same_shape=False)
     difference = x - t
     size = difference.abs()
+    values_read(size, "smooth_l1_loss: where |input - target| < beta")
     loss = _where(size.data < beta, (0.5 / beta) * difference * difference, size - 0.5 * beta)
     return reduce_loss(loss, reduction, "smooth_l1_loss")
 
@@ -476,6 +480,7 @@ def kl_div(input, target, reduction="mean", log_target=False):
     if log_target:
         loss = t.exp() * (t - x)
     else:
+        values_read(t, "kl_div: where the target is 0")
         positive = t.data > 0  # t log t -> 0 as t -> 0: the where keeps log away from 0
         safe = _where(positive, t, np.ones((), dtype=t.dtype))
         loss = _where(positive, t * safe.log(), np.zeros((), dtype=t.dtype)) - t * x

@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 
-from .base import is_tensor, new_tensor
+from .base import is_tensor, new_tensor, values_read
 from .checks import normalize_axis
 from .windows import Pad, SlidingWindows
 
@@ -255,6 +255,7 @@ def repeat_interleave(input, repeats, dim=None):
         x, dim = x.reshape(-1), 0
     dim = _axis(dim, x.ndim, "repeat_interleave")
     counts = repeats.data if is_tensor(repeats) else np.asarray(repeats)
+    values_read(counts, "repeat_interleave: the repeats")
     size = x.shape[dim] if x.ndim else 1
     if counts.dtype.kind not in "iuf" or np.any(counts < 0) or np.any(counts != np.round(counts)):
         raise ValueError(f"repeat_interleave: repeats must be non-negative integers, got {repeats}")
