@@ -103,6 +103,7 @@ FROZEN = {
     "huber_loss": (lambda x, t: F.huber_loss(x, t), PROBABILITY),
     "smooth_l1_loss": (lambda x, t: F.smooth_l1_loss(x, t), PROBABILITY),
     "kl_div": (lambda x, t: F.kl_div(x, t), PROBABILITY),
+    "std": (lambda x, t: x.std(axis=1), TARGET),
 }
 
 
@@ -126,3 +127,29 @@ def test_compile_still_replays_masks_and_targets_given_as_arguments():
         target = generator.integers(0, 3, 4)
         expected = step(tg.Tensor(x), mask, target).item()
         assert compiled(tg.Tensor(x), mask, target).item() == expected
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "low"),
+    [(lambda x: x.mean(axis=1), lambda x: x.mean(1), 100),
+     (lambda x: x.mean(), lambda x: x.mean(), 100),
+     (lambda x: x.var(axis=1), lambda x: x.var(1, correction=0), 100),
+     (lambda x: F.avg_pool2d(x.reshape(2, 1, 200, 200), 4),
+      lambda x: torch_functional.avg_pool2d(x.reshape(2, 1, 200, 200), 4), 20000),
+     (lambda x: F.avg_pool1d(x.reshape(2, 1, 40000), 8),
+      lambda x: torch_functional.avg_pool1d(x.reshape(2, 1, 40000), 8), 20000)],
+)  # fmt: skip
+def test_float16_means_are_summed_in_float32_as_torch(ours, theirs, low):
+    """float16 means and variances of 40,000 values near 150 (and windows of values near
+    40,000): PyTorch sums in float32; a float16 sum overflowed to inf."""
+    data = np.random.default_rng(0).uniform(low, 2 * low, (2, 40000)).astype(np.float16)
+    x = tg.Tensor(data, requires_grad=True)
+    xt = torch.tensor(data, requires_grad=True)
+    out, expected = ours(x), theirs(xt)
+    assert out.dtype == np.float16
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=2e-3)
+    upstream = np.ones(out.shape, np.float16)
+    out.backward(upstream)
+    expected.backward(torch.tensor(upstream))
+    assert x.grad.dtype == np.float16
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-2, atol=1e-5)

@@ -568,6 +568,8 @@ class Tensor(MathMethods):
     def mean(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         """The mean over `axis` (all axes by default): sum / count."""
         axis, keepdims = reduction_arguments("mean", axis, keepdims, dim, keepdim)
+        if self.dtype == np.float16:  # summed in float32, as PyTorch (float16 overflows at 65504)
+            return self.astype(np.float32).mean(axis, keepdims).astype(np.float16)
         count = _reduced_count(self.shape, axis, "mean")
         return self.sum(axis=axis, keepdims=keepdims) / count
 
@@ -579,6 +581,8 @@ class Tensor(MathMethods):
         """
         axis, keepdims = reduction_arguments("var", axis, keepdims, dim, keepdim)
         ddof = ddof_argument("var", ddof, correction)
+        if self.dtype == np.float16:  # in float32, as PyTorch (float16 overflows at 65504)
+            return self.astype(np.float32).var(axis, keepdims, ddof).astype(np.float16)
         count = _reduced_count(self.shape, axis, "var")
         deviation = self - self.mean(axis=axis, keepdims=True)
         squares = (deviation * deviation).sum(axis=axis, keepdims=keepdims)
@@ -591,6 +595,8 @@ class Tensor(MathMethods):
         square root is taken of 1 in those places and multiplied by 0.
         """
         variance = self.var(axis, keepdims, ddof, correction=correction, dim=dim, keepdim=keepdim)
+        if STATE.recorder is not None:  # tg.compile: a replay would reuse the first call's
+            STATE.recorder.read_value(variance, "std: where the variance is 0")
         zero = variance.data == 0
         return where(zero, 1.0, variance).sqrt() * ~zero
 

@@ -159,6 +159,8 @@ def avg_pool2d(
     windows = SlidingWindows.apply(
         Pad.apply(x, widths=widths, value=0.0), kernel=kernel, stride=stride, dilation=dilation
     )
+    if x.dtype == np.float16:  # summed in float32, as PyTorch (float16 overflows at 65504)
+        windows = windows.astype(np.float32)
     totals = windows.sum(axis=(-2, -1))
     if divisor_override is not None:
         if not isinstance(divisor_override, (int, np.integer)) or divisor_override < 1:
@@ -168,7 +170,8 @@ def avg_pool2d(
         out = totals / float(divisor_override)
     else:
         counts = window_counts(x.shape[2:], widths, kernel, stride, count_include_pad)
-        out = totals / counts.astype(x.dtype)
+        out = totals / counts.astype(totals.dtype)
+    out = out.astype(x.dtype) if out.dtype != x.dtype else out
     return out.reshape(out.shape[1:]) if unbatched else out
 
 
