@@ -104,6 +104,13 @@ FROZEN = {
     "smooth_l1_loss": (lambda x, t: F.smooth_l1_loss(x, t), PROBABILITY),
     "kl_div": (lambda x, t: F.kl_div(x, t), PROBABILITY),
     "std": (lambda x, t: x.std(axis=1), TARGET),
+    "isnan": (lambda x, t: tg.where(x.isnan(), 0.0, x), TARGET),
+    "isfinite": (lambda x, t: x * x.isfinite(), TARGET),
+    "argmax": (lambda x, t: x.gather(1, x.argmax(1, keepdims=True)), TARGET),
+    "max(dim=1)": (lambda x, t: x.max(dim=1).values * 1.0, TARGET),
+    "all": (lambda x, t: x * x.all(), TARGET),
+    "logsumexp": (lambda x, t: x.logsumexp(1), TARGET),
+    "cummax": (lambda x, t: x.cummax(1).values * 1.0, TARGET),
 }
 
 

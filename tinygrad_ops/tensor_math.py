@@ -17,7 +17,7 @@ from collections import namedtuple
 import numpy as np
 
 from .ops.activations import Erf
-from .ops.base import is_tensor, new_tensor
+from .ops.base import is_tensor, new_tensor, values_read
 from .ops.binary import CopySign, Fmod, LogAddExp, Remainder, RoundedDivide
 from .ops.checks import normalize_axis, reduction_arguments
 from .ops.cumulative import Cumprod, Cumsum, LogCumSumExp
@@ -179,14 +179,17 @@ class MathMethods:
 
     def isnan(self):
         """out = a is NaN: a boolean tensor outside the tape (no gradient)."""
+        values_read(self, "isnan")
         return _constant(np.isnan(self.data))
 
     def isinf(self):
         """out = a is +inf or -inf: a boolean tensor outside the tape (no gradient)."""
+        values_read(self, "isinf")
         return _constant(np.isinf(self.data))
 
     def isfinite(self):
         """out = a is neither NaN nor infinite: a boolean tensor outside the tape."""
+        values_read(self, "isfinite")
         return _constant(np.isfinite(self.data))
 
     # -- reductions ----------------------------------------------------------------------------
@@ -218,6 +221,7 @@ class MathMethods:
         axis = normalize_axis(axis, self.ndim, op_name)
         if self.ndim and self.shape[axis] == 0:
             raise ValueError(f"{op_name}: cannot reduce over an empty dim (shape {self.shape})")
+        values_read(self, f"{op_name}(dim=...): the indices")
         indices = arg_function(self.data, axis=axis, keepdims=True) if self.ndim else np.array(0)
         values = self.gather(axis, _constant(indices)) if self.ndim else self * 1
         if not keepdims and self.ndim:
@@ -238,6 +242,7 @@ class MathMethods:
             axis = normalize_axis(axis, self.ndim, op_name)
         if self.size == 0:
             raise ValueError(f"{op_name}: cannot reduce an empty tensor (shape {self.shape})")
+        values_read(self, op_name)
         data = self.data if self.ndim else self.data.reshape(1)
         indices = function(data, axis=axis, keepdims=keepdims and axis is not None)
         if keepdims and axis is None:
@@ -248,12 +253,14 @@ class MathMethods:
         """True where every element over `axis` is nonzero (a bool tensor, no gradient)."""
         axis, keepdims = reduction_arguments("all", axis, keepdims, dim, keepdim)
         axes = normalize_axes(axis, self.ndim, "all")
+        values_read(self, "all")
         return _constant(np.all(self.data, axis=axes, keepdims=keepdims))
 
     def any(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         """True where some element over `axis` is nonzero (a bool tensor, no gradient)."""
         axis, keepdims = reduction_arguments("any", axis, keepdims, dim, keepdim)
         axes = normalize_axes(axis, self.ndim, "any")
+        values_read(self, "any")
         return _constant(np.any(self.data, axis=axes, keepdims=keepdims))
 
     def prod(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
@@ -280,6 +287,7 @@ class MathMethods:
         if self.size == 0:
             shift = np.zeros(keepdims_shape(self.shape, axes))
         else:
+            values_read(self, "logsumexp: the shift by the maximum")
             shift = np.max(self.data, axis=axes, keepdims=True)
         shift = np.where(np.isfinite(shift), shift, 0.0).astype(self.dtype, copy=False)
         with np.errstate(divide="ignore"):  # a slice of only -inf: log(0) = -inf, as PyTorch
@@ -321,6 +329,7 @@ class MathMethods:
 
     def _running_extremum(self, op_name, ufunc, axis, dim):
         axis = self._one_axis(op_name, axis, dim)
+        values_read(self, f"{op_name}: the indices")
         data = self.data if self.ndim else self.data.reshape(1)
         running = ufunc.accumulate(data, axis=axis)
         positions = np.arange(data.shape[axis]).reshape((-1,) + (1,) * (data.ndim - 1 - axis))
