@@ -197,11 +197,13 @@ def test_no_float64_array_inside_a_backward_rule(dtype, monkeypatch):
     for part in parts[1:]:
         total = total + part.sum()
     total.backward()
-    # Cast is excluded: the graph asks for float64 there on purpose.
+    # Cast is excluded: the graph asks for float64 there on purpose. A float16 mean or
+    # variance is summed in float32, as PyTorch's: float32 rules may run in a float16 graph.
+    allowed = {np.dtype(dtype)} | ({np.dtype(np.float32)} if dtype == np.float16 else set())
     wrong = {
         name: dtypes
         for name, dtypes in seen.items()
-        if dtypes != {np.dtype(dtype)} and name != "Cast"
+        if not dtypes <= allowed and name != "Cast"
     }
     assert len(seen) > 20
     assert not wrong
