@@ -201,9 +201,7 @@ def test_no_float64_array_inside_a_backward_rule(dtype, monkeypatch):
     # variance is summed in float32, as PyTorch's: float32 rules may run in a float16 graph.
     allowed = {np.dtype(dtype)} | ({np.dtype(np.float32)} if dtype == np.float16 else set())
     wrong = {
-        name: dtypes
-        for name, dtypes in seen.items()
-        if not dtypes <= allowed and name != "Cast"
+        name: dtypes for name, dtypes in seen.items() if not dtypes <= allowed and name != "Cast"
     }
     assert len(seen) > 20
     assert not wrong
