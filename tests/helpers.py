@@ -67,3 +67,15 @@ def check_op(ours, theirs, *specs, seed=0, low=None, high=None, atol=1e-10, rtol
             rtol=rtol,
             err_msg=f"gradient of input {index}",
         )
+
+
+def check_second_order(ours, theirs, values, atol=1e-10, rtol=1e-8):
+    """Differentiate twice (create_graph) in both engines, float64: the gradient of
+    sum(g * g), g the gradient of sum(f(x)), must match PyTorch's."""
+    x = tg.Tensor(np.array(values, dtype=np.float64), requires_grad=True)
+    torch_x = torch.tensor(np.array(values, dtype=np.float64), requires_grad=True)
+    (grad,) = tg.grad(ours(x).sum(), [x], create_graph=True)
+    (torch_grad,) = torch.autograd.grad(theirs(torch_x).sum(), [torch_x], create_graph=True)
+    (second,) = tg.grad((grad * grad).sum(), [x])
+    (torch_second,) = torch.autograd.grad((torch_grad * torch_grad).sum(), [torch_x])
+    np.testing.assert_allclose(second.numpy(), torch_second.numpy(), rtol=rtol, atol=atol)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF  # noqa: N812 (the PyTorch convention)
-from helpers import check_op
+from helpers import check_op, check_second_order
 
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
@@ -137,13 +137,7 @@ def test_second_derivatives_match_torch(name):
     ours, theirs, low, high = UNARY[name]
     low, high = (-0.8, 0.8) if low is None else (low * 0.8, high * 0.8)
     values = np.random.default_rng(5).uniform(low, high, size=(4,))
-    x = tg.Tensor(values, requires_grad=True)
-    torch_x = torch.tensor(values, requires_grad=True)
-    (grad,) = tg.grad(ours(x).sum(), [x], create_graph=True)
-    (torch_grad,) = torch.autograd.grad(theirs(torch_x).sum(), [torch_x], create_graph=True)
-    (second,) = tg.grad((grad * grad).sum(), [x])
-    (torch_second,) = torch.autograd.grad((torch_grad * torch_grad).sum(), [torch_x])
-    np.testing.assert_allclose(second.numpy(), torch_second.numpy(), rtol=1e-8, atol=1e-10)
+    check_second_order(ours, theirs, values)
 
 
 NAN_INPUTS = np.array([np.nan, -3.0, 0.0, 3.0, 6.0, -1.0, 2.5])

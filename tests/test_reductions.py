@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from helpers import check_op
+from helpers import check_op, check_second_order
 
 import tinygrad_ops as tg
 
@@ -195,10 +195,4 @@ def test_reductions_are_twice_differentiable(name):
     ours, theirs = REDUCTIONS[name]
     values = np.random.default_rng(8).uniform(-1.0, 1.0, size=(2, 3))
     values[0, 1] = 0.0  # a zero for the products
-    x = tg.Tensor(values, requires_grad=True)
-    torch_x = torch.tensor(values, requires_grad=True)
-    (grad,) = tg.grad(ours(x).sum(), [x], create_graph=True)
-    (torch_grad,) = torch.autograd.grad(theirs(torch_x).sum(), [torch_x], create_graph=True)
-    (second,) = tg.grad((grad * grad).sum(), [x])
-    (torch_second,) = torch.autograd.grad((torch_grad * torch_grad).sum(), [torch_x])
-    np.testing.assert_allclose(second.numpy(), torch_second.numpy(), rtol=1e-8, atol=1e-10)
+    check_second_order(ours, theirs, values)
