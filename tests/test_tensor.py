@@ -1,4 +1,4 @@
-"""`Tensor` construction, attributes and the dtype rules (the Tensor section of the README)."""
+"""`Tensor` construction, attributes and the dtype rules (tinygrad_ops/tensor.py)."""
 
 import numpy as np
 import pytest
