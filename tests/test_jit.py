@@ -280,6 +280,34 @@ def test_each_guard_recaptures(change):
         tg.set_default_scheduler(previous)
 
 
+def test_a_replaced_parameter_captures_a_new_program():
+    """`model.weight = nn.Parameter(...)` after the capture: the replay must read the new
+    weight, as eager does (it used to replay with the old one, a silently wrong loss)."""
+    models, losses = [], []
+    for compiled in (False, True):
+        tg.manual_seed(0)
+        model = mlp(norm=None, dropout=0.0)
+        step = training_step(model, optim.SGD(model.parameters(), lr=0.1))
+        step = tg.compile(step) if compiled else step
+        ((x, y),) = batches(1)
+        step(x, y)
+        model[2].weight = tg.nn.Parameter(np.zeros((3, 12), np.float32))
+        losses.append(step(x, y).item())
+        models.append(model)
+    assert losses[1] == losses[0]
+    assert len(step.programs) == 2
+
+
+def test_past_the_limit_the_error_names_a_replaced_parameter():
+    tg.manual_seed(0)
+    model = mlp(norm=None, dropout=0.0)
+    step = tg.compile(training_step(model, optim.SGD(model.parameters(), lr=0.1)), max_programs=1)
+    step(*batches(1)[0])
+    model[0].bias = tg.nn.Parameter(np.zeros(12, np.float32))
+    with pytest.raises(tg.CompileError, match="a parameter or buffer of Linear was replaced"):
+        step(*batches(1)[0])
+
+
 def test_past_the_limit_the_error_says_what_changed():
     tg.manual_seed(0)
     model = mlp(norm=None, dropout=0.0)

@@ -8,7 +8,7 @@ import types
 from ..mode import STATE
 from ..tensor import Tensor
 from .capture import CompileError, Recorder
-from .guards import Guards
+from .guards import Guards, members
 from .program import Output, Program
 
 
@@ -62,7 +62,9 @@ class CompiledFunction:
             (tensor, tensor.data, tensor._requires_grad) for tensor in recorder.captured
         ]
         guards.generators = recorder.generators
-        guards.modules = [(module, module.training) for module in recorder.modules.values()]
+        guards.modules = [
+            (module, module.training, members(module)) for module in recorder.modules.values()
+        ]
         guards.grads = recorder.grad_guards
         program = Program(
             self.__name__,

@@ -4,7 +4,9 @@ A program is valid only while these hold: the arguments have the shapes and dtyp
 for plain Python values, the values) it was captured with; every tensor it read from
 outside is still the same array and still (or still not) requires grad; grad mode, the
 default scheduler, the shared random generator and each module's train/eval flag are as
-they were. `holds` is the fast check made at every call; `differences` says in words what
+they were, and each module called still holds the same parameter and buffer objects
+(`model.weight = nn.Parameter(...)` after the capture gives a new program, not the old
+weight). `holds` is the fast check made at every call; `differences` says in words what
 changed, for the error raised when no program fits and no more may be captured.
 """
 
@@ -41,7 +43,7 @@ class Guards:
         self.grad_enabled = STATE.grad_enabled
         self.scheduler = get_default_scheduler()
         self.generators = generators  # generators that were default_generator() at capture
-        self.modules = [(module, module.training) for module in modules]
+        self.modules = [(module, module.training, members(module)) for module in modules]
         self.grads = []  # (leaf, whether its .grad was None as the capture began)
 
     @staticmethod
@@ -77,7 +79,10 @@ class Guards:
         for tensor, was_none in self.grads:
             if (tensor.grad is None) is not was_none:
                 return False
-        return all(module.training == training for module, training in self.modules)
+        return all(
+            module.training == training and holds_members(module, held)
+            for module, training, held in self.modules
+        )
 
     def differences(self, values, keywords) -> list:
         """What does not hold, one sentence per guard that fails."""
@@ -115,11 +120,29 @@ class Guards:
                     "(assigning .grad inside a compiled function is not replayed: use "
                     "optimizer.zero_grad())"
                 )
-        for module, training in self.modules:
+        for module, training, held in self.modules:
             if module.training != training:
                 mode = "train" if module.training else "eval"
                 found.append(f"{type(module).__name__} was switched to {mode} mode")
+            if not holds_members(module, held):
+                found.append(f"a parameter or buffer of {type(module).__name__} was replaced")
         return found
+
+
+def members(module) -> tuple:
+    """(registry, name, tensor) for each parameter and buffer `module` holds itself."""
+    return tuple(
+        (registry, name, tensor)
+        for registry in (module._parameters, module._buffers)
+        for name, tensor in registry.items()
+    )
+
+
+def holds_members(module, held) -> bool:
+    """Whether `module` still holds the parameter and buffer objects of `members`."""
+    return len(held) == len(module._parameters) + len(module._buffers) and all(
+        registry.get(name) is tensor for registry, name, tensor in held
+    )
 
 
 def _spec(description) -> str:
