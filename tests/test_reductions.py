@@ -196,3 +196,25 @@ def test_reductions_are_twice_differentiable(name):
     values = np.random.default_rng(8).uniform(-1.0, 1.0, size=(2, 3))
     values[0, 1] = 0.0  # a zero for the products
     check_second_order(ours, theirs, values)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_a_positional_dim_is_pytorchs_values_and_indices(name):
+    """`_, predicted = logits.max(1)` (PyTorch's accuracy idiom) gives the indices: a
+    positional dim once meant numpy's axis and returned the values alone, so with two
+    rows the unpacking silently gave the two rows' values."""
+    logits = np.array([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]])
+    ours = tg.Tensor(logits, requires_grad=True)
+    theirs = torch.tensor(logits, requires_grad=True)
+    values, indices = getattr(ours, name)(1)
+    expected_values, expected_indices = getattr(theirs, name)(1)
+    np.testing.assert_array_equal(indices.numpy(), expected_indices.numpy())
+    np.testing.assert_array_equal(values.numpy(), expected_values.detach().numpy())
+    values.sum().backward()
+    expected_values.sum().backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+    kept_values, _ = getattr(ours, name)(0, True)
+    assert kept_values.shape == (1, 3)
+    assert getattr(ours, name)(axis=1).shape == (2,)  # numpy's form: the values alone
+    with pytest.raises(TypeError, match="not both"):
+        getattr(ours, name)(1, axis=0)

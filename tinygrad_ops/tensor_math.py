@@ -194,23 +194,31 @@ class MathMethods:
 
     # -- reductions ----------------------------------------------------------------------------
 
-    def max(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
-        """The maximum over `axis` (ties share the gradient); with PyTorch's `dim=`, as
-        `torch.max(x, dim)`: (values, indices), the gradient to the index. A Tensor argument:
-        the elementwise maximum."""
-        if is_tensor(axis):  # x.max(other), as torch.max(x, other)
-            return self.maximum(axis)
-        if dim is not None:
-            return self._select_along("max", np.argmax, dim, keepdim, axis)
-        return Max.apply(self, axis=axis, keepdims=self._keepdims("max", keepdims, keepdim))
+    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The maximum: as `torch.max` for a dim given positionally or as `dim=`
+        ((values, indices), the gradient to the index: `_, predicted = logits.max(1)`);
+        with numpy's `axis=` (an int or a tuple), the values alone (ties share the
+        gradient). A Tensor argument: the elementwise maximum."""
+        return self._max_or_min("max", np.argmax, Max, dim, keepdim, axis, keepdims)
 
-    def min(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
-        """The minimum over `axis` (as `max`; with `dim=`: (values, indices))."""
-        if is_tensor(axis):
-            return self.minimum(axis)
-        if dim is not None:
-            return self._select_along("min", np.argmin, dim, keepdim, axis)
-        return Min.apply(self, axis=axis, keepdims=self._keepdims("min", keepdims, keepdim))
+    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The minimum (as `max`: (values, indices) for a dim, the values for `axis=`)."""
+        return self._max_or_min("min", np.argmin, Min, dim, keepdim, axis, keepdims)
+
+    def _max_or_min(self, op_name, arg_function, op, dim, keepdim, axis, keepdims):
+        if is_tensor(dim):  # x.max(other), as torch.max(x, other)
+            return self.maximum(dim) if op_name == "max" else self.minimum(dim)
+        if dim is not None and not isinstance(dim, tuple):  # PyTorch's form
+            if axis is not None or keepdims is not None:
+                raise TypeError(
+                    f"{op_name}: pass a dim (PyTorch's form, giving values and indices) or "
+                    "axis=/keepdims= (numpy's form, giving the values), not both"
+                )
+            return self._select_along(op_name, arg_function, dim, keepdim, None)
+        if dim is not None:  # a tuple of dims: numpy's form (torch.max takes no tuple)
+            axis, dim = dim, None
+        keepdims = keepdim if keepdims is None else keepdims
+        return op.apply(self, axis=axis, keepdims=self._keepdims(op_name, keepdims, None))
 
     def _keepdims(self, op_name, keepdims, keepdim):
         return reduction_arguments(op_name, None, keepdims, None, keepdim)[1]
