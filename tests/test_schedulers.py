@@ -158,7 +158,7 @@ def test_chain_lengths(steps, scheduler):
     ours, graph = run_model(model, small)
     assert_same(ours, reference)
     if steps >= 2:
-        lengths = [len(anchors) - 1 for _, anchors in graph.scanned_segments]
+        lengths = [len(segment.tensors) - 1 for segment in graph.scanned_segments]
         assert lengths
         assert max(lengths) >= steps - 1
 

@@ -5,6 +5,7 @@ import pytest
 
 import tinygrad_ops as tg
 from tinygrad_ops import viz
+from tinygrad_ops.autograd import ScannedSegment
 
 
 def named(values, name, requires_grad=True):
@@ -354,7 +355,7 @@ class SegmentScheduler:
         self.tensors = tensors
 
     def run(self, graph):
-        graph.scanned_segments = [("blelloch", self.tensors)]
+        graph.scanned_segments = [ScannedSegment("blelloch", self.tensors, "blelloch", None)]
         tg.scheduler.resolve_scheduler("sequential").run(graph)
 
 
@@ -389,9 +390,9 @@ def test_a_real_scan_scheduler_is_recorded_and_its_segments_drawn():
     for leaf, grad in zip(leaves, expected):
         np.testing.assert_allclose(leaf.grad.numpy(), grad, rtol=1e-4, atol=1e-6)
     source = viz.draw(loss, backward=record).source
-    for number, (name, _tensors) in enumerate(record.scanned_segments):
+    for number, segment in enumerate(record.scanned_segments):
         assert f"subgraph cluster_scan_{number} {{" in source
-        assert f'label="scan: {name} (' in source
+        assert f'label="scan: {segment.scheduler} (' in source
 
 
 def test_recording_scheduler_gives_the_same_gradients():

@@ -100,6 +100,29 @@ def test_scan_levels_combine_into_every_prefix(method, steps):
     assert all((0, last) in made for last in range(steps + 1))
 
 
+def test_a_chain_scanned_by_auto_shows_the_scan_auto_chose():
+    """auto picks a scan and a block size per chain; the page steps through that scan's
+    levels (it once showed "unknown" for every chain auto scanned)."""
+
+    class PinnedAuto(tg.scheduler.AutoScheduler):
+        def gate(self, graph, full=False):
+            return True, "pinned by the test"
+
+        def worth_checking(self, steps, ops_per_step, state_shape, kind=None):
+            return True
+
+        def choose(self, segment):
+            return "blocked", 2
+
+    loss = viz.examples.rnn(steps=8)
+    data = page_json(viz.html(loss, scheduler=PinnedAuto()))
+    (scan,) = [node for node in data["nodes"] if node["kind"] == "scan"]
+    assert scan["label"] == "auto scan"
+    steps = len(scan["anchors"]) - 1
+    assert scan["levels"] == scan_levels("blocked", steps, 2)
+    assert scan["levels"] != scan_levels("blocked", steps)  # not the registered block size
+
+
 def test_scan_levels_of_a_scheduler_without_one_method_say_so():
     assert "does not say" in scan_levels("auto", 8)["unknown"]
 

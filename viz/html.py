@@ -192,8 +192,8 @@ class _Builder:
         return members
 
     def add_scans(self):
-        for number, (scan_name, tensors) in enumerate(self.record.scanned_segments):
-            anchors = [self.graph.node_id(tensor) for tensor in tensors]
+        for number, segment in enumerate(self.record.scanned_segments):
+            anchors = [self.graph.node_id(tensor) for tensor in segment.tensors]
             anchors = [anchor for anchor in anchors if anchor is not None]
             members = self.scanned_members(anchors)
             if not members:
@@ -205,11 +205,11 @@ class _Builder:
             self.nodes[scan_id] = {
                 "id": scan_id,
                 "kind": "scan",
-                "label": f"{scan_name} scan",
+                "label": f"{segment.scheduler} scan",
                 "sub": f"{steps} steps, {len(members)} ops",
                 "anchors": [_label(self.graph.tensors[anchor]) for anchor in anchors],
                 "members": members,
-                "levels": scan_levels(scan_name, steps),
+                "levels": scan_levels(segment.method, steps, segment.block_size),
             }
 
     def add_ops(self):

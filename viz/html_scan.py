@@ -37,21 +37,22 @@ class IntervalOperator(scans.AssociativeOperator):
         raise NotImplementedError("intervals have no identity element")
 
 
-def scan_levels(scheduler_name, steps):
-    """{"method", "block_size", "levels"} for a chain of `steps` steps scanned by the
-    scheduler called `scheduler_name`, or {"unknown": reason} when it cannot be said.
+def scan_levels(method, steps, block_size=None):
+    """{"method", "block_size", "levels"} for a chain of `steps` steps scanned with
+    `method` (the scan a scheduler noted in its `ScannedSegment`; `block_size` defaults to
+    the registered scheduler's), or {"unknown": reason} when `method` is not a scan.
 
     >>> levels = scan_levels("blelloch", 4)["levels"]
     >>> len(levels), levels[-1]  # the last call fills in the even positions 2 and 4
     (4, [[0, 1, 2, 2], [0, 3, 4, 4]])
     """
-    if scheduler_name not in METHODS:
+    if method not in METHODS:
         return {
-            "unknown": f"the {scheduler_name} scheduler does not say which scan it ran "
+            "unknown": f"the {method} scheduler does not say which scan it ran "
             "(only hillis-steele, blelloch and blocked have one fixed method)"
         }
-    method = scheduler_name
-    block_size = resolve_scheduler(scheduler_name).block_size
+    if block_size is None:
+        block_size = resolve_scheduler(method).block_size
     operator = IntervalOperator()
     first = (np.array([[0, 0]]),)
 

@@ -185,7 +185,8 @@ def _steps(graph, record):
 def _scan_clusters(result, producer):
     graph = result.graph
     position = {node_id: index for index, node_id in enumerate(graph.node_order)}
-    for number, (scan_name, tensors) in enumerate(result.record.scanned_segments):
+    for number, segment in enumerate(result.record.scanned_segments):
+        scan_name, tensors = segment.scheduler, segment.tensors
         key = f"cluster_scan_{number}"
         anchors = [graph.node_id(tensor) for tensor in tensors]
         anchors = sorted((a for a in anchors if a is not None), key=position.__getitem__)

@@ -9,8 +9,8 @@ sent back along each edge to the op's operands. `visit(tensor, grad)` is where a
 receives its total gradient (a leaf, or a tensor a scan scheduler delivers).
 
 Scan schedulers (see docs/scan.md, section 3) may fill `graph.scanned_segments`, a list of
-`(scan name, [tensors of the chain segment])`; the record keeps it, and `draw` shows each
-segment as one highlighted cluster named after its scan.
+`ScannedSegment(scheduler, tensors, method, block_size)` records; the record keeps it, and
+`draw` shows each segment as one highlighted cluster named after its scan.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class BackwardRecord:
         self._op_grads = {}  # id(op) -> GradientInfo of the total gradient of its output
         self._visit_grads = {}  # id(tensor) -> GradientInfo of the total gradient at visit
         self._keep_alive = []  # the tensors whose ids are keys above (ops are in visit_order)
-        self.scanned_segments = []  # (scan name, [tensors]) from a scan scheduler
+        self.scanned_segments = []  # ScannedSegment records from a scan scheduler
 
     def step(self, op):
         """The 1-based position of `op` in the backward walk, or None if not visited."""

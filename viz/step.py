@@ -130,7 +130,8 @@ class _StepObserver:
         # gradients are computed: show it where it happened in the walk.
         printer = self.printer
         segments = getattr(self.graph, "scanned_segments", None) or []
-        for scan_name, anchors in segments[self.segments :]:
+        for segment in segments[self.segments :]:
+            scan_name, anchors = segment.scheduler, segment.tensors
             self.number += 1
             chain = " -> ".join(printer.label(tensor) for tensor in anchors)
             printer.print(

@@ -15,7 +15,7 @@ from ..mode import STATE, detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from ..ops.base import Op, node_name
 from .backward import grad, run_backward, tensor_backward
 from .function import Function, FunctionCtx
-from .graph import BackwardGraph, HookHandle, unbroadcast
+from .graph import BackwardGraph, HookHandle, ScannedSegment, unbroadcast
 from .inplace import apply_inplace
 from .order import as_recorded, recorded_inputs, topological_order
 
@@ -26,6 +26,7 @@ __all__ = [
     "FunctionCtx",
     "HookHandle",
     "Op",
+    "ScannedSegment",
     "apply_inplace",
     "as_recorded",
     "detect_anomaly",

@@ -7,6 +7,7 @@ broadcasting is undone, and every gradient's shape is checked against its input 
 from __future__ import annotations
 
 import heapq
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,6 +46,17 @@ def unbroadcast(grad, shape: tuple, op, index: int):
     return grad
 
 
+class ScannedSegment(NamedTuple):
+    """A chain segment whose gradients a scan scheduler computed at once: the scheduler's
+    name, the chain's tensors (lowest first), and the scan it ran with its block size
+    (`auto` picks them per segment; viz steps through that scan's levels)."""
+
+    scheduler: str
+    tensors: list
+    method: str
+    block_size: int
+
+
 class BackwardGraph:
     """What the engine hands a scheduler: the graph, the gradients so far, and `visit`,
     which runs one tensor's backward step.
@@ -79,7 +91,7 @@ class BackwardGraph:
         self.captured = {}
         self.accumulate_into_leaves = accumulate_into_leaves
         self.visited = []  # nodes whose backward ran, to release afterwards
-        self.scanned_segments = []  # (scheduler name, [tensors]) noted by scan schedulers
+        self.scanned_segments = []  # ScannedSegment records noted by scan schedulers
         self.observers = []
         self._queue = None  # the running walk's queue (run_sequential), else None
         self._order = None

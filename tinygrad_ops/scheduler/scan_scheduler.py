@@ -24,7 +24,7 @@ from operator import is_
 
 import numpy as np
 
-from ..autograd import STATE, unbroadcast
+from ..autograd import STATE, ScannedSegment, unbroadcast
 from ..ops import MatMul
 from . import jacobians, scans
 from .batched import BatchedSlot, ReleaseAll
@@ -329,7 +329,7 @@ def execute(graph, plan, chosen, name):
                 runner = None
             if runner is not None:
                 runner.run(method, block_size)
-                graph.scanned_segments.append((name, segment.anchors))
+                note_scanned(graph, name, segment, method, block_size)
                 continue
         if where in independent:
             continue
@@ -377,4 +377,9 @@ def _walk(graph, tensors):
 def _scan(graph, entry, name):
     segment, runner, method, block_size = entry
     runner.run(method, block_size)
-    graph.scanned_segments.append((name, segment.anchors))
+    note_scanned(graph, name, segment, method, block_size)
+
+
+def note_scanned(graph, name, segment, method, block_size):
+    """Tell the graph (and whoever watches it: viz) which chain was scanned, and how."""
+    graph.scanned_segments.append(ScannedSegment(name, segment.anchors, method, block_size))
