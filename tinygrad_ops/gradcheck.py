@@ -55,50 +55,71 @@ def gradcheck(
         return out
 
     output = evaluate()
-    output_size = output.data.size
     for index in differentiable:
         tensor = inputs[index]
-        numeric = np.zeros((output_size, tensor.data.size))
-        flat = tensor.data.reshape(-1)
-        for element in range(flat.size):
-            saved = flat[element]
-            flat[element] = saved + eps
-            plus = evaluate().data.astype(np.float64).reshape(-1)
-            flat[element] = saved - eps
-            minus = evaluate().data.astype(np.float64).reshape(-1)
-            flat[element] = saved
-            numeric[:, element] = (plus - minus) / (2 * eps)
-        analytic = np.zeros_like(numeric)
-        if output.requires_grad:
-            for row in range(output_size):
-                seed = np.zeros(output_size)
-                seed[row] = 1.0
-                (result,) = grad(
-                    output,
-                    [tensor],
-                    grad_outputs=[seed.reshape(output.shape)],
-                    retain_graph=True,
-                    allow_unused=True,
-                )
-                if result is not None:
-                    analytic[row] = result.data.reshape(-1)
-        bad = np.abs(analytic - numeric) > atol + rtol * np.abs(numeric)
-        bad |= np.isnan(analytic) != np.isnan(numeric)
-        if bad.any():
-            row, element = np.argwhere(bad)[0]
-            position = np.unravel_index(element, tensor.shape) if tensor.shape else ()
-            report = (
-                f"gradcheck failed for input {index} (shape {originals[index].shape}) at "
-                f"element {tuple(int(i) for i in position)}, output element {int(row)}: "
-                f"analytic {float(analytic[row, element])!r}, "
-                f"numeric {float(numeric[row, element])!r} "
-                f"({int(bad.sum())} of {bad.size} Jacobian entries disagree)"
-            )
+        numeric = _numeric_jacobian(evaluate, tensor, output.data.size, eps)
+        analytic = _analytic_jacobian(output, tensor, numeric.shape)
+        report = _mismatch(analytic, numeric, atol, rtol, index, originals[index].shape)
+        if report is not None:
             if raise_exception:
                 raise GradcheckError(report)
             gradcheck.last_report = report
             return False
     return True
+
+
+def _numeric_jacobian(evaluate, tensor, output_size, eps):
+    """(output size, input size): column j is (f(x + eps e_j) - f(x - eps e_j)) / (2 eps)."""
+    numeric = np.zeros((output_size, tensor.data.size))
+    flat = tensor.data.reshape(-1)  # a view: the input is a C-ordered copy
+    for element in range(flat.size):
+        saved = flat[element]
+        flat[element] = saved + eps
+        plus = evaluate().data.astype(np.float64).reshape(-1)
+        flat[element] = saved - eps
+        minus = evaluate().data.astype(np.float64).reshape(-1)
+        flat[element] = saved
+        numeric[:, element] = (plus - minus) / (2 * eps)
+    return numeric
+
+
+def _analytic_jacobian(output, tensor, shape):
+    """The same Jacobian from backward passes: row i is the gradient of output element i."""
+    analytic = np.zeros(shape)
+    if not output.requires_grad:
+        return analytic
+    output_size = shape[0]
+    for row in range(output_size):
+        seed = np.zeros(output_size)
+        seed[row] = 1.0
+        (result,) = grad(
+            output,
+            [tensor],
+            grad_outputs=[seed.reshape(output.shape)],
+            retain_graph=True,
+            allow_unused=True,
+        )
+        if result is not None:
+            analytic[row] = result.data.reshape(-1)
+    return analytic
+
+
+def _mismatch(analytic, numeric, atol, rtol, index, input_shape):
+    """The report of the first entry outside atol + rtol * |numeric| (or a NaN on one side
+    only), or None when every entry agrees."""
+    bad = np.abs(analytic - numeric) > atol + rtol * np.abs(numeric)
+    bad |= np.isnan(analytic) != np.isnan(numeric)
+    if not bad.any():
+        return None
+    row, element = np.argwhere(bad)[0]
+    position = np.unravel_index(element, input_shape) if input_shape else ()
+    return (
+        f"gradcheck failed for input {index} (shape {input_shape}) at "
+        f"element {tuple(int(i) for i in position)}, output element {int(row)}: "
+        f"analytic {float(analytic[row, element])!r}, "
+        f"numeric {float(numeric[row, element])!r} "
+        f"({int(bad.sum())} of {bad.size} Jacobian entries disagree)"
+    )
 
 
 gradcheck.last_report = None
