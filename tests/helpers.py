@@ -79,3 +79,18 @@ def check_second_order(ours, theirs, values, atol=1e-10, rtol=1e-8):
     (second,) = tg.grad((grad * grad).sum(), [x])
     (torch_second,) = torch.autograd.grad((torch_grad * torch_grad).sum(), [torch_x])
     np.testing.assert_allclose(second.numpy(), torch_second.numpy(), rtol=rtol, atol=atol)
+
+
+def pair(values, requires_grad=True):
+    """The same float64 values as one of ours and one torch tensor."""
+    array = np.asarray(values, dtype=np.float64)
+    return (
+        tg.Tensor(array.copy(), requires_grad=requires_grad),
+        torch.tensor(array.copy(), requires_grad=requires_grad),
+    )
+
+
+def close(ours, theirs):
+    """ours == theirs (a torch tensor or an array) to 1e-10 relative in float64."""
+    expected = theirs.detach().numpy() if isinstance(theirs, torch.Tensor) else theirs
+    np.testing.assert_allclose(np.asarray(ours.numpy()), expected, rtol=1e-10, atol=1e-12)

@@ -4,6 +4,7 @@ itself, with version counters, PyTorch's leaf rule and PyTorch's casting rule.""
 import numpy as np
 import pytest
 import torch
+from helpers import close, pair
 
 import tinygrad_ops as tg
 
@@ -127,3 +128,143 @@ def test_unsupported_operand_is_a_type_error():
     x = tg.Tensor([1.0])
     with pytest.raises(TypeError):
         x += object()
+
+
+# -- in-place operations ------------------------------------------------------------------------
+
+
+def test_inplace_on_a_saved_input_makes_backward_raise_naming_the_op():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    z = y.log()
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match=r"Log.*in-place"):
+        z.sum().backward()
+
+
+def test_inplace_on_a_saved_output_makes_backward_raise_naming_the_op():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match=r"Exp.*in-place"):
+        y.sum().backward()
+
+
+def test_inplace_through_a_view_is_detected():
+    x = tg.Tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    z = y.log()
+    with tg.no_grad():
+        y[0:2].mul_(2)
+    with pytest.raises(RuntimeError, match=r"Log.*in-place"):
+        z.sum().backward()
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        pytest.param(lambda t: t[0:2], id="getitem-of-leaf"),
+        pytest.param(lambda t: t.reshape(3), id="reshape-of-leaf"),
+        pytest.param(lambda t: (t * 1)[1:], id="getitem-of-non-leaf"),
+        pytest.param(lambda t: (t * 1).T, id="transpose-of-non-leaf"),
+    ],
+)
+def test_inplace_on_a_view_that_requires_grad_is_refused(view):
+    """Its new node would not reach the viewed tensor's gradient (and a leaf's data would
+    change under its gradient): refused, instead of silently wrong gradients."""
+    x = tg.Tensor(np.array([1.0, -2.0, 3.0]), requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"Mul in place.*view"):
+        view(x).mul_(2.0)
+    np.testing.assert_array_equal(x.numpy(), [1.0, -2.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    "modify",
+    [
+        pytest.param(lambda t: t.relu_(), id="relu_"),
+        pytest.param(lambda t: t.add_(1.0), id="add_"),
+        pytest.param(lambda t: t.mul_(2.0), id="mul_"),
+        pytest.param(lambda t: t.zero_(), id="zero_"),
+        pytest.param(lambda t: t.clamp_(0.0, 1.0), id="clamp_"),
+    ],
+)
+def test_inplace_on_a_leaf_that_requires_grad_is_refused(modify):
+    x = tg.Tensor([1.0, -2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        modify(x)
+    np.testing.assert_array_equal(x.numpy(), [1.0, -2.0])
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        pytest.param(lambda t: t.relu_(), lambda t: t.relu_(), id="relu_"),
+        pytest.param(lambda t: t.add_(1.5), lambda t: t.add_(1.5), id="add_"),
+        pytest.param(lambda t: t.mul_(-2.0), lambda t: t.mul_(-2.0), id="mul_"),
+        pytest.param(lambda t: t.zero_(), lambda t: t.zero_(), id="zero_"),
+        pytest.param(lambda t: t.clamp_(-1.0, 1.0), lambda t: t.clamp_(-1.0, 1.0), id="clamp_"),
+    ],
+)
+def test_inplace_on_a_non_leaf_gives_torch_gradients(ours, theirs):
+    x, xt = pair([0.5, -2.0, 3.0])
+    w, wt = pair([1.0, 2.0, -1.5])
+    y, yt = x * w, xt * wt
+    assert ours(y) is y
+    theirs(yt)
+    (y * y * w).sum().backward()
+    (yt * yt * wt).sum().backward()
+    close(y, yt)
+    close(x.grad, xt.grad)
+    close(w.grad, wt.grad)
+
+
+def test_inplace_with_a_tensor_operand_gives_torch_gradients():
+    x, xt = pair([0.5, -2.0])
+    other, other_t = pair([3.0, 4.0])
+    y, yt = x.exp(), xt.exp()
+    y = y * 1
+    yt = yt * 1
+    y.mul_(other)
+    yt.mul_(other_t)
+    y.add_(other)
+    yt.add_(other_t)
+    y.sum().backward()
+    yt.sum().backward()
+    close(x.grad, xt.grad)
+    close(other.grad, other_t.grad)
+
+
+def test_consumers_recorded_before_an_inplace_op_keep_the_old_history():
+    # z consumed y before y.mul_(5): z's gradient must not pass through the in-place op.
+    x, xt = pair([1.0, 2.0])
+    for engine_x in (x, xt):
+        y = engine_x * 2
+        z = y * 3
+        y.mul_(5)
+        w = y * 7
+        y.add_(1)
+        (z.sum() + w.sum() + y.sum()).backward()
+    close(x.grad, xt.grad)  # 6 + 5 * 7 * 2 + 5 * 2 = 86 per element
+    np.testing.assert_allclose(x.grad.numpy(), [86.0, 86.0])
+
+
+def test_inplace_on_a_leaf_is_allowed_under_no_grad():
+    x = tg.Tensor([1.0, -2.0], requires_grad=True)
+    with tg.no_grad():
+        x.mul_(2.0)
+        x.relu_()
+        x.add_(1.0)
+    np.testing.assert_array_equal(x.numpy(), [3.0, 1.0])
+    assert x.is_leaf
+    assert x.requires_grad
+    (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 2.0])
+
+
+def test_inplace_under_no_grad_on_a_saved_tensor_is_still_detected():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    loss = (x * x).sum()
+    with tg.no_grad():
+        x.add_(1.0)
+    with pytest.raises(RuntimeError, match=r"Mul.*in-place"):
+        loss.backward()

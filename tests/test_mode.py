@@ -113,3 +113,98 @@ def test_auto_scheduler_calibrates_in_another_thread_under_no_grad(fresh_calibra
     run_in_thread(backward_without_grad_mode)
     assert x.grad is not None
     assert np.all(np.isfinite(x.grad.numpy()))
+
+
+# -- anomaly mode -------------------------------------------------------------------------------
+
+
+def make_nan_gradient(x):
+    return (x.sqrt() * 0).sum()  # d sqrt at 0 is inf; times the 0 upstream gives NaN
+
+
+def test_detect_anomaly_names_the_op_and_the_forward_line():
+    x = tg.Tensor([0.0, 1.0], requires_grad=True)
+    with tg.detect_anomaly():
+        loss = make_nan_gradient(x)
+        with pytest.raises(RuntimeError, match="Sqrt") as error:
+            loss.backward()
+    message = str(error.value)
+    assert "make_nan_gradient" in message
+    assert "test_mode.py" in message
+    assert "x.sqrt()" in message
+
+
+def test_detect_anomaly_catches_inf():
+    x = tg.Tensor([0.0], requires_grad=True)
+    with tg.detect_anomaly():
+        loss = x.sqrt().sum()
+        with pytest.raises(RuntimeError, match="Sqrt"):
+            loss.backward()
+
+
+def test_without_anomaly_mode_nan_gradients_pass_silently():
+    x = tg.Tensor([0.0, 1.0], requires_grad=True)
+    make_nan_gradient(x).backward()
+    assert np.isnan(x.grad.numpy()[0])
+
+
+def test_detect_anomaly_restores_the_previous_mode():
+    x = tg.Tensor([0.0], requires_grad=True)
+    with pytest.raises(RuntimeError), tg.detect_anomaly():
+        x.sqrt().sum().backward()
+    loss = x.sqrt().sum()
+    loss.backward()
+    assert np.isinf(x.grad.numpy()[0])
+
+
+# -- grad mode ----------------------------------------------------------------------------------
+
+
+def test_no_grad_context_records_nothing():
+    x = tg.Tensor([1.0], requires_grad=True)
+    with tg.no_grad():
+        assert not tg.is_grad_enabled()
+        y = x * 2
+        assert not y.requires_grad
+        assert y.is_leaf
+    assert tg.is_grad_enabled()
+    assert (x * 2).requires_grad
+
+
+def test_no_grad_and_enable_grad_as_decorators():
+    @tg.no_grad()
+    def without(t):
+        return t * 2
+
+    @tg.enable_grad()
+    def with_grad(t):
+        return t * 2
+
+    x = tg.Tensor([1.0], requires_grad=True)
+    assert not without(x).requires_grad
+    with tg.no_grad():
+        assert with_grad(x).requires_grad
+        assert not tg.is_grad_enabled()
+    assert without.__name__ == "without"
+
+
+def test_enable_grad_nested_in_no_grad():
+    x = tg.Tensor([1.0], requires_grad=True)
+    with tg.no_grad():
+        with tg.enable_grad():
+            assert (x * 2).requires_grad
+        assert not (x * 2).requires_grad
+
+
+def test_grad_mode_is_restored_after_an_exception():
+    with pytest.raises(ValueError, match="boom"), tg.no_grad():
+        raise ValueError("boom")
+    assert tg.is_grad_enabled()
+
+    @tg.no_grad()
+    def failing():
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        failing()
+    assert tg.is_grad_enabled()

@@ -1,7 +1,10 @@
 """What a graph keeps after backward (tinygrad_ops/ops/base.py `released_inputs`): no saved
 arrays and no activations, so holding the losses of many steps keeps memory flat."""
 
+import gc
 import tracemalloc
+import weakref
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -90,3 +93,85 @@ def test_a_second_backward_through_nodes_that_saved_nothing_still_reaches_the_le
     loss.backward()
     loss.backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full((32, 32), 2.0))
+
+
+# -- saved buffers are released -----------------------------------------------------------------
+
+
+class SaveTemporary(tg.Function):
+    """x * x, saving a temporary tensor (2 x) that nothing else holds."""
+
+    temporaries: ClassVar[list] = []
+
+    @staticmethod
+    def forward(ctx, x):
+        temporary = x * 2
+        SaveTemporary.temporaries.append(weakref.ref(temporary))
+        ctx.save_for_backward(temporary)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (temporary,) = ctx.saved_tensors
+        return grad_output * temporary
+
+
+def test_custom_function_saved_tensor_is_freed_after_backward():
+    SaveTemporary.temporaries.clear()
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    loss = SaveTemporary.apply(x).sum()
+    gc.collect()
+    assert SaveTemporary.temporaries[0]() is not None
+    loss.backward()
+    gc.collect()
+    assert SaveTemporary.temporaries[0]() is None
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+    assert loss is not None  # the graph itself is still alive
+
+
+def test_custom_function_saved_tensor_is_kept_with_retain_graph():
+    SaveTemporary.temporaries.clear()
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    loss = SaveTemporary.apply(x).sum()
+    loss.backward(retain_graph=True)
+    gc.collect()
+    assert SaveTemporary.temporaries[0]() is not None
+    loss.backward()
+    gc.collect()
+    assert SaveTemporary.temporaries[0]() is None
+    np.testing.assert_allclose(x.grad.numpy(), [4.0, 8.0])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda x: x.relu(), id="relu-mask"),
+        pytest.param(lambda x: x.abs(), id="abs-sign"),
+        pytest.param(lambda x: x.max(axis=0), id="max-share"),
+        pytest.param(lambda x: tg.maximum(x, 0.5), id="maximum-share"),
+        pytest.param(lambda x: x.clip(-1.0, 1.0), id="clip-mask"),
+    ],
+)
+def test_op_saved_array_is_freed_after_backward(make):
+    x = tg.Tensor(np.array([[0.5, -1.5], [2.0, -0.1]]), requires_grad=True)
+    out = make(x)
+    (saved,) = [value for value in out.grad_fn.saved_tensors if value is not None]
+    reference = weakref.ref(saved)
+    del saved
+    gc.collect()
+    assert reference() is not None
+    out.sum().backward()
+    gc.collect()
+    assert reference() is None
+
+
+def test_tg_grad_releases_buffers_unless_retained():
+    SaveTemporary.temporaries.clear()
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    loss = SaveTemporary.apply(x).sum()
+    tg.grad(loss, [x], retain_graph=True)
+    gc.collect()
+    assert SaveTemporary.temporaries[0]() is not None
+    tg.grad(loss, [x])
+    gc.collect()
+    assert SaveTemporary.temporaries[0]() is None
