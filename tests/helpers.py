@@ -94,3 +94,18 @@ def close(ours, theirs):
     """ours == theirs (a torch tensor or an array) to 1e-10 relative in float64."""
     expected = theirs.detach().numpy() if isinstance(theirs, torch.Tensor) else theirs
     np.testing.assert_allclose(np.asarray(ours.numpy()), expected, rtol=1e-10, atol=1e-12)
+
+
+# The custom Function the engine, jit and viz tests share (step_backward prints its docstring).
+class Cube(tg.Function):
+    """out = x**3;  dx = g * 3 x**2"""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * 3 * x * x

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from helpers import close, pair
+from helpers import Cube, close, pair
 
 import tinygrad_ops as tg
 
@@ -75,18 +75,6 @@ def test_custom_function_forward_is_not_recorded():
     x = tg.Tensor([1.0], requires_grad=True)
     Inspect.apply(x).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [2.0])
-
-
-class Cube(tg.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x * x
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (x,) = ctx.saved_tensors
-        return grad_output * 3 * x * x
 
 
 def test_custom_function_with_create_graph():

@@ -5,6 +5,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from helpers import Cube
 
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
@@ -143,18 +144,6 @@ def test_float64_and_a_step_without_zero_grad():
             step(x, y)
         results.append(state_of(model, optimizer))
     assert_same(*results)
-
-
-class Cube(tg.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x * x
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (x,) = ctx.saved_tensors
-        return grad_output * 3 * x * x
 
 
 def test_custom_function_matches_eager():

@@ -4,6 +4,7 @@ import io
 
 import numpy as np
 import pytest
+from helpers import Cube
 
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
@@ -265,19 +266,6 @@ def test_an_operand_left_out_is_printed_as_none():
 
 
 def test_a_custom_function_shows_its_own_name_and_rule():
-    class Cube(tg.Function):
-        """out = x**3;  dx = g * 3 x**2"""
-
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x * x
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            (x,) = ctx.saved_tensors
-            return grad_output * 3 * x * x
-
     x = named([1.0, 2.0], "x")
     out = io.StringIO()
     viz.step_backward(Cube.apply(x).sum(), file=out)

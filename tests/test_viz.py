@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from helpers import Cube
 
 import tinygrad_ops as tg
 from tinygrad_ops import viz
@@ -462,17 +463,6 @@ def test_inputs_used_only_by_folded_calls_fold_with_them():
 
 
 def test_a_user_function_is_drawn_under_its_own_name():
-    class Cube(tg.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x * x
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            (x,) = ctx.saved_tensors
-            return grad_output * 3 * x * x
-
     x = named([2.0], "x")
     loss = Cube.apply(x).sum()
     assert [op.op_name for op in viz.trace(loss).ops.values()] == ["Cube", "Sum"]

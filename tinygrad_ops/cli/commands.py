@@ -20,7 +20,7 @@ class Command:
 
 COMMANDS = {
     "train": Command(
-        help="train an MLP on a small real data set (digits or moons)",
+        help="train an MLP (or, on digits, a small CNN) on a small real data set (digits or moons)",
         module="tinygrad_ops.cli.train",
     ),
     "predict": Command(
