@@ -17,7 +17,11 @@ LAYERS = [
     ("ops", ["tinygrad_ops.ops"]),
     ("registry", ["tinygrad_ops.scheduler.registry"]),
     ("engine", ["tinygrad_ops.autograd"]),
-    ("tensor", ["tinygrad_ops.tensor", "tinygrad_ops.tensor_math", "tinygrad_ops.creation"]),
+    ("tensor", [
+        "tinygrad_ops.tensor", "tinygrad_ops.tensor_convert", "tinygrad_ops.tensor_shape",
+        "tinygrad_ops.tensor_math", "tinygrad_ops.tensor_reduce", "tinygrad_ops.tensor_inplace",
+        "tinygrad_ops.tensor_functions", "tinygrad_ops.creation",
+    ]),
     ("schedulers", ["tinygrad_ops.scheduler"]),
     ("library", [
         "tinygrad_ops.functional", "tinygrad_ops.nn", "tinygrad_ops.optim",

@@ -1,28 +1,21 @@
-"""The Tensor methods of the elementwise functions and the reductions beyond the core ones:
-one line each over an op (`ops/unary.py`, `ops/binary.py`, `ops/cumulative.py`, ...), kept
-beside `tensor.py` so that each file stays on a few screens. `Tensor` inherits them.
+"""The Tensor methods of the elementwise functions: one line each over an op
+(`ops/unary.py`, `ops/binary.py`, `ops/elementwise.py`, ...), kept beside `tensor.py` so
+that each file stays on a few screens. `Tensor` inherits them.
 
-Names are PyTorch's (numpy's aliases where numpy users would type them); reductions take
-numpy's `axis`/`keepdims` and PyTorch's `dim`/`keepdim`.
+Names are PyTorch's (numpy's aliases where numpy users would type them).
 
 >>> import tinygrad_ops as tg
 >>> x = tg.Tensor([0.0, 1.0])
->>> x.sin().numpy().round(4), x.cumsum(0).numpy(), x.argmax().item()
-(array([0.    , 0.8415], dtype=float32), array([0., 1.], dtype=float32), 1)
+>>> x.sin().numpy().round(4), x.exp2().tolist(), x.clip(0.5, None).tolist()
+(array([0.    , 0.8415], dtype=float32), [1.0, 2.0], [0.5, 1.0])
 """
-
-import math
-from collections import namedtuple
 
 import numpy as np
 
 from .ops.activations import Erf
-from .ops.base import is_tensor, new_tensor, values_read
+from .ops.base import new_tensor, values_read
 from .ops.binary import CopySign, Fmod, LogAddExp, Remainder, RoundedDivide
-from .ops.checks import normalize_axis, reduction_arguments
-from .ops.cumulative import Cumprod, Cumsum, LogCumSumExp
-from .ops.elementwise import Minimum
-from .ops.reduce import Max, Min, keepdims_shape, normalize_axes
+from .ops.elementwise import Abs, Clip, Minimum, Relu
 from .ops.unary import (
     Acos,
     Acosh,
@@ -33,22 +26,25 @@ from .ops.unary import (
     Ceil,
     Cos,
     Cosh,
+    Exp,
     Exp2,
     Expm1,
     Floor,
+    Log,
     Log1p,
     Log2,
     Log10,
     Round,
+    Sigmoid,
     Sign,
     Sin,
     Sinh,
+    Sqrt,
     Tan,
+    Tanh,
     Trunc,
 )
-
-# What max/min/cummax/cummin with `dim=` return, as PyTorch's `torch.return_types`.
-ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
+from .tensor_functions import maximum
 
 
 def _constant(array):
@@ -56,10 +52,54 @@ def _constant(array):
     return new_tensor(np.asarray(array))
 
 
+def check_bounds(op_name, low, high):
+    """clip needs a bound (PyTorch raises too): clip(None, None) is most likely a mistake."""
+    if low is None and high is None:
+        raise ValueError(f"{op_name}: at least one of low (min) and high (max) must not be None")
+    return high
+
+
 class MathMethods:
     """Mixed into `Tensor` (see the module docstring)."""
 
     __slots__ = ()
+
+    # -- elementwise functions -----------------------------------------------------------------
+
+    def exp(self):
+        return Exp.apply(self)
+
+    def log(self):
+        return Log.apply(self)
+
+    def sqrt(self):
+        return Sqrt.apply(self)
+
+    def abs(self):
+        return Abs.apply(self)
+
+    def tanh(self):
+        return Tanh.apply(self)
+
+    def sigmoid(self):
+        return Sigmoid.apply(self)
+
+    def relu(self):
+        return Relu.apply(self)
+
+    def clip(self, low=None, high=None):
+        """Elements limited to [low, high] (either bound may be None, not both).
+
+        >>> import tinygrad_ops as tg
+        >>> tg.Tensor([-2.0, 0.5, 3.0]).clip(-1, 1).numpy()
+        array([-1. ,  0.5,  1. ], dtype=float32)
+        """
+        return Clip.apply(self, low=low, high=check_bounds("clip", low, high))
+
+    clamp = clip
+
+    def maximum(self, other):
+        return maximum(self, other)
 
     # -- trigonometric and hyperbolic functions ----------------------------------------------
 
@@ -191,165 +231,3 @@ class MathMethods:
         """out = a is neither NaN nor infinite: a boolean tensor outside the tape."""
         values_read(self, "isfinite")
         return _constant(np.isfinite(self.data))
-
-    # -- reductions ----------------------------------------------------------------------------
-
-    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """The maximum: as `torch.max` for a dim given positionally or as `dim=`
-        ((values, indices), the gradient to the index: `_, predicted = logits.max(1)`);
-        with numpy's `axis=` (an int or a tuple), the values alone (ties share the
-        gradient). A Tensor argument: the elementwise maximum."""
-        return self._max_or_min("max", np.argmax, Max, dim, keepdim, axis, keepdims)
-
-    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """The minimum (as `max`: (values, indices) for a dim, the values for `axis=`)."""
-        return self._max_or_min("min", np.argmin, Min, dim, keepdim, axis, keepdims)
-
-    def _max_or_min(self, op_name, arg_function, op, dim, keepdim, axis, keepdims):
-        if is_tensor(dim):  # x.max(other), as torch.max(x, other)
-            return self.maximum(dim) if op_name == "max" else self.minimum(dim)
-        if dim is not None and not isinstance(dim, tuple):  # PyTorch's form
-            if axis is not None or keepdims is not None:
-                raise TypeError(
-                    f"{op_name}: pass a dim (PyTorch's form, giving values and indices) or "
-                    "axis=/keepdims= (numpy's form, giving the values), not both"
-                )
-            return self._select_along(op_name, arg_function, dim, keepdim, None)
-        if dim is not None:  # a tuple of dims: numpy's form (torch.max takes no tuple)
-            axis, dim = dim, None
-        keepdims = keepdim if keepdims is None else keepdims
-        return op.apply(self, axis=axis, keepdims=self._keepdims(op_name, keepdims, None))
-
-    def _keepdims(self, op_name, keepdims, keepdim):
-        return reduction_arguments(op_name, None, keepdims, None, keepdim)[1]
-
-    def _select_along(self, op_name, arg_function, dim, keepdim, axis):
-        """(values, indices) of one element chosen along `dim` (its gradient goes there)."""
-        axis, keepdims = reduction_arguments(op_name, axis, False, dim, keepdim)
-        axis = normalize_axis(axis, self.ndim, op_name)
-        if self.ndim and self.shape[axis] == 0:
-            raise ValueError(f"{op_name}: cannot reduce over an empty dim (shape {self.shape})")
-        values_read(self, f"{op_name}(dim=...): the indices")
-        indices = arg_function(self.data, axis=axis, keepdims=True) if self.ndim else np.array(0)
-        values = self.gather(axis, _constant(indices)) if self.ndim else self * 1
-        if not keepdims and self.ndim:
-            values, indices = values.squeeze(axis), np.squeeze(indices, axis)
-        return ValuesIndices(values, _constant(indices))
-
-    def argmax(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
-        """The index of the maximum over `axis` (of the flattened tensor by default); int64."""
-        return self._arg_reduce("argmax", np.argmax, axis, keepdims, dim, keepdim)
-
-    def argmin(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
-        """The index of the minimum over `axis` (of the flattened tensor by default); int64."""
-        return self._arg_reduce("argmin", np.argmin, axis, keepdims, dim, keepdim)
-
-    def _arg_reduce(self, op_name, function, axis, keepdims, dim, keepdim):
-        axis, keepdims = reduction_arguments(op_name, axis, keepdims, dim, keepdim)
-        if axis is not None:
-            axis = normalize_axis(axis, self.ndim, op_name)
-        if self.size == 0:
-            raise ValueError(f"{op_name}: cannot reduce an empty tensor (shape {self.shape})")
-        values_read(self, op_name)
-        data = self.data if self.ndim else self.data.reshape(1)
-        indices = function(data, axis=axis, keepdims=keepdims and axis is not None)
-        if keepdims and axis is None:
-            indices = np.reshape(indices, (1,) * self.ndim)
-        return _constant(np.asarray(indices, dtype=np.int64).reshape(np.shape(indices)))
-
-    def all(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
-        """True where every element over `axis` is nonzero (a bool tensor, no gradient)."""
-        axis, keepdims = reduction_arguments("all", axis, keepdims, dim, keepdim)
-        axes = normalize_axes(axis, self.ndim, "all")
-        values_read(self, "all")
-        return _constant(np.all(self.data, axis=axes, keepdims=keepdims))
-
-    def any(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
-        """True where some element over `axis` is nonzero (a bool tensor, no gradient)."""
-        axis, keepdims = reduction_arguments("any", axis, keepdims, dim, keepdim)
-        axes = normalize_axes(axis, self.ndim, "any")
-        values_read(self, "any")
-        return _constant(np.any(self.data, axis=axes, keepdims=keepdims))
-
-    def prod(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
-        """The product over `axis`: the last of the cumulative products over those axes
-        (its exact gradient holds where elements are 0)."""
-        axis, keepdims = reduction_arguments("prod", axis, keepdims, dim, keepdim)
-        axes = normalize_axes(axis, self.ndim, "prod")
-        kept = tuple(i for i in range(self.ndim) if i not in axes)
-        reduced_size = math.prod(self.shape[i] for i in axes)
-        rows = self.transpose(kept + axes).reshape(_drop(axes, self.shape) + (reduced_size,))
-        if rows.shape[-1] == 0:  # an empty product is 1
-            product = rows.sum(axis=-1) + 1
-        else:
-            product = Cumprod.apply(rows, axis=rows.ndim - 1)[..., -1]
-        if keepdims:
-            product = product.reshape(keepdims_shape(self.shape, axes))
-        return product
-
-    def logsumexp(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
-        """log(sum(exp(x))) over `axis`, as max + log(sum(exp(x - max))): no overflow. The
-        max is a constant (its two uses cancel in the gradient, which is softmax(x))."""
-        axis, keepdims = reduction_arguments("logsumexp", axis, keepdims, dim, keepdim)
-        axes = normalize_axes(axis, self.ndim, "logsumexp")
-        if self.size == 0:
-            shift = np.zeros(keepdims_shape(self.shape, axes))
-        else:
-            values_read(self, "logsumexp: the shift by the maximum")
-            shift = np.max(self.data, axis=axes, keepdims=True)
-        shift = np.where(np.isfinite(shift), shift, 0.0).astype(self.dtype, copy=False)
-        with np.errstate(divide="ignore"):  # a slice of only -inf: log(0) = -inf, as PyTorch
-            total = (self - shift).exp().sum(axis=axes, keepdims=True).log() + shift
-        return total if keepdims else total.reshape(_drop(axes, total.shape))
-
-    def cumsum(self, axis=None, *, dim=None):
-        """Running sums along `axis`."""
-        return self._cumulative(Cumsum, "cumsum", axis, dim)
-
-    def cumprod(self, axis=None, *, dim=None):
-        """Running products along `axis` (exact gradients where elements are 0)."""
-        return self._cumulative(Cumprod, "cumprod", axis, dim)
-
-    def logcumsumexp(self, axis=None, *, dim=None):
-        """Running log(sum(exp(x))) along `axis`, without overflow."""
-        return self._cumulative(LogCumSumExp, "logcumsumexp", axis, dim)
-
-    def _cumulative(self, op_class, op_name, axis, dim):
-        axis = self._one_axis(op_name, axis, dim)
-        if self.ndim == 0:  # a 0-d tensor is its own running total (shape (), as PyTorch)
-            return op_class.apply(self.reshape(1), axis=0).reshape(())
-        return op_class.apply(self, axis=axis)
-
-    def cummax(self, axis=None, *, dim=None):
-        """(values, indices) of the running maximum along `axis`, as torch.cummax: the last
-        index among ties, NaN propagates; the gradient goes to those indices."""
-        return self._running_extremum("cummax", np.maximum, axis, dim)
-
-    def cummin(self, axis=None, *, dim=None):
-        """(values, indices) of the running minimum along `axis` (as `cummax`)."""
-        return self._running_extremum("cummin", np.minimum, axis, dim)
-
-    def _one_axis(self, op_name, axis, dim):
-        axis, _ = reduction_arguments(op_name, axis, False, dim, None)
-        if axis is None:
-            raise TypeError(f"{op_name}: needs an axis (dim), got none")
-        return normalize_axis(axis, self.ndim, op_name)
-
-    def _running_extremum(self, op_name, ufunc, axis, dim):
-        axis = self._one_axis(op_name, axis, dim)
-        values_read(self, f"{op_name}: the indices")
-        data = self.data if self.ndim else self.data.reshape(1)
-        running = ufunc.accumulate(data, axis=axis)
-        positions = np.arange(data.shape[axis]).reshape((-1,) + (1,) * (data.ndim - 1 - axis))
-        # The last position j <= i where x_j reached the running value (or is NaN) is i's
-        # index: the running value stays x_j until the next such position.
-        reached = (data == running) | np.isnan(data) if data.dtype.kind == "f" else data == running
-        indices = np.maximum.accumulate(np.where(reached, positions, 0), axis=axis)
-        indices = indices.reshape(self.shape)
-        values = self.gather(axis, _constant(indices)) if self.ndim else self * 1
-        return ValuesIndices(values, _constant(indices.astype(np.int64)))
-
-
-def _drop(axes, shape):
-    """`shape` without the (kept, size-1) `axes`."""
-    return tuple(size for index, size in enumerate(shape) if index not in axes)

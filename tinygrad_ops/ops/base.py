@@ -57,6 +57,21 @@ def new_tensor(data, requires_grad=False, node=None):
     return Tensor._make(data, requires_grad, node)
 
 
+def as_operand(value):
+    """An operand for an op: Tensors and numbers as they are, numpy scalars as Python numbers.
+
+    A numpy scalar such as np.float64(2) would upcast a float32 tensor under numpy's
+    promotion rules; as a Python number it is 'weak' and keeps the tensor's dtype.
+    """
+    if isinstance(value, np.generic):  # first: np.float64 is also a Python float
+        return value.item()
+    if isinstance(value, (Tensor, np.ndarray, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return Tensor(value)
+    return None
+
+
 _FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or to read saved values after "
     "they were freed) in {op}. Saved intermediate values of the graph are freed when you "

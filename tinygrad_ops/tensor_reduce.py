@@ -1,0 +1,248 @@
+"""The Tensor reductions: sums and means, variance, extrema with their indices, logical
+reductions, products, running (cumulative) reductions. One line each over an op
+(`ops/reduce.py`, `ops/cumulative.py`) or composed of a few. `Tensor` inherits them.
+
+Reductions take numpy's `axis`/`keepdims` and PyTorch's `dim`/`keepdim`.
+
+>>> import tinygrad_ops as tg
+>>> x = tg.Tensor([[1.0, 4.0], [3.0, 2.0]])
+>>> x.sum().item(), x.mean(axis=0).tolist(), x.argmax().item(), x.max(dim=1).indices.tolist()
+(10.0, [2.0, 3.0], 1, [1, 0])
+"""
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from .mode import STATE
+from .ops.base import is_tensor, new_tensor, values_read
+from .ops.checks import ddof_argument, normalize_axis, reduction_arguments
+from .ops.cumulative import Cumprod, Cumsum, LogCumSumExp
+from .ops.reduce import Max, Min, Sum, keepdims_shape, normalize_axes
+from .tensor_functions import where
+
+# What max/min/cummax/cummin with `dim=` return, as PyTorch's `torch.return_types`.
+ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
+
+
+def _constant(array):
+    """A Tensor of a result that has no gradient (indices, masks)."""
+    return new_tensor(np.asarray(array))
+
+
+class ReduceMethods:
+    """Mixed into `Tensor` (see the module docstring)."""
+
+    __slots__ = ()
+
+    # -- reductions ----------------------------------------------------------------------------
+
+    # (PyTorch's `dim`/`keepdim` are accepted for numpy's `axis`/`keepdims`.)
+
+    def sum(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        axis, keepdims = reduction_arguments("sum", axis, keepdims, dim, keepdim)
+        return Sum.apply(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """The mean over `axis` (all axes by default): sum / count."""
+        axis, keepdims = reduction_arguments("mean", axis, keepdims, dim, keepdim)
+        if self.dtype == np.float16:  # summed in float32, as PyTorch (float16 overflows at 65504)
+            return self.astype(np.float32).mean(axis, keepdims).astype(np.float16)
+        count = _reduced_count(self.shape, axis, "mean")
+        return self.sum(axis=axis, keepdims=keepdims) / count
+
+    def var(self, axis=None, keepdims=False, ddof=0, *, correction=None, dim=None, keepdim=None):
+        """The variance over `axis`: the sum of squared deviations / max(count - ddof, 0).
+
+        `correction` is PyTorch's name for ddof; with ddof >= count the divisor is 0, so the
+        variance is inf (or NaN for a constant slice), as in PyTorch, never negative.
+        """
+        axis, keepdims = reduction_arguments("var", axis, keepdims, dim, keepdim)
+        ddof = ddof_argument("var", ddof, correction)
+        if self.dtype == np.float16:  # in float32, as PyTorch (float16 overflows at 65504)
+            return self.astype(np.float32).var(axis, keepdims, ddof).astype(np.float16)
+        count = _reduced_count(self.shape, axis, "var")
+        deviation = self - self.mean(axis=axis, keepdims=True)
+        squares = (deviation * deviation).sum(axis=axis, keepdims=keepdims)
+        return squares / max(count - ddof, 0)
+
+    def std(self, axis=None, keepdims=False, ddof=0, *, correction=None, dim=None, keepdim=None):
+        """The standard deviation over `axis`: sqrt(var) (same arguments as `var`).
+
+        Where the variance is 0 the gradient is 0, as PyTorch (sqrt's slope there is inf): the
+        square root is taken of 1 in those places and multiplied by 0.
+        """
+        variance = self.var(axis, keepdims, ddof, correction=correction, dim=dim, keepdim=keepdim)
+        if STATE.recorder is not None:  # tg.compile: a replay would reuse the first call's
+            STATE.recorder.read_value(variance, "std: where the variance is 0")
+        zero = variance.data == 0
+        return where(zero, 1.0, variance).sqrt() * ~zero
+
+    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The maximum: as `torch.max` for a dim given positionally or as `dim=`
+        ((values, indices), the gradient to the index: `_, predicted = logits.max(1)`);
+        with numpy's `axis=` (an int or a tuple), the values alone (ties share the
+        gradient). A Tensor argument: the elementwise maximum."""
+        return self._max_or_min("max", np.argmax, Max, dim, keepdim, axis, keepdims)
+
+    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The minimum (as `max`: (values, indices) for a dim, the values for `axis=`)."""
+        return self._max_or_min("min", np.argmin, Min, dim, keepdim, axis, keepdims)
+
+    def _max_or_min(self, op_name, arg_function, op, dim, keepdim, axis, keepdims):
+        if is_tensor(dim):  # x.max(other), as torch.max(x, other)
+            return self.maximum(dim) if op_name == "max" else self.minimum(dim)
+        if dim is not None and not isinstance(dim, tuple):  # PyTorch's form
+            if axis is not None or keepdims is not None:
+                raise TypeError(
+                    f"{op_name}: pass a dim (PyTorch's form, giving values and indices) or "
+                    "axis=/keepdims= (numpy's form, giving the values), not both"
+                )
+            return self._select_along(op_name, arg_function, dim, keepdim, None)
+        if dim is not None:  # a tuple of dims: numpy's form (torch.max takes no tuple)
+            axis, dim = dim, None
+        keepdims = keepdim if keepdims is None else keepdims
+        return op.apply(self, axis=axis, keepdims=self._keepdims(op_name, keepdims, None))
+
+    def _keepdims(self, op_name, keepdims, keepdim):
+        return reduction_arguments(op_name, None, keepdims, None, keepdim)[1]
+
+    def _select_along(self, op_name, arg_function, dim, keepdim, axis):
+        """(values, indices) of one element chosen along `dim` (its gradient goes there)."""
+        axis, keepdims = reduction_arguments(op_name, axis, False, dim, keepdim)
+        axis = normalize_axis(axis, self.ndim, op_name)
+        if self.ndim and self.shape[axis] == 0:
+            raise ValueError(f"{op_name}: cannot reduce over an empty dim (shape {self.shape})")
+        values_read(self, f"{op_name}(dim=...): the indices")
+        indices = arg_function(self.data, axis=axis, keepdims=True) if self.ndim else np.array(0)
+        values = self.gather(axis, _constant(indices)) if self.ndim else self * 1
+        if not keepdims and self.ndim:
+            values, indices = values.squeeze(axis), np.squeeze(indices, axis)
+        return ValuesIndices(values, _constant(indices))
+
+    def argmax(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """The index of the maximum over `axis` (of the flattened tensor by default); int64."""
+        return self._arg_reduce("argmax", np.argmax, axis, keepdims, dim, keepdim)
+
+    def argmin(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """The index of the minimum over `axis` (of the flattened tensor by default); int64."""
+        return self._arg_reduce("argmin", np.argmin, axis, keepdims, dim, keepdim)
+
+    def _arg_reduce(self, op_name, function, axis, keepdims, dim, keepdim):
+        axis, keepdims = reduction_arguments(op_name, axis, keepdims, dim, keepdim)
+        if axis is not None:
+            axis = normalize_axis(axis, self.ndim, op_name)
+        if self.size == 0:
+            raise ValueError(f"{op_name}: cannot reduce an empty tensor (shape {self.shape})")
+        values_read(self, op_name)
+        data = self.data if self.ndim else self.data.reshape(1)
+        indices = function(data, axis=axis, keepdims=keepdims and axis is not None)
+        if keepdims and axis is None:
+            indices = np.reshape(indices, (1,) * self.ndim)
+        return _constant(np.asarray(indices, dtype=np.int64).reshape(np.shape(indices)))
+
+    def all(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """True where every element over `axis` is nonzero (a bool tensor, no gradient)."""
+        axis, keepdims = reduction_arguments("all", axis, keepdims, dim, keepdim)
+        axes = normalize_axes(axis, self.ndim, "all")
+        values_read(self, "all")
+        return _constant(np.all(self.data, axis=axes, keepdims=keepdims))
+
+    def any(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """True where some element over `axis` is nonzero (a bool tensor, no gradient)."""
+        axis, keepdims = reduction_arguments("any", axis, keepdims, dim, keepdim)
+        axes = normalize_axes(axis, self.ndim, "any")
+        values_read(self, "any")
+        return _constant(np.any(self.data, axis=axes, keepdims=keepdims))
+
+    def prod(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """The product over `axis`: the last of the cumulative products over those axes
+        (its exact gradient holds where elements are 0)."""
+        axis, keepdims = reduction_arguments("prod", axis, keepdims, dim, keepdim)
+        axes = normalize_axes(axis, self.ndim, "prod")
+        kept = tuple(i for i in range(self.ndim) if i not in axes)
+        reduced_size = math.prod(self.shape[i] for i in axes)
+        rows = self.transpose(kept + axes).reshape(_drop(axes, self.shape) + (reduced_size,))
+        if rows.shape[-1] == 0:  # an empty product is 1
+            product = rows.sum(axis=-1) + 1
+        else:
+            product = Cumprod.apply(rows, axis=rows.ndim - 1)[..., -1]
+        if keepdims:
+            product = product.reshape(keepdims_shape(self.shape, axes))
+        return product
+
+    def logsumexp(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        """log(sum(exp(x))) over `axis`, as max + log(sum(exp(x - max))): no overflow. The
+        max is a constant (its two uses cancel in the gradient, which is softmax(x))."""
+        axis, keepdims = reduction_arguments("logsumexp", axis, keepdims, dim, keepdim)
+        axes = normalize_axes(axis, self.ndim, "logsumexp")
+        if self.size == 0:
+            shift = np.zeros(keepdims_shape(self.shape, axes))
+        else:
+            values_read(self, "logsumexp: the shift by the maximum")
+            shift = np.max(self.data, axis=axes, keepdims=True)
+        shift = np.where(np.isfinite(shift), shift, 0.0).astype(self.dtype, copy=False)
+        with np.errstate(divide="ignore"):  # a slice of only -inf: log(0) = -inf, as PyTorch
+            total = (self - shift).exp().sum(axis=axes, keepdims=True).log() + shift
+        return total if keepdims else total.reshape(_drop(axes, total.shape))
+
+    def cumsum(self, axis=None, *, dim=None):
+        """Running sums along `axis`."""
+        return self._cumulative(Cumsum, "cumsum", axis, dim)
+
+    def cumprod(self, axis=None, *, dim=None):
+        """Running products along `axis` (exact gradients where elements are 0)."""
+        return self._cumulative(Cumprod, "cumprod", axis, dim)
+
+    def logcumsumexp(self, axis=None, *, dim=None):
+        """Running log(sum(exp(x))) along `axis`, without overflow."""
+        return self._cumulative(LogCumSumExp, "logcumsumexp", axis, dim)
+
+    def _cumulative(self, op_class, op_name, axis, dim):
+        axis = self._one_axis(op_name, axis, dim)
+        if self.ndim == 0:  # a 0-d tensor is its own running total (shape (), as PyTorch)
+            return op_class.apply(self.reshape(1), axis=0).reshape(())
+        return op_class.apply(self, axis=axis)
+
+    def cummax(self, axis=None, *, dim=None):
+        """(values, indices) of the running maximum along `axis`, as torch.cummax: the last
+        index among ties, NaN propagates; the gradient goes to those indices."""
+        return self._running_extremum("cummax", np.maximum, axis, dim)
+
+    def cummin(self, axis=None, *, dim=None):
+        """(values, indices) of the running minimum along `axis` (as `cummax`)."""
+        return self._running_extremum("cummin", np.minimum, axis, dim)
+
+    def _one_axis(self, op_name, axis, dim):
+        axis, _ = reduction_arguments(op_name, axis, False, dim, None)
+        if axis is None:
+            raise TypeError(f"{op_name}: needs an axis (dim), got none")
+        return normalize_axis(axis, self.ndim, op_name)
+
+    def _running_extremum(self, op_name, ufunc, axis, dim):
+        axis = self._one_axis(op_name, axis, dim)
+        values_read(self, f"{op_name}: the indices")
+        data = self.data if self.ndim else self.data.reshape(1)
+        running = ufunc.accumulate(data, axis=axis)
+        positions = np.arange(data.shape[axis]).reshape((-1,) + (1,) * (data.ndim - 1 - axis))
+        # The last position j <= i where x_j reached the running value (or is NaN) is i's
+        # index: the running value stays x_j until the next such position.
+        reached = (data == running) | np.isnan(data) if data.dtype.kind == "f" else data == running
+        indices = np.maximum.accumulate(np.where(reached, positions, 0), axis=axis)
+        indices = indices.reshape(self.shape)
+        values = self.gather(axis, _constant(indices)) if self.ndim else self * 1
+        return ValuesIndices(values, _constant(indices.astype(np.int64)))
+
+
+def _reduced_count(shape, axis, op_name):
+    axes = normalize_axes(axis, len(shape), op_name)
+    count = 1
+    for axis_index in axes:
+        count *= shape[axis_index]
+    return count
+
+
+def _drop(axes, shape):
+    """`shape` without the (kept, size-1) `axes`."""
+    return tuple(size for index, size in enumerate(shape) if index not in axes)

@@ -1,0 +1,165 @@
+"""The Tensor methods that move, reshape and index: each one line over a shape op
+(`ops/shape.py`) or a composed function (`ops/movement.py`, `ops/indexing.py`). `Tensor`
+inherits them (see `tensor.py`).
+
+>>> import tinygrad_ops as tg
+>>> x = tg.Tensor([[1.0, 2.0], [3.0, 4.0]])
+>>> x.T.shape, x.reshape(4).shape, x[0].tolist(), x.flip(0)[0].tolist()
+((2, 2), (4,), [1.0, 2.0], [3.0, 4.0])
+"""
+
+import numpy as np
+
+from .mode import STATE
+from .ops import indexing, movement
+from .ops.base import is_tensor
+from .ops.checks import normalize_axis
+from .ops.shape import (
+    BroadcastTo,
+    GetItem,
+    Reshape,
+    Transpose,
+    expanded_shape,
+    normalize_index,
+    squeezed_shape,
+)
+
+
+class ShapeMethods:
+    """Mixed into `Tensor` (see the module docstring)."""
+
+    __slots__ = ()
+
+    @property
+    def T(self):  # noqa: N802 (numpy's and PyTorch's name)
+        """The transpose: all axes reversed."""
+        return self.transpose()
+
+    # -- shape ---------------------------------------------------------------------------------
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return Reshape.apply(self, shape=tuple(shape))
+
+    def flatten(self):
+        return self.reshape(-1)
+
+    def transpose(self, *axes):
+        """Swap two dims given as two ints (`x.transpose(0, 1)`, as PyTorch's: numpy's would
+        read (0, 1) as the identity permutation), else permute the axes as numpy's transpose
+        (reversed when none are given)."""
+        ints = all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axes)
+        if len(axes) != 2 or not ints:
+            return self.permute(*axes)
+        first, second = (normalize_axis(axis, self.ndim, "transpose") for axis in axes)
+        order = list(range(self.ndim))
+        if order:  # (a 0-d tensor takes dims 0 and -1, as in PyTorch)
+            order[first], order[second] = order[second], order[first]
+        return Transpose.apply(self, axes=tuple(order))
+
+    def permute(self, *axes):
+        """Permute the axes (reverse them when none are given), as numpy's transpose."""
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        if not axes:
+            axes = tuple(reversed(range(self.ndim)))
+        return Transpose.apply(self, axes=axes)
+
+    def swapaxes(self, axis1, axis2):
+        axis1, axis2 = (normalize_axis(axis, self.ndim, "swapaxes") for axis in (axis1, axis2))
+        axes = list(range(self.ndim))
+        axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
+        return Transpose.apply(self, axes=tuple(axes))
+
+    def broadcast_to(self, shape):
+        return BroadcastTo.apply(self, shape=tuple(shape))
+
+    def expand_dims(self, axis):
+        return self.reshape(expanded_shape(self.shape, axis))
+
+    unsqueeze = expand_dims
+
+    def squeeze(self, axis=None):
+        """The tensor without size-1 dims (those named by `axis`; a named dim of another
+        size stays, as in PyTorch)."""
+        return self.reshape(squeezed_shape(self.shape, axis))
+
+    def __getitem__(self, index):
+        return GetItem.apply(self, index=index)
+
+    def __setitem__(self, index, value):
+        if STATE.grad_enabled and self._requires_grad:
+            raise RuntimeError(
+                "assigning into a tensor that requires grad is not recorded; build the new "
+                "tensor with tg.where or tg.concatenate, or assign under tg.no_grad()"
+            )
+        if STATE.recorder is not None:
+            STATE.recorder.refuse("an assignment into a tensor (x[...] = value)")
+        self.data[normalize_index(index)[0]] = value.data if is_tensor(value) else value
+        self._version[0] += 1
+
+    def matmul(self, other):
+        return self @ other
+
+    # -- more shape ops, composed (ops/movement.py) ---------------------------------------------
+
+    def flip(self, *dims):
+        return movement.flip(self, dims[0] if len(dims) == 1 else dims)
+
+    def roll(self, shifts, dims=None):
+        return movement.roll(self, shifts, dims)
+
+    def tril(self, diagonal=0):
+        return movement.tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return movement.triu(self, diagonal)
+
+    def repeat(self, *sizes):
+        return movement.repeat(self, *sizes)
+
+    def repeat_interleave(self, repeats, dim=None):
+        return movement.repeat_interleave(self, repeats, dim)
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        return movement.diagonal(self, offset, dim1, dim2)
+
+    def unfold(self, dimension, size, step):
+        return movement.unfold(self, dimension, size, step)
+
+    def movedim(self, source, destination):
+        return movement.movedim(self, source, destination)
+
+    moveaxis = movedim
+
+    def split(self, split_size_or_sections, dim=0):
+        return movement.split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks, dim=0):
+        return movement.chunk(self, chunks, dim)
+
+    # -- indexing along a dim (ops/indexing.py) ------------------------------------------------
+
+    def gather(self, dim, index):
+        return indexing.gather(self, dim, index)
+
+    def scatter(self, dim, index, src=None, *, value=None):
+        return indexing.scatter(self, dim, index, src, value=value)
+
+    def scatter_add(self, dim, index, src):
+        return indexing.scatter_add(self, dim, index, src)
+
+    def masked_fill(self, mask, value):
+        return indexing.masked_fill(self, mask, value)
+
+    def sort(self, dim=None, descending=False, stable=False, *, axis=None):
+        return indexing.sort(self, dim, descending, stable, axis=axis)
+
+    def argsort(self, dim=None, descending=False, stable=False, *, axis=None):
+        return indexing.argsort(self, dim, descending, stable, axis=axis)
+
+    def topk(self, k, dim=None, largest=True, sorted=True, *, axis=None):
+        return indexing.topk(self, k, dim, largest, sorted, axis=axis)
+
+    def nonzero(self, as_tuple=False):
+        return indexing.nonzero(self, as_tuple)
