@@ -11,7 +11,6 @@ float, int, `np.asarray`). `Tensor` inherits them (see `tensor.py`).
 import numpy as np
 
 from .mode import STATE
-from .ops.base import new_tensor
 from .ops.elementwise import Cast
 
 
@@ -43,7 +42,7 @@ class ConversionMethods:
 
     def detach(self):
         """The same data, cut from the tape (shares memory and the version counter)."""
-        tensor = new_tensor(self.data)
+        tensor = self._make(self.data, False, None)
         tensor._version = self._version
         return tensor
 
