@@ -19,9 +19,22 @@ STEPS = 12
 EXPECTED = {name: [(STEPS - 1, "dense")] for name in FORMULATIONS}
 EXPECTED["elementwise"] = [(STEPS - 1, "diagonal")]
 EXPECTED["two-rnns"] = [(STEPS - 1, "dense"), (STEPS - 1, "dense")]
-# Not scanned yet: the lower layer's chain of a stacked RNN (the full analysis finds the
-# upper one; the lower layer's states are its per-step inputs).
-EXPECTED["stacked"] = [(STEPS - 1, "dense")]
+# A stacked RNN: the upper layer's chain (the lower layer's states its per-step inputs),
+# then the lower layer's, found once the upper one is scanned.
+EXPECTED["stacked"] = [(STEPS - 1, "dense"), (STEPS - 1, "dense")]
+
+
+class Spy:
+    """Runs a scheduler and keeps the graph (what was scanned at run time)."""
+
+    def __init__(self, inner):
+        self.inner = tg.scheduler.resolve_scheduler(inner)
+        self.name = "spy"
+        self.graph = None
+
+    def run(self, graph):
+        self.graph = graph
+        self.inner.run(graph)
 
 
 def gradients(name, scheduler, dtype):
@@ -53,6 +66,15 @@ def test_the_plan_finds_the_chains(name):
     found = sorted((segment.length, segment.jacobian_kind) for segment in plan.segments)
     assert found == sorted(EXPECTED[name]), str(plan)
     assert all(segment.scanned for segment in plan.segments)
+
+
+@pytest.mark.parametrize("name", list(FORMULATIONS))
+def test_a_forced_scan_scans_every_chain_the_plan_reports(name):
+    loss, _ = build(name, "tg", steps=STEPS)
+    spy = Spy(tg.scheduler.ScanScheduler("blelloch", min_steps=2))
+    loss.backward(scheduler=spy)
+    lengths = sorted(len(segment.tensors) - 1 for segment in spy.graph.scanned_segments)
+    assert lengths == sorted(length for length, _ in EXPECTED[name])
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)

@@ -12,7 +12,7 @@ from operator import is_
 import numpy as np
 
 from ..autograd import Op
-from ..ops.base import released_inputs
+from ..ops.base import RELEASE_BYTES, released_inputs
 from .steps import op_attributes
 
 _BATCHED_CLASSES = {}
@@ -160,9 +160,33 @@ class ReleaseAll:
     def release(self, husks=None):
         husks = {} if husks is None else husks
         for nodes in self.columns:
+            if _keeps_its_inputs(nodes):
+                for node in nodes:
+                    node.saved = None
+                continue
             for node in nodes:
                 node.saved = None
                 node.inputs = released_inputs(node.inputs, husks)
         for nodes in self.others:
             for node in nodes:
                 node.release(husks)
+
+
+def _nbytes(operand):
+    data = getattr(operand, "_data", operand)
+    return data.nbytes if isinstance(data, np.ndarray) else 0
+
+
+def _keeps_its_inputs(nodes):
+    """Whether `released_inputs` would keep every node's inputs as they are (each small, or
+    a parameter), so that releasing the column only drops the saved buffers. Decided on
+    the first node: an input that needs a gradient has the same shape in every step (the
+    template checks it) or is one tensor shared by all; a constant input (x_t) may not,
+    so its size is read in every step."""
+    first = nodes[0]
+    if not all(map(is_, released_inputs(first.inputs, {}), first.inputs)):
+        return False
+    for index, needs in enumerate(first.needs_input_grad):
+        if not needs and max(_nbytes(node.inputs[index]) for node in nodes) >= RELEASE_BYTES:
+            return False
+    return True

@@ -19,20 +19,22 @@ When the first look finds nothing, the full analysis (`finder.py`) decides.
 """
 
 import itertools
-from operator import attrgetter, gt, is_, itemgetter, le, lt
+from operator import attrgetter, gt, is_, itemgetter, lt
 
 from . import steps
 from .spine import descend
 from .steps import ChainPlan, NotAChain, Segment, build_template, input_tensor
 
 
-def first_look(graph, min_steps, worth_checking=None, nested=True, inside=None):
+def first_look(graph, min_steps, worth_checking=None, nested=True, inside=None, pending=()):
     """A ChainPlan with the chain found (and, with `nested`, the chains found among its
     independent tensors: a second RNN), a ChainPlan without segments and with a
     `refusal` (a chain too short to pay, by `worth_checking(steps, ops_per_step,
     state_shape)`, asked once the walk down knows the length), or None (not this kind of
     chain: the full analysis decides). With `inside` (a set of ids), a chain whose top
-    step is not made of those tensors is not looked at further."""
+    step is not made of those tensors is not looked at further. `pending` lists tensors
+    besides the root that hold a gradient still to be walked (a look resumed after a
+    scan, `look_below`): they are searched from as the root is."""
     if graph.wanted is not None or len(graph.grads) != 1 or len(graph.roots) != 1:
         return None
     built = top_step(list(descend(graph.roots[0], 8 * steps.MAX_PERIOD)), graph)
@@ -41,8 +43,15 @@ def first_look(graph, min_steps, worth_checking=None, nested=True, inside=None):
     template, step = built
     if inside is not None and not {id(step.upper), id(step.lower)} <= inside:
         return None
-    if _reads_the_step_below(template, step):
-        return None
+    carried = _carried_state(template, step)
+    if carried:
+        # A state carried beside the chain (the lower layer of a stacked RNN, made in the
+        # same step): it becomes a per-step input, and its own chain is looked for once
+        # this one is scanned (`look_below`).
+        built = _rebuilt_without(step, carried, graph.capture)
+        if built is None or _carried_state(*built):
+            return None
+        template, step = built
     anchors = walk_route(template.route, step)
     state_shape = template.shapes[0][0]
     if worth_checking is not None and not worth_checking(
@@ -52,7 +61,7 @@ def first_look(graph, min_steps, worth_checking=None, nested=True, inside=None):
     count, tensors, nodes, outside = check_columns(template, anchors)
     if count < min_steps:
         return None
-    independent = outside_readers(graph, anchors, tensors, outside, count)
+    independent = outside_readers(graph, anchors, tensors, outside, count, pending)
     if independent is None:
         return None
     # Columns in chain order (step 0 is x_0 -> x_1).
@@ -72,7 +81,7 @@ def first_look(graph, min_steps, worth_checking=None, nested=True, inside=None):
     return plan
 
 
-class _Subgraph:
+class RootView:
     """The view of a graph from one of its tensors, for a nested first look."""
 
     def __init__(self, root, capture):
@@ -94,7 +103,7 @@ def chains_among(graph, independent, min_steps, tries=2):
     for candidate in independent[: 2 * tries]:
         if id(candidate) in taken or candidate._ctx is None:
             continue
-        view = _Subgraph(candidate, graph.capture)
+        view = RootView(candidate, graph.capture)
         inner = first_look(view, min_steps, nested=False, inside=members)
         if inner is None or not inner.segments:
             continue
@@ -133,10 +142,13 @@ def top_step(window, graph):
     period = period_of(classes[::-1])
     if period is None or len(window) < 2 * period + 1:
         return None
-    # The top-most tensor from which the classes repeat: the chain's last anchor.
+    # The top-most tensor from which the classes repeat for three periods: the chain's
+    # last anchor. (Not to the window's end: on a short graph the window reaches the
+    # chain's first step, which may differ: x_0 a constant, the walk turns aside there.)
     top = 0
     while top + period < len(window) and any(
-        classes[j] is not classes[j + period] for j in range(top, len(window) - period)
+        classes[j] is not classes[j + period]
+        for j in range(top, min(top + 3 * period, len(window) - period))
     ):
         top += 1
     # The phase: the first anchor from the top whose step is a valid template (the top of
@@ -149,17 +161,33 @@ def top_step(window, graph):
     return None
 
 
-def _reads_the_step_below(template, step):
-    """Whether the top step reads a tensor of the step below other than its anchor (the
-    lower layer's state of a stacked RNN: not one chain of this template)."""
+def _carried_state(template, step):
+    """The ids of the top step's tensors whose counterparts in the step below the top step
+    reads from outside (the lower layer's state h1 of a stacked RNN, read by the next
+    step's h1 @ U1: a second state carried along the chain, not part of its steps)."""
     try:
         below = [step.lower]
         for parent, k in template.paths[1:]:
             below.append(input_tensor(below[parent], k))
     except NotAChain:
-        return False
-    inside = set(map(id, below[1:]))
-    return any(id(operand) in inside for _, _, operand in step.outside)
+        return set()
+    slot_below = {id(tensor): slot for slot, tensor in enumerate(below) if slot}
+    return {
+        id(step.slots[slot_below[id(operand)]])
+        for _, _, operand in step.outside
+        if id(operand) in slot_below
+    }
+
+
+def _rebuilt_without(step, excluded, capture):
+    """The top step's (template, step) with the tensors in `excluded` (ids) taken as
+    inputs from outside the step."""
+    made_after = _made_after(step.lower)
+
+    def belongs(operand):
+        return "outside" if id(operand) in excluded else made_after(operand)
+
+    return build_template(step.lower, step.upper, belongs, capture)
 
 
 def period_of(classes):
@@ -352,12 +380,16 @@ def _outside_columns(template, nodes, lower_sequences, good, tensors):
                     while good and made.sequence > lower_sequences[good - 1]:
                         good -= 1
                 continue
+            # A per-step input made before the op that reads it (after x_{i-1} for the
+            # lower layer's state of a stacked RNN): `outside_readers` proves that it does
+            # not depend on the chain.
             made = [-1 if node is None else node.sequence for node in _nodes_of(column)]
-            good = _cut(list(map(le, made, lower_sequences)), True, good)
+            readers = [node.sequence for node in nodes[slot][:good]]
+            good = _cut(list(map(lt, made, readers)), True, good)
     return good, tensors, nodes, outside
 
 
-def outside_readers(graph, anchors, tensors, outside, count):
+def outside_readers(graph, anchors, tensors, outside, count, pending=()):
     """The tensors outside the top `count` steps, as two searches that see every reader
     of a chain tensor; None when a reader breaks the rules of a chain.
 
@@ -370,7 +402,10 @@ def outside_readers(graph, anchors, tensors, outside, count):
     (made after x_0) is *independent*: returned, newest first, to be walked before the
     scan. Chain tensors were made after x_0 and no later than x_n, so only a tensor made
     in that span is looked up among them (the sets of their ids are built the first time
-    one is met, which an RNN with its loss on the last state never does).
+    one is met, which an RNN with its loss on the last state never does). The `pending`
+    tensors (gradients waiting to be walked) are starts of the second search like the
+    output, but an anchor among them holds an injection and a tensor inside a step would
+    hold a gradient that the scan does not see (None).
     """
     top = anchors[0]
     bottom = anchors[count]
@@ -406,6 +441,14 @@ def outside_readers(graph, anchors, tensors, outside, count):
     if _search(starts, seen, chain_role, allowed=()) is None:
         return None
     roots = [root for root in graph.roots if id(root) not in seen]
+    for tensor in pending:
+        if id(tensor) in seen:
+            continue  # the root, or an input of the chain (walked after the scan)
+        role = chain_role(tensor)
+        if role == "inside":
+            return None
+        if role is None:
+            roots.append(tensor)
     seen.update(map(id, roots))
     found = _search(list(roots), seen, chain_role, allowed=("anchor",))
     if found is None:

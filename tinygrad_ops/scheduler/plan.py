@@ -5,9 +5,10 @@ import numpy as np
 from ..autograd import BackwardGraph
 from . import resolve_scheduler
 from .auto import AutoScheduler, best_choice, calibrate, estimate
+from .below import next_chain_below, pending_after
 from .finder import find_chains
 from .scan_scheduler import ScanScheduler
-from .steps import MIN_STEPS
+from .steps import MIN_STEPS, ChainPlan
 
 
 class SegmentPlan:
@@ -109,6 +110,8 @@ def backward_plan(loss, scheduler=None, gradient=None):
     min_steps = chosen.min_steps if scanning else MIN_STEPS
     # The same analysis the scan schedulers run: the first look, else the full analysis.
     plan = find_chains(graph, min_steps)
+    if plan.index is None and plan.segments:
+        _add_chains_below(graph, plan, min_steps)
     if isinstance(chosen, AutoScheduler):
         first = find_chains(graph, min_steps, chosen.worth_checking, full=False)
         if first is not None and first.refusal:
@@ -116,6 +119,23 @@ def backward_plan(loss, scheduler=None, gradient=None):
     independent = len(plan.independent)
     decision, segments = _decide(chosen, graph, plan, scanning)
     return BackwardPlan(name, _count_tensors(loss), segments, independent, decision)
+
+
+def _add_chains_below(graph, plan, min_steps):
+    """The chains a scan scheduler finds once the first look's chains are scanned (the
+    lower layer of a stacked RNN: `below.py`), added to `plan`, from the gradients that
+    would then be pending."""
+    pending = [pending_after(plan)]
+
+    def walk_one(tensor):
+        pending[0] = pending_after(ChainPlan([], [tensor]), pending[0])
+
+    while True:
+        below = next_chain_below(graph, lambda: pending[0], walk_one, min_steps)
+        if below is None:
+            return
+        plan.segments.extend(below.segments)
+        pending[0] = pending_after(below, pending[0])
 
 
 def _decide(chosen, graph, plan, scanning):

@@ -28,6 +28,7 @@ from ..autograd import STATE, ScannedSegment, unbroadcast
 from ..ops import MatMul
 from . import jacobians, scans
 from .batched import BatchedSlot, ReleaseAll
+from .below import next_chain_below, pending_tensors
 from .finder import find_chains, full_analysis
 
 
@@ -286,14 +287,41 @@ class ScanScheduler:
                 if method != "sequential":
                     chosen.append((segment, method, block_size))
             if not chosen:
-                graph.run_sequential()
+                pass  # walked below
             elif plan.index is None:  # the first look's chain: no index of the graph
                 execute_simple(graph, plan, chosen, self.name)
+                self.scan_below(graph)
             else:
                 execute(graph, plan, chosen, self.name)
+                self.scan_below(graph)
+            graph.run_sequential()
         finally:
             if collecting:
                 gc.enable()
+
+    def scan_below(self, graph):
+        """After the scans, the chains below them (`below.py`: the lower layer of a
+        stacked RNN), each scanned once every gradient from above has arrived."""
+
+        def walk_one(tensor):
+            graph.visit(tensor, graph.pop_grad(tensor))
+
+        while True:
+            plan = next_chain_below(
+                graph, lambda: pending_tensors(graph), walk_one, self.min_steps, self.worth_checking
+            )
+            if plan is None:
+                return
+            (segment,) = plan.segments
+            method, block_size = self.choose(segment)
+            if method == "sequential":
+                return
+            try:
+                runner = SegmentRun(graph, segment)
+            except ValueError:  # steps whose saved values do not stack: walk them
+                return
+            _walk(graph, plan.independent)
+            _scan(graph, (segment, runner, method, block_size), self.name)
 
 
 def execute(graph, plan, chosen, name):
@@ -302,7 +330,8 @@ def execute(graph, plan, chosen, name):
     Independent tensors first; then every position from the top down to the lowest
     segment's top anchor, scanning each segment on reaching it; below the last segment
     the engine's own sequential walk takes over (every tensor above it is done, so the
-    pending gradients there are complete in the walk's order).
+    pending gradients there are complete in the walk's order), after the caller's
+    `scan_below`.
     """
     tensors = plan.index.tensors
     position = plan.index.position
@@ -337,21 +366,20 @@ def execute(graph, plan, chosen, name):
         grad = pop_grad(tensor)
         if grad is not None:
             visit(tensor, grad)
-    graph.run_sequential()
 
 
 def execute_simple(graph, plan, chosen, name):
     """The first look's chains: walk the independent tensors (the output side, a readout
     and a loss at every step; newest first, as the engine's walk would), scanning a
     nested chain on reaching its top anchor (after walking its own independent tensors),
-    then scan the main chain and let the engine's walk finish the graph."""
+    then scan the main chain; the caller's `scan_below` and the engine's walk finish the
+    graph (also when the steps' saved values do not stack, and nothing was scanned)."""
     try:
         runners = [
             (segment, SegmentRun(graph, segment), method, block_size)
             for segment, method, block_size in chosen
         ]
     except ValueError:  # steps whose saved values do not stack: walk them
-        graph.run_sequential()
         return
     nested = {id(entry[0].anchors[-1]): entry for entry in runners if id(entry[0]) in plan.nested}
     for tensor in plan.independent:
@@ -364,7 +392,6 @@ def execute_simple(graph, plan, chosen, name):
     for entry in runners:
         if id(entry[0]) not in plan.nested:
             _scan(graph, entry, name)
-    graph.run_sequential()
 
 
 def _walk(graph, tensors):
