@@ -25,6 +25,7 @@ import traceback
 import numpy as np
 
 from .. import functional
+from ..autograd.graph import made_by_rule
 from ..autograd.order import as_recorded
 from ..mode import STATE
 from ..nn.init import default_generator
@@ -68,7 +69,7 @@ class Recorder:
         self.kernels = []
         self.phases = []
         self.phase = "forward"
-        self.arguments = []  # (slot, position) for tensor and array arguments
+        self.arguments = []  # (slot, position, whether a Tensor) for tensor and array arguments
         self.captured = []  # tensors read from outside (parameters, buffers)
         self.pending = {}  # id(tensor) -> slot of its pending gradient
         self.written = set()  # slots written in place
@@ -84,7 +85,7 @@ class Recorder:
             data = value.data if isinstance(value, Tensor) else value
             if isinstance(data, np.ndarray):
                 slot = self.new_slot("input", name, data)
-                self.arguments.append((slot, position))
+                self.arguments.append((slot, position, isinstance(value, Tensor)))
 
     # -- slots ---------------------------------------------------------------------------
 
@@ -291,7 +292,7 @@ class Recorder:
         self.slot_by_array[id(grad)] = slot  # what a tg.Function's backward ops will read
         self.alive.append(grad)
         grads = node.backward(grad)
-        edges = self.edges_of(node, grads)
+        edges = self.edges_of(node, grads, grad)
         if getattr(node, "function", None) is None:
             self.emit(Backward(node, slot, edges))
             return grads
@@ -306,15 +307,28 @@ class Recorder:
         self.emit(CustomBackward(node, tuple(results), edges))
         return grads
 
-    def edges_of(self, node, grads):
-        """Where each gradient goes: the walk's `input_grads` loop, decided once."""
+    def edges_of(self, node, grads, upstream):
+        """Where each gradient goes, and what the walk's `checked_input_grad` does with it
+        on the way (cast, unbroadcast, whether it owns it): decided once, here."""
         edges = []
         for index, operand in enumerate(node.inputs):
-            if grads[index] is None or not node.needs_input_grad[index]:
+            grad = grads[index]
+            if grad is None or not node.needs_input_grad[index]:
                 continue
             tensor = as_recorded(operand, node)
             data = tensor.data
-            edges.append(Edge(index, self.pending_slot(tensor), data.shape, data.dtype))
+            wrap = type(grad) is not np.ndarray
+            grad = np.asarray(grad)
+            cast = grad.dtype != data.dtype
+            reduce = grad.shape != data.shape
+            if reduce:
+                owned = True  # a sum makes a new array
+            elif cast:
+                owned = node.fresh_gradients  # (astype makes one too)
+            else:
+                owned = made_by_rule(grad, upstream, grads, node)
+            slot = self.pending_slot(tensor)
+            edges.append(Edge(index, slot, data.shape, data.dtype, wrap, cast, reduce, owned))
         return tuple(edges)
 
     def record_leaf(self, tensor):

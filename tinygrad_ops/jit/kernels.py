@@ -1,37 +1,35 @@
 """The kernels of a compiled program: each one a call the eager engine made, replayed.
 
-A program is a flat list of these. Each reads and writes numbered *slots* of one list,
-`buffers` (the arguments, the captured tensors' arrays, the constants, every array the
-step computes), and does exactly the numpy work its eager counterpart did, in the same
-order, with the same code: the ops' own `forward` and `backward` rules, the engine's
-`unbroadcast` and leaf write, the optimizer's own `step`. That is why a replayed step is
-bit for bit the eager one.
+A program is a flat list of these. Each reads and writes numbered *slots* (the arguments,
+the captured tensors' arrays, the constants, every array the step computes) and does
+exactly the numpy work its eager counterpart did, in the same order, with the same code:
+the ops' own `forward` and `backward` rules, the engine's `unbroadcast` and leaf write,
+the optimizer's own `step`. That is why a replayed step is bit for bit the eager one.
 
-The backward kernels also carry the walk's ownership rule: a gradient array that a rule
-has just made (nothing else refers to it) may be added into in place; any other is never
-written to. `owned` is the set of slots holding such arrays during one replay.
+A kernel does not run itself: it writes the lines of Python that do its work (`emit`,
+into a `codegen.Source`), and the program compiles all of them into one function. The
+backward kernels' lines carry the walk's decisions, taken at capture: which gradient
+must be cast or summed down to its input's shape (`Edge`), and which pending gradient
+the replay owns and may add into in place (`Source.accumulate`).
 """
 
 from __future__ import annotations
 
 import functools
-from operator import itemgetter
-from sys import getrefcount
 from typing import NamedTuple
 
 import numpy as np
 
-from ..autograd.graph import accumulate_leaf, unbroadcast
 from ..ops.base import node_name
 
 
 class Kernel:
-    """One step of a program. `run(buffers, owned)` does the work; `frees` lists the slots
-    nobody reads afterwards (set to None after the run, so their memory goes back)."""
+    """One step of a program. `emit(code, number)` writes its lines; `frees` lists the
+    slots nobody reads afterwards (deleted after its lines, so their memory goes back)."""
 
     __slots__ = ("frees",)
 
-    def run(self, buffers, owned):  # pragma: no cover - every kernel overrides it
+    def emit(self, code, number):  # pragma: no cover - every kernel overrides it
         raise NotImplementedError
 
     def reads(self) -> tuple:
@@ -50,9 +48,7 @@ class Forward(Kernel):
     capture's eager run has checked it for every replay.
     """
 
-    __slots__ = (
-        "node", "inputs", "options", "output", "conversions", "release", "gather", "function"
-    )  # fmt: skip
+    __slots__ = ("node", "inputs", "options", "output", "conversions", "release", "function")
 
     def __init__(self, node, inputs, options, output, conversions=()):
         self.node = node
@@ -62,32 +58,20 @@ class Forward(Kernel):
         self.conversions = conversions  # (position, dtype): numpy inputs type promotion casts
         self.release = False  # True when no backward kernel reads the node's saved values
         self.frees = ()
-        # The inputs as one tuple (or, for one slot, the value) in one C call.
-        self.gather = itemgetter(*inputs) if inputs and not conversions else None
         # The rule with its options bound once (a partial adds them in C at each call).
         function = getattr(node, "compute", node.forward)
         self.function = functools.partial(function, **options) if options else function
 
-    def run(self, buffers, owned):
-        if self.conversions:
-            arrays = [buffers[slot] for slot in self.inputs]
-            for position, dtype in self.conversions:
-                arrays[position] = arrays[position].astype(dtype)
-            out = self.function(*arrays)
-        elif len(self.inputs) > 1:
-            out = self.function(*self.gather(buffers))
-        elif self.inputs:
-            out = self.function(self.gather(buffers))
-        else:
-            out = self.function()
-        if type(out) is not np.ndarray:
-            out = np.asarray(out)
-        buffers[self.output] = out
+    def emit(self, code, number):
+        arguments = [code.slot(slot) for slot in self.inputs]
+        for position, dtype in self.conversions:
+            arguments[position] += f".astype({code.bind(dtype, 'dtype')})"
+        call = f"{code.bind(self.function, 'forward')}({', '.join(arguments)})"
+        if code.slots[self.output].shape == ():  # a 0-d result may come back a numpy scalar
+            call = f"asarray({call})"
+        code.line(f"{code.slot(self.output)} = {call}  # {type(self.node).__name__}.forward")
         if self.release:
-            self.node.saved = None
-        if self.frees:
-            for slot in self.frees:
-                buffers[slot] = None
+            code.line(f"{code.bind(self.node, 'node')}.saved = None")
 
     def reads(self):
         return self.inputs
@@ -101,14 +85,20 @@ class Forward(Kernel):
 
 
 class Edge(NamedTuple):
-    """Where one input's gradient goes: rule result `index`, cast and unbroadcast to the
-    input's `dtype` and `shape`, added into the pending gradient in `slot`. (A tuple: the
-    replay unpacks it in one step.)"""
+    """Where one input's gradient goes: rule result `index`, added into the pending
+    gradient in `slot` (of the input's `shape` and `dtype`). What the walk did with it at
+    capture, done the same way at every replay: `wrap` it as an array (a rule returned a
+    numpy scalar), `cast` it to the input's dtype, `reduce` it (unbroadcast) to the
+    input's shape; `owned`: whether the walk may add into the array in place."""
 
     index: int
     slot: int
     shape: tuple
     dtype: np.dtype
+    wrap: bool = False
+    cast: bool = False
+    reduce: bool = False
+    owned: bool = False
 
 
 class Backward(Kernel):
@@ -123,14 +113,17 @@ class Backward(Kernel):
         self.release = True  # False when a later backward kernel runs the same node again
         self.frees = ()
 
-    def run(self, buffers, owned):
-        grad = buffers[self.grad]
-        buffers[self.grad] = None
-        node = self.node
-        grads = node.backward(grad)
+    def emit(self, code, number):
+        node = code.bind(self.node, "node")
+        grad = code.slot(self.grad)
+        code.consume(self.grad)
+        rule = code.bind(self.node.backward, "backward")
+        code.line(f"r = {rule}({grad})  # {type(self.node).__name__}.backward")
+        code.line(f"del {grad}")
         if self.release:
-            node.saved = None
-        send_along(self.edges, grads, node, buffers, owned)
+            code.line(f"{node}.saved = None")
+        for edge in self.edges:
+            code.send(edge, f"r[{edge.index}]", self.node)
 
     def reads(self):
         return (self.grad,)
@@ -153,11 +146,9 @@ class CustomBackward(Kernel):
         self.edges = edges
         self.frees = ()
 
-    def run(self, buffers, owned):
-        grads = tuple(None if slot is None else buffers[slot] for slot in self.results)
-        for slot in self.frees:  # first, so that ownership is judged as in the walk
-            buffers[slot] = None
-        send_along(self.edges, grads, self.node, buffers, owned)
+    def emit(self, code, number):
+        for edge in self.edges:
+            code.send(edge, code.slot(self.results[edge.index]), self.node)
 
     def reads(self):
         return tuple(slot for slot in self.results if slot is not None)
@@ -165,40 +156,6 @@ class CustomBackward(Kernel):
     def describe(self, name):
         results = ", ".join("None" if slot is None else name(slot) for slot in self.results)
         return f"{_sends(self.edges, name)} <- {node_name(self.node)}.backward: ({results})"
-
-
-def send_along(edges, grads, node, buffers, owned):
-    """The engine's `input_grads` then `send`, for one rule's results (same checks, same
-    ownership rule, same order of additions)."""
-    for index, slot, shape, dtype in edges:
-        input_grad = grads[index]
-        if type(input_grad) is not np.ndarray:
-            input_grad = np.asarray(input_grad)
-        if input_grad.dtype is not dtype and input_grad.dtype != dtype:  # (builtins are shared)
-            input_grad = input_grad.astype(dtype)
-        if input_grad.shape != shape:
-            input_grad = unbroadcast(input_grad, shape, node, index)
-            fresh = True
-        else:
-            # As in the walk: `grads`, the local name and getrefcount's argument make 3.
-            fresh = input_grad.base is None and getrefcount(input_grad) <= 3
-        accumulate(buffers, owned, slot, input_grad, fresh)
-
-
-def accumulate(buffers, owned, slot, grad, fresh):
-    """Add `grad` into the pending gradient in `slot` (the walk's `send`)."""
-    previous = buffers[slot]
-    if previous is None:
-        buffers[slot] = grad
-        if fresh:
-            owned.add(slot)
-        else:
-            owned.discard(slot)
-    elif slot in owned:
-        np.add(previous, grad, out=previous)
-    else:
-        buffers[slot] = np.asarray(previous + grad)  # (two 0-d arrays add to a scalar)
-        owned.add(slot)
 
 
 class Seed(Kernel):
@@ -211,10 +168,8 @@ class Seed(Kernel):
         self.source = source
         self.frees = ()
 
-    def run(self, buffers, owned):
-        accumulate(buffers, owned, self.slot, buffers[self.source], False)
-        for slot in self.frees:
-            buffers[slot] = None
+    def emit(self, code, number):
+        code.accumulate(self.slot, code.slot(self.source), False)
 
     def reads(self):
         return (self.source,)
@@ -236,11 +191,13 @@ class LeafWrite(Kernel):
         self.label = label
         self.frees = ()
 
-    def run(self, buffers, owned):
-        grad = buffers[self.slot]
-        buffers[self.slot] = None
-        accumulate_leaf(self.tensor, grad, False, self.slot in owned)
-        buffers[self.result] = self.tensor.grad.data
+    def emit(self, code, number):
+        tensor = code.bind(self.tensor, "leaf")
+        grad = code.slot(self.slot)
+        owned = code.consume(self.slot)
+        code.line(f"accumulate_leaf({tensor}, {grad}, False, {owned})  # {self.label}.grad")
+        code.line(f"del {grad}")
+        code.line(f"{code.slot(self.result)} = {tensor}._grad._data")
 
     def reads(self):
         return (self.slot,)
@@ -260,8 +217,8 @@ class ForgetGrad(Kernel):
         self.label = label
         self.frees = ()
 
-    def run(self, buffers, owned):
-        self.tensor.grad = None
+    def emit(self, code, number):
+        code.line(f"{code.bind(self.tensor, 'leaf')}.grad = None")
 
     def describe(self, name):
         return f"{self.label}.grad = None"
@@ -278,12 +235,11 @@ class Write(Kernel):
         self.tensor = tensor  # a captured tensor whose version counter is bumped, or None
         self.frees = ()
 
-    def run(self, buffers, owned):
-        np.copyto(buffers[self.target], buffers[self.source], casting="same_kind")
+    def emit(self, code, number):
+        target, source = code.slot(self.target), code.slot(self.source)
+        code.line(f'copyto({target}, {source}, casting="same_kind")  # in place')
         if self.tensor is not None:
-            self.tensor._version[0] += 1
-        for slot in self.frees:
-            buffers[slot] = None
+            code.line(f"{code.bind(self.tensor, 'tensor')}._version[0] += 1")
 
     def reads(self):
         return (self.target, self.source)
@@ -305,8 +261,9 @@ class Call(Kernel):
         self.kwargs = kwargs
         self.frees = ()
 
-    def run(self, buffers, owned):
-        self.function(self.owner, *self.args, **self.kwargs)
+    def emit(self, code, number):
+        call = functools.partial(self.function, self.owner, *self.args, **self.kwargs)
+        code.line(f"{code.bind(call, 'call')}()  # {self.describe(None)}")
 
     def describe(self, name):
         return f"{type(self.owner).__name__}.{self.function.__name__}()"

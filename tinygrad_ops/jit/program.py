@@ -1,13 +1,16 @@
 """A compiled program: the slots, the flat list of kernels, what the call returns.
 
-Replaying it is the loop at the heart of `run`: fill the argument slots, run every kernel
-in order, build the results. No Tensor is made for an intermediate, no tape node is
+The kernels are written out once as one Python function (`codegen.generate`); replaying
+the program is one call of it: fill the argument slots, run every kernel's lines in
+order, build the results. No Tensor is made for an intermediate, no tape node is
 recorded, no graph is walked: the order was fixed once, at capture.
+`print(program)` lists the kernels; `print(program.source)` shows the function.
 """
 
 from __future__ import annotations
 
 from ..tensor import Tensor
+from .codegen import generate
 from .kernels import Backward, Forward, LeafWrite
 
 
@@ -74,8 +77,9 @@ class Output:
 class Program:
     """Slots, kernels (each tagged with its phase), argument bindings and outputs.
 
-    `arguments` lists (slot, position) for every tensor or array argument: its array goes
-    into the slot at each call. `initial` holds the constants and captured arrays.
+    `arguments` lists (slot, position, whether a Tensor) for every tensor or array
+    argument: its array goes into the slot at each call. `initial` holds the constants
+    and captured arrays.
     """
 
     def __init__(self, name, slots, initial, arguments, kernels, phases, output):
@@ -86,19 +90,13 @@ class Program:
         self.kernels = kernels
         self.phases = phases
         self.output = output
-        plan_memory(kernels, slots, set(output.slots()))
-        self.runs = [kernel.run for kernel in kernels]  # (bound once: the loop's only work)
+        kept = set(output.slots())
+        plan_memory(kernels, slots, kept)
+        self.replay, self.source = generate(name, slots, initial, arguments, kernels, kept)
 
     def run(self, values):
         """Replay the program on the call's argument values (positional, then keywords)."""
-        buffers = self.initial.copy()
-        for slot, position in self.arguments:
-            value = values[position]
-            buffers[slot] = value.data if isinstance(value, Tensor) else value
-        owned = set()
-        for run in self.runs:
-            run(buffers, owned)
-        return self.output.build(buffers, values)
+        return self.output.build(self.replay(values), values)
 
     def name_of(self, slot) -> str:
         return f"%{slot}"

@@ -1,0 +1,136 @@
+"""Code generation: a program's kernels written out as one Python function, compiled once.
+
+Each kernel writes a few lines of Python (`Kernel.emit`); `generate` puts them together,
+one local variable per slot (`s4`), and compiles the function. Replaying the program is
+then one call of it: no list of kernels to loop over, no dictionary of buffers, no
+decisions left for the replay to take. Every decision the engine takes at each eager step
+(which array the walk may add into in place, whether a gradient must be cast or summed
+down to its input's shape) was taken once, at capture, and is written into the lines.
+`print(step.program.source)` shows the function:
+
+    def replay(values):
+        s0 = values[0].data
+        s4 = forward3(s0, c2, c3)          # Linear.forward
+        ...
+
+Names: `s<n>` is the array of slot n during one replay; `c<n>` a captured array or a
+constant (the same object at every call: the guards check it); every other name is an
+object the kernels call (an op's rule, a node, an optimizer), bound once in the
+function's namespace.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.graph import accumulate_leaf, unbroadcast
+from ..ops.kernels import column_sum
+
+# What every generated function may call without binding it.
+_COMMON = {
+    "asarray": np.asarray,
+    "add": np.add,
+    "copyto": np.copyto,
+    "accumulate_leaf": accumulate_leaf,
+    "unbroadcast": unbroadcast,
+    "column_sum": column_sum,
+}
+
+
+class Source:
+    """The lines of one generated function and the objects they name.
+
+    It also tracks, while the kernels emit their lines in order, which pending gradients
+    have arrived and which the replay owns (may add into in place): the walk's ownership
+    rule, applied once here instead of at every step.
+    """
+
+    def __init__(self, slots):
+        self.slots = slots
+        self.lines = []
+        self.namespace = dict(_COMMON)
+        self.bound = {}  # id(value) -> its name
+        self.depth = 1
+        self.arrived = set()  # pending-gradient slots holding an array
+        self.owned = set()  # ... of which the replay owns the array
+
+    def slot(self, number) -> str:
+        """The name of slot `number` in the generated code."""
+        kind = self.slots[number].kind
+        return f"c{number}" if kind in ("captured", "constant") else f"s{number}"
+
+    def bind(self, value, hint) -> str:
+        """A name for `value` in the function's namespace (`hint` + a number)."""
+        name = self.bound.get(id(value))
+        if name is None:
+            name = f"{hint}{len(self.namespace)}"
+            self.namespace[name] = value
+            self.bound[id(value)] = name
+        return name
+
+    def line(self, text):
+        self.lines.append("    " * self.depth + text)
+
+    def free(self, slots):
+        """Drop the arrays of `slots` (nothing reads them afterwards)."""
+        if slots:
+            self.line("del " + ", ".join(self.slot(slot) for slot in slots))
+
+    def accumulate(self, slot, expression, owned):
+        """slot's pending gradient (+)= expression, as the walk's `send` would: in place only
+        into an array the replay owns. `owned`: whether the new array may be written."""
+        name = self.slot(slot)
+        if slot not in self.arrived:
+            self.line(f"{name} = {expression}")
+            self.arrived.add(slot)
+            if owned:
+                self.owned.add(slot)
+            else:
+                self.owned.discard(slot)
+        elif slot in self.owned:
+            self.line(f"add({name}, {expression}, out={name})")
+        else:
+            # asarray: two 0-d arrays add to a numpy scalar, which `out=` cannot write into.
+            self.line(f"{name} = asarray({name} + {expression})")
+            self.owned.add(slot)
+
+    def consume(self, slot) -> bool:
+        """The pending gradient in `slot` is taken (by a rule or a leaf): whether it was owned."""
+        self.arrived.discard(slot)
+        owned = slot in self.owned
+        self.owned.discard(slot)
+        return owned
+
+    def send(self, edge, expression, node):
+        """An input's gradient along `edge`: cast and summed down as the capture found
+        needed (the walk's `checked_input_grad`), then accumulated."""
+        if edge.wrap:
+            expression = f"asarray({expression})"
+        if edge.cast:
+            expression = f"{expression}.astype({self.bind(edge.dtype, 'dtype')})"
+        if edge.reduce:
+            node_name = self.bind(node, "node")
+            expression = f"unbroadcast({expression}, {edge.shape!r}, {node_name}, {edge.index})"
+        self.accumulate(edge.slot, expression, edge.owned)
+
+
+def generate(name, slots, initial, arguments, kernels, kept):
+    """Compile the kernels into `replay(values) -> {slot: array}` for the `kept` slots;
+    returns the function and its source text. `initial` holds the captured arrays and the
+    constants; `arguments` (slot, position, whether a Tensor) the arguments."""
+    code = Source(slots)
+    for number, slot in enumerate(slots):
+        if slot.kind in ("captured", "constant"):
+            code.namespace[code.slot(number)] = initial[number]
+    for slot, position, is_tensor in arguments:
+        attribute = ".data" if is_tensor else ""
+        code.line(f"{code.slot(slot)} = values[{position}]{attribute}")
+    for number, kernel in enumerate(kernels):
+        kernel.emit(code, number)
+        code.free(kernel.frees)
+    returned = ", ".join(f"{slot}: {code.slot(slot)}" for slot in sorted(kept))
+    code.line(f"return {{{returned}}}")
+    source = f"def replay(values):  # {name}\n" + "\n".join(code.lines) + "\n"
+    namespace = code.namespace
+    exec(compile(source, f"<tg.compile {name}>", "exec"), namespace)  # (code written above)
+    return namespace["replay"], source
