@@ -25,6 +25,7 @@ import numpy as np
 
 from ..autograd.graph import accumulate_leaf, unbroadcast
 from ..ops.kernels import column_sum
+from .fused import NAMESPACE as FUSED_NAMESPACE
 
 # What every generated function may call without binding it.
 _COMMON = {
@@ -34,6 +35,7 @@ _COMMON = {
     "accumulate_leaf": accumulate_leaf,
     "unbroadcast": unbroadcast,
     "column_sum": column_sum,
+    **FUSED_NAMESPACE,
 }
 
 

@@ -36,6 +36,10 @@ class Kernel:
         """The slots this kernel reads (for the liveness plan)."""
         return ()
 
+    def consumes(self) -> tuple:
+        """The pending gradients this kernel takes (and deletes itself)."""
+        return ()
+
     def describe(self, name) -> str:  # pragma: no cover - every kernel overrides it
         raise NotImplementedError
 
@@ -128,6 +132,9 @@ class Backward(Kernel):
     def reads(self):
         return (self.grad,)
 
+    def consumes(self):
+        return (self.grad,)
+
     def describe(self, name):
         rule = f"{type(self.node).__name__}.backward({name(self.grad)})"
         return f"{_sends(self.edges, name)} <- {rule}"
@@ -200,6 +207,9 @@ class LeafWrite(Kernel):
         code.line(f"{code.slot(self.result)} = {tensor}._grad._data")
 
     def reads(self):
+        return (self.slot,)
+
+    def consumes(self):
         return (self.slot,)
 
     def describe(self, name):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ..tensor import Tensor
 from .codegen import generate
-from .kernels import Backward, Forward, LeafWrite
+from .fused import fuse
+from .kernels import Backward, Forward
 
 
 class Slot:
@@ -87,7 +88,7 @@ class Program:
         self.slots = slots
         self.initial = initial
         self.arguments = arguments
-        self.kernels = kernels
+        self.kernels = kernels = fuse(kernels, slots)
         self.phases = phases
         self.output = output
         kept = set(output.slots())
@@ -135,14 +136,9 @@ def plan_memory(kernels, slots, kept):
             last_reader[slot] = position
     frees = [[] for _ in kernels]
     for slot, position in last_reader.items():
-        kind = slots[slot].kind
-        if kind in ("value", "grad") and slot not in kept:
-            kernel = kernels[position]
-            consumed = (isinstance(kernel, Backward) and kernel.grad == slot) or (
-                isinstance(kernel, LeafWrite) and kernel.slot == slot
-            )
-            if not consumed:
-                frees[position].append(slot)
+        computed = slots[slot].kind in ("value", "grad") and slot not in kept
+        if computed and slot not in kernels[position].consumes():
+            frees[position].append(slot)
     for kernel, slot_list in zip(kernels, frees):
         kernel.frees = tuple(sorted(slot_list))
     last_backward = {}

@@ -1,0 +1,192 @@
+"""Fused replay kernels: the common ops' rules written straight into the replay's lines.
+
+A generic kernel calls the op's `forward` and `backward` methods, which keep what
+backward needs on the node (`save_for_backward`) and pay a few Python calls each for
+that. For the ops of a typical training step, the replay can do better with the same
+numbers: the forward writes one line of numpy, and the backward reads what it needs
+from the forward's own slots (its inputs, its output) instead of from the node. The
+lines are the ops' own formulas, numpy call for numpy call (see each op's docstring in
+`ops/`), so the results stay bit for bit the eager ones; the walk's decisions taken at
+capture (`Edge`) apply to them unchanged, because each expression makes a new array
+exactly where the op's rule makes one.
+
+A rule is a `Fused`: its forward statements and, for each input, the expression of its
+gradient, in these names: `{0}`, `{1}`, ... the inputs' slots, `{out}` the output's,
+`{g}` the output's gradient, and the parameters the rule's `parameters` adds. A node is
+fused when its op has a rule here and `fits` holds for the shapes and dtypes at capture
+(the guards keep them); then its forward and all its backward kernels are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from ..ops import dispatch
+from .kernels import Backward, Forward, Kernel, _sends
+
+NAMESPACE = {
+    "tanh": np.tanh,
+    "maximum": np.maximum,
+    "less_equal": np.less_equal,
+    "logical_not": np.logical_not,
+    "matmul": np.matmul,
+    "sum_reduce": np.add.reduce,
+    "broadcast_to": dispatch.broadcast_to,
+}
+
+
+def _always(kernel, slots):
+    return True
+
+
+def _no_parameters(kernel, slots):
+    return {}
+
+
+class Fused(NamedTuple):
+    forward: tuple  # statements
+    gradients: dict  # input index -> expression
+    fits: Callable = _always
+    parameters: Callable = _no_parameters
+
+
+def _linear_fits(kernel, slots):
+    # x as a matrix, and a bias: `Linear.compute` then is matmul and +=, its backward 3 products.
+    x, _, bias = (slots[slot] for slot in kernel.inputs)
+    return len(x.shape) == 2 and bias.shape is not None
+
+
+def _sum_fits(kernel, slots):
+    return kernel.options.get("axis") is None and slots[kernel.inputs[0]].dtype.kind == "f"
+
+
+def _sum_parameters(kernel, slots):
+    shape = slots[kernel.inputs[0]].shape
+    options = {"keepdims": False, **kernel.options}
+    return {"shape": repr(shape), "kept": repr((1,) * len(shape)), **options}
+
+
+RULES = {
+    # ops/elementwise.py and ops/unary.py: the same expressions as the rules there.
+    "Add": Fused(("{out} = {0} + {1}",), {0: "{g}", 1: "{g}"}),
+    "Sub": Fused(("{out} = {0} - {1}",), {0: "{g}", 1: "-{g}"}),
+    "Mul": Fused(("{out} = {0} * {1}",), {0: "{g} * {1}", 1: "{g} * {0}"}),
+    "Neg": Fused(("{out} = -{0}",), {0: "-{g}"}),
+    "Tanh": Fused(("{out} = tanh({0})",), {0: "{g} * (1 - {out} * {out})"}),
+    # Relu's mask, not(out <= 0) (a NaN passes its gradient, as in PyTorch), is made
+    # in the backward from the output: the forward is one call.
+    "Relu": Fused(("{out} = maximum({0}, 0)",), {0: "{g} * logical_not(less_equal({out}, 0))"}),
+    # ops/reduce.py Sum over all axes (a loss) of a float tensor.
+    "Sum": Fused(
+        ("{out} = sum_reduce({0}, axis=None, keepdims={keepdims})",),
+        {0: "broadcast_to({g}.reshape({kept}), {shape})"},
+        _sum_fits,
+        _sum_parameters,
+    ),
+    # ops/linalg.py Linear.compute and backward, for a 2-D input with a bias.
+    "Linear": Fused(
+        ("{out} = matmul({0}, {1}.T)", "{out} += {2}"),
+        {0: "{g} @ {1}", 1: "{g}.T @ {0}", 2: "column_sum({g})"},
+        _linear_fits,
+    ),
+}
+
+
+def _names(forward, code, rule):
+    """The template names: the forward kernel's input slots (positional, `{0}`), its
+    output's and its rule's parameters (by name)."""
+    inputs = [code.slot(slot) for slot in forward.inputs]
+    names = {"out": code.slot(forward.output), **rule.parameters(forward, code.slots)}
+    return inputs, names
+
+
+class FusedForward(Kernel):
+    """A fused op's forward: its rule's statements (see the module docstring)."""
+
+    __slots__ = ("kernel", "rule")
+
+    def __init__(self, kernel, rule):
+        self.kernel = kernel  # the generic Forward it replaces (for its slots and listing)
+        self.rule = rule
+        self.frees = ()
+
+    def emit(self, code, number):
+        inputs, names = _names(self.kernel, code, self.rule)
+        op = type(self.kernel.node).__name__
+        for statement in self.rule.forward:
+            line = statement.format(*inputs, **names)
+            assignment = f"{names['out']} = "
+            if code.slots[self.kernel.output].shape == () and line.startswith(assignment):
+                # (a 0-d result may come back a numpy scalar: an array, as Op.apply makes it)
+                line = f"{assignment}asarray({line[len(assignment) :]})"
+            code.line(f"{line}  # {op} (fused)")
+
+    def reads(self):
+        return self.kernel.inputs
+
+    def describe(self, name):
+        return self.kernel.describe(name) + "   (fused)"
+
+
+class FusedBackward(Kernel):
+    """A fused op's backward: each input's gradient expression, sent along its edge."""
+
+    __slots__ = ("kernel", "forward", "rule")
+
+    def __init__(self, kernel, forward, rule):
+        self.kernel = kernel  # the generic Backward it replaces
+        self.forward = forward  # the op's Forward: the slots the expressions read
+        self.rule = rule
+        self.frees = ()
+
+    def emit(self, code, number):
+        inputs, names = _names(self.forward, code, self.rule)
+        names["g"] = code.slot(self.kernel.grad)
+        code.consume(self.kernel.grad)
+        for edge in self.kernel.edges:
+            expression = self.rule.gradients[edge.index].format(*inputs, **names)
+            code.send(edge, expression, self.kernel.node)
+        code.line(f"del {names['g']}  # {type(self.kernel.node).__name__}.backward (fused)")
+
+    def consumes(self):
+        return (self.kernel.grad,)
+
+    def reads(self):
+        """The gradient and whichever of the forward's slots the expressions name."""
+        used = [self.kernel.grad]
+        for edge in self.kernel.edges:
+            expression = self.rule.gradients[edge.index]
+            used.extend(
+                slot
+                for position, slot in enumerate(self.forward.inputs)
+                if "{" + str(position) + "}" in expression
+            )
+            if "{out}" in expression:
+                used.append(self.forward.output)
+        return tuple(dict.fromkeys(used))
+
+    def describe(self, name):
+        rule = f"{type(self.kernel.node).__name__}.backward({name(self.kernel.grad)})"
+        return f"{_sends(self.kernel.edges, name)} <- {rule}   (fused)"
+
+
+def fuse(kernels, slots) -> list:
+    """The kernels with every node that has a fitting rule replaced by its fused kernels."""
+    fused = {}  # id(node) -> (its FusedForward's Forward, rule)
+    result = []
+    for kernel in kernels:
+        if isinstance(kernel, Forward) and not kernel.conversions:
+            rule = RULES.get(type(kernel.node).__name__)
+            if rule is not None and rule.fits(kernel, slots):
+                fused[id(kernel.node)] = (kernel, rule)
+                result.append(FusedForward(kernel, rule))
+                continue
+        if isinstance(kernel, Backward) and id(kernel.node) in fused:
+            forward, rule = fused[id(kernel.node)]
+            result.append(FusedBackward(kernel, forward, rule))
+            continue
+        result.append(kernel)
+    return result
