@@ -31,6 +31,7 @@ from .fused import NAMESPACE as FUSED_NAMESPACE
 _COMMON = {
     "asarray": np.asarray,
     "add": np.add,
+    "subtract": np.subtract,
     "copyto": np.copyto,
     "accumulate_leaf": accumulate_leaf,
     "unbroadcast": unbroadcast,

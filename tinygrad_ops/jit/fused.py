@@ -25,9 +25,56 @@ from typing import NamedTuple
 import numpy as np
 
 from ..ops import dispatch
-from .kernels import Backward, Forward, Kernel, _sends
+from ..ops.kernels import exp_of_shifted, row_starts, row_sum
+from ..ops.losses import _UNSIGNED, drop_ignored
+from .fused_optim import fuse_call
+from .kernels import Backward, Call, ForgetGrad, Forward, Kernel, LeafWrite, _sends
+
+
+def cross_entropy_forward(logits, target, reduction, ignore_index):
+    """`CrossEntropy.compute` (ops/losses.py) for (N, C) float32 or float64 logits with
+    0 < C < 512 (where its `RowBuffers` changes nothing) and a mean or a sum: the same numpy
+    calls in the same order, without the general path's reshapes. Returns the loss and
+    what the backward reads."""
+    count, classes = logits.shape
+    # One reduction checks both bounds: viewed as unsigned, a negative index is huge.
+    unsigned = target.view(_UNSIGNED.get(target.dtype, target.dtype))
+    kept = None
+    if count and np.maximum.reduce(unsigned) >= classes:
+        kept, target = drop_ignored(target, classes, ignore_index)
+    positions = row_starts(count, classes) + target.astype(np.intp, copy=False)
+    shifted = np.subtract(logits, np.maximum.reduce(logits, axis=1, keepdims=True))
+    picked = shifted.reshape(-1).take(positions)
+    exponentials = exp_of_shifted(shifted, out=shifted)
+    total = row_sum(exponentials).reshape(count)
+    losses = np.log(total)
+    losses -= picked
+    if kept is not None:
+        losses[~kept] = 0.0
+    divisor = 1
+    if reduction == "sum":
+        loss = np.add.reduce(losses)
+    else:
+        divisor = count if kept is None else int(np.count_nonzero(kept))
+        loss = np.add.reduce(losses) / divisor if divisor else np.full((), np.nan, losses.dtype)
+    state = (exponentials, total.reshape(count, 1), positions, kept, divisor)
+    return np.asarray(loss), state
+
+
+def cross_entropy_backward(grad_output, reduction, state):
+    """`CrossEntropy.backward` for what `cross_entropy_forward` returned."""
+    exponentials, total, positions, kept, divisor = state
+    scale = grad_output if reduction == "sum" else grad_output * (1.0 / max(divisor, 1))
+    grad = np.multiply(exponentials, scale / total)  # softmax times the scale
+    grad.reshape(-1)[positions] -= scale.reshape(-1) if scale.ndim else scale
+    if kept is not None:
+        grad[~kept] = 0.0  # an ignored sample's row: no gradient at all
+    return grad
+
 
 NAMESPACE = {
+    "cross_entropy_forward": cross_entropy_forward,
+    "cross_entropy_backward": cross_entropy_backward,
     "tanh": np.tanh,
     "maximum": np.maximum,
     "less_equal": np.less_equal,
@@ -51,12 +98,30 @@ class Fused(NamedTuple):
     gradients: dict  # input index -> expression
     fits: Callable = _always
     parameters: Callable = _no_parameters
+    after_backward: tuple = ()  # statements (deleting what only the backward read)
 
 
 def _linear_fits(kernel, slots):
     # x as a matrix, and a bias: `Linear.compute` then is matmul and +=, its backward 3 products.
     x, _, bias = (slots[slot] for slot in kernel.inputs)
     return len(x.shape) == 2 and bias.shape is not None
+
+
+def _cross_entropy_fits(kernel, slots):
+    logits, target = (slots[slot] for slot in kernel.inputs)
+    return (
+        kernel.options.get("reduction") in ("mean", "sum")
+        and len(logits.shape) == 2
+        and 0 < logits.shape[1] < 512
+        and logits.dtype in (np.float32, np.float64)
+        and target.dtype is not None
+        and target.dtype.kind in "iu"
+    )
+
+
+def _cross_entropy_parameters(kernel, slots):
+    options = {"ignore_index": -100, **kernel.options}
+    return {"state": f"state{kernel.output}", **options}
 
 
 def _sum_fits(kernel, slots):
@@ -85,6 +150,14 @@ RULES = {
         {0: "broadcast_to({g}.reshape({kept}), {shape})"},
         _sum_fits,
         _sum_parameters,
+    ),
+    # ops/losses.py CrossEntropy: two functions above (the loss is about ten numpy calls).
+    "CrossEntropy": Fused(
+        ("{out}, {state} = cross_entropy_forward({0}, {1}, {reduction!r}, {ignore_index})",),
+        {0: "cross_entropy_backward({g}, {reduction!r}, {state})"},
+        _cross_entropy_fits,
+        _cross_entropy_parameters,
+        ("del {state}",),
     ),
     # ops/linalg.py Linear.compute and backward, for a 2-D input with a bias.
     "Linear": Fused(
@@ -150,6 +223,8 @@ class FusedBackward(Kernel):
             expression = self.rule.gradients[edge.index].format(*inputs, **names)
             code.send(edge, expression, self.kernel.node)
         code.line(f"del {names['g']}  # {type(self.kernel.node).__name__}.backward (fused)")
+        for statement in self.rule.after_backward:
+            code.line(statement.format(*inputs, **names))
 
     def consumes(self):
         return (self.kernel.grad,)
@@ -174,19 +249,27 @@ class FusedBackward(Kernel):
 
 
 def fuse(kernels, slots) -> list:
-    """The kernels with every node that has a fitting rule replaced by its fused kernels."""
+    """The kernels with every node that has a fitting rule replaced by its fused kernels,
+    and zero_grad() and plain SGD's step() by theirs (fused_optim.py)."""
     fused = {}  # id(node) -> (its FusedForward's Forward, rule)
+    grads = {}  # id(leaf) -> the slot of the gradient this program wrote into it
     result = []
     for kernel in kernels:
+        replacement = kernel
         if isinstance(kernel, Forward) and not kernel.conversions:
             rule = RULES.get(type(kernel.node).__name__)
             if rule is not None and rule.fits(kernel, slots):
                 fused[id(kernel.node)] = (kernel, rule)
-                result.append(FusedForward(kernel, rule))
-                continue
-        if isinstance(kernel, Backward) and id(kernel.node) in fused:
+                replacement = FusedForward(kernel, rule)
+        elif isinstance(kernel, Backward) and id(kernel.node) in fused:
             forward, rule = fused[id(kernel.node)]
-            result.append(FusedBackward(kernel, forward, rule))
-            continue
-        result.append(kernel)
+            replacement = FusedBackward(kernel, forward, rule)
+        elif isinstance(kernel, LeafWrite):
+            grads[id(kernel.tensor)] = kernel.result
+        elif isinstance(kernel, ForgetGrad):
+            grads.pop(id(kernel.tensor), None)
+        elif isinstance(kernel, Call):
+            replacement = fuse_call(kernel, grads) or kernel
+            grads.clear()  # (what a call did to the gradients, the lines do not know)
+        result.append(replacement)
     return result

@@ -275,6 +275,13 @@ class Call(Kernel):
         call = functools.partial(self.function, self.owner, *self.args, **self.kwargs)
         code.line(f"{code.bind(call, 'call')}()  # {self.describe(None)}")
 
+    def emit_otherwise(self, code):
+        """`else:` and this call (for a fused kernel whose assumptions did not hold)."""
+        code.line("else:")
+        code.depth += 1
+        self.emit(code, None)
+        code.depth -= 1
+
     def describe(self, name):
         return f"{type(self.owner).__name__}.{self.function.__name__}()"
 
