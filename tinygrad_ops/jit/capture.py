@@ -81,6 +81,7 @@ class Recorder:
         self.modules = {}
         self.graphs = []
         self.paused = 0
+        self.values = values
         for position, (value, name) in enumerate(zip(values, names)):
             data = value.data if isinstance(value, Tensor) else value
             if isinstance(data, np.ndarray):
@@ -342,9 +343,17 @@ class Recorder:
             self.refuse_scheduler()
         label = self.slots[slot].label[len("grad of ") :]
         result = self.new_slot("grad", f"{label}.grad", tensor.grad.data)
-        self.emit(LeafWrite(tensor, slot, result, label))
+        self.emit(LeafWrite(tensor, slot, result, label, self.argument_position(tensor)))
         written = (tensor, tensor.grad, tensor.grad.data.copy(), len(self.kernels))
         self.grads_written[id(tensor)] = written
+
+    def argument_position(self, tensor):
+        """The position of `tensor` among the arguments (a replay writes the .grad of the
+        call's argument, not of the first call's), or None."""
+        for _, position, is_tensor in self.arguments:
+            if is_tensor and self.values[position] is tensor:
+                return position
+        return None
 
     def refuse_scheduler(self):
         self.refuse(
@@ -389,7 +398,8 @@ class Recorder:
             if tensor.grad is not None:
                 self.refuse("an assignment to .grad: use optimizer.zero_grad() or p.grad = None")
             self.phase = "update"
-            self.emit(ForgetGrad(tensor, self.slots[self.pending[id(tensor)]].label[8:]))
+            label = self.slots[self.pending[id(tensor)]].label[8:]
+            self.emit(ForgetGrad(tensor, label, self.argument_position(tensor)))
 
     def written_to(self, tensor):
         slot = self.slot_by_array.get(id(tensor.data))

@@ -264,7 +264,7 @@ def fuse(kernels, slots) -> list:
         elif isinstance(kernel, Backward) and id(kernel.node) in fused:
             forward, rule = fused[id(kernel.node)]
             replacement = FusedBackward(kernel, forward, rule)
-        elif isinstance(kernel, LeafWrite):
+        elif isinstance(kernel, LeafWrite) and kernel.tensor is not None:
             grads[id(kernel.tensor)] = kernel.result
         elif isinstance(kernel, ForgetGrad):
             grads.pop(id(kernel.tensor), None)

@@ -185,21 +185,31 @@ class Seed(Kernel):
         return f"{name(self.slot)} += seed {name(self.source)}"
 
 
+def _leaf(code, tensor, position) -> str:
+    """The name of a leaf: the call's argument `position`, else the captured tensor."""
+    if position is None:
+        return code.bind(tensor, "leaf")
+    code.line(f"leaf = values[{position}]")
+    return "leaf"
+
+
 class LeafWrite(Kernel):
     """tensor.grad (+)= its total gradient: the engine's own leaf write. The array of
-    `tensor.grad` then goes into `result`, for the kernels that read the gradient."""
+    `tensor.grad` then goes into `result`, for the kernels that read the gradient. A leaf
+    passed as argument `position` is that call's argument (`tensor` is None then)."""
 
-    __slots__ = ("tensor", "slot", "result", "label")
+    __slots__ = ("tensor", "slot", "result", "label", "position")
 
-    def __init__(self, tensor, slot, result, label):
-        self.tensor = tensor
+    def __init__(self, tensor, slot, result, label, position=None):
+        self.tensor = None if position is not None else tensor
         self.slot = slot
         self.result = result
         self.label = label
+        self.position = position
         self.frees = ()
 
     def emit(self, code, number):
-        tensor = code.bind(self.tensor, "leaf")
+        tensor = _leaf(code, self.tensor, self.position)
         grad = code.slot(self.slot)
         owned = code.consume(self.slot)
         code.line(f"accumulate_leaf({tensor}, {grad}, False, {owned})  # {self.label}.grad")
@@ -220,15 +230,16 @@ class ForgetGrad(Kernel):
     """tensor.grad = None, as the captured function did after the leaf write (a Python
     assignment the recorder cannot see happen, only its result)."""
 
-    __slots__ = ("tensor", "label")
+    __slots__ = ("tensor", "label", "position")
 
-    def __init__(self, tensor, label):
-        self.tensor = tensor
+    def __init__(self, tensor, label, position=None):
+        self.tensor = None if position is not None else tensor
         self.label = label
+        self.position = position
         self.frees = ()
 
     def emit(self, code, number):
-        code.line(f"{code.bind(self.tensor, 'leaf')}.grad = None")
+        code.line(f"{_leaf(code, self.tensor, self.position)}.grad = None")
 
     def describe(self, name):
         return f"{self.label}.grad = None"

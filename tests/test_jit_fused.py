@@ -1,0 +1,179 @@
+"""tg.compile's generated replay and its fused kernels (jit/codegen.py, fused.py,
+fused_optim.py): bit for bit the eager results, and the general path where they do not fit."""
+
+import numpy as np
+import pytest
+
+import tinygrad_ops as tg
+from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
+from tinygrad_ops import optim
+
+
+def plain_mlp(dtype, seed=0):
+    tg.manual_seed(seed)
+    return tg.nn.Sequential(
+        tg.nn.Linear(6, 12, dtype=dtype), tg.nn.ReLU(), tg.nn.Linear(12, 3, dtype=dtype)
+    )
+
+
+def data(count, dtype, seed=1, batch=16):
+    generator = np.random.default_rng(seed)
+    return [
+        (
+            tg.Tensor(generator.standard_normal((batch, 6)).astype(dtype)),
+            generator.integers(0, 3, batch),
+        )
+        for _ in range(count)
+    ]
+
+
+def train(compiled, dtype, steps=100, reduction="mean", between=None):
+    model = plain_mlp(dtype)
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y, reduction=reduction)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    step = tg.compile(step) if compiled else step
+    losses = []
+    for number, (x, y) in enumerate(data(steps, dtype)):
+        losses.append(step(x, y).data.copy())
+        if between is not None:
+            between(number, model, optimizer)
+    arrays = [p.data.copy() for p in model.parameters()]
+    arrays += [p.grad.data.copy() for p in model.parameters()]
+    return np.stack(losses), arrays, step
+
+
+def assert_runs_equal(eager, compiled):
+    np.testing.assert_array_equal(eager[0], compiled[0])
+    for a, b in zip(eager[1], compiled[1]):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_plain_sgd_mlp_matches_eager_over_100_steps(dtype, reduction):
+    eager = train(False, dtype, reduction=reduction)
+    compiled = train(True, dtype, reduction=reduction)
+    assert_runs_equal(eager, compiled)
+    listing = str(compiled[2].program)
+    for kernel in ("Linear.forward", "Relu.backward", "CrossEntropy.forward", "SGD.step()"):
+        assert any(kernel in line and "(fused)" in line for line in listing.splitlines())
+
+
+def test_the_generated_function_can_be_read():
+    _, _, step = train(True, np.float32, steps=2)
+    source = step.program.source
+    assert source.startswith("def replay(values):")
+    assert "cross_entropy_forward(" in source
+    assert "subtract(" in source
+
+
+def change_hyperparameters(number, model, optimizer):
+    """Between calls: a new learning rate, then momentum, then a new parameter group."""
+    group = optimizer.param_groups[0]
+    if number == 10:
+        group["lr"] = 0.05
+    if number == 20:
+        group["momentum"] = 0.9
+    if number == 30:
+        group["momentum"] = 0.0
+        group["weight_decay"] = 0.01
+    if number == 40:
+        group["weight_decay"] = 0.0
+        extra = tg.nn.Parameter(tg.Tensor(np.ones(2, dtype=np.float32)))
+        optimizer.param_groups.append({**group, "params": [extra]})
+
+
+def test_fused_sgd_reads_the_hyperparameters_and_falls_back_when_they_change():
+    eager = train(False, np.float32, steps=50, between=change_hyperparameters)
+    compiled = train(True, np.float32, steps=50, between=change_hyperparameters)
+    assert_runs_equal(eager, compiled)
+
+
+def elementwise_step(x, bias, scale):
+    y = (x * bias - scale).tanh() + x  # broadcasting: bias (4,) against x (3, 4)
+    z = (-y).relu() * scale + (y * y).sum()
+    loss = (z + z).sum()  # the gradient passed through to two edges of one tensor
+    loss.backward()
+    return loss
+
+
+def test_the_fused_elementwise_ops_match_eager_with_broadcasting_and_0d():
+    generator = np.random.default_rng(3)
+    inputs = [generator.standard_normal((3, 4)) for _ in range(4)]
+    results = []
+    for compiled in (False, True):
+        bias = tg.Tensor(generator.standard_normal(4) * 0 + 0.5, requires_grad=True)
+        scale = tg.Tensor(np.asarray(0.75), requires_grad=True)
+        step = tg.compile(elementwise_step) if compiled else elementwise_step
+        run = []
+        for values in inputs:
+            x = tg.Tensor(values, requires_grad=True)
+            bias.grad = scale.grad = None
+            loss = step(x, bias, scale)
+            run.append([loss.data, x.grad.data, bias.grad.data, scale.grad.data])
+        results.append(run)
+    for eager, compiled in zip(*results):
+        for a, b in zip(eager, compiled):
+            np.testing.assert_array_equal(a, b)
+
+
+def cross_entropy_step(model):
+    def step(x, y):
+        model.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+
+    return step
+
+
+def test_fused_cross_entropy_ignores_targets_as_eager_after_capture():
+    (x, y), (x2, y2) = data(2, np.float32)
+    y2 = y2.copy()
+    y2[[1, 5]] = -100  # ignored targets appear only after the capture
+    results = []
+    for compiled in (False, True):
+        model = plain_mlp(np.float32)
+        step = cross_entropy_step(model)
+        step = tg.compile(step) if compiled else step
+        step(x, y)
+        loss = step(x2, y2)
+        results.append([loss.data] + [p.grad.data.copy() for p in model.parameters()])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_fused_cross_entropy_still_checks_the_targets_bounds():
+    (x, y), _ = data(2, np.float32)
+    step = tg.compile(cross_entropy_step(plain_mlp(np.float32)))
+    step(x, y)
+    bad = y.copy()
+    bad[3] = 7
+    with pytest.raises(IndexError, match="target 7 is out of bounds for 3 classes"):
+        step(x, bad)
+
+
+def test_a_3d_linear_input_takes_the_general_kernel():
+    layer = tg.nn.Linear(4, 2)
+
+    @tg.compile
+    def step(x):
+        layer.zero_grad()
+        loss = layer(x).sum()
+        loss.backward()
+        return loss
+
+    x = tg.Tensor(np.ones((2, 3, 4), dtype=np.float32))
+    step(x)
+    step(x)
+    listing = str(step.program)
+    assert "Linear.forward" in listing
+    assert not any("Linear" in line and "(fused)" in line for line in listing.splitlines())
