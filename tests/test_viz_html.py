@@ -184,7 +184,21 @@ def test_the_rule_is_shown_with_the_operands_labels():
     x.name = "x"
     data = page_json(viz.html((x * 3).sum()))
     mul = next(node for node in data["nodes"] if node["label"] == "Mul")
-    assert mul["labelled_rule"] == "t1 = t0 x * 3;  d(t0 x) = g * 3, d(3) = g * t0 x"
+    # One labelling for the page and step_backward (viz/rules.py): a constant's
+    # derivative is left as the docstring writes it.
+    assert mul["labelled_rule"] == "t1 = t0 x * 3;  d(t0 x) = g * 3, db = g * t0 x"
+
+
+def test_a_rule_naming_its_operands_by_forward_s_parameters_is_labelled_too():
+    x = tg.Tensor([[1.0, 2.0]], requires_grad=True)
+    weight = tg.Tensor([[1.0, 2.0]], requires_grad=True)
+    data = page_json(viz.html(tg.functional.linear(x, weight).sum()))
+    linear = next(node for node in data["nodes"] if node["label"] == "Linear")
+    # x and W are Linear's operands; "(out, in)" names W's dims, not the output.
+    assert linear["labelled_rule"] == (
+        "y = t0 t1ᵀ + b (t1 is (out, in));  d t0 = g t1, d t1 = gᵀ t0, db = sum of g "
+        "(batch dims summed)"
+    )
 
 
 def test_a_long_run_of_calls_folds_into_one_node():

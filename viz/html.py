@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import html as html_escape
 import json
-import re
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ from .html_layout import layered_layout
 from .html_page import PAGE_TEMPLATE
 from .html_scan import scan_levels
 from .record import SMALL_SIZE, RecordingScheduler
+from .rules import labelled_rule
 from .rules import rule as _rule
 from .trace import CONSTANT, OUTPUT, Trace, _shape_text, trace
 
@@ -96,25 +96,6 @@ def _grad_summary(info):
 
 def _label(node):
     return f"{node.id} {node.name}" if node.name else node.id
-
-
-_LETTERS = "abc"  # how the rules in the ops' docstrings name their operands, in order
-
-
-def labelled_rule(rule, operand_labels, output_label):
-    """The rule with the operands' own labels in place of a, b, c (and `out`), when the
-    rule names its operands that way; '' otherwise.
-
-    >>> labelled_rule("out = a * b;  da = g * b, db = g * a", ["t0 x", "t1"], "t2")
-    't2 = t0 x * t1;  d(t0 x) = g * t1, d(t1) = g * t0 x'
-    """
-    letters = _LETTERS[: len(operand_labels)]
-    if not rule or not letters or not all(re.search(rf"\b{letter}\b", rule) for letter in letters):
-        return ""
-    names = dict(zip(letters, operand_labels))
-    text = re.sub(rf"\bd([{letters}])\b", lambda match: f"d({names[match.group(1)]})", rule)
-    text = re.sub(rf"\b([{letters}])\b", lambda match: names[match.group(1)], text)
-    return re.sub(r"\bout\b", output_label, text)
 
 
 def _operand_text(node):
@@ -257,7 +238,7 @@ class _Builder:
             "sub": f"{_label(output)} · {_shape_text(output.shape)}",
             "rule": _rule(op),
             "labelled_rule": labelled_rule(
-                _rule(op), [operand["label"] for operand in operands], _label(output)
+                op, [operand["label"] for operand in operands], output=_label(output)
             ),
             "output": _label(output),
             "value": _value_summary(output.tensor.data),

@@ -63,19 +63,26 @@ def _is_article(text, start, end):
     return before.isalpha() and before not in _OPERAND_AFTER and follows_word
 
 
-def labelled_rule(op, labels) -> str:
+def labelled_rule(op, labels, output=None) -> str:
     """`rule(op)` with each operand written as its label (`labels`, in operand order: a
     tensor's id, a number's value, or None to leave it as written), and a tensor's
-    derivative `da` as `d label`.
+    derivative `da` as `d label` (`d(label)` for a label of several words). `output`, when
+    given, is written in place of `out` in a rule that names its output so (`out = ...`).
 
     >>> import tinygrad_ops as tg
     >>> x = tg.Tensor([1.0], requires_grad=True)
     >>> labelled_rule((x * 2.0)._ctx, ["t0", "2"])
     'out = t0 * 2;  d t0 = g * 2, db = g * t0'
+    >>> labelled_rule((x * 2.0)._ctx, ["t0 x", "2"], output="t1")
+    't1 = t0 x * 2;  d(t0 x) = g * 2, db = g * t0 x'
     """
     text = rule(op)
     if not text:
         return ""
+    # A rule that opens with `out =` names the output `out` (elsewhere `out` may be a dim:
+    # Linear's "(out, in)"); the label is held aside so that no operand's letter is read in it.
+    if output is not None and text.startswith("out ="):
+        text = re.sub(rf"{_BEFORE}out{_AFTER}", "\0", text)
     for symbols, label in zip(_symbols(op, len(labels)), labels):
         if label is None:
             continue
@@ -83,14 +90,15 @@ def labelled_rule(op, labels) -> str:
         pattern = re.compile(rf"{_BEFORE}(d?)({names}){_AFTER}")
 
         is_number = bool(re.fullmatch(r"[-+0-9.e]+", label))
+        derivative = f"d({label})" if " " in label else f"d {label}"
 
-        def replace(match, label=label, is_number=is_number):
+        def replace(match, label=label, is_number=is_number, derivative=derivative):
             lone_a = match.group(2) == "a" and not match.group(1)
             if lone_a and _is_article(match.string, match.start(), match.end()):
                 return match.group(0)
             if match.group(1):  # a derivative: of a tensor, `d t5`; of a number, as written
-                return match.group(0) if is_number else f"d {label}"
+                return match.group(0) if is_number else derivative
             return label
 
         text = pattern.sub(replace, text)
-    return text
+    return text if output is None else text.replace("\0", output)
