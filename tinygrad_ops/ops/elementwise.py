@@ -7,7 +7,7 @@ so the rules here are written for equal shapes.
 
 import numpy as np
 
-from . import dispatch
+from . import dual
 from .base import Op
 from .dtypes import promote, promote_branches, promote_float, result_dtype
 from .jacobian import (
@@ -240,10 +240,10 @@ class Pow(Op):
         grad_a = grad_b = None
         with np.errstate(divide="ignore", invalid="ignore"):
             if needs_a:
-                grad_a = dispatch.where(zero_exponent, 0.0, grad_output * b * a ** (b - 1))
+                grad_a = dual.where(zero_exponent, 0.0, grad_output * b * a ** (b - 1))
             if needs_b:
-                safe_a = dispatch.where(zero_base, 1.0, a)
-                grad_b = dispatch.where(zero_base, 0.0, grad_output * out * dispatch.log(safe_a))
+                safe_a = dual.where(zero_base, 1.0, a)
+                grad_b = dual.where(zero_base, 0.0, grad_output * out * dual.log(safe_a))
         return grad_a, grad_b
 
 
@@ -356,8 +356,8 @@ class Where(Op):
     def backward(self, grad_output):
         (condition,) = self.saved_tensors
         _, needs_a, needs_b = self.needs_input_grad
-        grad_a = dispatch.where(condition, grad_output, 0.0) if needs_a else None
-        grad_b = dispatch.where(condition, 0.0, grad_output) if needs_b else None
+        grad_a = dual.where(condition, grad_output, 0.0) if needs_a else None
+        grad_b = dual.where(condition, 0.0, grad_output) if needs_b else None
         return None, grad_a, grad_b
 
 

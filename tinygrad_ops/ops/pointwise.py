@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from . import dispatch, dual
+from . import dual
 from .base import Op
 from .checks import check_float
 from .jacobian import diagonal_from_vjp, diagonal_kind
@@ -62,7 +62,7 @@ class Softplus(Activation):
         return softplus_array(x, beta, threshold)
 
     def slope(self, x, out, beta, threshold):
-        return dispatch.where(dual.raw(x) * beta > threshold, 1.0, call(Sigmoid, x * beta))
+        return dual.where(dual.raw(x) * beta > threshold, 1.0, call(Sigmoid, x * beta))
 
 
 class Silu(Activation):
@@ -110,7 +110,7 @@ class Elu(Activation):
 
     def slope(self, x, out, negative_scale, positive_scale, input_scale):
         negative = dual.exp(x * input_scale) * (negative_scale * input_scale)
-        return dispatch.where(dual.raw(x) <= 0, negative, positive_scale)
+        return dual.where(dual.raw(x) <= 0, negative, positive_scale)
 
 
 class Hardsigmoid(Activation):
@@ -124,7 +124,7 @@ class Hardsigmoid(Activation):
 
     def slope(self, x, out):
         inside = (dual.raw(x) > -3.0) & (dual.raw(x) < 3.0)
-        return dispatch.where(inside, 1.0 / 6.0, 0.0)
+        return dual.where(inside, 1.0 / 6.0, 0.0)
 
 
 class Hardswish(Activation):
@@ -137,8 +137,8 @@ class Hardswish(Activation):
         return x * np.minimum(np.maximum(x + 3.0, 0.0), 6.0) / 6.0
 
     def slope(self, x, out):
-        middle = dispatch.where(dual.raw(x) < 3.0, x / 3.0 + 0.5, 1.0)  # (PyTorch's kernel)
-        return dispatch.where(dual.raw(x) <= -3.0, 0.0, middle)
+        middle = dual.where(dual.raw(x) < 3.0, x / 3.0 + 0.5, 1.0)  # (PyTorch's kernel)
+        return dual.where(dual.raw(x) <= -3.0, 0.0, middle)
 
 
 class LogSigmoid(Activation):
@@ -179,7 +179,7 @@ class Relu6(Activation):
 
     def slope(self, x, out):
         outside = (dual.raw(x) <= 0.0) | (dual.raw(x) >= 6.0)
-        return dispatch.where(outside, 0.0, 1.0)
+        return dual.where(outside, 0.0, 1.0)
 
 
 _GELU_BETA = math.sqrt(2.0 / math.pi)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from . import dispatch
+from . import dual
 from .base import Op
 from .checks import normalize_axis
 
@@ -52,7 +52,7 @@ class Sum(Op):
 
     def backward(self, grad_output):
         grad = grad_output.reshape(self.kept_shape)
-        return (dispatch.broadcast_to(grad, self.input_shape),)
+        return (dual.broadcast_to(grad, self.input_shape),)
 
 
 class _Extremum(Op):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from . import dispatch
+from . import dual
 from .base import Op, is_tensor
 from .checks import normalize_axis
 from .dtypes import promote
@@ -138,7 +138,7 @@ class GetItem(Op):
             raise IndexError(f"getitem: {error} (tensor shape {a.shape})") from None
 
     def backward(self, grad_output):
-        return (dispatch.scatter_add(grad_output, self.index, self.input_shape, self.basic),)
+        return (dual.scatter_add(grad_output, self.index, self.input_shape, self.basic),)
 
 
 class ScatterAdd(Op):
@@ -148,7 +148,7 @@ class ScatterAdd(Op):
 
     def forward(self, a, index, shape, basic):
         self.index = index
-        return dispatch.scatter_add_array(a, index, shape, basic)
+        return dual.scatter_add_array(a, index, shape, basic)
 
     def backward(self, grad_output):
         return (grad_output[self.index],)
