@@ -111,3 +111,21 @@ def test_float32_softmax_is_accurate_to_float32_precision():
     target = np.arange(64) % 100
     loss = F.cross_entropy(tg.Tensor(logits32), target, reduction="none").numpy()
     np.testing.assert_allclose(loss, -exact_log[np.arange(64), target], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["layer_norm", "rms_norm"])
+def test_norm_weight_gradient_of_a_1d_input_under_create_graph_matches_torch(name):
+    """A 1-d input has no batch dims: the weight's gradient is summed over none (a Tensor's
+    sum over () would reduce every dim, as PyTorch's dim=())."""
+    values, weight, upstream = [1.0, 2.0, 4.0], [1.0, 2.0, 3.0], [1.0, -2.0, 3.0]
+    ours_f, theirs_f = getattr(F, name), getattr(TF, name)
+    x, w = (tg.Tensor(np.array(v), requires_grad=True) for v in (values, weight))
+    torch_x, torch_w = (
+        torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (values, weight)
+    )
+    out = (ours_f(x, (3,), w) * tg.Tensor(np.array(upstream))).sum()
+    torch_out = (theirs_f(torch_x, (3,), torch_w) * torch.tensor(upstream).double()).sum()
+    grads = tg.grad(out, [x, w], create_graph=True)
+    torch_grads = torch.autograd.grad(torch_out, [torch_x, torch_w], create_graph=True)
+    for ours, theirs in zip(grads, torch_grads, strict=True):
+        np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-10)

@@ -33,6 +33,12 @@ def statistics_composed(x, axes, eps):
     return centered * inverse_std, inverse_std
 
 
+def summed_over(value, axes):
+    """`value` summed over `axes`, unchanged for none: a Tensor's sum over () would reduce
+    every dim (PyTorch's dim=()), and a 1-d input to layer_norm has no batch axes."""
+    return value.sum(axis=axes) if axes else value
+
+
 def norm_input_grad_composed(grad_xhat, xhat, inverse_std, axes):
     """dx = (dx̂ - mean(dx̂) - x̂ · mean(dx̂ · x̂)) / std, means over the normalised `axes`."""
     mean_grad = grad_xhat.mean(axis=axes, keepdims=True)
@@ -143,8 +149,8 @@ class LayerNorm(Op):
         xhat, inverse_std = statistics_composed(upcast(x), axes, self.eps)
         grad_xhat = g * upcast(weight) if weight is not None else g
         grad_x = norm_input_grad_composed(grad_xhat, xhat, inverse_std, axes)
-        grad_weight = (g * xhat).sum(axis=batch_axes) if weight is not None else None
-        grad_bias = g.sum(axis=batch_axes) if bias is not None else None
+        grad_weight = summed_over(g * xhat, batch_axes) if weight is not None else None
+        grad_bias = summed_over(g, batch_axes) if bias is not None else None
         return grad_x, grad_weight, grad_bias
 
 
@@ -209,7 +215,7 @@ class RMSNorm(Op):
         grad_x = (grad_xhat - xhat * projection) * inverse_rms
         grad_weight = None
         if weight is not None:
-            grad_weight = (g * xhat).sum(axis=tuple(range(x.ndim - k)))
+            grad_weight = summed_over(g * xhat, tuple(range(x.ndim - k)))
         return grad_x, grad_weight
 
 

@@ -6,17 +6,32 @@ from . import dual
 from .base import Op
 from .checks import normalize_axis
 
+# An empty tuple of axes, PyTorch's way per op: sum, mean, var and std reduce every dim
+# (`x.sum(())` is x.sum(), where numpy would reduce none), any and all reduce none, and the
+# ops that take no tuple in PyTorch (max, min, prod, logsumexp) refuse it as ambiguous.
+_EMPTY_REDUCES_ALL = frozenset(("sum", "mean", "var", "std"))
+_EMPTY_REDUCES_NONE = frozenset(("all", "any"))
+
 
 def normalize_axes(axis, ndim, op_name):
     """`axis` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative ints.
 
     >>> normalize_axes((-1, 0), 3, "sum")
     (0, 2)
+    >>> normalize_axes((), 2, "sum")  # PyTorch's dim=(): every dim
+    (0, 1)
     """
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, (tuple, list)):
         axes = tuple(axis)
+        if not axes and op_name not in _EMPTY_REDUCES_NONE:
+            if op_name in _EMPTY_REDUCES_ALL:
+                return tuple(range(ndim))
+            raise TypeError(
+                f"{op_name}: axis=() is ambiguous (PyTorch reduces every dim, numpy none); "
+                "pass axis=None to reduce every dim"
+            )
     elif isinstance(axis, (int, np.integer)) and not isinstance(axis, (bool, np.bool_)):
         axes = (axis,)
     else:  # a float or a bool (True would silently reduce axis 1)
