@@ -282,3 +282,57 @@ def test_finite_differences(function):
 def test_errors_name_the_op_and_argument(call, error, message):
     with pytest.raises(error, match=message):
         call(tg.Tensor(np.zeros((2, 3))))
+
+
+# Probabilities at and near the ends, where log is clamped at -100 and PyTorch's gradient
+# is (p - t) / max(p (1 - p), 1e-12), not the derivative of the clamped form.
+EDGE_P = [0.0, 0.0, 1.0, 1.0, 0.0, 1e-13, 1e-50, 0.5, 1 - 1e-17, 1e-10, 0.999]
+EDGE_T = [0.0, 1.0, 0.0, 1.0, 0.3, 0.5, 0.2, 0.2, 0.2, 0.7, 0.1]
+
+
+@pytest.mark.parametrize(("dtype", "rtol"), [(np.float64, 1e-12), (np.float32, 1e-6)])
+def test_binary_cross_entropy_at_probabilities_0_and_1_matches_torch(dtype, rtol):
+    torch_dtype = getattr(torch, np.dtype(dtype).name)
+    weight = np.linspace(0.5, 2.0, len(EDGE_P)).astype(dtype)
+    upstream = np.linspace(-1.0, 1.5, len(EDGE_P)).astype(dtype)
+    p, t = (tg.Tensor(np.array(v, dtype), requires_grad=True) for v in (EDGE_P, EDGE_T))
+    torch_p, torch_t = (
+        torch.tensor(v, dtype=torch_dtype, requires_grad=True) for v in (EDGE_P, EDGE_T)
+    )
+    loss = F.binary_cross_entropy(p, t, weight=tg.Tensor(weight), reduction="none")
+    torch_loss = torch_functional.binary_cross_entropy(
+        torch_p, torch_t, weight=torch.tensor(weight), reduction="none"
+    )
+    (loss * tg.Tensor(upstream)).sum().backward()
+    (torch_loss * torch.tensor(upstream)).sum().backward()
+    for ours, theirs in [(loss, torch_loss), (p.grad, torch_p.grad), (t.grad, torch_t.grad)]:
+        assert ours.dtype == dtype
+        np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=rtol)
+
+
+def test_float16_binary_cross_entropy_at_0_and_1_has_infinite_gradients_as_torch():
+    p = tg.Tensor(np.array([0.2, 0.0, 1.0], np.float16), requires_grad=True)
+    loss = F.binary_cross_entropy(p, tg.Tensor(np.array([0.0, 1.0, 0.0], np.float16)))
+    loss.backward()
+    torch_p = torch.tensor([0.2, 0.0, 1.0], dtype=torch.float16, requires_grad=True)
+    torch_loss = torch_functional.binary_cross_entropy(
+        torch_p, torch.tensor([0.0, 1.0, 0.0], dtype=torch.float16)
+    )
+    torch_loss.backward()
+    assert loss.dtype == np.float16
+    assert loss.item() == torch_loss.item()
+    np.testing.assert_allclose(p.grad.numpy(), torch_p.grad.numpy(), rtol=1e-3)
+
+
+def test_binary_cross_entropy_is_twice_differentiable_as_torch():
+    values, target = np.array([0.2, 0.7, 0.4]), np.array([0.0, 1.0, 0.5])
+    p, torch_p = tg.Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    t, torch_t = tg.Tensor(target, requires_grad=True), torch.tensor(target, requires_grad=True)
+    grads = tg.grad(F.binary_cross_entropy(p, t), [p, t], create_graph=True)
+    torch_grads = torch.autograd.grad(
+        torch_functional.binary_cross_entropy(torch_p, torch_t), [torch_p, torch_t],
+        create_graph=True,
+    )  # fmt: skip
+    (second,) = tg.grad(sum((grad * grad).sum() for grad in grads), [p])
+    (torch_second,) = torch.autograd.grad(sum((g * g).sum() for g in torch_grads), [torch_p])
+    np.testing.assert_allclose(second.numpy(), torch_second.numpy(), rtol=1e-10)

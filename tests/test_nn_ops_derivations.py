@@ -109,3 +109,13 @@ def test_conv2d_and_pooling_examples():
     y.backward(upstream)
     close(y.numpy(), [[[[1, 1.5], [1, 1.5]]]])
     close(x.grad.numpy(), [[[[0.25, 0.25, 0], [0, 0.5, 0.5], [-0.25, 0.25, 0.5]]]])
+
+
+def test_binary_cross_entropy_example():
+    p = leaf([0.2, 0.0])
+    loss = F.binary_cross_entropy(p, tg.Tensor(np.array([0.0, 1.0])), reduction="none")
+    loss.backward(np.ones(2))
+    close(loss.numpy()[0], 0.223144)
+    close(p.grad.numpy()[0], 1.25)
+    assert loss.numpy()[1] == 100.0  # log 0 clamped at -100
+    np.testing.assert_allclose(p.grad.numpy()[1], -1 / float(np.float32(1e-12)), rtol=1e-12)

@@ -27,9 +27,9 @@ from .ops import (
     Softmax,
 )
 from .ops.checks import check_float, reduction_arguments
+from .ops.composed_losses import check_reduction, cross_entropy_general
 from .ops.dual import compute_dtype
 from .ops.indexing import as_index
-from .ops.losses import check_reduction, cross_entropy_general
 from .ops.pointwise import GeluTanh
 from .tensor import Tensor
 
@@ -397,9 +397,9 @@ from .ops.movement import pad  # noqa: E402
 
 __all__ += ["one_hot", "pad"]
 
-# Losses composed of primitives (tinygrad_ops/ops/losses.py; the "opsnew" section)
+# Losses composed of primitives (tinygrad_ops/ops/composed_losses.py; the "opsnew" section)
 
-from .ops.losses import (  # noqa: E402
+from .ops.composed_losses import (  # noqa: E402
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     huber_loss,

@@ -35,7 +35,7 @@ from .elementwise import (
 )
 from .indexing import Gather, ScatterAddAlong, ScatterAlong
 from .linalg import Linear, MatMul
-from .losses import CrossEntropy, MSELoss
+from .losses import BinaryCrossEntropy, CrossEntropy, MSELoss
 from .norms import BatchNorm, LayerNorm, RMSNorm
 from .pointwise import (
     Elu,
@@ -99,7 +99,7 @@ PRIMITIVES = (
     # activations, norms, losses (fused, hand-derived backward)
     Erf, Gelu, LeakyRelu, Softmax, LogSoftmax, Dropout, LayerNorm, RMSNorm, BatchNorm,
     Softplus, Silu, Mish, Elu, Hardsigmoid, Hardswish, LogSigmoid, Softsign, Relu6, GeluTanh,
-    CrossEntropy, MSELoss,
+    CrossEntropy, MSELoss, BinaryCrossEntropy,
     # windows, convolution, pooling
     Pad, SlidingWindows, AddWindows, Conv2d, MaxPool2d,
     # indexing along a dim

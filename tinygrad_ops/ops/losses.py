@@ -8,7 +8,7 @@ create_graph, and how float16 is computed).
 import numpy as np
 
 from .activations import Softmax
-from .base import Op, values_read
+from .base import Op
 from .checks import check_float
 from .dual import compute_dtype, like_inputs, upcast
 from .kernels import (
@@ -215,275 +215,51 @@ class MSELoss(Op):
         return grad, -grad
 
 
-# ----------------------------------------------------------------------------------------------
-# The other losses, composed of primitives (their backward is the primitives' rules), as
-# PyTorch's: nll_loss, cross_entropy's general path (weight, ignore_index, label_smoothing,
-# probability targets), binary_cross_entropy (and with logits), l1, huber, smooth_l1, kl_div.
-
-REDUCTIONS = ("mean", "sum", "none")
+# PyTorch's floor under p (1 - p) in binary_cross_entropy's gradient: 1e-12, held in float32.
+_BCE_EPSILON = float(np.float32(1e-12))
 
 
-def check_reduction(reduction, op_name, extra=()):
-    if reduction not in REDUCTIONS + tuple(extra):
-        choices = ", ".join(repr(name) for name in REDUCTIONS + tuple(extra))
-        raise ValueError(f"{op_name}: reduction must be one of {choices}, got {reduction!r}")
+class BinaryCrossEntropy(Op):
+    """loss = -(t max(log p, -100) + (1 - t) max(log(1 - p), -100)), elementwise;
+    dp = g (p - t) / max(p (1 - p), 1e-12), dt = g (log(1 - p) - log p)
 
+    PyTorch's rules, which are not the derivative of the clamped form: at p = 0 or 1 the
+    input's gradient is large rather than 0, and the target's is ±inf (the logs unclamped).
+    float16 is computed in float32."""
 
-def reduce_loss(loss, reduction, op_name):
-    """The elementwise losses averaged ("mean"; NaN when there are none, as PyTorch),
-    summed ("sum") or kept ("none")."""
-    check_reduction(reduction, op_name)
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum()
-    return loss.mean() if loss.size else loss.sum() * np.nan
+    __slots__ = ()
 
+    def forward(self, p, t):
+        dtype = p.dtype
+        p, t = upcast(p), upcast(t)
+        if any(self.needs_input_grad):
+            self.save_for_backward(p, t)
+        with np.errstate(divide="ignore"):  # log(0) = -inf, clamped at -100 below
+            log_p = np.maximum(np.log(p), -100.0)
+            log_not_p = np.maximum(np.log1p(-p), -100.0)
+        loss = (t - 1.0) * log_not_p
+        loss -= t * log_p
+        return loss.astype(dtype, copy=False)
 
-def class_rows(values, op_name):
-    """(N, C, d...) or (C,) -> (M, C) rows, one per sample (the class dim moved last)."""
-    if values.ndim == 1:
-        return values.reshape((1, values.shape[0]))
-    if values.ndim < 1:
-        raise ValueError(f"{op_name}: the input must be (C,), (N, C) or (N, C, d...), got ()")
-    moved = values.transpose((0, *range(2, values.ndim), 1)) if values.ndim > 2 else values
-    return moved.reshape((-1, values.shape[1]))
-
-
-def nll_rows(log_probabilities, target, weight, ignore_index, op_name):
-    """(per-sample -w[t] log p[t] as an (M,) Tensor, per-sample weight w[t] (0 if ignored));
-    `weight` is an array of C class weights or None (PyTorch gives it no gradient)."""
-    from .indexing import gather
-
-    rows = class_rows(log_probabilities, op_name)
-    classes = rows.shape[1]
-    flat = target.reshape(-1)
-    expected = log_probabilities.shape[:1] + log_probabilities.shape[2:]
-    if log_probabilities.ndim == 1:
-        expected = ()
-    if target.shape != expected:
-        raise ValueError(
-            f"{op_name}: input of shape {log_probabilities.shape} (N, C, ...) needs a target of "
-            f"shape {expected}, got {target.shape}"
-        )
-    values_read(target, f"{op_name}: the class targets (ignore_index, the picks)")
-    kept = flat != ignore_index
-    bad = kept & ((flat < 0) | (flat >= classes))
-    if bad.any():
-        raise IndexError(
-            f"{op_name}: target {flat[bad][0]} is out of bounds for {classes} classes "
-            f"(valid targets are 0 to {classes - 1}, or ignore_index={ignore_index})"
-        )
-    safe = np.where(kept, flat, 0)
-    picked = gather(rows, 1, safe.reshape(-1, 1)).reshape(-1)
-    sample_weight = kept.astype(rows.dtype)
-    if weight is not None:
-        sample_weight = sample_weight * weight[safe]  # weight: an array, a constant
-    return -picked * sample_weight, sample_weight
-
-
-def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
-    """loss_i = -w[t_i] input[i, t_i] for log-probabilities input (N, C, d...) and class
-    targets; "mean" divides by the sum of w[t_i] over targets not equal to ignore_index;
-    d input[i, t_i] = -w[t_i] g (/ that sum), 0 elsewhere.
-
-    >>> import numpy as np, tinygrad_ops as tg
-    >>> nll_loss(tg.Tensor([[-1.0, -2.0], [-0.5, -3.0]]), np.array([1, 0])).item()
-    1.25
-    """
-    from .base import is_tensor
-    from .indexing import as_index
-
-    check_reduction(reduction, "nll_loss")
-    target = as_index(target, "nll_loss", "target")
-    if weight is not None:
-        weight = weight.data if is_tensor(weight) else np.asarray(weight)
-    losses, sample_weight = nll_rows(input, target, weight, ignore_index, "nll_loss")
-    if reduction == "none":
-        return losses.reshape(target.shape)
-    if reduction == "sum":
-        return losses.sum()
-    return losses.sum() / sample_weight.sum()
-
-
-def cross_entropy_general(logits, target, weight, ignore_index, reduction, label_smoothing):
-    """cross_entropy with weight, ignore_index, label_smoothing or probability targets, as
-    PyTorch composes it: nll_loss(log_softmax) and a smoothing term."""
-    from .activations import LogSoftmax
-
-    log_probabilities = LogSoftmax.apply(logits, axis=1 if logits.ndim > 1 else 0)
-    classes = logits.shape[1] if logits.ndim > 1 else logits.shape[0]
-    if target.dtype.kind == "f":  # class probabilities, the shape of the logits
-        if label_smoothing:
-            target = target * (1.0 - label_smoothing) + label_smoothing / classes
-        weighted = log_probabilities * target
-        if weight is not None:
-            weighted = weighted * weight.reshape((classes,) + (1,) * max(logits.ndim - 2, 0))
-        losses = -weighted.sum(axis=1 if logits.ndim > 1 else 0)
-        return reduce_loss(losses, reduction, "cross_entropy")
-    weight = None if weight is None else weight.data  # a constant, as in nll_loss (and PyTorch)
-    losses, sample_weight = nll_rows(
-        log_probabilities, target, weight, ignore_index, "cross_entropy"
-    )
-    if label_smoothing:
-        rows = class_rows(log_probabilities, "cross_entropy")
-        if weight is not None:
-            rows = rows * weight
-        smooth = -rows.sum(axis=1) * (sample_weight != 0).astype(rows.dtype)
-        losses = losses * (1.0 - label_smoothing) + smooth * (label_smoothing / classes)
-    if reduction == "none":
-        return losses.reshape(target.shape)
-    if reduction == "sum":
-        return losses.sum()
-    return losses.sum() / sample_weight.sum()
-
-
-def _pair(input, target, op_name, same_shape=True):
-    """input and target as Tensors of one float dtype (and one shape, where PyTorch asks)."""
-    from .base import is_tensor, new_tensor
-
-    values = []
-    for name, value in (("input", input), ("target", target)):
-        if not is_tensor(value):
-            value = new_tensor(np.asarray(value, dtype=getattr(input, "dtype", None)))
-        check_float(op_name, value.data, name)
-        values.append(value)
-    input, target = values
-    if same_shape and input.shape != target.shape:
-        raise ValueError(
-            f"{op_name}: target of shape {target.shape} must have the input's shape {input.shape}"
-        )
-    if target.dtype != input.dtype:
-        target = target.astype(input.dtype)
-    return input, target
-
-
-def _where(condition, a, b):
-    from .elementwise import Where
-
-    return Where.apply(condition.data if hasattr(condition, "data") else condition, a, b)
-
-
-def softplus_of_negative(x):
-    """log(1 + exp(-x)), stable: log(1 + exp(-|x|)) + max(-x, 0), with |x| written as a
-    where, so that the derivative at 0 is exactly -1/2 (abs's subgradient would give 0)."""
-    values_read(x, "binary_cross_entropy_with_logits: the signs of the logits")
-    magnitude = _where(x.data >= 0, x, -x)
-    return (1.0 + (-magnitude).exp()).log() + (-x).relu()
-
-
-def binary_cross_entropy(input, target, weight=None, reduction="mean"):
-    """loss = -w (t log p + (1 - t) log(1 - p)), each log clamped at -100 (PyTorch's);
-    dp = w (p - t) / (p (1 - p)), dt = w (log(1 - p) - log p), from the composed form.
-
-    >>> import tinygrad_ops as tg
-    >>> round(binary_cross_entropy(tg.Tensor([0.5]), tg.Tensor([1.0])).item(), 4)
-    0.6931
-    """
-    p, t = _pair(input, target, "binary_cross_entropy")
-    if p.size and (np.nanmin(p.data) < 0 or np.nanmax(p.data) > 1):
-        raise ValueError(
-            "binary_cross_entropy: every input must be a probability in [0, 1] "
-            "(for logits use binary_cross_entropy_with_logits)"
-        )
-    # log clamped at -100, as PyTorch: log(p) >= -100. The logs are taken in float64, where
-    # e^-100 is a normal number (float32 would round it to a denormal whose log is -99.98,
-    # float16 to 0, whose log is -inf and 0 * -inf a NaN).
-    wide = p if p.dtype == np.float64 else p.astype(np.float64)
-    floor = np.exp(-100.0)
-    log_p = wide.clip(floor, None).log().astype(p.dtype)
-    log_not_p = (1.0 - wide).clip(floor, None).log().astype(p.dtype)
-    loss = -(t * log_p + (1.0 - t) * log_not_p)
-    if weight is not None:
-        loss = loss * weight
-    return reduce_loss(loss, reduction, "binary_cross_entropy")
-
-
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
-    """loss = w ((1 - t) x + (1 + (pw - 1) t) softplus(-x)), which is
-    -w (pw t log σ(x) + (1 - t) log(1 - σ(x))) without overflow; dx = w ((1 + (pw - 1) t) σ(x)
-    - pw t), from the composed form (weight and pos_weight get gradients too).
-
-    >>> import tinygrad_ops as tg
-    >>> round(binary_cross_entropy_with_logits(tg.Tensor([0.0]), tg.Tensor([1.0])).item(), 4)
-    0.6931
-    """
-    x, t = _pair(input, target, "binary_cross_entropy_with_logits")
-    scale = 1.0 if pos_weight is None else 1.0 + (pos_weight - 1.0) * t
-    loss = (1.0 - t) * x + scale * softplus_of_negative(x)
-    if weight is not None:
-        loss = loss * weight
-    return reduce_loss(loss, reduction, "binary_cross_entropy_with_logits")
-
-
-def l1_loss(input, target, reduction="mean"):
-    """loss = |input - target|;  d input = g sign(input - target) (0 where equal), d target = -that.
-
-    >>> import tinygrad_ops as tg
-    >>> l1_loss(tg.Tensor([1.0, -2.0]), tg.Tensor([0.0, 0.0])).item()
-    1.5
-    """
-    x, t = _pair(input, target, "l1_loss", same_shape=False)
-    return reduce_loss((x - t).abs(), reduction, "l1_loss")
-
-
-def huber_loss(input, target, reduction="mean", delta=1.0):
-    """loss = d²/2 where |d| < delta, else delta (|d| - delta/2), d = input - target;
-    d input = g d (clipped to ±delta), d target = -that.
-
-    >>> import tinygrad_ops as tg
-    >>> huber_loss(tg.Tensor([0.5, 3.0]), tg.Tensor([0.0, 0.0]), reduction="none").numpy()
-    array([0.125, 2.5  ], dtype=float32)
-    """
-    if not delta > 0:
-        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
-    x, t = _pair(input, target, "huber_loss", same_shape=False)
-    difference = x - t
-    size = difference.abs()
-    values_read(size, "huber_loss: where |input - target| < delta")
-    loss = _where(size.data < delta, 0.5 * difference * difference, delta * (size - 0.5 * delta))
-    return reduce_loss(loss, reduction, "huber_loss")
-
-
-def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
-    """loss = d²/(2 beta) where |d| < beta, else |d| - beta/2 (huber_loss / beta; l1 for
-    beta = 0);  d input = g d / beta (clipped to ±1), d target = -that.
-
-    >>> import tinygrad_ops as tg
-    >>> smooth_l1_loss(tg.Tensor([0.5, 3.0]), tg.Tensor([0.0, 0.0]), reduction="none").numpy()
-    array([0.125, 2.5  ], dtype=float32)
-    """
-    if beta < 0:
-        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
-    if beta == 0:
-        return l1_loss(input, target, reduction)
-    x, t = _pair(input, target, "smooth_l1_loss", same_shape=False)
-    difference = x - t
-    size = difference.abs()
-    values_read(size, "smooth_l1_loss: where |input - target| < beta")
-    loss = _where(size.data < beta, (0.5 / beta) * difference * difference, size - 0.5 * beta)
-    return reduce_loss(loss, reduction, "smooth_l1_loss")
-
-
-def kl_div(input, target, reduction="mean", log_target=False):
-    """loss = t (log t - input) (0 where t = 0), input holding log-probabilities; with
-    log_target, exp(t) (t - input). "batchmean" divides the sum by the batch size (the
-    true KL divergence; "mean" divides by the element count, as PyTorch);
-    d input = -t g, d t = (log t + 1 - input) g.
-
-    >>> import tinygrad_ops as tg
-    >>> kl_div(tg.Tensor([[-1.0, -1.0]]), tg.Tensor([[0.5, 0.5]]), reduction="sum").item()
-    0.3068528175354004
-    """
-    check_reduction(reduction, "kl_div", extra=("batchmean",))
-    x, t = _pair(input, target, "kl_div", same_shape=False)
-    if log_target:
-        loss = t.exp() * (t - x)
-    else:
-        values_read(t, "kl_div: where the target is 0")
-        positive = t.data > 0  # t log t -> 0 as t -> 0: the where keeps log away from 0
-        safe = _where(positive, t, np.ones((), dtype=t.dtype))
-        loss = _where(positive, t * safe.log(), np.zeros((), dtype=t.dtype)) - t * x
-    if reduction == "batchmean":
-        return loss.sum() / (loss.shape[0] if loss.ndim else 1)
-    return reduce_loss(loss, reduction, "kl_div")
+    def backward(self, grad_output):
+        p, t = self.saved_tensors
+        needs_p, needs_t = self.needs_input_grad
+        g = upcast(grad_output)
+        if self.graph_mode is not False:  # the same formulas on Tensors: differentiable
+            grad_p = g * (p - t) / (p * (1.0 - p)).clip(_BCE_EPSILON, None) if needs_p else None
+            if needs_t:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    grad_t = g * ((-p).log1p() - p.log())
+            else:
+                grad_t = None
+            return like_inputs(self, (grad_p, grad_t))
+        grad_p = grad_t = None
+        if needs_p:
+            grad_p = g * (p - t) / np.maximum(p * (1.0 - p), _BCE_EPSILON)
+        if needs_t:
+            with np.errstate(divide="ignore", invalid="ignore"):  # log(0): ±inf, as PyTorch
+                grad_t = g * (np.log1p(-p) - np.log(p))
+        if grad_output.dtype == np.float16:  # a gradient above 65504 is inf, as PyTorch's
+            with np.errstate(over="ignore"):
+                return like_inputs(self, (grad_p, grad_t))
+        return grad_p, grad_t
