@@ -163,3 +163,32 @@ def test_no_import_cycle():
 def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def through_the_engine_package(module, path):
+    """Names `module` imports from `tinygrad_ops.autograd` itself (its re-exports), not from
+    the engine module that defines them; imports inside functions count too."""
+    names = []
+    for statement in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(statement, ast.ImportFrom):
+            continue
+        prefix, *targets = imported_names(module, statement)
+        if prefix == "tinygrad_ops.autograd":
+            names += [target for target in targets if owner(target) == "tinygrad_ops.autograd"]
+    return names
+
+
+def test_the_core_imports_engine_names_from_their_modules():
+    # tinygrad_ops.autograd re-exports the public names for users (and viz, which uses only
+    # the public API); inside the package each comes from autograd/graph, backward, ...
+    core = [m for m in MODULES if not m.startswith("tinygrad_ops.viz")]
+    found = {m: through_the_engine_package(m, MODULES[m]) for m in core}
+    assert {module: names for module, names in found.items() if names} == {}
+
+
+def test_the_engine_package_check_sees_a_re_export(tmp_path):
+    path = tmp_path / "steps.py"
+    path.write_text("def f():\n    from ..autograd import Op, graph\n")
+    assert through_the_engine_package("tinygrad_ops.scheduler.steps", path) == [
+        "tinygrad_ops.autograd.Op"
+    ]

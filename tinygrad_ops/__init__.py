@@ -8,7 +8,8 @@ array([7.], dtype=float32)
 """
 
 from . import functional, nn, optim
-from .autograd import Function, grad
+from .autograd.backward import grad
+from .autograd.function import Function
 from .creation import arange, eye, full, ones, ones_like, rand, randn, zeros, zeros_like
 from .gradcheck import GradcheckError, gradcheck
 from .jit import CompileError, compile

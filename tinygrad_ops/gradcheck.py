@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .autograd import grad
+from .autograd.backward import grad
 from .tensor import Tensor
 
 

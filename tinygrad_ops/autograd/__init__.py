@@ -7,37 +7,33 @@
     function  tg.Function, user-defined ops
     inplace   the in-place rule (version counters, the shadow of the old history)
 
-The names below stay importable from `tinygrad_ops.autograd` (grad mode lives in `mode`,
-the Op contract in `ops.base`).
+The package re-exports the engine's public names, the ones users and docs reach as
+`tinygrad_ops.autograd.X` (as `torch.autograd.grad`, `torch.autograd.Function`): `grad`,
+`Function` and its ctx, grad mode (it lives in `mode`), `BackwardGraph` (what a scheduler's
+`run(graph)` receives), `unbroadcast`, `topological_order`, the hook handle, the scanned
+segment record and the `Op` contract (it lives in `ops.base`). Modules inside the package
+import each name from the module that defines it.
 """
 
-from ..mode import STATE, detect_anomaly, enable_grad, is_grad_enabled, no_grad
-from ..ops.base import Op, node_name
-from .backward import grad, run_backward, tensor_backward
+from ..mode import detect_anomaly, enable_grad, is_grad_enabled, no_grad
+from ..ops.base import Op
+from .backward import grad
 from .function import Function, FunctionCtx
 from .graph import BackwardGraph, HookHandle, ScannedSegment, unbroadcast
-from .inplace import apply_inplace
-from .order import as_recorded, recorded_inputs, topological_order
+from .order import topological_order
 
 __all__ = [
-    "STATE",
     "BackwardGraph",
     "Function",
     "FunctionCtx",
     "HookHandle",
     "Op",
     "ScannedSegment",
-    "apply_inplace",
-    "as_recorded",
     "detect_anomaly",
     "enable_grad",
     "grad",
     "is_grad_enabled",
     "no_grad",
-    "node_name",
-    "recorded_inputs",
-    "run_backward",
-    "tensor_backward",
     "topological_order",
     "unbroadcast",
 ]

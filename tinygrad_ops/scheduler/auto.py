@@ -95,7 +95,7 @@ def calibrate(force=False):
 
 def _engine_costs(costs):
     """The walk's and the scan's costs per node and per chain, on small RNNs."""
-    from ..autograd import BackwardGraph
+    from ..autograd.graph import BackwardGraph
 
     # The walk and the scan at two chain lengths, runs interleaved (a slow spell of a
     # shared machine then hits both), best of five: the scan's cost splits into a part

@@ -11,7 +11,7 @@ from operator import is_
 
 import numpy as np
 
-from ..autograd import Op
+from ..ops.base import Op
 from ..ops.base import RELEASE_BYTES, released_inputs
 from .steps import op_attributes
 

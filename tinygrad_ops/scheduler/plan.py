@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..autograd import BackwardGraph
+from ..autograd.graph import BackwardGraph
 from . import resolve_scheduler
 from .auto import AutoScheduler, best_choice, calibrate, estimate
 from .below import next_chain_below, pending_after

@@ -24,7 +24,8 @@ from operator import is_
 
 import numpy as np
 
-from ..autograd import STATE, ScannedSegment, unbroadcast
+from ..autograd.graph import ScannedSegment, unbroadcast
+from ..mode import STATE
 from ..ops import MatMul
 from . import jacobians, scans
 from .batched import BatchedSlot, ReleaseAll

@@ -20,7 +20,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..autograd import Op, topological_order
+from ..autograd.order import topological_order
+from ..ops.base import Op
 from ..tensor import Tensor
 from . import jacobians
 
