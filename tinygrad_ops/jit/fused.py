@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..ops import dispatch
+from ..ops import dual
 from ..ops.kernels import exp_of_shifted, row_starts, row_sum
 from ..ops.losses import _UNSIGNED, drop_ignored
 from .fused_optim import fuse_call
@@ -81,7 +81,7 @@ NAMESPACE = {
     "logical_not": np.logical_not,
     "matmul": np.matmul,
     "sum_reduce": np.add.reduce,
-    "broadcast_to": dispatch.broadcast_to,
+    "broadcast_to": dual.broadcast_to,
 }
 
 
