@@ -11,8 +11,7 @@ from operator import is_
 
 import numpy as np
 
-from ..ops.base import Op
-from ..ops.base import RELEASE_BYTES, released_inputs
+from ..ops.base import RELEASE_BYTES, Op, released_inputs
 from .steps import op_attributes
 
 _BATCHED_CLASSES = {}
