@@ -148,13 +148,17 @@ def demo_training(folder):
 # The layers of docs/architecture.md, top to bottom (tests/test_layers.py checks the imports).
 LAYERS = [
     ("cli", "cli/: the tinygrad-ops command"),
-    ("viz", "viz/: trace, record, step, draw (the public API only)"),
+    ("viz", "viz/: trace, record, step, rules, layout, dot, html (the public API only)"),
     ("library", "functional, nn/, optim, jit (tg.compile), gradcheck, serialize, data"),
     ("schedulers", "scheduler/: sequential, chain finding, scans, cost model, auto"),
-    ("tensor", "tensor.py, creation.py: Tensor, dunders over one _binary"),
+    (
+        "tensor",
+        "tensor.py: the core (data, grad, backward, operators over one _binary)\n"
+        "tensor_convert, _shape, _math, _reduce, _inplace: its methods; creation",
+    ),
     ("engine", "autograd/: graph (the walk, observers), order, backward, function, inplace"),
     ("registry", "scheduler/registry.py: names -> schedulers (no implementation)"),
-    ("ops", "ops/: base (the Op contract), kernels, the op families"),
+    ("ops", "ops/: base (the Op contract), dual (array or Tensor), kernels, the op families"),
     ("mode", "mode.py: grad mode, anomaly mode (thread-local)"),
     ("numpy", "numpy"),
 ]
