@@ -373,8 +373,9 @@ class Recorder:
             for group in getattr(getattr(kernel, "owner", None), "param_groups", ()):
                 updated.update(id(parameter) for parameter in group["params"])
         for tensor, before in self.snapshots:
-            changed = not _same_values(tensor.data, before)
-            if changed and id(tensor) not in updated and not self.written_to(tensor):
+            if id(tensor) in updated or self.written_to(tensor):
+                continue
+            if not _same_values(tensor.data, before):
                 self.refuse_unseen_change(f"the captured tensor '{tensor.name or tensor.shape}'")
 
     @staticmethod
@@ -407,7 +408,9 @@ class Recorder:
 
 
 def _same_values(array, before) -> bool:
-    return np.array_equal(array, before, equal_nan=before.dtype.kind == "f")
+    """Whether `array` still holds the bits of `before` (a NaN equals itself here; one
+    memory comparison, several times faster than np.array_equal(equal_nan=True))."""
+    return array.shape == before.shape and array.tobytes() == before.tobytes()
 
 
 def _constant_label(value) -> str:
