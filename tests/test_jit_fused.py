@@ -177,3 +177,23 @@ def test_a_3d_linear_input_takes_the_general_kernel():
     listing = str(step.program)
     assert "Linear.forward" in listing
     assert not any("Linear" in line and "(fused)" in line for line in listing.splitlines())
+
+
+def test_fused_relu_passes_nan_and_blocks_zeros_as_eager():
+    values = np.array([[np.nan, -0.0, 0.0, 2.0, -1.0, np.inf, -np.inf]])
+    weight = tg.Tensor(np.full((1, 7), 0.5))
+
+    def step(x):
+        loss = (F.relu(x * weight) * 3.0).sum()
+        loss.backward()
+        return loss
+
+    compiled = tg.compile(step)
+    for call in range(3):
+        grads = []
+        for function in (step, compiled):
+            x = tg.Tensor(values * (call + 1), requires_grad=True)
+            function(x)
+            grads.append(x.grad.data)
+        np.testing.assert_array_equal(grads[1], grads[0])
+        assert grads[0][0, 0] == 1.5  # (NaN passes its gradient: 3 * 0.5)

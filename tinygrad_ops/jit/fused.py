@@ -77,8 +77,7 @@ NAMESPACE = {
     "cross_entropy_backward": cross_entropy_backward,
     "tanh": np.tanh,
     "maximum": np.maximum,
-    "less_equal": np.less_equal,
-    "logical_not": np.logical_not,
+    "multiply": np.multiply,
     "matmul": np.matmul,
     "sum_reduce": np.add.reduce,
     "broadcast_to": dual.broadcast_to,
@@ -99,6 +98,9 @@ class Fused(NamedTuple):
     fits: Callable = _always
     parameters: Callable = _no_parameters
     after_backward: tuple = ()  # statements (deleting what only the backward read)
+    # input index -> the gradient computed into {g}'s own array (out=), used when the
+    # replay owns that array: the same numbers, one allocation fewer
+    in_place: dict = {}  # noqa: RUF012 (a NamedTuple field's default, never mutated)
 
 
 def _linear_fits(kernel, slots):
@@ -141,9 +143,14 @@ RULES = {
     "Mul": Fused(("{out} = {0} * {1}",), {0: "{g} * {1}", 1: "{g} * {0}"}),
     "Neg": Fused(("{out} = -{0}",), {0: "-{g}"}),
     "Tanh": Fused(("{out} = tanh({0})",), {0: "{g} * (1 - {out} * {out})"}),
-    # Relu's mask, not(out <= 0) (a NaN passes its gradient, as in PyTorch), is made
-    # in the backward from the output: the forward is one call.
-    "Relu": Fused(("{out} = maximum({0}, 0)",), {0: "{g} * logical_not(less_equal({out}, 0))"}),
+    # Relu's mask, not(out <= 0) (a NaN passes its gradient, as in PyTorch), is made in
+    # the backward from the output, as out != 0 (the same for out = max(a, 0), which is
+    # never below 0): the forward is one call, the mask one. Into g when the replay owns it.
+    "Relu": Fused(
+        ("{out} = maximum({0}, 0)",),
+        {0: "{g} * ({out} != 0)"},
+        in_place={0: "multiply({g}, {out} != 0, out={g})"},
+    ),
     # ops/reduce.py Sum over all axes (a loss) of a float tensor.
     "Sum": Fused(
         ("{out} = sum_reduce({0}, axis=None, keepdims={keepdims})",),
@@ -218,9 +225,12 @@ class FusedBackward(Kernel):
     def emit(self, code, number):
         inputs, names = _names(self.forward, code, self.rule)
         names["g"] = code.slot(self.kernel.grad)
-        code.consume(self.kernel.grad)
+        owned = code.consume(self.kernel.grad)
         for edge in self.kernel.edges:
-            expression = self.rule.gradients[edge.index].format(*inputs, **names)
+            template = self.rule.gradients[edge.index]
+            if owned and len(self.kernel.edges) == 1:
+                template = self.rule.in_place.get(edge.index, template)
+            expression = template.format(*inputs, **names)
             code.send(edge, expression, self.kernel.node)
         code.line(f"del {names['g']}  # {type(self.kernel.node).__name__}.backward (fused)")
         for statement in self.rule.after_backward:

@@ -51,38 +51,55 @@ class Guards:
         return describe_value(value)[0] == "object"
 
     def holds(self, values, keywords) -> bool:
-        """True when the program may replay this call (at every call: kept lean)."""
-        if keywords != self.keywords or len(values) != len(self.signature):
-            return False
-        for value, expected in zip(values, self.signature):
-            if type(value) is Tensor:  # the usual argument: compared without a new tuple
-                data = value.data
-                if (
-                    expected[0] != "tensor"
-                    or data.shape != expected[1]
-                    or data.dtype != expected[2]
-                    or value._requires_grad != expected[3]
-                ):
-                    return False
-            elif describe_value(value) != expected:
-                return False
+        """True when the program may replay this call (made at every call: `seal` writes
+        the checks out as one generated function, `self.source`, and puts it here)."""
+        self.seal()
+        return self.holds(values, keywords)
+
+    def seal(self):
+        """Write the checks as straight-line Python, once every guard is known: an
+        argument's shape and dtype, each captured tensor's array, the modes, the modules'
+        flags and members, the leaves' .grad; the first that fails returns False."""
+        namespace = {
+            "Tensor": Tensor,
+            "describe_value": describe_value,
+            "STATE": STATE,
+            "get_default_scheduler": get_default_scheduler,
+            "default_generator": default_generator,
+        }
+
+        names = {}  # id(value) -> its name
+
+        def bind(value):
+            if id(value) not in names:
+                names[id(value)] = f"g{len(namespace)}"
+                namespace[names[id(value)]] = value
+            return names[id(value)]
+
+        count = len(self.signature)
+        checks = [f"keywords != {bind(self.keywords)} or len(values) != {count}"]
+        lines = []
+        for position, expected in enumerate(self.signature):
+            lines.extend(_argument_check(position, expected, bind))
+        # (the .grad checks first: a step that calls zero_grad() after its forward has one
+        # program for the first call and one for the others, told apart here)
+        checks.extend(f"({bind(t)}._grad is None) is not {none}" for t, none in self.grads)
         for tensor, data, requires_grad in self.captured:
-            if tensor.data is not data or tensor._requires_grad is not requires_grad:
-                return False
-        if STATE.grad_enabled is not self.grad_enabled:
-            return False
-        if get_default_scheduler() != self.scheduler:
-            return False
-        for generator in self.generators:
-            if default_generator() is not generator:
-                return False
-        for tensor, was_none in self.grads:
-            if (tensor.grad is None) is not was_none:
-                return False
-        return all(
-            module.training == training and holds_members(module, held)
-            for module, training, held in self.modules
-        )
+            name = bind(tensor)
+            checks.append(f"{name}._data is not {bind(data)}")
+            checks.append(f"{name}._requires_grad is not {requires_grad}")
+        checks.append(f"STATE.grad_enabled is not {self.grad_enabled}")
+        checks.append(f"get_default_scheduler() != {bind(self.scheduler)}")
+        checks.extend(f"default_generator() is not {bind(g)}" for g in self.generators)
+        for module, training, held in self.modules:
+            checks.extend(_module_checks(bind(module), training, held, bind))
+        lines[:0] = [f"if {checks[0]}:", "    return False"]
+        for check in checks[1:]:
+            lines += [f"if {check}:", "    return False"]
+        body = "".join(f"    {line}\n" for line in lines)
+        self.source = f"def holds(values, keywords):\n{body}    return True\n"
+        exec(compile(self.source, "<tg.compile guards>", "exec"), namespace)  # (code written above)
+        self.holds = namespace["holds"]
 
     def differences(self, values, keywords) -> list:
         """What does not hold, one sentence per guard that fails."""
@@ -127,6 +144,34 @@ class Guards:
             if not holds_members(module, held):
                 found.append(f"a parameter or buffer of {type(module).__name__} was replaced")
         return found
+
+
+def _argument_check(position, expected, bind) -> list:
+    """The lines that check argument `position` against its capture's `describe_value`."""
+    lines = [f"value = values[{position}]"]
+    if expected[0] != "tensor":
+        return lines + [f"if describe_value(value) != {bind(expected)}:", "    return False"]
+    _, shape, dtype, requires_grad = expected
+    return lines + [
+        "if type(value) is Tensor:  # the usual argument: compared without a new tuple",
+        f"    if value._data.shape != {shape!r} or value._data.dtype != {bind(dtype)}:",
+        "        return False",
+        f"    if value._requires_grad != {requires_grad}:",
+        "        return False",
+        f"elif describe_value(value) != {bind(expected)}:",
+        "    return False",
+    ]
+
+
+def _module_checks(module, training, held, bind) -> list:
+    """A module's train/eval flag, and that it holds the parameter and buffer objects of
+    `members` (and no others)."""
+    checks = [f"{module}.training != {training}"]
+    size = f"len({module}._parameters) + len({module}._buffers)"
+    checks.append(f"{size} != {len(held)}")
+    for registry, name, tensor in held:
+        checks.append(f"{bind(registry)}.get({name!r}) is not {bind(tensor)}")
+    return checks
 
 
 def members(module) -> tuple:
