@@ -34,33 +34,25 @@ def first_look(graph, min_steps, worth_checking=None, nested=True, inside=None, 
     chain: the full analysis decides). With `inside` (a set of ids), a chain whose top
     step is not made of those tensors is not looked at further. `pending` lists tensors
     besides the root that hold a gradient still to be walked (a look resumed after a
-    scan, `look_below`): they are searched from as the root is."""
+    scan, `below.py`): they are searched from as the root is."""
     if graph.wanted is not None or len(graph.grads) != 1 or len(graph.roots) != 1:
         return None
-    built = top_step(list(descend(graph.roots[0], 8 * steps.MAX_PERIOD)), graph)
-    if built is None:
-        return None
-    template, step = built
-    if inside is not None and not {id(step.upper), id(step.lower)} <= inside:
-        return None
-    carried = _carried_state(template, step)
-    if carried:
-        # A state carried beside the chain (the lower layer of a stacked RNN, made in the
-        # same step): it becomes a per-step input, and its own chain is looked for once
-        # this one is scanned (`look_below`).
-        built = _rebuilt_without(step, carried, graph.capture)
-        if built is None or _carried_state(*built):
-            return None
-        template, step = built
-    anchors = walk_route(template.route, step)
-    state_shape = template.shapes[0][0]
-    if worth_checking is not None and not worth_checking(
-        len(anchors) - 1, len(template.classes), state_shape, template.jacobian_kind
-    ):
-        return ChainPlan([], refusal=f"a chain of {len(anchors) - 1} steps: too short to pay")
-    count, tensors, nodes, outside = check_columns(template, anchors)
-    if count < min_steps:
-        return None
+    window = list(descend(graph.roots[0], 8 * steps.MAX_PERIOD))
+    # The phases whose step is a valid template, from the top: the first whose chain
+    # checks out (the top of the repeating classes may be the loss's y * y, a Mul like
+    # the step's own).
+    refusal = found = None
+    for built in top_steps(window, graph):
+        if inside is not None and not {id(built[1].upper), id(built[1].lower)} <= inside:
+            continue
+        found = _checked_steps(*built, graph.capture, worth_checking, min_steps)
+        if isinstance(found, ChainPlan):
+            refusal, found = refusal or found, None  # too short to pay, at this phase
+        if found is not None:
+            break
+    if found is None:
+        return refusal
+    template, anchors, (count, tensors, nodes, outside) = found
     independent = outside_readers(graph, anchors, tensors, outside, count, pending)
     if independent is None:
         return None
@@ -135,13 +127,42 @@ def _read_from_elsewhere(independent, own, chain, segment):
     return False
 
 
+def _checked_steps(template, step, capture, worth_checking, min_steps):
+    """(template, anchors, check_columns' result) of the chain below the top `step`, a
+    ChainPlan with a refusal (too short to pay), or None (fewer than `min_steps` steps
+    check out)."""
+    carried = _carried_state(template, step)
+    if carried:
+        # A state carried beside the chain (the lower layer of a stacked RNN, made in the
+        # same step): it becomes a per-step input, and its own chain is looked for once
+        # this one is scanned (`below.py`).
+        built = _rebuilt_without(step, carried, capture)
+        if built is None or _carried_state(*built):
+            return None
+        template, step = built
+    anchors = walk_route(template.route, step)
+    state_shape = template.shapes[0][0]
+    if worth_checking is not None and not worth_checking(
+        len(anchors) - 1, len(template.classes), state_shape, template.jacobian_kind
+    ):
+        return ChainPlan([], refusal=f"a chain of {len(anchors) - 1} steps: too short to pay")
+    checked = check_columns(template, anchors)
+    return None if checked[0] < min_steps else (template, anchors, checked)
+
+
 def top_step(window, graph):
     """The (template, step) of the top step of the chain that `window` (the walk down
     from the output) runs along, or None if its op classes do not repeat."""
+    return next(top_steps(window, graph), None)
+
+
+def top_steps(window, graph):
+    """The valid (template, step) candidates for the top step of the chain that `window`
+    runs along, one per phase from the top (none if its op classes do not repeat)."""
     classes = [type(tensor._ctx) for tensor in window]
     period = period_of(classes[::-1])
     if period is None or len(window) < 2 * period + 1:
-        return None
+        return
     # The top-most tensor from which the classes repeat for three periods: the chain's
     # last anchor. (Not to the window's end: on a short graph the window reaches the
     # chain's first step, which may differ: x_0 a constant, the walk turns aside there.)
@@ -157,8 +178,7 @@ def top_step(window, graph):
         lower = window[upper + period]
         built = build_template(lower, window[upper], _made_after(lower), graph.capture)
         if built is not None:
-            return built
-    return None
+            yield built
 
 
 def _carried_state(template, step):
