@@ -197,6 +197,20 @@ def test_backward_plan_for_an_elementwise_chain_is_diagonal():
     assert plan.segments[0].choice in {"sequential", "hillis-steele", "blelloch", "blocked"}
 
 
+@pytest.mark.parametrize("model_name", ["elementwise-chain", "rnn", "rnn-loss-every-step"])
+def test_the_first_look_finds_the_chains_without_the_full_analysis(model_name):
+    # The elementwise chain's loss (y * y) is a Mul like the step's own: its phase is not
+    # the first tried, and the first look must go on to the next.
+    from tinygrad_ops.autograd import BackwardGraph
+    from tinygrad_ops.scheduler.finder import find_chains
+
+    loss, _ = MODELS[model_name](np, np.float64, 0)
+    graph = BackwardGraph([loss], None, False, True)
+    graph.send(loss, np.ones_like(loss.data))
+    plan = find_chains(graph, 2, full=False)
+    assert plan is not None and plan.segments
+
+
 def test_registry_names_and_unknown_name():
     assert set(SCHEDULERS) <= set(available_schedulers())
     x = Tensor([1.0], requires_grad=True)
