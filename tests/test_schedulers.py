@@ -208,7 +208,8 @@ def test_the_first_look_finds_the_chains_without_the_full_analysis(model_name):
     graph = BackwardGraph([loss], None, False, True)
     graph.send(loss, np.ones_like(loss.data))
     plan = find_chains(graph, 2, full=False)
-    assert plan is not None and plan.segments
+    assert plan is not None
+    assert plan.segments
 
 
 def test_registry_names_and_unknown_name():

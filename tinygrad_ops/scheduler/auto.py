@@ -29,6 +29,7 @@ import time
 import numpy as np
 
 from ..mode import enable_grad
+from .experience import Experience, signature
 from .finder import find_chains, full_analysis
 from .scan_scheduler import ScanScheduler
 from .spine import deeper_than, probe_shape
@@ -319,6 +320,10 @@ def analysis_cost(steps, ops_per_step, costs=None):
     return steps * ops_per_step * costs["c_analysis"] + costs.get("c_analysis_chain", 0.0)
 
 
+CLOSE_CALL = 1.25
+"""Where the model walks a chain but estimated a scan within this factor of the walk, the
+scan is measured once too (`experience.py`): the model's errors are about that large."""
+
 FULL_MARGIN = 0.5
 """The full analysis is run only when even its best case costs under half the walk: its
 cost per node varies with the graph's shape by about that much around its calibration
@@ -374,6 +379,49 @@ class AutoScheduler(ScanScheduler):
         self.last_estimates = []
         self._shortest = {}  # state shape -> fewest steps worth checking (see worth_analysing)
         self.last_gate = None  # why the latest backward looked for chains or not
+        self.experience = Experience(SCAN_MARGIN)  # what each choice took (experience.py)
+        self.clock = time.process_time
+        self._measuring = None  # (signature, "scan" or "walk") of the backward running
+
+    def run(self, graph):
+        self._measuring = None
+        start = self.clock()
+        super().run(graph)
+        if self._measuring is not None:
+            self.experience.record(*self._measuring, self.clock() - start)
+
+    def chosen_segments(self, plan):
+        """The cost model's choices, unless what this scheduler measured on the same
+        chains says otherwise (`experience.py`); a backward whose choice is measured is
+        timed by `run`."""
+        chosen = super().chosen_segments(plan)
+        verdict, key = self.verdict(plan, bool(chosen))
+        if verdict is None:
+            return chosen
+        self._measuring = (key, verdict)
+        if verdict == "walk":
+            return []
+        return chosen or [self._cheapest_scan(segment)[:3] for segment in plan.segments]
+
+    def verdict(self, plan, model_scans):
+        """('scan', 'walk' or None: the model's choice stands unmeasured, the signature)."""
+        if plan is None or not plan.segments:
+            return None, None
+        key = signature(plan.segments)
+        close = not model_scans and any(
+            self._cheapest_scan(segment)[3] < CLOSE_CALL * self.estimates_for(segment)["sequential"]
+            for segment in plan.segments
+        )
+        if not (model_scans or close):
+            return None, key
+        return self.experience.verdict(key, model_scans, close), key
+
+    def _cheapest_scan(self, segment):
+        """(segment, method, block size, estimate) of the scan estimated cheapest."""
+        times = self.estimates_for(segment)
+        name = min((name for name in times if name != "sequential"), key=times.get)
+        method, _, block = name.partition(":")
+        return segment, method, int(block) if block else self.block_size, times[name]
 
     def choose(self, segment):
         method, block_size = best_choice(self.estimates_for(segment))

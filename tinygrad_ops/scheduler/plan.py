@@ -167,10 +167,38 @@ def _decide(chosen, graph, plan, scanning):
                 method, block_size = "sequential", None
         else:
             method, block_size = chosen.choose(segment)
-        if method != "blocked":
-            block_size = None
-        segments.append(SegmentPlan(segment, method, block_size, times, by))
-    return decision, segments
+        segments.append([segment, method, block_size, times, by])
+    if isinstance(chosen, AutoScheduler) and looks:
+        decision = _measured(chosen, plan, segments, decision)
+    return decision, [
+        SegmentPlan(segment, method, block_size if method == "blocked" else None, times, by)
+        for segment, method, block_size, times, by in segments
+    ]
+
+
+def _measured(auto, plan, segments, decision):
+    """Apply what `auto` measured on these chains before (experience.py) to the model's
+    choices in `segments` (edited in place); the decision's words, with it said."""
+    model_scans = any(entry[1] != "sequential" for entry in segments)
+    verdict, key = auto.verdict(plan, model_scans)
+    if verdict is None:
+        return decision
+    for entry in segments:
+        if verdict == "walk":
+            entry[1:3] = ["sequential", None]
+        elif not model_scans:
+            entry[1:3] = auto._cheapest_scan(entry[0])[1:3]
+    seen = auto.experience.measured(key)
+    if len(seen) == 2:
+        return (
+            f"{decision}; measured on these chains before: scanned {seen['scan'] * 1e3:.2f} "
+            f"ms, walked {seen['walk'] * 1e3:.2f} ms: {_PAST[verdict]}"
+        )
+    reason = "the model scans" if model_scans else "the model walks, a scan nearly as cheap"
+    return f"{decision}; this backward is {_PAST[verdict]} and timed ({reason}; experience.py)"
+
+
+_PAST = {"scan": "scanned", "walk": "walked"}
 
 
 def _count_tensors(root):

@@ -282,11 +282,7 @@ class ScanScheduler:
             plan = find_chains(graph, self.min_steps, self.worth_checking, full=False)
             if plan is None and self.worth_analysing(graph, full=True):
                 plan = full_analysis(graph, self.min_steps)
-            chosen = []
-            for segment in [] if plan is None else plan.segments:
-                method, block_size = self.choose(segment)
-                if method != "sequential":
-                    chosen.append((segment, method, block_size))
+            chosen = self.chosen_segments(plan)
             if not chosen:
                 pass  # walked below
             elif plan.index is None:  # the first look's chain: no index of the graph
@@ -299,6 +295,15 @@ class ScanScheduler:
         finally:
             if collecting:
                 gc.enable()
+
+    def chosen_segments(self, plan):
+        """[(segment, method, block size)] of the segments of `plan` to scan."""
+        chosen = []
+        for segment in [] if plan is None else plan.segments:
+            method, block_size = self.choose(segment)
+            if method != "sequential":
+                chosen.append((segment, method, block_size))
+        return chosen
 
     def scan_below(self, graph):
         """After the scans, the chains below them (`below.py`: the lower layer of a

@@ -1,0 +1,85 @@
+"""What `auto` has measured: per chain, its whole backward's time scanned and walked.
+
+A cost model calibrated on one small RNN misjudges some chains: at BPPSA's setting
+(hidden 20, 16 rows, `F.linear` steps; docs/scan.md) it estimated a 100-step scan at
+two thirds of the walk, and the scan took 1.45x the walk. So `auto` also keeps what each
+choice took on the chains it met, keyed by what decides the cost (the step's op classes,
+the chain's length, shape and dtype): the first backward of a chain follows the model;
+when the model chose a scan (or the call was close), the next one tries the other way;
+from then on the faster of the two measured (the scan only when it beat the walk by
+`auto.SCAN_MARGIN`), each backward's time improving that choice's best, the slower one
+tried again now and then when the two are nearly tied. A training loop
+meets the same chains every step, so its choice settles after two steps. The gradients
+are the same whichever way is taken (the tests check every scheduler against the walk).
+"""
+
+SIZE = 64  # chains remembered (the oldest forgotten first)
+RETRY = 8
+TIE = 1.3
+
+
+def signature(segments):
+    """What decides a backward's cost among the chains found: per segment the op
+    classes of its step, its length, the chain tensor's shape and dtype."""
+    return tuple(
+        (
+            tuple(segment.template.classes),
+            segment.length,
+            tuple(segment.state_shape),
+            segment.anchors[-1].data.dtype.str,
+        )
+        for segment in segments
+    )
+
+
+class Experience:
+    """The best whole-backward time measured per chain signature, scanned and walked.
+
+    >>> experience = Experience()
+    >>> experience.verdict("rnn", model_scans=True, close=False)
+    'scan'
+    >>> experience.record("rnn", "scan", 0.009)
+    >>> experience.verdict("rnn", model_scans=True, close=False)
+    'walk'
+    >>> experience.record("rnn", "walk", 0.006)
+    >>> experience.verdict("rnn", model_scans=True, close=False), experience.measured("rnn")
+    ('walk', {'scan': 0.009, 'walk': 0.006})
+    """
+
+    def __init__(self, margin=0.95):
+        self.margin = margin
+        self.best = {}
+        self.count = {}  # backwards decided from both measurements, per signature
+
+    def measured(self, key):
+        return dict(self.best.get(key, {}))
+
+    def verdict(self, key, model_scans, close):
+        """'scan' or 'walk' for the next backward of chains with this signature: the
+        faster measured, else the model's choice, then (when the model scanned, or
+        nearly did) the other one, to measure it."""
+        seen = self.best.get(key, {})
+        if "scan" in seen and "walk" in seen:
+            faster = "scan" if seen["scan"] < self.margin * seen["walk"] else "walk"
+            slower = "walk" if faster == "scan" else "scan"
+            # Near a tie one measurement may have been a slow spell of the machine: the
+            # slower choice is tried again every RETRY backwards (at most ~4% lost).
+            self.count[key] = count = self.count.get(key, 0) + 1
+            if count % RETRY == 0 and seen[slower] < TIE * seen[faster]:
+                return slower
+            return faster
+        if model_scans:
+            return "walk" if "scan" in seen else "scan"
+        if close:
+            return "scan" if "walk" in seen else "walk"
+        return "walk"
+
+    def record(self, key, how, seconds):
+        """Keep the best time of `how` ('scan' or 'walk') on chains with this signature."""
+        seen = self.best.pop(key, {})  # re-inserted: the newest key is forgotten last
+        seen[how] = min(seconds, seen.get(how, seconds))
+        self.best[key] = seen
+        while len(self.best) > SIZE:
+            oldest = next(iter(self.best))
+            del self.best[oldest]
+            self.count.pop(oldest, None)
