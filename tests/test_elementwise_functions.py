@@ -11,6 +11,7 @@ from helpers import check_op, check_second_order
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops import nn
+from tinygrad_ops.ops import Xlogy
 
 SHAPES = [(), (1,), (3,), (2, 3), (2, 1, 3), (0, 3)]
 
@@ -70,6 +71,7 @@ BINARY = {
     "minimum": (tg.Tensor.minimum, torch.minimum, None, None),
     "logaddexp": (tg.Tensor.logaddexp, torch.logaddexp, None, None),
     "copysign": (tg.Tensor.copysign, torch.copysign, None, None),
+    "xlogy": (Xlogy.apply, torch.xlogy, 0.1, 3.0),
     "fmod": (tg.Tensor.fmod, torch.fmod, 0.5, 3.0),
     "remainder": (lambda a, b: a % (b - 2.0), lambda a, b: a % (b - 2.0), 0.3, 3.0),
     "floor-divide": (
@@ -218,3 +220,19 @@ def test_bad_arguments_are_clear_errors(action, error, message):
 )
 def test_activation_modules_match_torch(ours, theirs):
     check_op(ours, theirs, (3, 4), low=-4.0, high=4.0, rtol=1e-7)  # (hardsigmoid: see above)
+
+
+def test_xlogy_at_zeros_negatives_and_nan_matches_torch():
+    """0 log 0 = 0 (and its gradient 0 where b <= 0), NaN propagated, as torch.xlogy; an
+    upstream gradient of 0 gives 0 even where log b = -inf."""
+    a = np.array([0.0, 0.0, 1.0, 2.0, 0.0, -1.0, 3.0])
+    b = np.array([0.0, -1.0, 0.0, 3.0, np.nan, 2.0, 0.0])
+    upstream = np.array([1.0, 1.0, 0.0, 2.0, 1.0, 1.0, 1.0])
+    ours = [tg.Tensor(v, requires_grad=True) for v in (a, b)]
+    theirs = [torch.tensor(v, requires_grad=True) for v in (a, b)]
+    out, expected = Xlogy.apply(*ours), torch.xlogy(*theirs)
+    out.backward(upstream)
+    expected.backward(torch.tensor(upstream))
+    np.testing.assert_array_equal(out.numpy(), expected.detach().numpy())
+    for mine, reference in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(mine.grad.numpy(), reference.grad.numpy())

@@ -336,3 +336,20 @@ def test_binary_cross_entropy_is_twice_differentiable_as_torch():
     (second,) = tg.grad(sum((grad * grad).sum() for grad in grads), [p])
     (torch_second,) = torch.autograd.grad(sum((g * g).sum() for g in torch_grads), [torch_p])
     np.testing.assert_allclose(second.numpy(), torch_second.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div_target_gradient_at_zero_negative_and_nan_targets_matches_torch(log_target):
+    """kl_div is xlogy(t, t) - t x, as PyTorch's: at t = 0 the target's gradient is NaN
+    (log 0 + 0/0), a negative target's loss is NaN (the formula dropped them before)."""
+    x = np.log(np.array([[0.3, 0.7, 0.2, 0.5], [0.1, 0.1, 0.8, 0.4]]))
+    t = np.array([[0.0, 1.0, 0.5, -0.5], [0.2, 0.0, 0.8, np.nan]])
+    ours = [tg.Tensor(v, requires_grad=True) for v in (x, t)]
+    theirs = [torch.tensor(v, requires_grad=True) for v in (x, t)]
+    loss = F.kl_div(*ours, reduction="none", log_target=log_target)
+    expected = torch_functional.kl_div(*theirs, reduction="none", log_target=log_target)
+    loss.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_allclose(loss.numpy(), expected.detach().numpy(), rtol=1e-12)
+    for mine, reference in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(mine.grad.numpy(), reference.grad.numpy(), rtol=1e-12)

@@ -150,3 +150,37 @@ class RoundedDivide(Op):
 
     def backward(self, grad_output):
         return grad_output * 0.0, grad_output * 0.0
+
+
+class Xlogy(Op):
+    """out = a log b, 0 where a == 0 (unless b is NaN);  da = g log b (0 where a == 0 and
+    b <= 0, or g == 0), db = g a / b
+
+    PyTorch's xlogy and its rules. kl_div is xlogy(t, t) - t x, as PyTorch's: its target's
+    gradient at t = 0 is 0/0 = NaN there, as in PyTorch."""
+
+    __slots__ = ()
+    promotion = staticmethod(promote_float)
+    jacobian_kind = diagonal_kind
+    jacobian = diagonal_from_vjp
+
+    def forward(self, a, b):
+        with np.errstate(divide="ignore", invalid="ignore"):  # log(0) = -inf, log(-1) = NaN
+            product = _apply("xlogy", np.multiply, a, np.log(b))
+        self.save_for_backward(a, b)
+        return np.where(np.equal(a, 0) & ~np.isnan(b), 0.0, product).astype(product.dtype)
+
+    def backward(self, grad_output):
+        a, b = self.saved_tensors
+        needs_a, needs_b = self.needs_input_grad
+        grad_a = grad_b = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if needs_a:
+                raw_a, raw_b = dual.raw(a), dual.raw(b)
+                zero = (np.equal(raw_a, 0) & np.less_equal(raw_b, 0)) | np.equal(
+                    dual.raw(grad_output), 0
+                )
+                grad_a = dual.where(zero, 0.0, grad_output * dual.log(b))
+            if needs_b:
+                grad_b = grad_output * a / b
+        return grad_a, grad_b

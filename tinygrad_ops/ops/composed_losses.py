@@ -7,6 +7,7 @@ op) and with logits, l1, huber, smooth_l1, kl_div.
 import numpy as np
 
 from .base import values_read
+from .binary import Xlogy
 from .checks import check_float
 from .losses import BinaryCrossEntropy
 
@@ -253,7 +254,7 @@ def kl_div(input, target, reduction="mean", log_target=False):
     """loss = t (log t - input) (0 where t = 0), input holding log-probabilities; with
     log_target, exp(t) (t - input). "batchmean" divides the sum by the batch size (the
     true KL divergence; "mean" divides by the element count, as PyTorch);
-    d input = -t g, d t = (log t + 1 - input) g.
+    d input = -t g, d t = (log t + 1 - input) g (NaN at t = 0, as PyTorch: xlogy(t, t)'s).
 
     >>> import tinygrad_ops as tg
     >>> kl_div(tg.Tensor([[-1.0, -1.0]]), tg.Tensor([[0.5, 0.5]]), reduction="sum").item()
@@ -263,11 +264,8 @@ def kl_div(input, target, reduction="mean", log_target=False):
     x, t = _pair(input, target, "kl_div", same_shape=False)
     if log_target:
         loss = t.exp() * (t - x)
-    else:
-        values_read(t, "kl_div: where the target is 0")
-        positive = t.data > 0  # t log t -> 0 as t -> 0: the where keeps log away from 0
-        safe = _where(positive, t, np.ones((), dtype=t.dtype))
-        loss = _where(positive, t * safe.log(), np.zeros((), dtype=t.dtype)) - t * x
+    else:  # t log t is 0 at t = 0 (xlogy), as PyTorch's: its gradient there is NaN too
+        loss = Xlogy.apply(t, t) - t * x
     if reduction == "batchmean":
         return loss.sum() / (loss.shape[0] if loss.ndim else 1)
     return reduce_loss(loss, reduction, "kl_div")
