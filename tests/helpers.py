@@ -109,3 +109,35 @@ class Cube(tg.Function):
     def backward(ctx, grad_output):
         (x,) = ctx.saved_tensors
         return grad_output * 3 * x * x
+
+
+# -- graphs and DOT sources for the viz tests ----------------------------------------------
+
+
+def named(values, name, requires_grad=True):
+    tensor = tg.Tensor(np.asarray(values, dtype=np.float32), requires_grad=requires_grad)
+    tensor.name = name
+    return tensor
+
+
+def dot_lines(digraph):
+    return [line.strip() for line in digraph.source.splitlines()]
+
+
+def node_names(digraph):
+    """The ids of the node statements in a DOT source (not edges, not attributes)."""
+    names = []
+    for line in dot_lines(digraph):
+        if "->" in line or line.startswith(("digraph", "}", "node ", "edge ", "subgraph")):
+            continue
+        head = line.split(" ", 1)[0]
+        if "[" in line and "=" not in head:
+            names.append(head)
+    return names
+
+
+def small_graph():
+    """loss = sum(x * w) with x = [1, 2], w = [3, 4]."""
+    x = named([1.0, 2.0], "x")
+    w = named([3.0, 4.0], "w")
+    return x, w, (x * w).sum()

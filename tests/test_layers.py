@@ -192,3 +192,17 @@ def test_the_engine_package_check_sees_a_re_export(tmp_path):
     assert through_the_engine_package("tinygrad_ops.scheduler.steps", path) == [
         "tinygrad_ops.autograd.Op"
     ]
+
+
+def test_the_engine_does_not_import_viz():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tinygrad_ops, tinygrad_ops.nn, tinygrad_ops.optim; "
+        "x = tinygrad_ops.Tensor([1.0], requires_grad=True); (x * x).sum().backward(); "
+        "print(any(name.startswith('tinygrad_ops.viz') for name in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
