@@ -123,6 +123,42 @@ def test_gradients_at_nan_match_torch(ours, theirs, values):
         )
 
 
+# -- infinities and signed zeros, where the formula picked decides the answer ---------------------
+
+INF = float("inf")
+EDGES = [-0.0, 0.0, -1.0, 1.0, 2.0, INF, -INF, NAN]
+
+EDGE_CASES = [
+    pytest.param(lambda x: x**0.5, lambda x: x**0.5, id="pow-0.5"),
+    pytest.param(lambda x: x**-0.5, lambda x: x**-0.5, id="pow-minus-0.5"),
+    pytest.param(lambda x: x**1.5, lambda x: x**1.5, id="pow-1.5"),
+    pytest.param(lambda x: x.asin(), torch.asin, id="asin"),
+    pytest.param(lambda x: x.acos(), torch.acos, id="acos"),
+    pytest.param(F.softsign, TF.softsign, id="softsign"),
+]
+
+
+def same_numbers(ours, theirs, what):
+    """Equal to an ulp (PyTorch's vectorised sqrt rounds differently), NaN where NaN, and
+    the same sign of zero (x**0.5 at -0 is -0 in PyTorch)."""
+    np.testing.assert_allclose(ours, theirs, rtol=4e-16, atol=0, err_msg=what)
+    numbers = ~np.isnan(theirs)
+    np.testing.assert_array_equal(np.signbit(ours[numbers]), np.signbit(theirs[numbers]), what)
+
+
+@pytest.mark.parametrize(("ours", "theirs"), EDGE_CASES)
+def test_values_and_gradients_at_infinities_and_signed_zeros_match_torch(ours, theirs):
+    x = tg.Tensor(np.array(EDGES), requires_grad=True)
+    torch_x = torch.tensor(EDGES, dtype=torch.float64, requires_grad=True)
+    with np.errstate(all="ignore"):  # (numpy's RuntimeWarnings are another matter)
+        out = ours(x)
+        out.backward(np.ones(len(EDGES)))
+    expected = theirs(torch_x)
+    expected.backward(torch.ones(len(EDGES), dtype=torch.float64))
+    same_numbers(out.numpy(), expected.detach().numpy(), "values")
+    same_numbers(x.grad.numpy(), torch_x.grad.numpy(), "gradients")
+
+
 # -- integer powers -------------------------------------------------------------------------------
 
 

@@ -170,7 +170,9 @@ class PowScalar(Op):
             dtype = result_dtype([a, exponent])
             return (a.astype(dtype, copy=False) ** exponent).astype(dtype, copy=False)
         self.save_for_backward(a)
-        return a**exponent
+        if exponent == -0.5:  # 1 / sqrt(a), as PyTorch's rsqrt: -inf at -0 (pow gives +inf)
+            return np.reciprocal(np.sqrt(a))
+        return a**exponent  # (numpy's ** 0.5 is sqrt, -0 at -0, as PyTorch's)
 
     def backward(self, grad_output):
         (a,) = self.saved_tensors
@@ -181,6 +183,8 @@ class PowScalar(Op):
             return grad_output, None
         if p == 2:
             return grad_output * (a * 2), None
+        if p == 0.5:  # 0.5 / sqrt(a), as PyTorch: -inf at -0, NaN at -inf (pow: +inf, 0)
+            return grad_output * (0.5 / a**0.5), None
         return grad_output * (p * a ** (p - 1)), None
 
 

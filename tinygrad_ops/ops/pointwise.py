@@ -165,7 +165,9 @@ class Softsign(Activation):
 
     def slope(self, x, out):
         magnitude = x.abs() if dual._is_tensor(x) else np.abs(x)
-        return (magnitude + 1.0) ** -2
+        reciprocal = 1.0 / (magnitude + 1.0)
+        # x - x is 0, or NaN at ±inf: there PyTorch's slope is NaN (inf/inf in its chain rule)
+        return reciprocal * (reciprocal + (x - x))
 
 
 class Relu6(Activation):

@@ -203,7 +203,7 @@ class Asin(FloatFunction):
     numpy_function = np.arcsin
 
     def derivative(self, a, out):
-        return (1.0 - a * a) ** -0.5
+        return 1.0 / (1.0 - a * a) ** 0.5  # (a sqrt: NaN at ±inf, as PyTorch; pow gives 0)
 
 
 class Acos(FloatFunction):
@@ -213,7 +213,7 @@ class Acos(FloatFunction):
     numpy_function = np.arccos
 
     def derivative(self, a, out):
-        return -((1.0 - a * a) ** -0.5)
+        return -1.0 / (1.0 - a * a) ** 0.5  # (a sqrt: NaN at ±inf, as PyTorch)
 
 
 class Atan(FloatFunction):
