@@ -1,6 +1,7 @@
 """tg.compile: compiled steps against eager ones, bit for bit; guards; refusals; memory."""
 
 import gc
+import re
 import tracemalloc
 
 import numpy as np
@@ -205,12 +206,21 @@ def test_rnn_matches_eager_with_the_sequential_walk():
         np.testing.assert_array_equal(eager, compiled)
 
 
-@pytest.mark.parametrize("scheduler", ["blelloch", "hillis-steele", "blocked"])
-def test_a_scan_that_finds_a_chain_is_refused(scheduler):
+@pytest.mark.parametrize("scheduler", ["blelloch", "hillis-steele", "blocked", "auto"])
+def test_rnn_with_a_scan_matches_eager(scheduler):
     inputs = tg.Tensor(np.random.default_rng(1).standard_normal((40, 4, 3)))
-    step = tg.compile(rnn_step(rnn_weights(), 40, scheduler))
-    with pytest.raises(tg.CompileError, match="compiled scans are not supported"):
-        step(inputs)
+    results = []
+    for compiled in (False, True):
+        weights = rnn_weights()
+        step = rnn_step(weights, 40, scheduler)
+        step = tg.compile(step) if compiled else step
+        losses = [step(inputs).item() for _ in range(6)]
+        results.append((losses, [weights[0].data.copy(), weights[1].data.copy()]))
+    assert results[0][0] == results[1][0]
+    for eager, compiled in zip(results[0][1], results[1][1]):
+        np.testing.assert_array_equal(eager, compiled)
+    if scheduler != "auto":  # (auto may choose the walk for 40 steps)
+        assert re.search(rf"scan of a chain of 3\d steps \({scheduler}", str(step.program))
 
 
 # -- guards ---------------------------------------------------------------------------------

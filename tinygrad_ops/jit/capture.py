@@ -8,6 +8,7 @@ eager code, so eager pays nothing else):
     the walk's input_grads   run_rule        a backward rule runs (the recorder calls it)
     BackwardGraph.visit      record_leaf     a leaf took its gradient into .grad
     run_backward             begin_backward  the seed, and what cannot be replayed
+    SegmentRun.run           record_scan     a scan scheduler scans a chain (one kernel)
     apply_inplace, copy_     record_write    a tensor's own array was written in place
     Tensor.item, numpy, ...  read_value      Python reads values: refused if they can change
     @replayed_whole methods  call            optimizer.step(), zero_grad(): called again
@@ -42,6 +43,7 @@ from .kernels import (
     Write,
 )
 from .program import Slot
+from .scan_kernel import ScanKernel
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -81,6 +83,8 @@ class Recorder:
         self.modules = {}
         self.graphs = []
         self.paused = 0
+        self.scanning = None  # the SegmentRun being recorded
+        self.scanned = set()  # ids of the nodes of scanned segments (their forwards stay general)
         self.values = values
         for position, (value, name) in enumerate(zip(values, names)):
             data = value.data if isinstance(value, Tensor) else value
@@ -355,18 +359,43 @@ class Recorder:
                 return position
         return None
 
+    def record_scan(self, runner, method, block_size):
+        """A scan scheduler scans `runner.segment`: run it, watching which pending
+        gradients it takes and where it sends its results; record it as one kernel."""
+        graph = runner.graph
+        taken = tuple(
+            self.pending.get(id(anchor)) if id(anchor) in graph.grads else None
+            for anchor in runner.segment.anchors
+        )
+        sent = []
+        send = graph.send
+
+        def watch(tensor, grad, owned=False):
+            sent.append(self.pending_slot(tensor))
+            send(tensor, grad, owned)
+
+        graph.send = watch
+        self.scanning = runner
+        try:
+            runner.run(method, block_size)
+        finally:
+            self.scanning = None
+            del graph.send
+        self.scanned.update(id(node) for column in runner.segment.nodes for node in column)
+        self.emit(ScanKernel(runner.segment, method, block_size, taken, tuple(sent)))
+
     def refuse_scheduler(self):
         self.refuse(
-            "a backward scheduler that computes gradients outside the ops' rules (a scan "
-            "found a chain): compiled scans are not supported; use scheduler='sequential'"
+            "a backward scheduler that computes gradients outside the ops' rules and "
+            "outside the scans tg.compile records; use scheduler='sequential'"
         )
 
     def check_finished(self):
         """At the end of capture: no scan ran behind the recorder's back, and every change
         to a captured tensor was made by a kernel the program replays."""
-        for graph in self.graphs:
-            if graph.scanned_segments:
-                self.refuse_scheduler()
+        recorded = sum(isinstance(kernel, ScanKernel) for kernel in self.kernels)
+        if sum(len(graph.scanned_segments) for graph in self.graphs) > recorded:
+            self.refuse_scheduler()
         self.forget_grads()
         updated = set()
         for kernel in self.kernels:

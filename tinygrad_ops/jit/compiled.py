@@ -74,6 +74,7 @@ class CompiledFunction:
             recorder.kernels,
             recorder.phases,
             output,
+            recorder.scanned,
         )
         forget_capture(recorder)
         self.programs.append((guards, program))
@@ -172,7 +173,8 @@ def compile(function=None, *, max_programs=4):
     first call. Reading a value that changes from call to call (`.item()`, `bool()`,
     `.numpy()` of an argument, a parameter or a computed tensor) is refused at capture with
     an error naming the line, as are changes made through `.data`, `create_graph=True`,
-    `tg.grad`, hooks and scans that find a chain (docs/compile.md has the whole list).
+    `tg.grad` and hooks (docs/compile.md has the whole list). A scan scheduler that finds
+    a chain is recorded as one kernel: the chain analysis runs once, at the capture.
     Returned tensors are new each call and carry no history (no `.backward()` on them).
 
     Guards: each call checks the argument shapes, dtypes and Python values, that the

@@ -258,7 +258,7 @@ class FusedBackward(Kernel):
         return f"{_sends(self.kernel.edges, name)} <- {rule}   (fused)"
 
 
-def fuse(kernels, slots) -> list:
+def fuse(kernels, slots, scanned=()) -> list:
     """The kernels with every node that has a fitting rule replaced by its fused kernels,
     and zero_grad() and plain SGD's step() by theirs (fused_optim.py)."""
     fused = {}  # id(node) -> (its FusedForward's Forward, rule)
@@ -266,7 +266,11 @@ def fuse(kernels, slots) -> list:
     result = []
     for kernel in kernels:
         replacement = kernel
-        if isinstance(kernel, Forward) and not kernel.conversions:
+        if (
+            isinstance(kernel, Forward)
+            and not kernel.conversions
+            and id(kernel.node) not in scanned
+        ):
             rule = RULES.get(type(kernel.node).__name__)
             if rule is not None and rule.fits(kernel, slots):
                 fused[id(kernel.node)] = (kernel, rule)

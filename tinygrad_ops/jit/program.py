@@ -83,16 +83,18 @@ class Program:
     and captured arrays.
     """
 
-    def __init__(self, name, slots, initial, arguments, kernels, phases, output):
+    def __init__(self, name, slots, initial, arguments, kernels, phases, output, scanned=()):
         self.name = name
         self.slots = slots
         self.initial = initial
         self.arguments = arguments
-        self.kernels = kernels = fuse(kernels, slots)
+        # (the nodes of scanned chains keep their general kernels: the scan reads their
+        # saved values from the nodes)
+        self.kernels = kernels = fuse(kernels, slots, scanned)
         self.phases = phases
         self.output = output
         kept = set(output.slots())
-        plan_memory(kernels, slots, kept)
+        plan_memory(kernels, slots, kept, scanned)
         self.replay, self.source = generate(name, slots, initial, arguments, kernels, kept)
 
     def run(self, values):
@@ -123,12 +125,13 @@ class Program:
     __repr__ = __str__
 
 
-def plan_memory(kernels, slots, kept):
+def plan_memory(kernels, slots, kept, scanned=()):
     """Free every computed array after the last kernel that reads it, and release a node's
     saved values after its last backward (or right after forward, if it has none).
 
     Pending gradients are consumed by the kernel that takes them; arguments, captured
     arrays and constants live as long as the program; `kept` (the returned slots) too.
+    The nodes of scanned chains (`scanned`) keep their saved values until the scan.
     """
     last_reader = {}
     for position, kernel in enumerate(kernels):
@@ -149,4 +152,4 @@ def plan_memory(kernels, slots, kept):
         if isinstance(kernel, Backward):
             kernel.release = last_backward[id(kernel.node)] == position
         elif isinstance(kernel, Forward):
-            kernel.release = id(kernel.node) not in last_backward
+            kernel.release = id(kernel.node) not in last_backward and id(kernel.node) not in scanned

@@ -181,6 +181,10 @@ class SegmentRun:
     # -- the whole segment ---------------------------------------------------------------------
 
     def run(self, method, block_size):
+        recorder = STATE.recorder  # tg.compile's capture records the scan as one kernel
+        if recorder is not None and recorder.scanning is None:
+            recorder.record_scan(self, method, block_size)
+            return
         graph = self.graph
         anchors = self.segment.anchors
         count = self.count
