@@ -38,3 +38,14 @@ def test_creation_wraps_its_own_arrays():
     assert tensor.numpy().flags.owndata
     with pytest.raises(TypeError, match="floating-point"):
         tg.arange(3).requires_grad = True
+
+
+def test_creation_functions():
+    assert tg.zeros(2, 3).shape == (2, 3)
+    assert tg.zeros(2, 3).dtype == np.float32
+    assert tg.ones((2,), dtype=np.float64).dtype == np.float64
+    np.testing.assert_array_equal(tg.randn(3, seed=1).numpy(), tg.randn(3, seed=1).numpy())
+    assert not np.array_equal(tg.randn(3, seed=1).numpy(), tg.randn(3, seed=2).numpy())
+    assert tg.randn(2, requires_grad=True).requires_grad
+    np.testing.assert_array_equal(tg.arange(1, 7, 2).numpy(), [1, 3, 5])
+    assert tg.arange(0.0, 1.0, 0.5).dtype == np.float32
