@@ -1,0 +1,111 @@
+"""The first look's last check: who reads the chain's tensors from outside it
+(first_look.py, step 4; docs/scan.md section 5).
+
+Two searches over the tensors *outside* a chain see every reader of a chain tensor
+without an index of the graph: from the chain's outside inputs (their ancestry must
+meet no chain tensor), then from the output (it may meet the anchors, whose readers'
+gradients are the injections e_i, but no tensor inside a step).
+"""
+
+import itertools
+from operator import is_
+
+
+def outside_readers(graph, anchors, tensors, outside, count, pending=()):
+    """The tensors outside the top `count` steps, as two searches that see every reader
+    of a chain tensor; None when a reader breaks the rules of a chain.
+
+    Every tensor of the graph that is not in the chain is reached from the chain's
+    outside inputs (weights, x_t, and their ancestry) or from the output without entering
+    the chain. The first search must meet no chain tensor at all (a step's input that
+    depends on the chain would need the scan's results before the scan). The second may
+    meet the anchors x_{n-1} .. x_0 (a readout and a loss at every step: their gradients
+    are the injections e_i) but no tensor inside a step. What the second search finds
+    (made after x_0) is *independent*: returned, newest first, to be walked before the
+    scan. Chain tensors were made after x_0 and no later than x_n, so only a tensor made
+    in that span is looked up among them (the sets of their ids are built the first time
+    one is met, which an RNN with its loss on the last state never does). The `pending`
+    tensors (gradients waiting to be walked) are starts of the second search like the
+    output, but an anchor among them holds an injection and a tensor inside a step would
+    hold a gradient that the scan does not see (None).
+    """
+    top = anchors[0]
+    bottom = anchors[count]
+    high = top._ctx.sequence
+    low = -1 if bottom._ctx is None else bottom._ctx.sequence
+    members = {}
+
+    def chain_role(tensor):
+        """ "anchor", "inside" (a tensor of a step that is no anchor) or None."""
+        if tensor is bottom:
+            return "anchor"
+        node = tensor._ctx
+        if node is None or not low < node.sequence <= high:
+            return None
+        if not members:
+            for column in tensors[1:]:
+                members.update(dict.fromkeys(map(id, column[:count]), "inside"))
+            members.update(dict.fromkeys(map(id, anchors[1:count]), "anchor"))
+        return members.get(id(tensor))
+
+    seen = {id(top)}
+    starts = []
+    for _, _, column in outside:
+        column = column[:count]
+        if all(map(is_, column, itertools.repeat(column[0]))):
+            column = column[:1]  # a weight shared by every step: one look is enough
+        for operand in column:
+            if id(operand) not in seen:
+                if chain_role(operand) is not None:
+                    return None
+                seen.add(id(operand))
+                starts.append(operand)
+    if _search(starts, seen, chain_role, allowed=()) is None:
+        return None
+    roots = [root for root in graph.roots if id(root) not in seen]
+    for tensor in pending:
+        if id(tensor) in seen:
+            continue  # the root, or an input of the chain (walked after the scan)
+        role = chain_role(tensor)
+        if role == "inside":
+            return None
+        if role is None:
+            roots.append(tensor)
+    seen.update(map(id, roots))
+    found = _search(list(roots), seen, chain_role, allowed=("anchor",))
+    if found is None:
+        return None
+    independent = [tensor for tensor in roots + found if _made_after_sequence(tensor, low)]
+    independent.sort(key=_sequence_of, reverse=True)
+    return independent
+
+
+def _made_after_sequence(tensor, low):
+    node = tensor._ctx
+    return node is not None and node.sequence > low
+
+
+def _sequence_of(tensor):
+    return tensor._ctx.sequence
+
+
+def _search(stack, seen, chain_role, allowed):
+    """Every tensor below `stack` that needs a gradient, not entering the chain: the list
+    of those met, or None if a chain tensor whose role is not `allowed` is met."""
+    found = []
+    while stack:
+        node = stack.pop()._ctx
+        if node is None:
+            continue
+        for operand, needs in zip(node.inputs, node.needs_input_grad):
+            if not needs or id(operand) in seen:
+                continue
+            seen.add(id(operand))
+            role = chain_role(operand)
+            if role is not None:
+                if role not in allowed:
+                    return None
+                continue
+            found.append(operand)
+            stack.append(operand)
+    return found
