@@ -19,6 +19,9 @@ STEPS = 12
 EXPECTED = {name: [(STEPS - 1, "dense")] for name in FORMULATIONS}
 EXPECTED["elementwise"] = [(STEPS - 1, "diagonal")]
 EXPECTED["two-rnns"] = [(STEPS - 1, "dense"), (STEPS - 1, "dense")]
+# The running sum of the per-step losses is a chain too (of numbers: diagonal), its steps'
+# readouts and losses batched beside it, their gradients the main chain's injections.
+EXPECTED["loss-every-step"] = [(STEPS - 1, "dense"), (STEPS - 1, "diagonal")]
 # A stacked RNN: the upper layer's chain (the lower layer's states its per-step inputs),
 # then the lower layer's, found once the upper one is scanned.
 EXPECTED["stacked"] = [(STEPS - 1, "dense"), (STEPS - 1, "dense")]

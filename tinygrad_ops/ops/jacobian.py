@@ -55,6 +55,14 @@ def diagonal_kind(node, index):
     return "diagonal"
 
 
+def side_kind(node, index):
+    """`jacobian_kind` of an op that reduces each step's values to a number (a loss at
+    every step): "side", never on a chain (the finder refuses it there), but its backward
+    runs on saved values stacked over the steps, the upstream gradient one number per
+    step (shaped to broadcast over the leading axis)."""
+    return "side"
+
+
 def first_input_dense_kind(node, index):
     """`jacobian_kind` of an op that is row-wise (and dense) through its first input only
     (x @ W, linear, layer norm); the others (weights) are not on a chain."""

@@ -11,6 +11,7 @@ from .activations import Softmax
 from .base import Op
 from .checks import check_float
 from .dual import compute_dtype, like_inputs, upcast
+from .jacobian import side_kind
 from .kernels import (
     RowBuffers,
     as_rows,
@@ -177,6 +178,7 @@ class MSELoss(Op):
     """loss = mean((a - b)²) (or sum, or none);  da = 2 g (a - b) (/ n for the mean), db = -da"""
 
     __slots__ = ("reduction", "count")
+    jacobian_kind = side_kind  # a loss at every step of a chain: batched beside it
 
     def forward(self, a, b, reduction):
         if reduction not in ("mean", "sum", "none"):

@@ -27,26 +27,31 @@ from .spine import descend
 from .steps import ChainPlan, NotAChain, Segment, build_template, input_tensor
 
 
-def first_look(graph, min_steps, worth_checking=None, nested=True, inside=None, pending=()):
+def first_look(
+    graph, min_steps, worth_checking=None, nested=True, inside=None, pending=(), window=None
+):
     """A ChainPlan with the chain found (and, with `nested`, the chains found among its
     independent tensors: a second RNN), a ChainPlan without segments and with a
     `refusal` (a chain too short to pay, by `worth_checking(steps, ops_per_step,
     state_shape)`, asked once the walk down knows the length), or None (not this kind of
     chain: the full analysis decides). With `inside` (a set of ids), a chain whose top
-    step is not made of those tensors is not looked at further. `pending` lists tensors
-    besides the root that hold a gradient still to be walked (a look resumed after a
-    scan, `below.py`): they are searched from as the root is."""
+    step is not made of those tensors is not looked at further, a step's tensors are
+    among them, and the searches do not leave them. `pending` lists tensors besides the
+    root that hold a gradient still to be walked (a look resumed after a scan,
+    `below.py`): they are searched from as the root is. `window`: the tensors to find
+    the repeating step in (default: the walk down from the root, `spine.descend`)."""
     if graph.wanted is not None or len(graph.grads) != 1 or len(graph.roots) != 1:
         return None
-    window = list(descend(graph.roots[0], 8 * steps.MAX_PERIOD))
+    if window is None:
+        window = list(descend(graph.roots[0], 8 * steps.MAX_PERIOD))
     # The phases whose step is a valid template, from the top: the first whose chain
     # checks out (the top of the repeating classes may be the loss's y * y, a Mul like
     # the step's own).
     refusal = found = None
-    for built in top_steps(window, graph):
+    for built in top_steps(window, graph, inside):
         if inside is not None and not {id(built[1].upper), id(built[1].lower)} <= inside:
             continue
-        found = _checked_steps(*built, graph.capture, worth_checking, min_steps)
+        found = _checked_steps(*built, graph.capture, worth_checking, min_steps, inside)
         if isinstance(found, ChainPlan):
             refusal, found = refusal or found, None  # too short to pay, at this phase
         if found is not None:
@@ -54,7 +59,7 @@ def first_look(graph, min_steps, worth_checking=None, nested=True, inside=None, 
     if found is None:
         return refusal
     template, anchors, (count, tensors, nodes, outside) = found
-    independent = outside_readers(graph, anchors, tensors, outside, count, pending)
+    independent = outside_readers(graph, anchors, tensors, outside, count, pending, inside)
     if independent is None:
         return None
     # Columns in chain order (step 0 is x_0 -> x_1).
@@ -68,9 +73,14 @@ def first_look(graph, min_steps, worth_checking=None, nested=True, inside=None, 
     segment = Segment(template, anchors[count::-1], chain_columns, outside, chain_nodes)
     plan = ChainPlan([segment], independent)
     if nested:
+        inside = set()  # the nested chains' tensors but their ends: never sent a gradient
         for inner, inner_independent in chains_among(graph, independent, min_steps):
             plan.segments.append(inner)
             plan.nested[id(inner)] = inner_independent
+            inside.update(id(tensor) for column in inner.columns for tensor in column)
+            inside.discard(id(inner.anchors[-1]))
+        if inside:
+            plan.independent = [tensor for tensor in independent if id(tensor) not in inside]
     return plan
 
 
@@ -96,9 +106,8 @@ def chains_among(graph, independent, min_steps, tries=2):
     for candidate in independent[: 2 * tries]:
         if id(candidate) in taken or candidate._ctx is None:
             continue
-        view = RootView(candidate, graph.capture)
-        inner = first_look(view, min_steps, nested=False, inside=members)
-        if inner is None or not inner.segments:
+        inner = _inner_chain(graph, independent, candidate, members, min_steps)
+        if inner is None:
             continue
         (segment,) = inner.segments
         chain = {id(tensor) for column in segment.columns for tensor in column}
@@ -110,8 +119,24 @@ def chains_among(graph, independent, min_steps, tries=2):
         if _read_from_elsewhere(independent, inner.independent, chain, segment):
             continue
         taken |= chain
+        # Its own independent tensors (the output side above it) lead to it again.
+        taken.update(map(id, inner.independent))
         found.append((segment, inner.independent))
     return found
+
+
+def _inner_chain(graph, independent, candidate, members, min_steps):
+    """The first look from `candidate` among the independent tensors (`members`, ids):
+    along the walk down from it, else along the independent tensors themselves, newest
+    first (the running sum of a loss at every step: the walk down from the sum follows
+    the newest term into the outer chain). A ChainPlan with a segment, or None."""
+    view = RootView(candidate, graph.capture)
+    inner = first_look(view, min_steps, nested=False, inside=members)
+    if inner is None or not inner.segments:
+        start = next(index for index, tensor in enumerate(independent) if tensor is candidate)
+        window = independent[start : start + 8 * steps.MAX_PERIOD]
+        inner = first_look(view, min_steps, nested=False, inside=members, window=window)
+    return inner if inner is not None and inner.segments else None
 
 
 def _read_from_elsewhere(independent, own, chain, segment):
@@ -128,7 +153,7 @@ def _read_from_elsewhere(independent, own, chain, segment):
     return False
 
 
-def _checked_steps(template, step, capture, worth_checking, min_steps):
+def _checked_steps(template, step, capture, worth_checking, min_steps, inside=None):
     """(template, anchors, check_columns' result) of the chain below the top `step`, a
     ChainPlan with a refusal (too short to pay), or None (fewer than `min_steps` steps
     check out)."""
@@ -137,7 +162,7 @@ def _checked_steps(template, step, capture, worth_checking, min_steps):
         # A state carried beside the chain (the lower layer of a stacked RNN, made in the
         # same step): it becomes a per-step input, and its own chain is looked for once
         # this one is scanned (`below.py`).
-        built = _rebuilt_without(step, carried, capture)
+        built = _rebuilt_without(step, carried, capture, inside)
         if built is None or _carried_state(*built):
             return None
         template, step = built
@@ -157,9 +182,10 @@ def top_step(window, graph):
     return next(top_steps(window, graph), None)
 
 
-def top_steps(window, graph):
+def top_steps(window, graph, inside=None):
     """The valid (template, step) candidates for the top step of the chain that `window`
-    runs along, one per phase from the top (none if its op classes do not repeat)."""
+    runs along, one per phase from the top (none if its op classes do not repeat); with
+    `inside`, made of those tensors only."""
     classes = [type(tensor._ctx) for tensor in window]
     period = period_of(classes[::-1])
     if period is None or len(window) < 2 * period + 1:
@@ -177,7 +203,8 @@ def top_steps(window, graph):
     # the repeating part may still be an output layer of another shape).
     for upper in range(top, min(top + period, len(window) - period)):
         lower = window[upper + period]
-        built = build_template(lower, window[upper], _made_after(lower), graph.capture)
+        belongs = _made_after(lower, inside)
+        built = build_template(lower, window[upper], belongs, graph.capture)
         if built is not None:
             yield built
 
@@ -200,10 +227,10 @@ def _carried_state(template, step):
     }
 
 
-def _rebuilt_without(step, excluded, capture):
+def _rebuilt_without(step, excluded, capture, inside=None):
     """The top step's (template, step) with the tensors in `excluded` (ids) taken as
     inputs from outside the step."""
-    made_after = _made_after(step.lower)
+    made_after = _made_after(step.lower, inside)
 
     def belongs(operand):
         return "outside" if id(operand) in excluded else made_after(operand)
@@ -228,13 +255,14 @@ def period_of(classes):
     return min(period for period, score in scores.items() if score >= 0.9 * best)
 
 
-def _made_after(lower):
-    """`belongs` for the first look: a step's tensors are the inputs made after x_{i-1}."""
+def _made_after(lower, inside=None):
+    """`belongs` for the first look: a step's tensors are the inputs made after x_{i-1}
+    (and, with `inside`, among those ids)."""
     lower_node = lower._ctx
 
     def belongs(operand):
         node = operand._ctx
-        if node is None:
+        if node is None or (inside is not None and id(operand) not in inside):
             return "outside"
         if lower_node is None or node.sequence > lower_node.sequence:
             return "slot"

@@ -93,6 +93,8 @@ def chain_kind(node, index, output_shape):
     is on the chain: "diagonal", "dense", or None when the op is not row-wise through it
     (a diagonal Jacobian of a broadcast input would mix the rows' gradients)."""
     kind = node.jacobian_kind(index)
+    if kind == "side":
+        return None  # a per-step loss: beside a chain only
     if kind == "diagonal" and node.inputs[index].shape != output_shape:
         return None
     return kind

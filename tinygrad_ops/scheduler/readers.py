@@ -11,7 +11,7 @@ import itertools
 from operator import is_
 
 
-def outside_readers(graph, anchors, tensors, outside, count, pending=()):
+def outside_readers(graph, anchors, tensors, outside, count, pending=(), within=None):
     """The tensors outside the top `count` steps, as two searches that see every reader
     of a chain tensor; None when a reader breaks the rules of a chain.
 
@@ -27,7 +27,10 @@ def outside_readers(graph, anchors, tensors, outside, count, pending=()):
     one is met, which an RNN with its loss on the last state never does). The `pending`
     tensors (gradients waiting to be walked) are starts of the second search like the
     output, but an anchor among them holds an injection and a tensor inside a step would
-    hold a gradient that the scan does not see (None).
+    hold a gradient that the scan does not see (None). With `within` (ids: the
+    independent tensors of an outer chain, for a chain found among them) the searches do
+    not leave those tensors: the rest of the graph is the outer chain and its inputs'
+    ancestry, which reads none of them (the outer chain's own searches proved it).
     """
     top = anchors[0]
     bottom = anchors[count]
@@ -60,7 +63,9 @@ def outside_readers(graph, anchors, tensors, outside, count, pending=()):
                     return None
                 seen.add(id(operand))
                 starts.append(operand)
-    if _search(starts, seen, chain_role, allowed=()) is None:
+    if within is not None:
+        starts = [tensor for tensor in starts if id(tensor) in within]
+    if _search(starts, seen, chain_role, (), within) is None:
         return None
     roots = [root for root in graph.roots if id(root) not in seen]
     for tensor in pending:
@@ -72,7 +77,7 @@ def outside_readers(graph, anchors, tensors, outside, count, pending=()):
         if role is None:
             roots.append(tensor)
     seen.update(map(id, roots))
-    found = _search(list(roots), seen, chain_role, allowed=("anchor",))
+    found = _search(list(roots), seen, chain_role, ("anchor",), within)
     if found is None:
         return None
     independent = [tensor for tensor in roots + found if _made_after_sequence(tensor, low)]
@@ -89,9 +94,10 @@ def _sequence_of(tensor):
     return tensor._ctx.sequence
 
 
-def _search(stack, seen, chain_role, allowed):
-    """Every tensor below `stack` that needs a gradient, not entering the chain: the list
-    of those met, or None if a chain tensor whose role is not `allowed` is met."""
+def _search(stack, seen, chain_role, allowed, within=None):
+    """Every tensor below `stack` that needs a gradient, not entering the chain (nor
+    leaving `within`): the list of those met, or None if a chain tensor whose role is not
+    `allowed` is met."""
     found = []
     while stack:
         node = stack.pop()._ctx
@@ -106,6 +112,8 @@ def _search(stack, seen, chain_role, allowed):
                 if role not in allowed:
                     return None
                 continue
+            if within is not None and id(operand) not in within:
+                continue  # the outer chain or its inputs' ancestry (see outside_readers)
             found.append(operand)
             stack.append(operand)
     return found

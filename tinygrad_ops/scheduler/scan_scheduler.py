@@ -138,6 +138,10 @@ class SegmentRun:
             if not any(needs):
                 continue
             node = batched.node(start, stop, needs)
+            if batched.first.jacobian_kind(0) == "side" and np.ndim(grad) == 1:
+                # A loss per step: one number each, broadcast over that step's values.
+                ndim = max(np.ndim(operand) for operand in batched.first.inputs)
+                grad = np.reshape(grad, grad.shape + (1,) * ndim)
             results = self._vjp(node, batched, grad, needs, start, stop)
             for k, code in enumerate(wiring):
                 result = results[k]
