@@ -72,7 +72,9 @@ class BackwardGraph:
     its gradient without a copy, only when the walk *owns* the array (`owned` holds the ids
     of the pending gradients it owns). The rule is `made_by_rule`: an array a backward rule
     has just made (or a sum the walk made) is owned; the upstream gradient passed through, a
-    view, a read-only array, or one the node keeps are not, and are never written to.
+    view, a read-only array, or one the node keeps are not, and are never written to. The
+    walk asks the rule only where it saves a copy, for a gradient sent to a leaf; for the
+    others the first sum makes a new array (which the walk then owns).
 
     Observers watch a backward pass without changing it (viz's recorder and
     `step_backward`): objects in `observers` with `visiting(tensor, grad)`, called as the
@@ -93,6 +95,9 @@ class BackwardGraph:
         self.visited = []  # nodes whose backward ran, to release afterwards
         self.scanned_segments = []  # ScannedSegment records noted by scan schedulers
         self.observers = []
+        # The modes, read once per pass (each read of the thread-local switches costs ~35 ns).
+        self.anomaly = STATE.anomaly
+        self.recorder = STATE.recorder  # tg.compile's capture, else None
         self._queue = None  # the running walk's queue (run_sequential), else None
         self._order = None
         # With wanted inputs, only tensors on a path to one of them need a gradient.
@@ -108,6 +113,7 @@ class BackwardGraph:
 
     def pop_grad(self, tensor):
         """Remove and return the pending gradient of `tensor` (None if none arrived)."""
+        self.owned.discard(id(tensor))
         return self.grads.pop(id(tensor), None)
 
     def send(self, tensor, grad, owned=False):
@@ -120,11 +126,8 @@ class BackwardGraph:
         if previous is None:
             self.grads[key] = grad
             self.tensors[key] = tensor
-            # Ownership describes the array stored now (an earlier one may have been popped).
-            if owned:
+            if owned:  # (a popped gradient's key has left `owned`: see pop_grad and visit)
                 self.owned.add(key)
-            else:
-                self.owned.discard(key)
             if self._queue is not None:
                 self._queue.push(tensor, key)
         else:
@@ -146,8 +149,7 @@ class BackwardGraph:
         backward rule, whose results are unbroadcast, checked, and sent to the parents."""
         key = id(tensor)
         owned = key in self.owned
-        if owned:
-            self.owned.discard(key)
+        self.owned.discard(key)
         for observer in self.observers:
             observer.visiting(tensor, grad)
         if tensor._hooks:
@@ -160,8 +162,8 @@ class BackwardGraph:
         if node is None:
             if self.accumulate_into_leaves:
                 accumulate_leaf(tensor, grad, self.create_graph, owned)
-                if STATE.recorder is not None:
-                    STATE.recorder.record_leaf(tensor)
+                if self.recorder is not None:
+                    self.recorder.record_leaf(tensor)
             return
         self.visited.append(node)
         for parent, parent_grad, parent_owned in self.input_grads(node, grad, tensor):
@@ -178,8 +180,9 @@ class BackwardGraph:
         try:
             for key in list(self.grads):  # the dict's order: leaves come in a fixed order
                 queue.push(self.tensors[key], key)
-            while queue.heap:
-                key = queue.pop()
+            heap = queue.heap
+            while heap:
+                key = heapq.heappop(heap)[1]  # the pending node created last
                 self.visit(self.tensors[key], self.grads.pop(key))
             for leaf in queue.leaves:
                 grad = self.grads.pop(id(leaf), None)
@@ -189,25 +192,37 @@ class BackwardGraph:
             self._queue = None
 
     def input_grads(self, node, grad, output=None):
-        """Run `node`'s backward rule on `grad`; return (input, checked gradient, owned)
-        for every input that needs a gradient. `output` is the tensor `node` produced
-        (a create_graph pass needs it when the rule reads the saved output)."""
+        """Run `node`'s backward rule on `grad`; return (input, gradient, owned) for every
+        input that needs a gradient: the gradient as an array of the input's dtype and shape
+        (unbroadcast), and whether the walk owns it (`made_by_rule`). `output` is the tensor
+        `node` produced (a create_graph pass needs it when the rule reads the saved output)."""
         if self.create_graph:
             results = self._recorded_input_grads(node, grad, output)
         else:
-            recorder = STATE.recorder  # tg.compile's capture runs the rule itself
-            if recorder is None:
+            if self.recorder is None:
                 grads = node.backward(grad)
-            else:
-                grads = recorder.run_rule(node, grad, output)
+            else:  # tg.compile's capture runs the rule itself
+                grads = self.recorder.run_rule(node, grad, output)
             results = []
-            needs_input_grad = node.needs_input_grad
             for index, operand in enumerate(node.inputs):
                 input_grad = grads[index]
-                if input_grad is not None and needs_input_grad[index]:
-                    results.append(
-                        checked_input_grad(node, index, operand, input_grad, grad, grads)
-                    )
+                if input_grad is None or not node.needs_input_grad[index]:
+                    continue
+                history = operand._ctx
+                if history is not None and history.sequence > node.sequence:
+                    operand = as_recorded(operand, node)  # changed in place since node read it
+                data = operand._data
+                if type(input_grad) is not np.ndarray:
+                    input_grad = np.asarray(input_grad)
+                if input_grad.dtype is not data.dtype and input_grad.dtype != data.dtype:
+                    input_grad = input_grad.astype(data.dtype)  # (builtin dtypes are shared)
+                if input_grad.shape != data.shape:  # a sum makes a new array: the walk owns it
+                    input_grad, owned = unbroadcast(input_grad, data.shape, node, index), True
+                else:  # (asked only where it saves a copy: a leaf's .grad takes an owned array)
+                    owned = operand._ctx is None and made_by_rule(input_grad, grad, grads, node)
+                if self.anomaly:
+                    _check_finite(node, index, input_grad)
+                results.append((operand, input_grad, owned))
         for observer in self.observers:
             observer.rule_ran(node, grad, results)
         return results
@@ -232,7 +247,7 @@ class BackwardGraph:
                 input_grad = input_grad.astype(operand.data.dtype)
             if input_grad.shape != operand.data.shape:
                 input_grad = unbroadcast(input_grad, operand.data.shape, node, index)
-            if STATE.anomaly:
+            if self.anomaly:
                 _check_finite(node, index, input_grad)
             results.append((operand, input_grad, False))
         return results
@@ -255,35 +270,6 @@ class WalkQueue:
         else:
             heapq.heappush(self.heap, (-tensor._ctx.sequence, key))
 
-    def pop(self):
-        """The key of the pending node created last."""
-        return heapq.heappop(self.heap)[1]
-
-
-def checked_input_grad(node, index, operand, input_grad, upstream, grads):
-    """(input, gradient, owned) for one input: the gradient as an array of the input's
-    dtype and shape (unbroadcast), checked under anomaly mode, and whether the walk owns it.
-
-    `operand` is followed back to the tensor the node consumed if it was modified in place
-    since (see `as_recorded`).
-    """
-    history = operand._ctx
-    if history is not None and history.sequence > node.sequence:
-        operand = as_recorded(operand, node)
-    data = operand._data
-    if type(input_grad) is not np.ndarray:
-        input_grad = np.asarray(input_grad)
-    dtype = input_grad.dtype
-    if dtype is not data.dtype and dtype != data.dtype:  # (builtin dtypes are shared)
-        input_grad = input_grad.astype(data.dtype)
-    if input_grad.shape != data.shape:
-        input_grad = unbroadcast(input_grad, data.shape, node, index)
-        owned = True  # a sum makes a new array
-    else:
-        owned = made_by_rule(input_grad, upstream, grads, node)
-    if STATE.anomaly:
-        _check_finite(node, index, input_grad)
-    return operand, input_grad, owned
 
 
 def made_by_rule(array, upstream, grads, node) -> bool:
@@ -296,22 +282,18 @@ def made_by_rule(array, upstream, grads, node) -> bool:
     rule may return arrays it keeps elsewhere says so with `fresh_gradients = False` (a
     user's tg.Function).
     """
-    if array is upstream or array.base is not None or not array.flags.writeable:
+    if array is upstream or array.base is not None or not node.fresh_gradients:
         return False
-    if not node.fresh_gradients:
+    returned = 0
+    for value in grads:
+        if value is array:
+            returned += 1
+    if returned > 1:
         return False
-    if len(grads) > 1:
-        returned = 0
-        for value in grads:
-            if value is array:
-                returned += 1
-        if returned > 1:
+    for value in node.saved or ():
+        if value is array:
             return False
-    if node.saved:
-        for value in node.saved:
-            if value is array:
-                return False
-    return True
+    return array.flags.writeable
 
 
 def _check_finite(node, index, grad):

@@ -170,7 +170,10 @@ class Op:
         if self.saved:
             self.saved = None
             self.sources = None
-        self.inputs = released_inputs(self.inputs, {} if husks is None else husks)
+        for operand in self.inputs:  # (most nodes of a small graph hold nothing worth freeing)
+            if getattr(getattr(operand, "_data", operand), "nbytes", 0) >= RELEASE_BYTES:
+                self.inputs = released_inputs(self.inputs, {} if husks is None else husks)
+                return
 
     @classmethod
     def apply(cls, *operands, **options):

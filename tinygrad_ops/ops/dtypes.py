@@ -93,14 +93,14 @@ def promote(operands):
         tensor_type = base.Tensor
         if first_type is tensor_type:
             if second_type is tensor_type:
-                if first.data.dtype is second.data.dtype:
+                if first._data.dtype is second._data.dtype:
                     return operands  # one dtype: nothing to promote
-            elif (second_type is float or second_type is int) and first.data.dtype in _FLOATS:
+            elif (second_type is float or second_type is int) and first._data.dtype in _FLOATS:
                 return operands  # a Python number never widens a float tensor
         elif (
             second_type is tensor_type
             and (first_type is float or first_type is int)
-            and second.data.dtype in _FLOATS
+            and second._data.dtype in _FLOATS
         ):
             return operands
     return _promote(operands, False)
@@ -116,7 +116,7 @@ def promote_float(operands):
     for value in operands:
         if type(value) is base.Tensor:
             # A float Tensor, and nothing to promote: the result is that float dtype.
-            if value.data.dtype in _FLOATS and (
+            if value._data.dtype in _FLOATS and (
                 len(operands) == 1 or promote(operands) is operands
             ):
                 return operands
@@ -125,7 +125,7 @@ def promote_float(operands):
 
 
 def _promote(operands, to_float):
-    arrays = [value.data if isinstance(value, base.Tensor) else value for value in operands]
+    arrays = [value._data if isinstance(value, base.Tensor) else value for value in operands]
     dtype = result_dtype(arrays, to_float)
     return tuple(_convert(value, dtype) for value in operands)
 
