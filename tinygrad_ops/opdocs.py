@@ -54,12 +54,14 @@ def first_paragraph(obj):
 def _delegate_rule(function, seen):
     """The rule of what a docstring-less method calls: `Op.apply`, `module.function(` or
     `self.method(`, in that order of preference."""
+    op_class = getattr(function, "op_class", None)  # an operator (tensor.binary_operator)
+    if op_class is not None:
+        return f"`{op_class.__name__}`: {first_paragraph(op_class)}"
     try:
         source = inspect.getsource(function)
     except (OSError, TypeError):  # a builtin or C function: no source to read
         return None
     applied = re.findall(r"\b([A-Z]\w*)\.apply\b", source)
-    applied += re.findall(r"\bself\._binary\(([A-Z]\w*)\b", source)  # a dunder's op
     for name in applied:
         if name in ops.REGISTRY:
             return f"`{name}`: {first_paragraph(ops.REGISTRY[name])}"

@@ -72,15 +72,15 @@ class Optimizer:
         """Forget every parameter's gradient (set it to None, as PyTorch does by default)."""
         for group in self.param_groups:
             for parameter in group["params"]:
-                parameter.grad = None
+                parameter._grad = None  # (the slot: None needs none of the property's checks)
 
     def step(self):  # pragma: no cover - every optimizer overrides it
         raise NotImplementedError
 
     def _parameters_with_grads(self, group):
-        for parameter in group["params"]:
-            if parameter.grad is not None:
-                yield parameter, parameter.grad.data
+        for parameter in group["params"]:  # (the slots, past the properties' checks)
+            if parameter._grad is not None:
+                yield parameter, parameter._grad._data
 
     @staticmethod
     def _subtract(parameter, update):
@@ -89,7 +89,7 @@ class Optimizer:
         In place and without temporaries: the update of a large weight is one pass over
         its memory, as in hand-written numpy.
         """
-        data = parameter.data
+        data = parameter._data
         np.subtract(data, update, out=data)  # (a ufunc's default casting is "same_kind")
         parameter._version[0] += 1
 

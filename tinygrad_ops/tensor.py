@@ -115,6 +115,27 @@ def _check_grad(tensor, grad):
         )
 
 
+def binary_operator(op_class, reflected=False):
+    """The method `self <op> other` (`other <op> self` when reflected, as `__radd__`): the one
+    coercion of an operator's operand, then `op_class.apply`.
+
+    Tensors and Python numbers go as they are; numpy scalars become Python numbers (so that
+    they do not widen the tensor), lists become tensors; anything else is NotImplemented
+    (Python then tries the other operand's operator). The method is this closure itself,
+    one call between `a * b` and `Mul.apply` (the hot path of every expression).
+    """
+
+    def operator(self, other):
+        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
+            other = as_operand(other)
+            if other is None:
+                return NotImplemented
+        return op_class.apply(other, self) if reflected else op_class.apply(self, other)
+
+    operator.op_class = op_class  # (read by tinygrad_ops.opdocs)
+    return operator
+
+
 class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, InplaceMethods):
     """An n-dimensional array that records the operations applied to it.
 
@@ -306,48 +327,11 @@ class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, Inplac
 
     # -- arithmetic operators ------------------------------------------------------------------
 
-    def _binary(self, op_class, other, reverse=False):
-        """`self <op> other` (or `other <op> self`): the one coercion of an operator's operand.
-
-        Tensors and Python numbers go as they are; numpy scalars become Python numbers (so
-        that they do not widen the tensor), lists become tensors; anything else is
-        NotImplemented (Python then tries the other operand's operator).
-        """
-        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
-            other = as_operand(other)
-            if other is None:
-                return NotImplemented
-        return op_class.apply(other, self) if reverse else op_class.apply(self, other)
-
-    def __add__(self, other):
-        return self._binary(Add, other)
-
-    def __radd__(self, other):
-        return self._binary(Add, other, reverse=True)
-
-    def __sub__(self, other):
-        return self._binary(Sub, other)
-
-    def __rsub__(self, other):
-        return self._binary(Sub, other, reverse=True)
-
-    def __mul__(self, other):
-        return self._binary(Mul, other)
-
-    def __rmul__(self, other):
-        return self._binary(Mul, other, reverse=True)
-
-    def __truediv__(self, other):
-        return self._binary(Div, other)
-
-    def __rtruediv__(self, other):
-        return self._binary(Div, other, reverse=True)
-
-    def __matmul__(self, other):
-        return self._binary(MatMul, other)
-
-    def __rmatmul__(self, other):
-        return self._binary(MatMul, other, reverse=True)
+    __add__, __radd__ = binary_operator(Add), binary_operator(Add, reflected=True)
+    __sub__, __rsub__ = binary_operator(Sub), binary_operator(Sub, reflected=True)
+    __mul__, __rmul__ = binary_operator(Mul), binary_operator(Mul, reflected=True)
+    __truediv__, __rtruediv__ = binary_operator(Div), binary_operator(Div, reflected=True)
+    __matmul__, __rmatmul__ = binary_operator(MatMul), binary_operator(MatMul, reflected=True)
 
     def __pow__(self, exponent):
         exponent = as_operand(exponent)
@@ -357,8 +341,7 @@ class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, Inplac
             return PowScalar.apply(self, exponent=exponent)
         return Pow.apply(self, exponent)
 
-    def __rpow__(self, base):
-        return self._binary(Pow, base, reverse=True)
+    __rpow__ = binary_operator(Pow, reflected=True)
 
     def __neg__(self):
         return Neg.apply(self)

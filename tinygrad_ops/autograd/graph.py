@@ -271,7 +271,6 @@ class WalkQueue:
             heapq.heappush(self.heap, (-tensor._ctx.sequence, key))
 
 
-
 def made_by_rule(array, upstream, grads, node) -> bool:
     """The ownership rule: may the walk add into `array` (one of `grads`, what `node`'s rule
     returned for the upstream gradient `upstream`) in place?
