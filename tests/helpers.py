@@ -1,6 +1,7 @@
 """Shared test helpers: one `check_op` that runs the same inputs through us and PyTorch."""
 
 import numpy as np
+import pytest
 import torch
 
 import tinygrad_ops as tg
@@ -26,6 +27,14 @@ def random_inputs(*specs, seed=0, low=None, high=None, dtype=np.float64):
         else:
             arrays.append(np.asarray(spec))
     return arrays
+
+
+def case(name, ours, theirs, *specs, **options):
+    return pytest.param(ours, theirs, specs, options, id=name)
+
+
+# Values with ties in each row (for the elementwise and the reduction cases).
+TIES = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])
 
 
 def check_op(ours, theirs, *specs, seed=0, low=None, high=None, atol=1e-10, rtol=1e-8):

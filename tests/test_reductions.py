@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from helpers import check_op, check_second_order
+from helpers import TIES, case, check_op, check_second_order
 
 import tinygrad_ops as tg
 
@@ -238,3 +238,97 @@ def test_a_positional_dim_is_pytorchs_values_and_indices(name):
     assert getattr(ours, name)(axis=1).shape == (2,)  # numpy's form: the values alone
     with pytest.raises(TypeError, match="not both"):
         getattr(ours, name)(1, axis=0)
+
+
+# -- every reduction primitive through check_op ----------------------------------------------
+
+
+def all_dims(x, axis):
+    """torch's `dim` for our `axis` (None reduces every dim)."""
+    return tuple(range(x.ndim)) if axis is None else axis
+
+
+def torch_sum(axis=None, keepdims=False):
+    return lambda x: torch.sum(x, dim=all_dims(x, axis), keepdim=keepdims)
+
+
+def torch_amax(axis=None, keepdims=False):
+    return lambda x: torch.amax(x, dim=all_dims(x, axis), keepdim=keepdims)
+
+
+def torch_amin(axis=None, keepdims=False):
+    return lambda x: torch.amin(x, dim=all_dims(x, axis), keepdim=keepdims)
+
+
+def torch_mean(axis=None, keepdims=False):
+    return lambda x: torch.mean(x, dim=all_dims(x, axis), keepdim=keepdims)
+
+
+def torch_var(axis=None, keepdims=False, ddof=0):
+    return lambda x: torch.var(x, dim=all_dims(x, axis), correction=ddof, keepdim=keepdims)
+
+
+ALL_EQUAL = np.full((2, 3), 0.5)
+
+
+REDUCE_CASES = [
+    case("sum-all", lambda a: a.sum(), torch_sum(), (2, 3)),
+    case("sum-axis0", lambda a: a.sum(axis=0), torch_sum(0), (2, 3)),
+    case("sum-axis-neg", lambda a: a.sum(axis=-1), torch_sum(-1), (2, 3, 4)),
+    case("sum-tuple", lambda a: a.sum(axis=(0, 2)), torch_sum((0, 2)), (2, 3, 4)),
+    case(
+        "sum-tuple-neg-keepdims",
+        lambda a: a.sum(axis=(-1, 0), keepdims=True),
+        torch_sum((-1, 0), True),
+        (2, 3, 4),
+    ),
+    case("sum-all-keepdims", lambda a: a.sum(keepdims=True), torch_sum(None, True), (2, 3)),
+    case("sum-0d", lambda a: a.sum(), torch_sum(), ()),
+    case("sum-0d-axis-neg", lambda a: a.sum(axis=-1), torch_sum(-1), ()),
+    case(
+        "max-0d-axis-neg-keepdims",
+        lambda a: a.max(axis=-1, keepdims=True),
+        torch_amax(-1, True),
+        (),
+    ),
+    case("sum-0d-keepdims", lambda a: a.sum(keepdims=True), torch_sum(None, True), ()),
+    case("sum-size1", lambda a: a.sum(axis=1), torch_sum(1), (3, 1)),
+    case("sum-empty-axis", lambda a: a.sum(axis=0), torch_sum(0), (0, 3)),
+    case("sum-empty-other-axis", lambda a: a.sum(axis=1), torch_sum(1), (0, 3)),
+    case("max-all", lambda a: a.max(), torch_amax(), (2, 3)),
+    case("max-axis1", lambda a: a.max(axis=1), torch_amax(1), (2, 3)),
+    case(
+        "max-tuple-keepdims",
+        lambda a: a.max(axis=(0, -1), keepdims=True),
+        torch_amax((0, -1), True),
+        (2, 3, 4),
+    ),
+    case("max-0d", lambda a: a.max(), torch_amax(), ()),
+    case("max-ties-all", lambda a: a.max(), torch_amax(), TIES),
+    case("max-ties-axis1", lambda a: a.max(axis=1), torch_amax(1), TIES),
+    case("max-ties-axis0", lambda a: a.max(axis=0), torch_amax(0), TIES),
+    case("max-all-equal", lambda a: a.max(axis=-1, keepdims=True), torch_amax(-1, True), ALL_EQUAL),
+    case("min-all", lambda a: a.min(), torch_amin(), (2, 3)),
+    case("min-axis-neg", lambda a: a.min(axis=-2), torch_amin(-2), (2, 3, 4)),
+    case("min-ties-axis0", lambda a: a.min(axis=0), torch_amin(0), TIES),
+    case("min-ties-all", lambda a: a.min(), torch_amin(), TIES),
+    case("min-size1", lambda a: a.min(axis=0), torch_amin(0), (1, 4)),
+    case("mean-all", lambda a: a.mean(), torch_mean(), (2, 3)),
+    case("mean-axis", lambda a: a.mean(axis=1, keepdims=True), torch_mean(1, True), (2, 3)),
+    case("mean-tuple-neg", lambda a: a.mean(axis=(-1, -3)), torch_mean((-1, -3)), (2, 3, 4)),
+    case("mean-0d", lambda a: a.mean(), torch_mean(), ()),
+    case("var-all", lambda a: a.var(), torch_var(), (3, 4)),
+    case("var-axis-ddof1", lambda a: a.var(axis=0, ddof=1), torch_var(0, ddof=1), (3, 4)),
+    case(
+        "var-tuple-keepdims",
+        lambda a: a.var(axis=(0, 2), keepdims=True),
+        torch_var((0, 2), True),
+        (2, 3, 4),
+    ),
+    case("var-neg-axis-ddof1", lambda a: a.var(axis=-1, ddof=1), torch_var(-1, ddof=1), (2, 5)),
+]
+
+
+@pytest.mark.parametrize(("ours", "theirs", "specs", "options"), REDUCE_CASES)
+def test_reduce(ours, theirs, specs, options):
+    check_op(ours, theirs, *specs, **options)

@@ -1,0 +1,217 @@
+"""The shape primitives (ops/shape.py: reshape, transpose, broadcast, stack, concatenate,
+indexing) against PyTorch in float64, one line per case through `check_op`."""
+
+import numpy as np
+import pytest
+import torch
+from helpers import case, check_op
+
+import tinygrad_ops as tg
+
+MASK = np.array([[True, False, True], [False, True, True]])
+REPEATED = np.array([0, 2, 0, 0])
+
+
+def reversed_permute(x):
+    return x.permute(tuple(reversed(range(x.ndim))))
+
+
+SHAPE_CASES = [
+    case("reshape", lambda a: a.reshape(3, 2), lambda a: a.reshape(3, 2), (2, 3)),
+    case("reshape-minus1", lambda a: a.reshape(-1), lambda a: a.reshape(-1), (2, 3, 4)),
+    case("reshape-tuple", lambda a: a.reshape((4, 1, 6)), lambda a: a.reshape(4, 1, 6), (2, 3, 4)),
+    case("reshape-0d-to-size1", lambda a: a.reshape(1, 1), lambda a: a.reshape(1, 1), ()),
+    case("reshape-to-0d", lambda a: a.reshape(()), lambda a: a.reshape(()), (1, 1)),
+    case("reshape-empty", lambda a: a.reshape(0, 4), lambda a: a.reshape(0, 4), (2, 0)),
+    case("transpose", lambda a: a.transpose(), reversed_permute, (2, 3)),
+    case("transpose-axes", lambda a: a.transpose(1, 2, 0), lambda a: a.permute(1, 2, 0), (2, 3, 4)),
+    case(
+        "transpose-neg-axes",
+        lambda a: a.transpose((-1, 0, 1)),
+        lambda a: a.permute(2, 0, 1),
+        (2, 3, 4),
+    ),
+    case("swapaxes", lambda a: a.swapaxes(0, 2), lambda a: a.transpose(0, 2), (2, 3, 4)),
+    case("swapaxes-neg", lambda a: a.swapaxes(-1, -2), lambda a: a.transpose(-1, -2), (2, 3, 4)),
+    case("T-matrix", lambda a: a.T, reversed_permute, (2, 3)),
+    case("T-3d", lambda a: a.T, reversed_permute, (2, 3, 4)),
+    case("T-vector", lambda a: a.T, reversed_permute, (3,)),
+    case("T-0d", lambda a: a.T, reversed_permute, ()),
+    case(
+        "broadcast_to-row", lambda a: a.broadcast_to((2, 3)), lambda a: a.broadcast_to((2, 3)), (3,)
+    ),
+    case(
+        "broadcast_to-size1",
+        lambda a: a.broadcast_to((4, 3)),
+        lambda a: a.broadcast_to((4, 3)),
+        (1, 3),
+    ),
+    case("broadcast_to-0d", lambda a: a.broadcast_to((2, 2)), lambda a: a.broadcast_to((2, 2)), ()),
+    case(
+        "broadcast_to-inner",
+        lambda a: a.broadcast_to((5, 2, 3, 4)),
+        lambda a: a.broadcast_to((5, 2, 3, 4)),
+        (2, 1, 1),
+    ),
+    case(
+        "broadcast_to-empty",
+        lambda a: a.broadcast_to((0, 3)),
+        lambda a: a.broadcast_to((0, 3)),
+        (1, 3),
+    ),
+    case(
+        "broadcast_to-same",
+        lambda a: a.broadcast_to((2, 3)),
+        lambda a: a.broadcast_to((2, 3)),
+        (2, 3),
+    ),
+    case("stack", lambda a, b: tg.stack([a, b]), lambda a, b: torch.stack([a, b]), (2, 3), (2, 3)),
+    case(
+        "stack-axis1",
+        lambda a, b, c: tg.stack([a, b, c], axis=1),
+        lambda a, b, c: torch.stack([a, b, c], dim=1),
+        (2, 3),
+        (2, 3),
+        (2, 3),
+    ),
+    case(
+        "stack-axis-neg",
+        lambda a, b: tg.stack([a, b], axis=-1),
+        lambda a, b: torch.stack([a, b], dim=-1),
+        (2, 3),
+        (2, 3),
+    ),
+    case("stack-0d", lambda a, b: tg.stack([a, b]), lambda a, b: torch.stack([a, b]), (), ()),
+    case("stack-one", lambda a: tg.stack([a]), lambda a: torch.stack([a]), (3,)),
+    case(
+        "stack-same-tensor-twice",
+        lambda a: tg.stack([a, a * 2]),
+        lambda a: torch.stack([a, a * 2]),
+        (3,),
+    ),
+    case(
+        "concatenate",
+        lambda a, b: tg.concatenate([a, b]),
+        lambda a, b: torch.cat([a, b]),
+        (2, 3),
+        (4, 3),
+    ),
+    case(
+        "concatenate-axis-neg",
+        lambda a, b: tg.concatenate([a, b], axis=-1),
+        lambda a, b: torch.cat([a, b], dim=-1),
+        (2, 3),
+        (2, 1),
+    ),
+    case(
+        "concatenate-empty-piece",
+        lambda a, b, c: tg.concatenate([a, b, c], axis=1),
+        lambda a, b, c: torch.cat([a, b, c], dim=1),
+        (2, 0),
+        (2, 3),
+        (2, 2),
+    ),
+    case(
+        "concatenate-same-tensor",
+        lambda a: tg.concatenate([a, a]),
+        lambda a: torch.cat([a, a]),
+        (3,),
+    ),
+]
+
+
+GETITEM_CASES = [
+    case("int", lambda a: a[1], lambda a: a[1], (3, 4)),
+    case("negative-int", lambda a: a[-1, -2], lambda a: a[-1, -2], (3, 4)),
+    case("slice", lambda a: a[1:3], lambda a: a[1:3], (4, 2)),
+    case("slice-step", lambda a: a[:, ::2], lambda a: a[:, ::2], (3, 5)),
+    case("negative-step", lambda a: a[::-1], lambda a: torch.flip(a, [0]), (4, 2)),
+    case("negative-step-2", lambda a: a[:, ::-2], lambda a: torch.flip(a, [1])[:, ::2], (3, 5)),
+    case("none", lambda a: a[None], lambda a: a[None], (2, 3)),
+    case("none-middle", lambda a: a[:, None, 1:], lambda a: a[:, None, 1:], (2, 3)),
+    case("ellipsis", lambda a: a[..., 1], lambda a: a[..., 1], (2, 3, 4)),
+    case("ellipsis-none", lambda a: a[0, ..., None], lambda a: a[0, ..., None], (2, 3, 4)),
+    case("empty-slice", lambda a: a[2:2], lambda a: a[2:2], (4, 3)),
+    case("0d-empty-tuple", lambda a: a[()], lambda a: a[()], ()),
+    case("int-array", lambda a: a[np.array([2, 0])], lambda a: a[torch.tensor([2, 0])], (3, 2)),
+    case(
+        "int-array-repeated", lambda a: a[REPEATED], lambda a: a[torch.as_tensor(REPEATED)], (3, 2)
+    ),
+    case("int-list-repeated", lambda a: a[[1, 1, 1]], lambda a: a[[1, 1, 1]], (3,)),
+    case(
+        "int-array-2d-repeated",
+        lambda a: a[np.array([[0, 1], [1, 1]])],
+        lambda a: a[torch.tensor([[0, 1], [1, 1]])],
+        (2, 3),
+    ),
+    case(
+        "int-arrays-pair-repeated",
+        lambda a: a[np.array([0, 0, 1]), np.array([2, 2, 0])],
+        lambda a: a[torch.tensor([0, 0, 1]), torch.tensor([2, 2, 0])],
+        (2, 3),
+    ),
+    case(
+        "int-array-second-axis",
+        lambda a: a[:, np.array([1, 1, 0])],
+        lambda a: a[:, torch.tensor([1, 1, 0])],
+        (2, 3),
+    ),
+    case(
+        "int-array-negative",
+        lambda a: a[np.array([-1, -1, 0])],
+        lambda a: a[torch.tensor([-1, -1, 0])],
+        (3,),
+    ),
+    case(
+        "tensor-index",
+        lambda a: a[tg.Tensor(np.array([2, 2, 1]))],
+        lambda a: a[torch.tensor([2, 2, 1])],
+        (3, 2),
+    ),
+    case("arange-index", lambda a: a[tg.arange(2)], lambda a: a[torch.arange(2)], (3,)),
+    case("bool-mask", lambda a: a[MASK], lambda a: a[torch.as_tensor(MASK)], (2, 3)),
+    case(
+        "bool-mask-rows",
+        lambda a: a[np.array([True, False, True])],
+        lambda a: a[torch.tensor([True, False, True])],
+        (3, 2),
+    ),
+    case(
+        "int-arrays-not-adjacent",
+        lambda a: a[np.array([0, 1]), :, np.array([1, 1])],
+        lambda a: a[torch.tensor([0, 1]), :, torch.tensor([1, 1])],
+        (2, 3, 4),
+    ),
+    case(
+        "int-arrays-broadcast",
+        lambda a: a[np.array([[0], [1]]), np.array([1, 1, 0])],
+        lambda a: a[torch.tensor([[0], [1]]), torch.tensor([1, 1, 0])],
+        (2, 3),
+    ),
+    case(
+        "empty-int-array",
+        lambda a: a[np.array([], dtype=np.int64)],
+        lambda a: a[torch.tensor([], dtype=torch.int64)],
+        (3, 2),
+    ),
+    case(
+        "mask-all-false",
+        lambda a: a[np.zeros((3, 2), dtype=bool)],
+        lambda a: a[torch.zeros((3, 2), dtype=torch.bool)],
+        (3, 2),
+    ),
+    case("0d-none", lambda a: a[None], lambda a: a[None], ()),
+    case("0d-ellipsis", lambda a: a[...], lambda a: a[...], ()),
+    case("numpy-int-scalar", lambda a: a[np.int64(1)], lambda a: a[1], (3, 2)),
+    case("bool-tensor-mask", lambda a: a[a > 0], lambda a: a[a > 0], (3, 4)),
+]
+
+
+@pytest.mark.parametrize(("ours", "theirs", "specs", "options"), SHAPE_CASES)
+def test_shape(ours, theirs, specs, options):
+    check_op(ours, theirs, *specs, **options)
+
+
+@pytest.mark.parametrize(("ours", "theirs", "specs", "options"), GETITEM_CASES)
+def test_getitem(ours, theirs, specs, options):
+    check_op(ours, theirs, *specs, **options)
