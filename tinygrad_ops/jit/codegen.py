@@ -25,7 +25,7 @@ import numpy as np
 
 from ..autograd.graph import accumulate_leaf, unbroadcast
 from ..ops.kernels import column_sum
-from .fused import NAMESPACE as FUSED_NAMESPACE
+from .rules import NAMESPACE as FUSED_NAMESPACE
 
 # What every generated function may call without binding it.
 _COMMON = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..tensor import Tensor
 from .codegen import generate
-from .fused import fuse
+from .fused import FusedForward, fuse
 from .kernels import Backward, Forward
 
 
@@ -151,5 +151,6 @@ def plan_memory(kernels, slots, kept, scanned=()):
     for position, kernel in enumerate(kernels):
         if isinstance(kernel, Backward):
             kernel.release = last_backward[id(kernel.node)] == position
-        elif isinstance(kernel, Forward):
-            kernel.release = id(kernel.node) not in last_backward and id(kernel.node) not in scanned
+        elif isinstance(kernel, (Forward, FusedForward)):
+            node = getattr(kernel, "node", None) or kernel.kernel.node
+            kernel.release = id(node) not in last_backward and id(node) not in scanned
