@@ -197,3 +197,29 @@ def test_fused_relu_passes_nan_and_blocks_zeros_as_eager():
             grads.append(x.grad.data)
         np.testing.assert_array_equal(grads[1], grads[0])
         assert grads[0][0, 0] == 1.5  # (NaN passes its gradient: 3 * 0.5)
+
+
+def matmul_step(a, b, v):
+    loss = ((a @ b)[1:, ::2].sum() + (v @ a)[0] + (b @ v)[..., 1].sum()).tanh()
+    loss.backward()
+    return loss
+
+
+def test_fused_matmul_and_getitem_match_eager_with_vectors_and_batches():
+    generator = np.random.default_rng(5)
+    b = tg.Tensor(generator.standard_normal((2, 4, 3)), requires_grad=True)  # a batch of W
+    v = tg.Tensor(generator.standard_normal(3), requires_grad=True)  # a vector operand
+    compiled = tg.compile(matmul_step)
+    for _ in range(3):
+        values = generator.standard_normal((3, 4))
+        grads = []
+        for function in (matmul_step, compiled):
+            a = tg.Tensor(values, requires_grad=True)
+            b.grad = v.grad = None
+            function(a, b, v)
+            grads.append([a.grad.data, b.grad.data, v.grad.data])
+        for eager, replayed in zip(*grads):
+            np.testing.assert_array_equal(replayed, eager)
+    listing = str(compiled.program)
+    assert "MatMul.forward" in listing
+    assert "GetItem.forward" in listing

@@ -1,0 +1,158 @@
+"""A tanh RNN's training step (forward and backward) eager, under tg.compile with each
+scheduler, and written by hand in numpy; jax.jit with lax.scan beside them if jax is
+installed (optional, never a dependency of the package).
+
+h_t = tanh(x_t W + h_{t-1} U), loss = sum(h_T²) (the loss on the last state only: no
+gradient enters the chain between its ends), float64. Each figure is the median over
+interleaved rounds. The backward alone is the whole step minus the forward alone: the
+eager forward timed by itself, the compiled one as a program without the backward call.
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/compiled_rnn.py [--steps 2048]
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+import tinygrad_ops as tg
+
+try:
+    import jax
+    import jax.numpy as jnp
+except ImportError:  # pragma: no cover - jax is optional
+    jax = None
+
+HIDDEN, BATCH, FEATURES = 8, 4, 3
+SCHEDULERS = ["sequential", "blelloch", "hillis-steele", "blocked", "auto"]
+
+
+def problem(steps, seed=0):
+    generator = np.random.default_rng(seed)
+    w = generator.standard_normal((FEATURES, HIDDEN)) * 0.5
+    u = generator.standard_normal((HIDDEN, HIDDEN)) * 0.3
+    return w, u, generator.standard_normal((steps, BATCH, FEATURES))
+
+
+def engine_step(steps, w, u, scheduler, compiled, backward=True):
+    """The step with this engine; the leaves' .grad are cleared outside the function."""
+    weights = [tg.Tensor(w.copy(), requires_grad=True), tg.Tensor(u.copy(), requires_grad=True)]
+
+    def step(inputs):
+        state = tg.zeros(BATCH, HIDDEN, dtype=np.float64)
+        for time_step in range(steps):
+            state = (inputs[time_step] @ weights[0] + state @ weights[1]).tanh()
+        loss = (state * state).sum()
+        if backward:
+            loss.backward(scheduler=scheduler)
+        return loss
+
+    function = tg.compile(step) if compiled else step
+
+    def run(inputs):
+        for weight in weights:
+            weight.grad = None
+        return function(inputs)
+
+    return run
+
+
+def numpy_step(w, u, xs):
+    """Forward and backpropagation through time written by hand."""
+    states = [np.zeros((BATCH, HIDDEN))]
+    for x in xs:
+        states.append(np.tanh(x @ w + states[-1] @ u))
+    grad_state = 2 * states[-1]
+    grad_w, grad_u = np.zeros_like(w), np.zeros_like(u)
+    for t in range(len(xs), 0, -1):
+        grad_pre = grad_state * (1 - states[t] * states[t])
+        grad_w += xs[t - 1].T @ grad_pre
+        grad_u += states[t - 1].T @ grad_pre
+        grad_state = grad_pre @ u.T
+    return grad_w, grad_u
+
+
+def numpy_forward(w, u, xs):
+    state = np.zeros((BATCH, HIDDEN))
+    for x in xs:
+        state = np.tanh(x @ w + state @ u)
+    return state
+
+
+def jax_step(w, u, xs):
+    """The same step under jax.jit with lax.scan (gradients of w and u)."""
+
+    def loss_of(weights, inputs):
+        def cell(state, x):
+            state = jnp.tanh(x @ weights[0] + state @ weights[1])
+            return state, None
+
+        last, _ = jax.lax.scan(cell, jnp.zeros((BATCH, HIDDEN)), inputs)
+        return jnp.sum(last * last)
+
+    grad = jax.jit(jax.grad(loss_of))
+    weights, inputs = (jnp.asarray(w), jnp.asarray(u)), jnp.asarray(xs)
+    return lambda: [value.block_until_ready() for value in grad(weights, inputs)]
+
+
+def time_rounds(functions, rounds):
+    """Median seconds of one call per function, rounds interleaved (order rotating)."""
+    for function in functions.values():
+        function()  # the compiled ones capture here
+        function()
+    timings = {name: [] for name in functions}
+    names = list(functions)
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            functions[name]()
+            timings[name].append(time.perf_counter() - start)
+    return {name: float(np.median(values)) for name, values in timings.items()}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2048, help="sequence length")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median)")
+    args = parser.parse_args(argv)
+    steps = args.steps
+    w, u, xs = problem(steps)
+    inputs = tg.Tensor(xs)
+    eager_forward = engine_step(steps, w, u, None, False, False)
+    compiled_forward = engine_step(steps, w, u, None, True, False)
+    functions = {
+        "hand numpy": lambda: numpy_step(w, u, xs),
+        "hand numpy forward": lambda: numpy_forward(w, u, xs),
+        "eager forward": lambda: eager_forward(inputs),
+        "compiled forward": lambda: compiled_forward(inputs),
+    }
+    for scheduler in SCHEDULERS:
+        eager = engine_step(steps, w, u, scheduler, False)
+        compiled = engine_step(steps, w, u, scheduler, True)
+        if scheduler in ("sequential", "blelloch"):
+            functions[f"eager {scheduler}"] = lambda f=eager: f(inputs)
+        functions[f"compiled {scheduler}"] = lambda f=compiled: f(inputs)
+    if jax is not None:
+        functions["jax.jit lax.scan"] = jax_step(w, u, xs)
+    timings = time_rounds(functions, args.rounds)
+    print(f"tanh RNN, hidden {HIDDEN}, batch {BATCH}, {steps} steps, float64 (ms per step)")
+    forward = {"hand numpy": "hand numpy forward"}
+    for name in functions:
+        if "forward" in name:
+            continue
+        if name.startswith("eager"):
+            forward[name] = "eager forward"
+        elif name.startswith("compiled"):
+            forward[name] = "compiled forward"
+        whole = timings[name] * 1e3
+        line = f"  {name:20s} fwd+bwd {whole:9.2f}"
+        if name in forward:
+            line += f"   backward {(timings[name] - timings[forward[name]]) * 1e3:9.2f}"
+        print(line)
+    for name in ("hand numpy forward", "eager forward", "compiled forward"):
+        print(f"  {name:20s} forward {timings[name] * 1e3:9.2f}")
+
+
+if __name__ == "__main__":
+    main()
