@@ -1,7 +1,7 @@
-"""The functional ops against PyTorch (float64), against the same op composed from
-primitives, and against central differences; plus the edge cases each op promises."""
-
-import math
+"""The functional ops (tinygrad_ops/functional.py) all together: against PyTorch (float64),
+against the same op composed from primitives, central differences, double backward, dtypes
+and errors across every fused op. One op's own tests live with its module's: test_norms,
+test_activations, test_losses, test_linalg."""
 
 import numpy as np
 import pytest
@@ -11,14 +11,7 @@ from helpers import check_op
 
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the conventional alias)
-from tinygrad_ops.ops import PRIMITIVES, REGISTRY, activations
-
-SHAPES = [(5,), (3, 4), (2, 3, 4), (2, 1, 3, 2)]
-
-
-def normalized_cases():
-    """(shape, k) for every shape and every normalized rank k = 1..ndim."""
-    return [(shape, k) for shape in SHAPES for k in range(1, len(shape) + 1)]
+from tinygrad_ops.ops import PRIMITIVES, REGISTRY
 
 
 def tensors(*arrays, requires_grad=True):
@@ -27,135 +20,6 @@ def tensors(*arrays, requires_grad=True):
 
 # ----------------------------------------------------------------------------------------------
 # Against PyTorch, float64
-
-
-@pytest.mark.parametrize(
-    ("shape", "axis"),
-    [(shape, axis) for shape in SHAPES + [(), (3, 3)] for axis in range(-1, len(shape))],
-)
-def test_softmax_and_log_softmax_match_torch(shape, axis):
-    torch_axis = axis if shape else None
-    check_op(lambda x: F.softmax(x, axis), lambda x: torch.softmax(x, torch_axis or 0), shape)
-    check_op(
-        lambda x: F.log_softmax(x, axis), lambda x: torch.log_softmax(x, torch_axis or 0), shape
-    )
-
-
-@pytest.mark.parametrize(("shape", "k"), normalized_cases())
-def test_layer_norm_matches_torch(shape, k):
-    normalized = shape[len(shape) - k :]
-    check_op(
-        lambda x, w, b: F.layer_norm(x, normalized, w, b),
-        lambda x, w, b: TF.layer_norm(x, normalized, w, b),
-        shape,
-        normalized,
-        normalized,
-    )
-    check_op(
-        lambda x: F.layer_norm(x, normalized, eps=1e-3),
-        lambda x: TF.layer_norm(x, normalized, eps=1e-3),
-        shape,
-    )
-
-
-@pytest.mark.parametrize(("shape", "k"), normalized_cases())
-def test_rms_norm_matches_torch(shape, k):
-    normalized = shape[len(shape) - k :]
-    check_op(
-        lambda x, w: F.rms_norm(x, normalized, w),
-        lambda x, w: TF.rms_norm(x, normalized, w),
-        shape,
-        normalized,
-    )
-    check_op(
-        lambda x: F.rms_norm(x, normalized, eps=0.1),
-        lambda x: TF.rms_norm(x, normalized, eps=0.1),
-        shape,
-    )
-
-
-@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 2, 1)])
-@pytest.mark.parametrize("affine", [True, False])
-def test_batch_norm_training_matches_torch_over_several_steps(shape, affine):
-    generator = np.random.default_rng(3)
-    channels = shape[1]
-    ours_stats = [tg.zeros(channels, dtype=np.float64), tg.ones(channels, dtype=np.float64)]
-    theirs_stats = [torch.zeros(channels, dtype=torch.float64), torch.ones(channels).double()]
-    weight = generator.standard_normal(channels) if affine else None
-    bias = generator.standard_normal(channels) if affine else None
-    ours_affine = [tg.Tensor(v, requires_grad=True) if affine else None for v in (weight, bias)]
-    theirs_affine = [
-        torch.tensor(v, requires_grad=True) if affine else None for v in (weight, bias)
-    ]
-    for step in range(3):
-        x = generator.standard_normal(shape) * (step + 1) + step
-        upstream = generator.standard_normal(shape)
-        ours_x = tg.Tensor(x, requires_grad=True)
-        theirs_x = torch.tensor(x, requires_grad=True)
-        out = F.batch_norm(ours_x, *ours_stats, *ours_affine, training=True, momentum=0.3)
-        expected = TF.batch_norm(
-            theirs_x, *theirs_stats, *theirs_affine, training=True, momentum=0.3
-        )
-        np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), rtol=1e-10, atol=1e-12)
-        out.backward(upstream)
-        expected.backward(torch.tensor(upstream))
-        np.testing.assert_allclose(ours_x.grad.numpy(), theirs_x.grad.numpy(), atol=1e-10)
-        for ours_stat, theirs_stat in zip(ours_stats, theirs_stats):
-            np.testing.assert_allclose(ours_stat.numpy(), theirs_stat.numpy(), rtol=1e-12)
-    for ours_parameter, theirs_parameter in zip(ours_affine, theirs_affine):
-        if affine:  # accumulated over the three steps
-            np.testing.assert_allclose(
-                ours_parameter.grad.numpy(), theirs_parameter.grad.numpy(), atol=1e-10
-            )
-
-
-@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5)])
-def test_batch_norm_eval_matches_torch(shape):
-    channels = shape[1]
-    mean = np.linspace(-1, 1, channels)
-    var = np.linspace(0.5, 2, channels)
-    check_op(
-        lambda x, w, b: F.batch_norm(x, tg.Tensor(mean), tg.Tensor(var), w, b, training=False),
-        lambda x, w, b: TF.batch_norm(
-            x, torch.tensor(mean), torch.tensor(var), w, b, training=False
-        ),
-        shape,
-        (channels,),
-        (channels,),
-    )
-
-
-@pytest.mark.parametrize(
-    ("x_shape", "bias"), [((4, 3), True), ((2, 5, 3), True), ((3,), True), ((4, 3), False)]
-)
-def test_linear_matches_torch(x_shape, bias):
-    specs = [x_shape, (2, 3)] + ([(2,)] if bias else [])
-    check_op(F.linear, TF.linear, *specs)
-
-
-@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-@pytest.mark.parametrize(
-    ("logits_shape", "target_shape"), [((5, 4), (5,)), ((3, 4, 2, 3), (3, 2, 3)), ((4,), ())]
-)
-def test_cross_entropy_matches_torch(reduction, logits_shape, target_shape):
-    classes = logits_shape[1] if len(logits_shape) > 1 else logits_shape[0]
-    target = np.random.default_rng(7).integers(0, classes, target_shape)
-    check_op(
-        lambda z, t: F.cross_entropy(z, t, reduction=reduction),
-        lambda z, t: TF.cross_entropy(z, t, reduction=reduction),
-        logits_shape,
-        target,
-    )
-
-
-@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_mse_loss_matches_torch(reduction):
-    check_op(
-        lambda a, b: F.mse_loss(a, b, reduction),
-        lambda a, b: TF.mse_loss(a, b, reduction=reduction),
-        (3, 4),
-        (3, 4),
-    )
 
 
 @pytest.mark.parametrize(
@@ -383,82 +247,6 @@ def test_hessian_vector_products_match_torch(ours, theirs, shapes):
 # Stability
 
 
-def test_softmax_of_huge_logits_and_masks():
-    logits = np.array([[1e30, -1e30, 0.0], [0.0, -np.inf, 1.0], [-np.inf, 5.0, -np.inf]])
-    upstream = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [-1.0, 4.0, 2.0]])
-    for dtype in (np.float32, np.float64):
-        x = tg.Tensor(logits.astype(dtype), requires_grad=True)
-        out = F.softmax(x)
-        out.backward(upstream.astype(dtype))
-        theirs = torch.tensor(logits, requires_grad=True)
-        expected = torch.softmax(theirs, -1)
-        expected.backward(torch.tensor(upstream))
-        assert np.all(np.isfinite(out.numpy()))
-        assert np.all(np.isfinite(x.grad.numpy()))
-        np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), atol=1e-7)
-        np.testing.assert_allclose(x.grad.numpy(), theirs.grad.numpy(), atol=1e-6)
-        assert out.numpy()[1, 1] == 0
-        assert x.grad.numpy()[1, 1] == 0
-        x = tg.Tensor(logits.astype(dtype), requires_grad=True)
-        log_out = F.log_softmax(x)
-        log_out.backward(upstream.astype(dtype))
-        theirs = torch.tensor(logits, requires_grad=True)
-        expected = torch.log_softmax(theirs, -1)
-        expected.backward(torch.tensor(upstream))
-        np.testing.assert_allclose(log_out.numpy(), expected.detach().numpy(), rtol=1e-6)
-        assert np.all(np.isfinite(x.grad.numpy()))
-        np.testing.assert_allclose(x.grad.numpy(), theirs.grad.numpy(), atol=1e-6)
-
-
-def test_softmax_of_a_row_of_only_minus_inf_is_nan_as_in_torch():
-    x = tg.Tensor([[-np.inf, -np.inf], [0.0, 1.0]], requires_grad=True)
-    out = F.softmax(x)
-    out.backward(np.ones((2, 2), dtype=np.float32))
-    assert np.all(np.isnan(out.numpy()[0]))
-    assert np.all(np.isfinite(out.numpy()[1]))
-    assert np.all(np.isnan(x.grad.numpy()[0]))
-    assert np.all(np.isfinite(x.grad.numpy()[1]))
-    assert np.all(np.isnan(F.log_softmax(x).numpy()[0]))
-
-
-def test_backward_uses_the_saved_output_not_a_recomputation():
-    x = tg.Tensor([[0.0, 1.0, 2.0]], requires_grad=True)
-    out = F.softmax(x)
-    node = out.grad_fn
-    assert len(node.saved) == 1
-    assert node.saved[0] is out.data
-    x.data[...] = 100.0  # a recomputation from x would now give other numbers
-    out.backward(np.array([[1.0, 0.0, 0.0]], dtype=np.float32))
-    y = torch.softmax(torch.tensor([[0.0, 1.0, 2.0]]), -1)[0].numpy()
-    np.testing.assert_allclose(x.grad.numpy()[0], y[0] * (np.eye(3)[0] - y), rtol=1e-6)
-
-
-@pytest.mark.parametrize("width", [6, 1024])  # 1024: the one-row ufunc buffer path
-@pytest.mark.parametrize("offset", [0.0, 1e-9, 1e-4])
-def test_norms_of_constant_and_near_constant_inputs(offset, width):
-    base = np.full((3, width), 7.0)
-    base[:, 0] += offset
-    upstream = np.random.default_rng(0).standard_normal(base.shape)
-    for ours, theirs in [
-        (lambda x: F.layer_norm(x, (width,)), lambda x: TF.layer_norm(x, (width,))),
-        (
-            lambda x: F.batch_norm(x.T, None, None, training=True).T,
-            lambda x: TF.batch_norm(x.T, None, None, training=True).T,
-        ),
-        (lambda x: F.rms_norm(x, (width,)), lambda x: TF.rms_norm(x, (width,))),
-    ]:
-        x = tg.Tensor(base, requires_grad=True)
-        out = ours(x)
-        out.backward(upstream)
-        reference_x = torch.tensor(base, requires_grad=True)
-        expected = theirs(reference_x)
-        expected.backward(torch.tensor(upstream))
-        assert np.all(np.isfinite(out.numpy()))
-        assert np.all(np.isfinite(x.grad.numpy()))
-        np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), atol=1e-9)
-        np.testing.assert_allclose(x.grad.numpy(), reference_x.grad.numpy(), rtol=1e-6, atol=1e-6)
-
-
 def test_float16_is_computed_in_float32_and_returned_as_float16():
     generator = np.random.default_rng(1)
     # Logits up to ±6e4 for softmax; the log-probabilities of the others must fit in float16.
@@ -541,64 +329,8 @@ def test_float32_stays_float32_everywhere():
 # batch_norm specifics
 
 
-def test_batch_norm_updates_running_stats_in_place_and_bumps_their_versions():
-    mean, var = tg.zeros(2), tg.ones(2)
-    mean_array, versions = mean.data, (mean._version[0], var._version[0])
-    x = tg.Tensor([[1.0, 2.0], [3.0, 6.0], [5.0, 10.0]])
-    F.batch_norm(x, mean, var, training=True, momentum=0.5)
-    assert mean.data is mean_array
-    np.testing.assert_allclose(mean.numpy(), [1.5, 3.0])
-    np.testing.assert_allclose(var.numpy(), [0.5 + 0.5 * 4.0, 0.5 + 0.5 * 16.0])  # unbiased
-    assert (mean._version[0], var._version[0]) == (versions[0] + 1, versions[1] + 1)
-    before = mean.numpy().copy()
-    F.batch_norm(x, mean, var, training=False)
-    np.testing.assert_array_equal(mean.numpy(), before)
-
-
-def test_batch_norm_errors():
-    stats = (tg.zeros(3), tg.ones(3))
-    with pytest.raises(ValueError, match="more than 1 value per channel"):
-        F.batch_norm(tg.ones(1, 3), *stats, training=True)
-    with pytest.raises(ValueError, match="empty batch"):
-        F.batch_norm(tg.zeros(0, 3), *stats, training=True)
-    assert F.batch_norm(tg.zeros(0, 3), *stats, training=False).shape == (0, 3)
-    # one sample but several positions along L is fine in training, as in PyTorch
-    assert F.batch_norm(tg.randn(1, 3, 4, seed=0), *stats, training=True).shape == (1, 3, 4)
-    with pytest.raises(ValueError, match=r"\(N, C\)"):
-        F.batch_norm(tg.ones(2, 3, 4, 5), *stats)
-    with pytest.raises(ValueError, match="running_mean has shape"):
-        F.batch_norm(tg.ones(2, 4), *stats)
-    with pytest.raises(ValueError, match="momentum=None"):
-        F.batch_norm(tg.ones(2, 3), *stats, training=True, momentum=None)
-    with pytest.raises(TypeError, match="running_mean must be a Tensor"):
-        F.batch_norm(tg.ones(2, 3), np.zeros(3), stats[1])
-
-
 # ----------------------------------------------------------------------------------------------
 # Errors
-
-
-def test_wrong_normalized_shape_names_both_shapes():
-    x = tg.ones(2, 3)
-    for function in (F.layer_norm, F.rms_norm):
-        with pytest.raises(ValueError, match=r"\(4,\).*\(2, 3\)"):
-            function(x, (4,))
-    with pytest.raises(ValueError, match=r"weight has shape \(2,\), expected \(3,\)"):
-        F.layer_norm(x, (3,), tg.ones(2))
-
-
-def test_cross_entropy_errors():
-    logits = tg.zeros(2, 3)
-    with pytest.raises(IndexError, match="target 3 is out of bounds for 3 classes"):
-        F.cross_entropy(logits, np.array([0, 3]))
-    with pytest.raises(IndexError, match="target -1"):
-        F.cross_entropy(logits, np.array([-1, 0]))
-    with pytest.raises(TypeError, match="must hold integers"):  # whole floats are indices
-        F.cross_entropy(logits, np.array([0.5, 1.0]))
-    with pytest.raises(ValueError, match=r"target of shape \(2,\), got \(3,\)"):
-        F.cross_entropy(logits, np.array([0, 1, 2]))
-    with pytest.raises(ValueError, match="reduction"):
-        F.cross_entropy(logits, np.array([0, 1]), reduction="avg")
 
 
 def test_dtype_and_shape_errors():
@@ -642,31 +374,6 @@ def test_relu_inplace_is_version_safe():
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 0.0])
     with pytest.raises(RuntimeError, match="leaf"):
         F.relu(x, inplace=True)
-
-
-def test_dropout_is_seeded_scaled_and_its_gradient_uses_the_same_mask():
-    x = tg.Tensor(np.ones((50, 40)), requires_grad=True)
-    first = F.dropout(x, 0.25, seed=3)
-    second = F.dropout(x, 0.25, generator=np.random.default_rng(3))
-    np.testing.assert_array_equal(first.numpy(), second.numpy())
-    assert set(np.unique(first.numpy())) == {0.0, 1.0 / 0.75}
-    assert abs((first.numpy() == 0).mean() - 0.25) < 0.03
-    first.backward(np.full(x.shape, 2.0))
-    np.testing.assert_array_equal(x.grad.numpy(), 2.0 * first.numpy())
-    assert F.dropout(x, 0.5, training=False) is x
-    assert not np.any(F.dropout(x, 1.0).numpy())
-
-
-def test_numpy_erf_fallback_is_accurate():
-    points = np.concatenate([np.linspace(-7, 7, 2001), [0.0, 1e-300, 2.9999999, 3.0, 30.0]])
-    exact = np.array([math.erf(value) for value in points])
-    np.testing.assert_allclose(activations.erf_numpy(points), exact, rtol=2e-15, atol=2e-15)
-    assert np.isnan(activations.erf_numpy(np.array([np.nan]))[0])
-
-
-def test_gelu_with_the_numpy_erf_matches_torch(monkeypatch):
-    monkeypatch.setattr(activations, "_scipy_erf", None)
-    check_op(F.gelu, TF.gelu, (5, 4))
 
 
 def test_ops_are_registered_and_document_both_directions():

@@ -1,10 +1,13 @@
-"""Matrix products (ops/linalg.py) against PyTorch in float64: vectors, matrices, batched and
-broadcast batches, one line per case through `check_op`."""
+"""Matrix products and linear (ops/linalg.py) against PyTorch in float64: vectors, matrices,
+batched and broadcast batches, one line per case through `check_op`."""
 
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as TF  # noqa: N812 (the conventional alias)
 from helpers import case, check_op
+
+from tinygrad_ops import functional as F  # noqa: N812 (the conventional alias)
 
 MATMUL_CASES = [
     case("vector-vector", lambda a, b: a @ b, torch.matmul, (3,), (3,)),
@@ -33,3 +36,14 @@ MATMUL_CASES = [
 @pytest.mark.parametrize(("ours", "theirs", "specs", "options"), MATMUL_CASES)
 def test_matmul(ours, theirs, specs, options):
     check_op(ours, theirs, *specs, **options)
+
+
+# -- linear through tg.functional --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "bias"), [((4, 3), True), ((2, 5, 3), True), ((3,), True), ((4, 3), False)]
+)
+def test_linear_matches_torch(x_shape, bias):
+    specs = [x_shape, (2, 3)] + ([(2,)] if bias else [])
+    check_op(F.linear, TF.linear, *specs)

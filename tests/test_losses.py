@@ -6,6 +6,7 @@ pos_weight), l1, huber, smooth_l1, kl_div; values and every input's gradient thr
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as TF  # noqa: N812 (the conventional alias)
 import torch.nn.functional as torch_functional
 from helpers import check_op, random_inputs
 
@@ -353,3 +354,45 @@ def test_kl_div_target_gradient_at_zero_negative_and_nan_targets_matches_torch(l
     np.testing.assert_allclose(loss.numpy(), expected.detach().numpy(), rtol=1e-12)
     for mine, reference in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(mine.grad.numpy(), reference.grad.numpy(), rtol=1e-12)
+
+
+# -- cross_entropy and mse_loss through tg.functional, and their errors ------------------------
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize(
+    ("logits_shape", "target_shape"), [((5, 4), (5,)), ((3, 4, 2, 3), (3, 2, 3)), ((4,), ())]
+)
+def test_cross_entropy_matches_torch(reduction, logits_shape, target_shape):
+    classes = logits_shape[1] if len(logits_shape) > 1 else logits_shape[0]
+    target = np.random.default_rng(7).integers(0, classes, target_shape)
+    check_op(
+        lambda z, t: F.cross_entropy(z, t, reduction=reduction),
+        lambda z, t: TF.cross_entropy(z, t, reduction=reduction),
+        logits_shape,
+        target,
+    )
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss_matches_torch(reduction):
+    check_op(
+        lambda a, b: F.mse_loss(a, b, reduction),
+        lambda a, b: TF.mse_loss(a, b, reduction=reduction),
+        (3, 4),
+        (3, 4),
+    )
+
+
+def test_cross_entropy_errors():
+    logits = tg.zeros(2, 3)
+    with pytest.raises(IndexError, match="target 3 is out of bounds for 3 classes"):
+        F.cross_entropy(logits, np.array([0, 3]))
+    with pytest.raises(IndexError, match="target -1"):
+        F.cross_entropy(logits, np.array([-1, 0]))
+    with pytest.raises(TypeError, match="must hold integers"):  # whole floats are indices
+        F.cross_entropy(logits, np.array([0.5, 1.0]))
+    with pytest.raises(ValueError, match=r"target of shape \(2,\), got \(3,\)"):
+        F.cross_entropy(logits, np.array([0, 1, 2]))
+    with pytest.raises(ValueError, match="reduction"):
+        F.cross_entropy(logits, np.array([0, 1]), reduction="avg")
