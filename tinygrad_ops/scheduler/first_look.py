@@ -21,6 +21,7 @@ When the first look finds nothing, the full analysis (`finder.py`) decides.
 import itertools
 from operator import attrgetter, gt, is_, itemgetter, lt
 
+from ..tensor import Tensor
 from . import steps
 from .readers import outside_readers
 from .spine import descend
@@ -282,11 +283,13 @@ def walk_route(route, top):
     newest = tensor._ctx.sequence
     while True:
         below = tensor
-        try:
-            for k in route:
-                below = input_tensor(below, k)
-        except NotAChain:
-            return anchors  # the route leads off the graph (a leaf, a constant)
+        for k in route:  # `input_tensor`, inlined (one hop per op of every step)
+            node = below._ctx
+            if node is None or k >= len(node.inputs):
+                return anchors  # the route leads off the graph (a leaf, a constant)
+            below = node.inputs[k]
+            if not isinstance(below, Tensor):
+                return anchors
         node = below._ctx
         if node is None:
             anchors.append(below)  # a leaf: x_0, if the step above it checks out

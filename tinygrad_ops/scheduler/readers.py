@@ -34,23 +34,9 @@ def outside_readers(graph, anchors, tensors, outside, count, pending=(), within=
     """
     top = anchors[0]
     bottom = anchors[count]
-    high = top._ctx.sequence
     low = -1 if bottom._ctx is None else bottom._ctx.sequence
-    members = {}
-
-    def chain_role(tensor):
-        """ "anchor", "inside" (a tensor of a step that is no anchor) or None."""
-        if tensor is bottom:
-            return "anchor"
-        node = tensor._ctx
-        if node is None or not low < node.sequence <= high:
-            return None
-        if not members:
-            for column in tensors[1:]:
-                members.update(dict.fromkeys(map(id, column[:count]), "inside"))
-            members.update(dict.fromkeys(map(id, anchors[1:count]), "anchor"))
-        return members.get(id(tensor))
-
+    roles = _Roles(anchors, tensors, count, low, top._ctx.sequence)
+    chain_role = roles.of
     seen = {id(top)}
     starts = []
     for _, _, column in outside:
@@ -65,7 +51,7 @@ def outside_readers(graph, anchors, tensors, outside, count, pending=(), within=
                 starts.append(operand)
     if within is not None:
         starts = [tensor for tensor in starts if id(tensor) in within]
-    if _search(starts, seen, chain_role, (), within) is None:
+    if _search(starts, seen, roles, (), within) is None:
         return None
     roots = [root for root in graph.roots if id(root) not in seen]
     for tensor in pending:
@@ -77,7 +63,7 @@ def outside_readers(graph, anchors, tensors, outside, count, pending=(), within=
         if role is None:
             roots.append(tensor)
     seen.update(map(id, roots))
-    found = _search(list(roots), seen, chain_role, ("anchor",), within)
+    found = _search(list(roots), seen, roles, ("anchor",), within)
     if found is None:
         return None
     independent = [tensor for tensor in roots + found if _made_after_sequence(tensor, low)]
@@ -94,25 +80,63 @@ def _sequence_of(tensor):
     return tensor._ctx.sequence
 
 
-def _search(stack, seen, chain_role, allowed, within=None):
+class _Roles:
+    """The role of a tensor in the chain: "anchor", "inside" (a tensor of a step that is
+    no anchor) or None. Chain tensors were made after x_0 and no later than x_n: only a
+    tensor made in that span is looked up, in a dict built the first time one is met."""
+
+    def __init__(self, anchors, tensors, count, low, high):
+        self.anchors, self.tensors, self.count = anchors, tensors, count
+        self.bottom = anchors[count]
+        self.low, self.high = low, high
+        self.members = None
+
+    def build(self):
+        members = {}
+        count = self.count
+        for column in self.tensors[1:]:
+            members.update(dict.fromkeys(map(id, column[:count]), "inside"))
+        members.update(dict.fromkeys(map(id, self.anchors[1:count]), "anchor"))
+        members[id(self.bottom)] = "anchor"
+        self.members = members
+        return members
+
+    def of(self, tensor):
+        if tensor is self.bottom:
+            return "anchor"
+        node = tensor._ctx
+        if node is None or not self.low < node.sequence <= self.high:
+            return None
+        return (self.members or self.build()).get(id(tensor))
+
+
+def _search(stack, seen, roles, allowed, within=None):
     """Every tensor below `stack` that needs a gradient, not entering the chain (nor
     leaving `within`): the list of those met, or None if a chain tensor whose role is not
-    `allowed` is met."""
+    `allowed` is met. (`_Roles.of`, inlined: this loop may meet every tensor of a graph.)"""
     found = []
+    low, high, bottom = roles.low, roles.high, roles.bottom
+    members = roles.members
+    add = seen.add
     while stack:
         node = stack.pop()._ctx
         if node is None:
             continue
         for operand, needs in zip(node.inputs, node.needs_input_grad):
-            if not needs or id(operand) in seen:
+            key = id(operand)
+            if not needs or key in seen:
                 continue
-            seen.add(id(operand))
-            role = chain_role(operand)
-            if role is not None:
-                if role not in allowed:
-                    return None
-                continue
-            if within is not None and id(operand) not in within:
+            add(key)
+            made = operand._ctx
+            if operand is bottom or (made is not None and low < made.sequence <= high):
+                if members is None:
+                    members = roles.members or roles.build()
+                role = members.get(key)
+                if role is not None:
+                    if role not in allowed:
+                        return None
+                    continue
+            if within is not None and key not in within:
                 continue  # the outer chain or its inputs' ancestry (see outside_readers)
             found.append(operand)
             stack.append(operand)
