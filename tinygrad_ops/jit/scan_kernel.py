@@ -42,7 +42,7 @@ class ScanKernel(Kernel):
     """Scan one segment: `taken` lists, per anchor, the slot of the pending gradient the
     scan takes (None where none was pending); `sent` the slot of each gradient it sends."""
 
-    __slots__ = ("segment", "method", "block_size", "taken", "sent", "nodes")
+    __slots__ = ("segment", "method", "block_size", "taken", "sent", "nodes", "keys", "saving")
 
     def __init__(self, segment, method, block_size, taken, sent):
         self.segment = segment
@@ -51,34 +51,32 @@ class ScanKernel(Kernel):
         self.taken = taken
         self.sent = sent
         self.nodes = [node for column in segment.nodes for node in column]
+        # The anchors whose pending gradient the scan takes (the others get None).
+        self.keys = [id(anchor) for anchor, slot in zip(segment.anchors, taken) if slot is not None]
+        self.saving = None  # the nodes that save values (known at the first replay)
         self.frees = ()
 
     def __call__(self, *pending):
         """Run the scan on the anchors' pending gradients; return what it sends, in order."""
-        for node in self.nodes:  # (a node that saves nothing: Op.apply's empty tuple)
-            if node.saved is None:
-                node.saved = ()
-        anchors = self.segment.anchors
-        grads = {id(anchor): grad for anchor, grad in zip(anchors, pending) if grad is not None}
-        graph = ReplayGraph(grads)
+        if self.saving is None:
+            for node in self.nodes:  # (a node that saves nothing: Op.apply's empty tuple)
+                if node.saved is None:
+                    node.saved = ()
+            self.saving = [node for node in self.nodes if node.saved]
+        graph = ReplayGraph(dict(zip(self.keys, pending)))
         SegmentRun(graph, self.segment).run(self.method, self.block_size)
-        for node in self.nodes:  # (as backward releases a scanned segment's buffers)
+        for node in self.saving:  # (as backward releases a scanned segment's buffers)
             node.saved = None
         return graph.sent
 
     def emit(self, code, number):
-        arguments = []
-        for slot in self.taken:
-            if slot is None:
-                arguments.append("None")
-            else:
-                arguments.append(code.slot(slot))
-                code.consume(slot)
-        scan = code.bind(self, "scan")
-        code.line(f"r = {scan}({', '.join(arguments)})  # {self.describe(None)}")
         taken = [slot for slot in self.taken if slot is not None]
-        if taken:
-            code.free(taken)
+        arguments = ", ".join(code.slot(slot) for slot in taken)
+        for slot in taken:
+            code.consume(slot)
+        scan = code.bind(self, "scan")
+        code.line(f"r = {scan}({arguments})  # {self.describe(None)}")
+        code.free(taken)
         for index, slot in enumerate(self.sent):
             code.accumulate(slot, f"r[{index}]", False)
 
