@@ -223,3 +223,13 @@ def test_fused_matmul_and_getitem_match_eager_with_vectors_and_batches():
     listing = str(compiled.program)
     assert "MatMul.forward" in listing
     assert "GetItem.forward" in listing
+
+
+def test_viz_draws_the_program_kernels_and_slots():
+    from tinygrad_ops import viz
+
+    _, _, step = train(True, np.float32, steps=2)
+    source = viz.draw_program(step.program).source
+    for kernel in step.program.kernels:
+        assert kernel.describe(step.program.name_of).split("(")[0] in source
+    assert "%0 (16, 6)" in source  # the argument's slot, on the edge to the first Linear

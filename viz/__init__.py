@@ -31,6 +31,7 @@ _DRAWING = {
     "dot_program": "files",
     "render": "files",
     "draw": "dot",
+    "draw_program": "program",
     "enable_notebook_display": "notebook",
     "disable_notebook_display": "notebook",
 }
@@ -66,6 +67,7 @@ __all__ = [
     "disable_notebook_display",
     "dot_program",
     "draw",
+    "draw_program",
     "enable_notebook_display",
     "examples",
     "html",

@@ -64,6 +64,9 @@ class FusedForward(Kernel):
     def reads(self):
         return self.kernel.inputs
 
+    def writes(self):
+        return self.kernel.writes()
+
     def describe(self, name):
         return self.kernel.describe(name) + "   (fused)"
 
@@ -95,6 +98,9 @@ class FusedBackward(Kernel):
 
     def consumes(self):
         return (self.kernel.grad,)
+
+    def writes(self):
+        return self.kernel.writes()
 
     def reads(self):
         """The gradient and whichever of the forward's slots the expressions name."""

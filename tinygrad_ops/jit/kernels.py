@@ -40,6 +40,10 @@ class Kernel:
         """The pending gradients this kernel takes (and deletes itself)."""
         return ()
 
+    def writes(self) -> tuple:
+        """The slots this kernel writes (for drawing the program: viz.draw_program)."""
+        return ()
+
     def describe(self, name) -> str:  # pragma: no cover - every kernel overrides it
         raise NotImplementedError
 
@@ -79,6 +83,9 @@ class Forward(Kernel):
 
     def reads(self):
         return self.inputs
+
+    def writes(self):
+        return (self.output,)
 
     def describe(self, name):
         arguments = ", ".join(name(slot) for slot in self.inputs)
@@ -135,6 +142,9 @@ class Backward(Kernel):
     def consumes(self):
         return (self.grad,)
 
+    def writes(self):
+        return tuple(edge.slot for edge in self.edges)
+
     def describe(self, name):
         rule = f"{type(self.node).__name__}.backward({name(self.grad)})"
         return f"{_sends(self.edges, name)} <- {rule}"
@@ -160,6 +170,9 @@ class CustomBackward(Kernel):
     def reads(self):
         return tuple(slot for slot in self.results if slot is not None)
 
+    def writes(self):
+        return tuple(edge.slot for edge in self.edges)
+
     def describe(self, name):
         results = ", ".join("None" if slot is None else name(slot) for slot in self.results)
         return f"{_sends(self.edges, name)} <- {node_name(self.node)}.backward: ({results})"
@@ -180,6 +193,9 @@ class Seed(Kernel):
 
     def reads(self):
         return (self.source,)
+
+    def writes(self):
+        return (self.slot,)
 
     def describe(self, name):
         return f"{name(self.slot)} += seed {name(self.source)}"
@@ -221,6 +237,9 @@ class LeafWrite(Kernel):
 
     def consumes(self):
         return (self.slot,)
+
+    def writes(self):
+        return (self.result,)
 
     def describe(self, name):
         return f"{self.label}.grad += {name(self.slot)}"
@@ -264,6 +283,9 @@ class Write(Kernel):
 
     def reads(self):
         return (self.target, self.source)
+
+    def writes(self):
+        return (self.target,)
 
     def describe(self, name):
         return f"{name(self.target)}[...] = {name(self.source)}   (in place)"

@@ -86,6 +86,9 @@ class ScanKernel(Kernel):
     def consumes(self):
         return self.reads()
 
+    def writes(self):
+        return self.sent
+
     def describe(self, name):
         steps = len(self.segment.anchors) - 1
         return f"scan of a chain of {steps} steps ({self.method}, {len(self.sent)} gradients out)"
