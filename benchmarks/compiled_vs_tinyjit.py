@@ -1,0 +1,90 @@
+"""tg.compile beside tinygrad's TinyJit (optional: needs tinygrad and, for its CPU device,
+clang; never a dependency of the package).
+
+The same MLP SGD steps as train_step.py (hand numpy, tg.compile, TinyJit) and the same
+100-op 4x4 chain (forward and backward), interleaved rounds, medians.
+
+    .venv/bin/python -m pip install tinygrad     # and clang (apt-get install clang)
+    OPENBLAS_NUM_THREADS=1 DEV=CPU .venv/bin/python benchmarks/compiled_vs_tinyjit.py
+"""
+
+import argparse
+
+import numpy as np
+from compiled_vs_jax import _row, chains
+from train_step import (
+    LEARNING_RATE,
+    SIZES,
+    CompiledStep,
+    NumpyStep,
+    make_problem,
+    time_interleaved,
+)
+
+try:
+    from tinygrad import Context, Tensor, TinyJit, nn
+except ImportError:  # pragma: no cover - tinygrad is optional
+    Tensor = None
+
+
+def tinyjit_step(x, y, params):
+    """The MLP step under TinyJit: SGD on the four parameters, the loss returned."""
+    x, y = Tensor(x), Tensor(y)
+    parameters = [Tensor(p.copy()) for p in params]  # (the optimizer makes them require grad)
+    optimizer = nn.optim.SGD(parameters, lr=LEARNING_RATE)
+
+    @TinyJit
+    def step():
+        with Context(TRAINING=1):
+            optimizer.zero_grad()
+            w1, b1, w2, b2 = parameters
+            logits = (x.linear(w1.T, b1).relu()).linear(w2.T, b2)
+            loss = logits.sparse_categorical_crossentropy(y)
+            loss.backward()
+            optimizer.step()
+            return loss.realize()
+
+    return lambda: step().item()
+
+
+def tinyjit_chain():
+    x = Tensor.full((4, 4), 0.5).contiguous().realize()
+    x.requires_grad = True
+
+    @TinyJit
+    def chain():
+        y = x
+        for _ in range(25):
+            y = ((y * 1.01).tanh() + 0.5) * x
+        y.sum().backward()
+        grad = x.grad.realize()
+        x.grad = None
+        return grad
+
+    return lambda: chain().numpy()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=11, help="interleaved rounds (median)")
+    args = parser.parse_args(argv)
+    if Tensor is None:
+        print("tinygrad is not installed: nothing to compare (see the docstring)")
+        return
+    print(f"numpy {np.__version__}, tinygrad TinyJit, float32; medians in us")
+    for size in SIZES:
+        x, y, params = make_problem(*size)
+        steps = {
+            "numpy": NumpyStep(x, y, params),
+            "compiled": CompiledStep(x, y, params),
+            "TinyJit": tinyjit_step(x, y, params),
+        }
+        timings = time_interleaved(steps, args.rounds, 5 if size[0] >= 256 else 20)
+        print(_row(",".join(map(str, size)), timings))
+    chain = chains(with_jax=False)
+    chain["TinyJit"] = tinyjit_chain()
+    print(_row("100-op chain", time_interleaved(chain, args.rounds, 20)))
+
+
+if __name__ == "__main__":
+    main()
