@@ -61,8 +61,9 @@ def with_target(name, function, logits_shape, target, reduction="mean", **option
 
 # PyTorch warns when a target is broadcast to the input (a note here, not a mistake) and
 # that kl_div's "mean" is not the KL divergence.
-BROADCAST = pytest.mark.filterwarnings("ignore:Using a target size:UserWarning")
-KL_MEAN = pytest.mark.filterwarnings("ignore:reduction. 'mean':UserWarning")
+# PyTorch's warnings and ours (tested below): a target of another shape, kl_div's "mean"
+BROADCAST = pytest.mark.filterwarnings("ignore:.*that is different to the input:UserWarning")
+KL_MEAN = pytest.mark.filterwarnings("ignore:.*reduction.{1,2}'mean' divides:UserWarning")
 
 CASES = [
     with_target("ce_fused", "cross_entropy", (4, 3), TARGET),
@@ -396,3 +397,28 @@ def test_cross_entropy_errors():
         F.cross_entropy(logits, np.array([0, 1, 2]))
     with pytest.raises(ValueError, match="reduction"):
         F.cross_entropy(logits, np.array([0, 1]), reduction="avg")
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss"])
+def test_a_target_of_another_shape_warns_as_torch_and_broadcasts(name):
+    """A (N, 1) prediction against (N,) targets: an (N, N) loss, silently wrong but for
+    PyTorch's warning, which we give too (pointing at the caller's line)."""
+    prediction, target = np.arange(4.0).reshape(4, 1) / 10, np.arange(4.0) / 5
+    with pytest.warns(UserWarning, match=f"{name}: using a target of shape") as caught:
+        loss = getattr(F, name)(tg.Tensor(prediction), tg.Tensor(target))
+    assert caught[0].filename == __file__
+    with pytest.warns(UserWarning, match="Using a target size"):
+        expected = getattr(torch_functional, name)(torch.tensor(prediction), torch.tensor(target))
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["l1_loss", "huber_loss", "smooth_l1_loss"])
+def test_shapes_that_do_not_broadcast_are_an_error_naming_the_loss(name):
+    with pytest.raises(ValueError, match=rf"{name}: input of shape \(3,\) and target of shape"):
+        getattr(F, name)(tg.ones(3), tg.ones(4))
+
+
+def test_kl_div_with_reduction_mean_warns_as_torch():
+    x, t = tg.Tensor(np.log([[0.5, 0.5]])), tg.Tensor(np.array([[0.25, 0.75]]))
+    with pytest.warns(UserWarning, match="kl_div: reduction='mean' divides"):
+        F.kl_div(x, t)

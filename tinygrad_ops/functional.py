@@ -27,7 +27,7 @@ from .ops import (
     Softmax,
 )
 from .ops.checks import check_float, reduction_arguments
-from .ops.composed_losses import check_reduction, cross_entropy_general
+from .ops.composed_losses import check_reduction, cross_entropy_general, warn_if_sizes_differ
 from .ops.dual import compute_dtype
 from .ops.indexing import as_index
 from .ops.pointwise import GeluTanh
@@ -355,11 +355,9 @@ def mse_loss(input, target, reduction="mean"):
     >>> mse_loss(tg.Tensor([1.0, 3.0]), tg.Tensor([0.0, 0.0])).item()
     5.0
     """
-    return MSELoss.apply(
-        _tensor(input, "input", "mse_loss"),
-        _tensor(target, "target", "mse_loss"),
-        reduction=reduction,
-    )
+    input, target = _tensor(input, "input", "mse_loss"), _tensor(target, "target", "mse_loss")
+    warn_if_sizes_differ("mse_loss", input, target)
+    return MSELoss.apply(input, target, reduction=reduction)
 
 
 def dropout(x, p=0.5, training=True, generator=None, seed=None):

@@ -4,6 +4,8 @@ label_smoothing, probability targets), binary_cross_entropy (over its fused elem
 op) and with logits, l1, huber, smooth_l1, kl_div.
 """
 
+import warnings
+
 import numpy as np
 
 from .base import values_read
@@ -129,8 +131,31 @@ def cross_entropy_general(logits, target, weight, ignore_index, reduction, label
     return losses.sum() / sample_weight.sum()
 
 
-def _pair(input, target, op_name, same_shape=True):
-    """input and target as Tensors of one float dtype (and one shape, where PyTorch asks)."""
+def broadcastable(*shapes):
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        return False
+    return True
+
+
+def warn_if_sizes_differ(op_name, input, target, stacklevel=3):
+    """PyTorch's warning for a target whose shape is not the input's (a prediction of shape
+    (N, 1) against targets of shape (N,) broadcasts to an (N, N) loss: silently wrong).
+    Shapes that do not broadcast are left to the op's error."""
+    if input.shape != target.shape and broadcastable(input.shape, target.shape):
+        warnings.warn(
+            f"{op_name}: using a target of shape {target.shape} that is different to the "
+            f"input's shape {input.shape}. This will likely lead to incorrect results due to "
+            "broadcasting. Please ensure they have the same shape (as PyTorch warns).",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+
+
+def _pair(input, target, op_name, shapes="same"):
+    """input and target as Tensors of one float dtype; `shapes`: "same" (an error where they
+    differ), "warn" (PyTorch's warning, then broadcast) or "broadcast"."""
     from .base import is_tensor, new_tensor
 
     values = []
@@ -140,10 +165,17 @@ def _pair(input, target, op_name, same_shape=True):
         check_float(op_name, value.data, name)
         values.append(value)
     input, target = values
-    if same_shape and input.shape != target.shape:
+    if shapes == "same" and input.shape != target.shape:
         raise ValueError(
             f"{op_name}: target of shape {target.shape} must have the input's shape {input.shape}"
         )
+    if not broadcastable(input.shape, target.shape):
+        raise ValueError(
+            f"{op_name}: input of shape {input.shape} and target of shape {target.shape} "
+            "cannot be broadcast together"
+        )
+    if shapes == "warn":
+        warn_if_sizes_differ(op_name, input, target, stacklevel=4)
     if target.dtype != input.dtype:
         target = target.astype(input.dtype)
     return input, target
@@ -208,7 +240,7 @@ def l1_loss(input, target, reduction="mean"):
     >>> l1_loss(tg.Tensor([1.0, -2.0]), tg.Tensor([0.0, 0.0])).item()
     1.5
     """
-    x, t = _pair(input, target, "l1_loss", same_shape=False)
+    x, t = _pair(input, target, "l1_loss", shapes="warn")
     return reduce_loss((x - t).abs(), reduction, "l1_loss")
 
 
@@ -222,7 +254,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     """
     if not delta > 0:
         raise ValueError(f"huber_loss: delta must be positive, got {delta}")
-    x, t = _pair(input, target, "huber_loss", same_shape=False)
+    x, t = _pair(input, target, "huber_loss", shapes="warn")
     difference = x - t
     size = difference.abs()
     values_read(size, "huber_loss: where |input - target| < delta")
@@ -242,7 +274,7 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
         raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
     if beta == 0:
         return l1_loss(input, target, reduction)
-    x, t = _pair(input, target, "smooth_l1_loss", same_shape=False)
+    x, t = _pair(input, target, "smooth_l1_loss", shapes="warn")
     difference = x - t
     size = difference.abs()
     values_read(size, "smooth_l1_loss: where |input - target| < beta")
@@ -261,7 +293,15 @@ def kl_div(input, target, reduction="mean", log_target=False):
     0.3068528175354004
     """
     check_reduction(reduction, "kl_div", extra=("batchmean",))
-    x, t = _pair(input, target, "kl_div", same_shape=False)
+    if reduction == "mean":
+        warnings.warn(
+            "kl_div: reduction='mean' divides the total loss by both the batch size and the "
+            "support size; 'batchmean' divides only by the batch size, and aligns with the KL "
+            "divergence's definition (as PyTorch warns)",
+            UserWarning,
+            stacklevel=2,
+        )
+    x, t = _pair(input, target, "kl_div", shapes="broadcast")
     if log_target:
         loss = t.exp() * (t - x)
     else:  # t log t is 0 at t = 0 (xlogy), as PyTorch's: its gradient there is NaN too
