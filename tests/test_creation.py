@@ -49,3 +49,54 @@ def test_creation_functions():
     assert tg.randn(2, requires_grad=True).requires_grad
     np.testing.assert_array_equal(tg.arange(1, 7, 2).numpy(), [1, 3, 5])
     assert tg.arange(0.0, 1.0, 0.5).dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("action", "error", "message"),
+    [
+        (lambda: tg.eye(-1), ValueError, "eye: n must be greater or equal to 0, got -1"),
+        (lambda: tg.eye(2, -3), ValueError, "eye: m must be greater or equal to 0, got -3"),
+        (lambda: tg.eye(2.5), TypeError, "eye: n must be an int"),
+        (lambda: tg.randn(-2), ValueError, r"randn: negative size -2 in shape \(-2,\)"),
+        (lambda: tg.rand(2, -1), ValueError, r"rand: negative size -1 in shape \(2, -1\)"),
+        (lambda: tg.zeros(2.0), TypeError, "zeros: sizes must be ints"),
+        (lambda: tg.ones((2, -1)), ValueError, "ones: negative size -1"),
+        (lambda: tg.full((-1,), 1.0), ValueError, "full: negative size -1"),
+        (lambda: tg.full((2,), "a"), TypeError, "full: fill_value must be a number, got str"),
+        (lambda: tg.randn(2, seed=0, generator=np.random.default_rng()), TypeError, "not both"),
+    ],
+)
+def test_bad_shapes_and_values_are_errors_naming_the_function(action, error, message):
+    with pytest.raises(error, match=message):
+        action()
+
+
+@pytest.mark.parametrize(("value", "dtype"), [(7, torch.int64), (7.0, None), (True, torch.bool)])
+def test_full_infers_its_dtype_from_the_value_as_torch(value, dtype):
+    ours, theirs = tg.full((2,), value), torch.full((2,), value, dtype=dtype)
+    expected = np.float32 if dtype is None else theirs.numpy().dtype
+    assert ours.dtype == expected
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_eye_with_two_sizes_matches_torch():
+    np.testing.assert_array_equal(tg.eye(2, 3).numpy(), torch.eye(2, 3).numpy())
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda: tg.randn(3).numpy(),
+        lambda: tg.rand(2, 2).numpy(),
+        lambda: tg.functional.dropout(tg.ones(8)).numpy(),
+        lambda: tg.nn.Linear(2, 2).weight.numpy(),
+    ],
+    ids=["randn", "rand", "dropout", "Linear"],
+)
+def test_manual_seed_makes_every_draw_repeat_as_torch(draw):
+    """`torch.manual_seed(0); torch.randn(3)` repeats: so must ours (randn, rand and
+    F.dropout drew from fresh or private generators that manual_seed did not reach)."""
+    tg.manual_seed(0)
+    first = draw().copy()
+    tg.manual_seed(0)
+    np.testing.assert_array_equal(draw(), first)

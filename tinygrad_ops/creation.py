@@ -6,6 +6,68 @@ import numpy as np
 
 from .tensor import DEFAULT_DTYPE, from_numpy
 
+# The one shared generator, as PyTorch's default generator: `manual_seed(n)` reseeds it, so
+# `tg.manual_seed(0)` then randn, rand, dropout and layers' initial weights repeat exactly.
+
+
+_DEFAULT = {"generator": np.random.default_rng()}
+
+
+def manual_seed(seed):
+    """Reseed the generator that tg.randn/tg.rand, F.dropout, layers' initial weights (and
+    the training command) draw from, as torch.manual_seed.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.manual_seed(0)
+    >>> first = tg.nn.Linear(2, 2).weight.numpy().copy()
+    >>> tg.manual_seed(0)
+    >>> bool((tg.nn.Linear(2, 2).weight.numpy() == first).all())
+    True
+    """
+    _DEFAULT["generator"] = np.random.default_rng(seed)
+
+
+def default_generator():
+    """The shared `numpy.random.Generator` that `manual_seed` reseeds."""
+    return _DEFAULT["generator"]
+
+
+def get_rng_state():
+    """The shared generator's state, a plain dict of numbers (JSON-friendly).
+
+    >>> import tinygrad_ops as tg
+    >>> state = tg.nn.get_rng_state()
+    >>> first = tg.nn.Linear(2, 2).weight.numpy().copy()
+    >>> tg.nn.set_rng_state(state)
+    >>> bool((tg.nn.Linear(2, 2).weight.numpy() == first).all())
+    True
+    """
+    return _DEFAULT["generator"].bit_generator.state
+
+
+def set_rng_state(state):
+    """Restore a state returned by `get_rng_state` (what a resumed checkpoint does).
+
+    >>> import tinygrad_ops as tg
+    >>> state = tg.nn.get_rng_state()
+    >>> tg.nn.set_rng_state(state)
+    >>> tg.nn.get_rng_state() == state
+    True
+    """
+    generator = np.random.default_rng()
+    generator.bit_generator.state = state
+    _DEFAULT["generator"] = generator
+
+
+def _generator(seed, generator, op_name):
+    """The generator to draw from: `generator`, else a new one seeded with `seed`, else the
+    shared one (`manual_seed`)."""
+    if generator is not None and seed is not None:
+        raise TypeError(f"{op_name}: pass seed= or generator=, not both")
+    if generator is not None:
+        return generator
+    return default_generator() if seed is None else np.random.default_rng(seed)
+
 
 def _fresh(array, requires_grad=False):
     """A tensor around an array made here (nobody else holds it: no copy needed)."""
@@ -18,6 +80,18 @@ def _shape(shape):
     return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
 
 
+def _checked_shape(shape, op_name):
+    """`shape` as a tuple of non-negative ints, or an error naming the op and the size
+    (numpy's own says "negative dimensions are not allowed" without saying where)."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    for size in shape:
+        if not isinstance(size, (int, np.integer)) or isinstance(size, (bool, np.bool_)):
+            raise TypeError(f"{op_name}: sizes must be ints, got {size!r} in shape {shape}")
+        if size < 0:
+            raise ValueError(f"{op_name}: negative size {size} in shape {shape}")
+    return tuple(int(size) for size in shape)
+
+
 def zeros(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
     """A tensor of zeros.
 
@@ -25,7 +99,7 @@ def zeros(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
     >>> tg.zeros(2, 3).shape
     (2, 3)
     """
-    return _fresh(np.zeros(_shape(shape), dtype=dtype), requires_grad)
+    return _fresh(np.zeros(_checked_shape(_shape(shape), "zeros"), dtype=dtype), requires_grad)
 
 
 def ones(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
@@ -35,17 +109,35 @@ def ones(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
     >>> tg.ones(2).numpy()
     array([1., 1.], dtype=float32)
     """
-    return _fresh(np.ones(_shape(shape), dtype=dtype), requires_grad)
+    return _fresh(np.ones(_checked_shape(_shape(shape), "ones"), dtype=dtype), requires_grad)
 
 
-def full(shape, value, dtype=DEFAULT_DTYPE, requires_grad=False):
-    """A tensor filled with `value`.
+def full(shape, value, dtype=None, requires_grad=False):
+    """A tensor filled with `value`; its dtype, unless given, as PyTorch infers it: bool for
+    a bool, int64 for an int, float32 for a float.
 
     >>> import tinygrad_ops as tg
     >>> tg.full((2,), 7.0).numpy()
     array([7., 7.], dtype=float32)
+    >>> tg.full((2,), 7).dtype
+    dtype('int64')
     """
+    shape = _checked_shape(shape, "full")
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if not isinstance(value, (bool, int, float, np.bool_, np.number)):
+        raise TypeError(f"full: fill_value must be a number, got {type(value).__name__}")
+    if dtype is None:
+        dtype = _inferred_dtype(value)
     return _fresh(np.full(shape, value, dtype=dtype), requires_grad)
+
+
+def _inferred_dtype(value):
+    if isinstance(value, (bool, np.bool_)):
+        return np.bool_
+    if isinstance(value, (int, np.integer)):
+        return np.int64
+    return DEFAULT_DTYPE if isinstance(value, float) else np.asarray(value).dtype
 
 
 def zeros_like(tensor, requires_grad=False):
@@ -68,28 +160,33 @@ def ones_like(tensor, requires_grad=False):
     return _fresh(np.ones_like(tensor.data), requires_grad)
 
 
-def randn(*shape, seed=None, dtype=DEFAULT_DTYPE, requires_grad=False):
-    """Standard normal samples; the same `seed` gives the same numbers.
+def randn(*shape, seed=None, generator=None, dtype=DEFAULT_DTYPE, requires_grad=False):
+    """Standard normal samples from `generator` (a numpy Generator), else a new one seeded
+    with `seed`, else the shared generator that `tg.manual_seed` reseeds.
 
     >>> import tinygrad_ops as tg
     >>> bool((tg.randn(3, seed=0).numpy() == tg.randn(3, seed=0).numpy()).all())
     True
+    >>> tg.manual_seed(1); first = tg.randn(2).numpy()
+    >>> tg.manual_seed(1); bool((tg.randn(2).numpy() == first).all())
+    True
     """
-    generator = np.random.default_rng(seed)
-    data = generator.standard_normal(_shape(shape)).astype(dtype)
+    shape = _checked_shape(_shape(shape), "randn")
+    data = _generator(seed, generator, "randn").standard_normal(shape).astype(dtype)
     return _fresh(data, requires_grad)
 
 
-def rand(*shape, seed=None, dtype=DEFAULT_DTYPE, requires_grad=False):
-    """Uniform samples in [0, 1); the same `seed` gives the same numbers.
+def rand(*shape, seed=None, generator=None, dtype=DEFAULT_DTYPE, requires_grad=False):
+    """Uniform samples in [0, 1), drawn as `randn`'s (generator, seed or the shared one).
 
     >>> import tinygrad_ops as tg
     >>> sample = tg.rand(2, 3, seed=0)
     >>> sample.shape, bool(((sample.numpy() >= 0) & (sample.numpy() < 1)).all())
     ((2, 3), True)
     """
-    generator = np.random.default_rng(seed)
-    return _fresh(generator.random(_shape(shape)).astype(dtype), requires_grad)
+    shape = _checked_shape(_shape(shape), "rand")
+    data = _generator(seed, generator, "rand").random(shape).astype(dtype)
+    return _fresh(data, requires_grad)
 
 
 def arange(start, stop=None, step=1, dtype=None):
@@ -123,12 +220,19 @@ def _check_range(start, stop, step):
         )
 
 
-def eye(n, dtype=DEFAULT_DTYPE):
-    """The n x n identity matrix.
+def eye(n, m=None, dtype=DEFAULT_DTYPE):
+    """The n x n identity matrix (n x m with ones on the diagonal, given m).
 
     >>> import tinygrad_ops as tg
     >>> tg.eye(2).numpy()
     array([[1., 0.],
            [0., 1.]], dtype=float32)
+    >>> tg.eye(2, 3).shape
+    (2, 3)
     """
-    return _fresh(np.eye(n, dtype=dtype))
+    for name, size in (("n", n), ("m", n if m is None else m)):
+        if not isinstance(size, (int, np.integer)) or isinstance(size, (bool, np.bool_)):
+            raise TypeError(f"eye: {name} must be an int, got {size!r}")
+        if size < 0:
+            raise ValueError(f"eye: {name} must be greater or equal to 0, got {size}")
+    return _fresh(np.eye(n, m, dtype=dtype))

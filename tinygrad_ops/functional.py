@@ -13,6 +13,7 @@ array([[0.5, 0.5]], dtype=float32)
 
 import numpy as np
 
+from .creation import default_generator
 from .ops import (
     BatchNorm,
     CrossEntropy,
@@ -49,9 +50,6 @@ __all__ = [
     "softmax",
     "tanh",
 ]
-
-# The generator dropout draws from when it is given neither `generator` nor `seed`.
-_default_generator = np.random.default_rng()
 
 
 def _tensor(value, name, op_name):
@@ -363,7 +361,7 @@ def mse_loss(input, target, reduction="mean"):
 def dropout(x, p=0.5, training=True, generator=None, seed=None):
     """Zero each element with probability p and scale the rest by 1 / (1 - p) (training);
     the identity in eval. Draws from `generator` (a numpy Generator), else from a new one
-    seeded with `seed`, else from the module's default generator.
+    seeded with `seed`, else from the shared generator that `tg.manual_seed` reseeds.
 
     >>> import tinygrad_ops as tg
     >>> out = dropout(tg.ones(6), p=0.5, seed=0)
@@ -376,7 +374,7 @@ def dropout(x, p=0.5, training=True, generator=None, seed=None):
     if not training or p == 0.0:
         return x
     if generator is None:
-        generator = np.random.default_rng(seed) if seed is not None else _default_generator
+        generator = np.random.default_rng(seed) if seed is not None else default_generator()
     return Dropout.apply(x, p=float(p), generator=generator)
 
 

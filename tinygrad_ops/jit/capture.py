@@ -25,7 +25,6 @@ import traceback
 
 import numpy as np
 
-from .. import functional
 from ..autograd.graph import made_by_rule
 from ..autograd.order import as_recorded
 from ..mode import STATE
@@ -197,14 +196,13 @@ class Recorder:
 
     def check_generator(self, generator, op_name):
         """A replay draws on from the generators the capture drew from: fine for one that
-        lives on (the shared one, functional's, a module's own), wrong for one made inside
+        lives on (the shared one, a module's own), wrong for one made inside
         the function (`seed=`), which eager would make again at every call."""
         if generator is default_generator():
             if generator not in self.generators:
                 self.generators.append(generator)  # tg.manual_seed replaces it: a guard
             return
-        # (functional's own generator, for dropout given neither generator nor seed)
-        lives_on = generator is functional._default_generator or any(
+        lives_on = any(
             getattr(module, "generator", None) is generator for module in self.modules.values()
         )
         if not lives_on:

@@ -9,59 +9,15 @@ checkpoint needs to resume a run exactly.
 
 import math
 
-import numpy as np
-
-_DEFAULT = {"generator": np.random.default_rng()}
-
-
-def manual_seed(seed):
-    """Reseed the generator that layers (and the training command) draw from.
-
-    >>> import tinygrad_ops as tg
-    >>> tg.manual_seed(0)
-    >>> first = tg.nn.Linear(2, 2).weight.numpy().copy()
-    >>> tg.manual_seed(0)
-    >>> bool((tg.nn.Linear(2, 2).weight.numpy() == first).all())
-    True
-    """
-    _DEFAULT["generator"] = np.random.default_rng(seed)
-
-
-def default_generator():
-    """The shared `numpy.random.Generator` that `manual_seed` reseeds."""
-    return _DEFAULT["generator"]
-
-
-def get_rng_state():
-    """The shared generator's state, a plain dict of numbers (JSON-friendly).
-
-    >>> import tinygrad_ops as tg
-    >>> state = tg.nn.get_rng_state()
-    >>> first = tg.nn.Linear(2, 2).weight.numpy().copy()
-    >>> tg.nn.set_rng_state(state)
-    >>> bool((tg.nn.Linear(2, 2).weight.numpy() == first).all())
-    True
-    """
-    return _DEFAULT["generator"].bit_generator.state
-
-
-def set_rng_state(state):
-    """Restore a state returned by `get_rng_state` (what a resumed checkpoint does).
-
-    >>> import tinygrad_ops as tg
-    >>> state = tg.nn.get_rng_state()
-    >>> tg.nn.set_rng_state(state)
-    >>> tg.nn.get_rng_state() == state
-    True
-    """
-    generator = np.random.default_rng()
-    generator.bit_generator.state = state
-    _DEFAULT["generator"] = generator
+# The shared generator lives with the tensor creators (tg.randn draws from it too); the
+# layers' initialisers below draw from it, and these names are re-exported here.
+from ..creation import default_generator, get_rng_state, manual_seed, set_rng_state  # noqa: F401
 
 
 def uniform(shape, bound, dtype, generator=None):
     """Samples from U(-bound, bound) as an array of `dtype`.
 
+    >>> import numpy as np
     >>> uniform((2, 3), 0.5, np.float32, np.random.default_rng(0)).shape
     (2, 3)
     """
