@@ -346,13 +346,13 @@ def accumulate_leaf(tensor, grad, create_graph, owned=False):
         grad_tensor = grad if is_tensor(grad) else new_tensor(grad, False, None)
         tensor._grad = grad_tensor if tensor._grad is None else tensor._grad + grad_tensor
         return
-    if is_tensor(grad):
+    if type(grad) is not np.ndarray and is_tensor(grad):
         grad = grad._data
         owned = False
     leaf_grad = tensor._grad
     if leaf_grad is None:
         # The leaf must own its gradient array: later calls add into it in place.
-        tensor._grad = new_tensor(grad if owned else np.array(grad, copy=True), False, None)
+        tensor._grad = new_tensor(grad if owned else np.array(grad, copy=True))
     elif leaf_grad._data.flags.writeable and leaf_grad._data.shape == grad.shape:
         np.add(leaf_grad._data, grad, out=leaf_grad._data)
         leaf_grad._version[0] += 1
