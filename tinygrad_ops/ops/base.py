@@ -223,7 +223,7 @@ class Op:
         """
         sources = []
         for index, value in enumerate(self.saved):
-            if value is None:
+            if type(value) is not np.ndarray:  # None, or a number: no version to watch
                 continue
             if value is out_data:  # (a view's output shares its base's counter: read it)
                 version = out._version
