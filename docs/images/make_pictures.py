@@ -153,7 +153,7 @@ LAYERS = [
     ("schedulers", "scheduler/: sequential, chain finding, scans, cost model, auto"),
     (
         "tensor",
-        "tensor.py: the core (data, grad, backward, operators over one _binary)\n"
+        "tensor.py: the core (data, grad, backward, operators from one binary_operator)\n"
         "tensor_convert, _shape, _math, _reduce, _inplace: its methods; creation",
     ),
     ("engine", "autograd/: graph (the walk, observers), order, backward, function, inplace"),
