@@ -6,7 +6,7 @@ PyTorch (float64).
 import numpy as np
 import pytest
 import torch
-from helpers import close, pair
+from helpers import check_op, close, pair
 
 import tinygrad_ops as tg
 
@@ -474,3 +474,21 @@ def test_a_gradient_sent_again_after_a_pop_is_not_taken_as_owned():
     np.testing.assert_array_equal(mine, [1.0, 1.0])
     # 3 * (2y + mine + 2) with y = [3, 6]
     np.testing.assert_array_equal(x.grad.numpy(), [27.0, 45.0])
+
+
+# -- end to end: a polynomial, and a composite against PyTorch ----------------------------------
+
+
+def test_polynomial_gradient():
+    x = tg.Tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (x * x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 3 * x.numpy() ** 2)
+
+
+def test_check_op_on_a_composite():
+    check_op(
+        lambda a, b: ((a @ b).tanh() * 2 + a.sum(axis=1, keepdims=True)).exp().mean(),
+        lambda a, b: ((a @ b).tanh() * 2 + a.sum(1, keepdim=True)).exp().mean(),
+        (2, 3),
+        (3, 4),
+    )
