@@ -422,3 +422,11 @@ def test_kl_div_with_reduction_mean_warns_as_torch():
     x, t = tg.Tensor(np.log([[0.5, 0.5]])), tg.Tensor(np.array([[0.25, 0.75]]))
     with pytest.warns(UserWarning, match="kl_div: reduction='mean' divides"):
         F.kl_div(x, t)
+
+
+@pytest.mark.parametrize(
+    "target", [np.array(0), np.array(0.0), tg.Tensor(np.array(0.0))], ids=["int", "float", "tensor"]
+)
+def test_cross_entropy_of_0d_logits_is_an_error_naming_the_logits(target):
+    with pytest.raises(ValueError, match=r"cross_entropy: logits must be .* got a 0-d tensor"):
+        F.cross_entropy(tg.Tensor(np.array(1.0)), target)

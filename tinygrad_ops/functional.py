@@ -31,6 +31,7 @@ from .ops.checks import check_float, reduction_arguments
 from .ops.composed_losses import check_reduction, cross_entropy_general, warn_if_sizes_differ
 from .ops.dual import compute_dtype
 from .ops.indexing import as_index
+from .ops.losses import check_class_dim
 from .ops.pointwise import GeluTanh
 from .tensor import Tensor
 
@@ -326,6 +327,7 @@ def _cross_entropy_general(logits, target, weight, ignore_index, reduction, labe
     """cross_entropy's other cases: argument checks, then the fused op or the composed form."""
     if isinstance(weight, str):  # cross_entropy(logits, target, "sum"): this API's older order
         weight, reduction = None, weight
+    check_class_dim(logits)
     probabilities = isinstance(target, Tensor) and target.dtype.kind == "f"
     if not (probabilities and target.shape == logits.shape):  # else: the Tensor, differentiable
         target = np.asarray(target.data if isinstance(target, Tensor) else target)

@@ -41,6 +41,14 @@ def drop_ignored(flat_target, class_count, ignore_index):
     return ~ignored, np.where(ignored, 0, flat_target)
 
 
+def check_class_dim(logits):
+    if logits.ndim == 0:
+        raise ValueError(
+            "cross_entropy: logits must be (C,), (N, C) or (N, C, d...), got a 0-d tensor "
+            "(a single score is not a class distribution)"
+        )
+
+
 class CrossEntropy(Op):
     """loss_i = log sum_c exp(z_ic) - z_i,t_i (log_softmax and the pick fused), reduced by
     mean/sum/none;  dz_ic = g_i (softmax(z_i)_c - [c == t_i]) (divided by N for the mean)
@@ -69,8 +77,9 @@ class CrossEntropy(Op):
                 f"cross_entropy: target must hold integer class indices, got dtype "
                 f"{target.dtype} (class probabilities are not supported)"
             )
+        check_class_dim(logits)
         expected = logits.shape[:1] + logits.shape[2:] if logits.ndim > 1 else ()
-        if logits.ndim < 1 or target.shape != expected:
+        if target.shape != expected:
             raise ValueError(
                 f"cross_entropy: logits of shape {logits.shape} (N, C, ...) need a target of "
                 f"shape {expected}, got {target.shape}"
