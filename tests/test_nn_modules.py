@@ -362,6 +362,8 @@ def test_flatten_and_activations_match_pytorch():
     x = np.random.default_rng(0).standard_normal((2, 3, 4))
     pairs = [
         (nn.Flatten(), torch.nn.Flatten()),
+        (nn.Flatten(0, 1), torch.nn.Flatten(0, 1)),
+        (nn.Flatten(start_dim=-2), torch.nn.Flatten(start_dim=-2)),
         (nn.ReLU(), torch.nn.ReLU()),
         (nn.Tanh(), torch.nn.Tanh()),
         (nn.Sigmoid(), torch.nn.Sigmoid()),

@@ -1,6 +1,8 @@
 """The shape primitives (ops/shape.py: reshape, transpose, broadcast, stack, concatenate,
 indexing) against PyTorch in float64, one line per case through `check_op`."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -215,3 +217,30 @@ def test_shape(ours, theirs, specs, options):
 @pytest.mark.parametrize(("ours", "theirs", "specs", "options"), GETITEM_CASES)
 def test_getitem(ours, theirs, specs, options):
     check_op(ours, theirs, *specs, **options)
+
+
+@pytest.mark.parametrize(
+    ("shape", "dims"),
+    [((2, 3, 4), ()), ((2, 3, 4), (1,)), ((2, 3, 4), (0, 1)), ((2, 3, 4), (-2, -1)),
+     ((0, 3, 4), (1,)), ((), ()), ((5,), (0, 0))],
+    ids=str,
+)  # fmt: skip
+def test_flatten_with_start_and_end_dims_matches_torch(shape, dims):
+    x = tg.Tensor(np.arange(math.prod(shape), dtype=np.float64).reshape(shape), requires_grad=True)
+    out = x.flatten(*dims)
+    expected = torch.arange(math.prod(shape), dtype=torch.float64).reshape(shape).flatten(*dims)
+    assert out.shape == tuple(expected.shape)
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    out.sum().backward()
+    assert x.grad.shape == shape
+
+
+@pytest.mark.parametrize(
+    ("dims", "error", "message"),
+    [((2, 1), ValueError, "flatten: start_dim 2 comes after end_dim 1"),
+     ((5,), ValueError, "flatten: start_dim 5 is out of range for a 3-d tensor"),
+     ((0, True), TypeError, "flatten: end_dim must be an int")],
+)  # fmt: skip
+def test_bad_flatten_dims_are_errors_naming_the_argument(dims, error, message):
+    with pytest.raises(error, match=message):
+        tg.zeros(2, 3, 4).flatten(*dims)

@@ -8,6 +8,8 @@ inherits them (see `tensor.py`).
 ((2, 2), (4,), [1.0, 2.0], [3.0, 4.0])
 """
 
+import math
+
 import numpy as np
 
 from .mode import STATE
@@ -41,8 +43,23 @@ class ShapeMethods:
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         return Reshape.apply(self, shape=tuple(shape))
 
-    def flatten(self):
-        return self.reshape(-1)
+    def flatten(self, start_dim=0, end_dim=-1):
+        """The dims from start_dim to end_dim (negatives from the end) as one, as PyTorch's;
+        a 0-d tensor becomes (1,).
+
+        >>> import tinygrad_ops as tg
+        >>> tg.zeros(2, 3, 4).flatten(1).shape, tg.zeros(2, 3, 4).flatten(0, 1).shape
+        ((2, 12), (6, 4))
+        """
+        start = normalize_axis(start_dim, self.ndim, "flatten", "start_dim")
+        end = normalize_axis(end_dim, self.ndim, "flatten", "end_dim")
+        if start > end:
+            raise ValueError(
+                f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "
+                f"(for a {self.ndim}-d tensor)"
+            )
+        merged = math.prod(self.shape[start : end + 1])  # (not -1: a size 0 elsewhere)
+        return self.reshape(self.shape[:start] + (merged,) + self.shape[end + 1 :])
 
     def transpose(self, *axes):
         """Swap two dims given as two ints (`x.transpose(0, 1)`, as PyTorch's: numpy's would

@@ -89,15 +89,23 @@ class Dropout(Module):
 
 
 class Flatten(Module):
-    """Reshape (N, d1, d2, ...) to (N, d1 * d2 * ...).
+    """The dims from start_dim to end_dim as one (`Tensor.flatten`), as PyTorch's: by
+    default (N, d1, d2, ...) to (N, d1 * d2 * ...).
 
     >>> import tinygrad_ops as tg
-    >>> tg.nn.Flatten()(tg.zeros(2, 8, 8)).shape
-    (2, 64)
+    >>> tg.nn.Flatten()(tg.zeros(2, 8, 8)).shape, tg.nn.Flatten(0, 1)(tg.zeros(2, 8, 8)).shape
+    ((2, 64), (16, 8))
     """
 
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
     def forward(self, x):
-        return x.reshape(x.shape[0], -1)
+        return x.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
 class _Elementwise(Module):
