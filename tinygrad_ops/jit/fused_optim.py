@@ -1,10 +1,11 @@
-"""Fused optimizer kernels: `zero_grad()` and plain SGD's `step()` written into the lines.
+"""Fused optimizer kernels: `zero_grad()`, plain SGD's and Adam's `step()` in the lines.
 
 A `Call` kernel replays an optimizer method by calling it again, which walks the
 parameter groups in Python and reads each gradient through `parameter.grad`. For the
 two calls of almost every training step the replay can write the work out instead,
 parameter by parameter, and take each gradient from the slot the leaf write just filled.
-The numbers are the method's own (`np.subtract(p, lr * grad, out=p)`, optim.py), and the
+The numbers are the method's own (`np.subtract(p, lr * grad, out=p)`, optim.py; Adam's
+moments updated in place, the same operations on the same values), and the
 hyperparameters are still read at each call (a learning-rate scheduler's new lr counts).
 
 What the lines assume is checked at each replay, at the cost of a few dictionary reads:
@@ -15,7 +16,11 @@ method is called as a whole, as a `Call` kernel would.
 
 from __future__ import annotations
 
-from ..optim import SGD, Optimizer
+import math
+
+import numpy as np
+
+from ..optim import SGD, Adam, AdamW, Optimizer
 from .kernels import Kernel
 
 
@@ -67,16 +72,30 @@ class FusedSGDStep(Kernel):
 
     def emit(self, code, number):
         names, condition = _layout_check(code, self.kernel)
-        for name in names:
-            condition.append(f'{name}["momentum"] == 0 and {name}["weight_decay"] == 0')
+        condition += [self.holds(name) for name in names if self.holds(name)]
         code.line(f"if {' and '.join(condition)}:  # {self.describe(None)}")
         code.depth += 1
         for name, group in zip(names, self.kernel.owner.param_groups):
-            code.line(f'lr = {name}["lr"]')
+            code.line(self.hyperparameters(name))
             for parameter in group["params"]:
                 self.emit_update(code, code.bind(parameter, "parameter"), id(parameter))
         code.depth -= 1
         self.kernel.emit_otherwise(code)
+
+    @staticmethod
+    def holds(group) -> str:
+        """What the lines assume of a group's settings, checked at each call."""
+        return f'{group}["momentum"] == 0 and {group}["weight_decay"] == 0'
+
+    @staticmethod
+    def hyperparameters(group) -> str:
+        return f'lr = {group}["lr"]'
+
+    def update(self, code, parameter, grad) -> list:
+        return [
+            f"subtract({parameter}._data, lr * {grad}, out={parameter}._data)",
+            f"{parameter}._version[0] += 1",
+        ]
 
     def emit_update(self, code, parameter, key):
         slot = self.grads.get(key)
@@ -86,8 +105,8 @@ class FusedSGDStep(Kernel):
             grad = f"{parameter}._grad._data"
         else:
             grad = code.slot(slot)
-        code.line(f"subtract({parameter}._data, lr * {grad}, out={parameter}._data)")
-        code.line(f"{parameter}._version[0] += 1")
+        for line in self.update(code, parameter, grad):
+            code.line(line)
         if slot is None:
             code.depth -= 1
 
@@ -98,8 +117,63 @@ class FusedSGDStep(Kernel):
         return self.kernel.describe(name) + "   (fused)"
 
 
+def adam_update(optimizer, parameter, grad, lr, betas, eps, weight_decay):
+    """Adam's (and AdamW's) step for one parameter, as `Adam.step` in optim.py: the same
+    operations on the same values, with the moments and the update computed in place
+    (the exp_avg and exp_avg_sq arrays are updated, not replaced)."""
+    beta1, beta2 = betas
+    value = parameter._data
+    if weight_decay != 0:
+        if optimizer.decoupled_weight_decay:
+            np.multiply(value, 1 - lr * weight_decay, out=value, casting="same_kind")
+        else:
+            grad = grad + weight_decay * value
+    state = optimizer.state.setdefault(id(parameter), {})
+    if not state:
+        state["step"] = 0
+        state["exp_avg"] = np.zeros_like(value)
+        state["exp_avg_sq"] = np.zeros_like(value)
+    state["step"] += 1
+    step = state["step"]
+    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    np.multiply(exp_avg, beta1, out=exp_avg)  # beta1 m + (1 - beta1) g
+    np.add(exp_avg, (1 - beta1) * grad, out=exp_avg)
+    scaled = (1 - beta2) * grad  # beta2 v + ((1 - beta2) g) g
+    np.multiply(scaled, grad, out=scaled)
+    np.multiply(exp_avg_sq, beta2, out=exp_avg_sq)
+    np.add(exp_avg_sq, scaled, out=exp_avg_sq)
+    step_size = lr / (1 - beta1**step)
+    update = np.sqrt(exp_avg_sq)  # sqrt(v) / sqrt(1 - beta2^t) + eps
+    np.divide(update, math.sqrt(1 - beta2**step), out=update)
+    np.add(update, eps, out=update)
+    np.divide(exp_avg, update, out=update)  # step_size * (m / denominator)
+    np.multiply(update, step_size, out=update)
+    np.subtract(value, update, out=value)
+    parameter._version[0] += 1
+
+
+class FusedAdamStep(FusedSGDStep):
+    """Adam's or AdamW's step, one `adam_update` call per parameter with a gradient."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def holds(group) -> str:
+        return ""
+
+    @staticmethod
+    def hyperparameters(group) -> str:
+        keys = ", ".join(f'{group}["{key}"]' for key in ("lr", "betas", "eps", "weight_decay"))
+        return f"lr, betas, eps, decay = {keys}"
+
+    def update(self, code, parameter, grad) -> list:
+        optimizer = code.bind(self.kernel.owner, "optimizer")
+        update = code.bind(adam_update, "adam_update")
+        return [f"{update}({optimizer}, {parameter}, {grad}, lr, betas, eps, decay)"]
+
+
 def fuse_call(kernel, grads):
-    """The fused kernel for a `Call` of zero_grad() or plain SGD's step(), else None.
+    """The fused kernel for a `Call` of zero_grad(), plain SGD's or Adam's step(), else None.
     `grads` maps id(parameter) to the slot holding the gradient the program wrote."""
     if kernel.args or kernel.kwargs or not isinstance(kernel.owner, Optimizer):
         return None
@@ -107,4 +181,6 @@ def fuse_call(kernel, grads):
         return FusedZeroGrad(kernel)
     if type(kernel.owner) is SGD and kernel.function is SGD.step.__wrapped__:
         return FusedSGDStep(kernel, dict(grads))
+    if type(kernel.owner) in (Adam, AdamW) and kernel.function is Adam.step.__wrapped__:
+        return FusedAdamStep(kernel, dict(grads))
     return None
