@@ -158,11 +158,17 @@ RULES = {
     "Add": Fused(("{out} = {0} + {1}",), {0: "{g}", 1: "{g}"}),
     "Sub": Fused(("{out} = {0} - {1}",), {0: "{g}", 1: "-{g}"}),
     "Mul": Fused(
-        ("{out} = {0} * {1}",), {0: "{g} * {1}", 1: "{g} * {0}"}, saves=_saved_where_needed
+        ("{out} = {0} * {1}",),
+        {0: "{g} * {1}", 1: "{g} * {0}"},
+        saves=_saved_where_needed,
+        in_place={0: "multiply({g}, {1}, out={g})", 1: "multiply({g}, {0}, out={g})"},
     ),
     "Neg": Fused(("{out} = -{0}",), {0: "-{g}"}),
     "Tanh": Fused(
-        ("{out} = tanh({0})",), {0: "{g} * (1 - {out} * {out})"}, saves=lambda k: "({out},)"
+        ("{out} = tanh({0})",),
+        {0: "{g} * (1 - {out} * {out})"},
+        saves=lambda kernel: "({out},)",
+        in_place={0: "multiply({g}, 1 - {out} * {out}, out={g})"},
     ),
     # Relu's mask, not(out <= 0) (a NaN passes its gradient, as in PyTorch), is made in
     # the backward from the output, as out != 0 (the same for out = max(a, 0), which is
