@@ -7,10 +7,14 @@ stacked layers, layer norm, dropout, two RNNs, a diagonal chain), batch 4, float
 hidden sizes and chain lengths: the backward time of every scheduler (CPU time,
 `time.process_time`, the minimum of rounds that interleave the schedulers; building the
 graph is not timed), and per case whether a chain was found, the best scan's speedup over
-the walk, auto / best and auto / walk. A WARNING line marks every figure that misses its
-bound (auto within 1.15x of the best scheduler; within 1.05x of the walk where nothing is
-scanned; the best scan at least 3x the walk at hidden 4 and 8 and 2048 steps, 2x for the
-per-step-loss forms). Then the crossover plot of the benchmark's form.
+the walk, auto / best, auto / walk, and look / walk: the chain finder's first look alone
+(what a scan scheduler pays before it knows whether there is a chain) against the walk.
+`auto` measures its choices on repeated chains (scheduler/experience.py): its figure,
+the minimum of the rounds, is that of a training loop after its first steps. A WARNING
+line marks every figure that misses its bound (auto within 1.15x of the best scheduler;
+within 1.05x of the walk where nothing is scanned; the best scan at least 3x the walk at
+hidden 4 and 8 and 2048 steps, 2x for the per-step-loss forms). Then the crossover plot
+of the benchmark's form.
 
     .venv/bin/python benchmarks/bench_scan.py            # the full sweep (long)
     .venv/bin/python benchmarks/bench_scan.py --quick    # a small sweep (a few minutes)
@@ -42,7 +46,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from rnn_formulations import FORMULATIONS, build  # noqa: E402
 
 import tinygrad_ops as tg  # noqa: E402
+from tinygrad_ops.autograd import BackwardGraph  # noqa: E402
 from tinygrad_ops.scheduler import ScanScheduler, auto  # noqa: E402
+from tinygrad_ops.scheduler.finder import find_chains  # noqa: E402
 
 SCHEDULERS = ["sequential", "hillis-steele", "blelloch", "blocked", "auto"]
 SCANS = ["hillis-steele", "blelloch", "blocked"]
@@ -55,6 +61,18 @@ def found_chains(name, steps, hidden):
     loss, _ = build(name, "tg", steps=steps, hidden=hidden, batch=BATCH)
     plan = tg.backward_plan(loss, scheduler=ScanScheduler("blelloch"))
     return [(segment.length, segment.jacobian_kind) for segment in plan.segments]
+
+
+def time_look(name, steps, hidden):
+    """CPU time of the chain finder's first look alone (what every scan scheduler pays
+    before deciding), on a fresh graph."""
+    loss, _ = build(name, "tg", steps=steps, hidden=hidden, batch=BATCH)
+    graph = BackwardGraph([loss], None, False, True)
+    graph.send(loss, np.ones_like(loss.data))
+    gc.collect()
+    start = time.process_time()
+    find_chains(graph, 4, full=False)
+    return time.process_time() - start
 
 
 def time_backward(name, steps, hidden, scheduler):
@@ -86,12 +104,13 @@ def time_case(name, steps, hidden, rounds, max_memory_mb):
     chains = found_chains(name, steps, hidden)
     kinds = {kind for _, kind in chains}
     runnable = [s for s in SCHEDULERS if not skip_reason(steps, hidden, s, kinds, max_memory_mb)]
-    best = dict.fromkeys(runnable, float("inf"))
+    best = dict.fromkeys(runnable + ["look"], float("inf"))
     # A short chain takes about a millisecond: more rounds where one run's noise is large.
     for _ in range(rounds * min(8, max(1, 1024 // steps))):
         for scheduler in runnable:
             best[scheduler] = min(best[scheduler], time_backward(name, steps, hidden, scheduler))
-    return chains, {scheduler: best.get(scheduler) for scheduler in SCHEDULERS}
+        best["look"] = min(best["look"], time_look(name, steps, hidden))
+    return chains, {scheduler: best.get(scheduler) for scheduler in SCHEDULERS + ["look"]}
 
 
 def summarise(name, steps, hidden, chains, row):
@@ -106,6 +125,7 @@ def summarise(name, steps, hidden, chains, row):
         "speedup": walk / scans[best_scan] if best_scan else None,
         "auto_best": row["auto"] / best_time,
         "auto_walk": row["auto"] / walk,
+        "look_walk": row["look"] / walk,
     }
     warnings = []
     if figures["auto_best"] > 1.15:
@@ -125,7 +145,7 @@ def sweep(names, hiddens, lengths, rounds, max_memory_mb, log):
     all_warnings = []
     header = (
         f"{'formulation':16} {'hidden':>6} {'steps':>6} {'walk ms':>8} {'found':>14} "
-        f"{'best scan':>13} {'speedup':>7} {'auto/best':>9} {'auto/walk':>9}"
+        f"{'best scan':>13} {'speedup':>7} {'auto/best':>9} {'auto/walk':>9} {'look/walk':>9}"
     )
     log(header)
     for name in names:
@@ -138,7 +158,8 @@ def sweep(names, hiddens, lengths, rounds, max_memory_mb, log):
                 log(
                     f"{name:16} {hidden:6d} {steps:6d} {row['sequential'] * 1e3:8.2f} "
                     f"{figures['found']:>14} {figures['best_scan']:>13} {speedup:>7} "
-                    f"{figures['auto_best']:9.2f} {figures['auto_walk']:9.2f}"
+                    f"{figures['auto_best']:9.2f} {figures['auto_walk']:9.2f} "
+                    f"{figures['look_walk']:9.2f}"
                 )
                 for warning in warnings:
                     log(warning)
