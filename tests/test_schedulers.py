@@ -212,6 +212,28 @@ def test_the_first_look_finds_the_chains_without_the_full_analysis(model_name):
     assert plan.segments
 
 
+def test_auto_reuses_its_gates_walk_down_the_graph_exactly(monkeypatch):
+    from test_scan_formulations import FIXED_CALIBRATION
+
+    from tinygrad_ops.autograd import BackwardGraph
+    from tinygrad_ops.scheduler import auto
+    from tinygrad_ops.scheduler.spine import descend
+
+    # The gate decides from the calibration: a fixed one, not this machine's load.
+    monkeypatch.setattr(auto, "_CALIBRATION", dict(FIXED_CALIBRATION))
+
+    loss, _ = rnn_model(steps=120, size=3, batch=2)(np, np.float64, 0)
+    graph = BackwardGraph([loss], None, False, True)
+    graph.send(loss, np.ones_like(loss.data))
+    scheduler = tg.scheduler.AutoScheduler()
+    assert scheduler.worth_analysing(graph)
+    window = scheduler.window(graph)
+    assert window is not None
+    assert [id(tensor) for tensor in window] == [id(tensor) for tensor in descend(loss, 128)]
+    other = BackwardGraph([loss], None, False, True)
+    assert scheduler.window(other) is None  # kept for that graph only
+
+
 def test_registry_names_and_unknown_name():
     assert set(SCHEDULERS) <= set(available_schedulers())
     x = Tensor([1.0], requires_grad=True)

@@ -32,7 +32,8 @@ from ..mode import enable_grad
 from .experience import Experience, signature
 from .finder import find_chains, full_analysis
 from .scan_scheduler import ScanScheduler
-from .spine import deeper_than, probe_shape
+from .spine import deeper_than, probe_shape, window_from
+from .steps import MAX_PERIOD
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 CACHE_BYTES = 2**22  # Jacobians beyond this (per scan or per block) slow the products down
@@ -382,13 +383,25 @@ class AutoScheduler(ScanScheduler):
         self.experience = Experience(SCAN_MARGIN)  # what each choice took (experience.py)
         self.clock = time.process_time
         self._measuring = None  # (signature, "scan" or "walk") of the backward running
+        self._walks = None  # the gate's walk down the graph being run
 
     def run(self, graph):
         self._measuring = None
         start = self.clock()
-        super().run(graph)
+        try:
+            super().run(graph)
+        finally:
+            self._walks = None  # it holds the graph's tensors
         if self._measuring is not None:
             self.experience.record(*self._measuring, self.clock() - start)
+
+    def window(self, graph):
+        """The walk down from the output that the gate made (`deeper_than`), reused by the
+        first look instead of walking down again."""
+        walks = self._walks
+        if walks is None or walks.get("graph") is not graph or len(graph.roots) != 1:
+            return None
+        return window_from(walks, graph.roots[0], 8 * MAX_PERIOD)
 
     def chosen_segments(self, plan):
         """The cost model's choices, unless what this scheduler measured on the same
@@ -456,11 +469,13 @@ class AutoScheduler(ScanScheduler):
         """Whether any chain near the output could be scanned faster than walked (with
         `full`, paying for the full analysis, which looks at every tensor several times).
         The reason is kept in `last_gate` (shown by `tg.backward_plan`)."""
-        looks, self.last_gate = self.gate(graph, full)
+        self._walks = {"graph": graph}  # the gate's walk down, for the first look (`window`)
+        looks, self.last_gate = self.gate(graph, full, self._walks)
         return looks
 
-    def gate(self, graph, full=False):
-        """(whether to look for chains, why) for `worth_analysing`."""
+    def gate(self, graph, full=False, walks=None):
+        """(whether to look for chains, why) for `worth_analysing`; the walk down the graph
+        is kept in `walks` (a dict) when one is given."""
         costs = calibrate()
         shape, kind = probe_shape(graph.roots)
         what = "the full analysis" if full else "the first look"
@@ -499,7 +514,7 @@ class AutoScheduler(ScanScheduler):
         if steps is None:
             return False, f"no chain of tensors {tuple(shape)} is long enough to pay: walked"
         depth = 0.6 * max(nodes, steps * _PROBE_OPS_PER_STEP)
-        if not deeper_than(graph.roots, depth):
+        if not deeper_than(graph.roots, depth, walks):
             return False, f"the graph is not {depth:.0f} ops deep: walked"
         return True, f"{what} may pay (tensors {tuple(shape)}): looked for chains"
 

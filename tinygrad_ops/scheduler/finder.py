@@ -44,13 +44,14 @@ from .steps import (
 )
 
 
-def find_chains(graph, min_steps=MIN_STEPS, worth_checking=None, full=True):
+def find_chains(graph, min_steps=MIN_STEPS, worth_checking=None, full=True, window=None):
     """The chains of `graph` (a BackwardGraph) that a scan can take over, as a ChainPlan
     (its segments may be empty).
 
     The first look comes first; `worth_checking` (see `first_look`) may stop it early
     with a refusal. With `full=False` the full analysis is not run (None is returned when
-    the first look finds nothing, so that a caller can decide whether it pays).
+    the first look finds nothing, so that a caller can decide whether it pays). `window`:
+    the walk down from the output if a caller has made it already.
 
     >>> import tinygrad_ops as tg
     >>> from tinygrad_ops.autograd import BackwardGraph
@@ -61,7 +62,7 @@ def find_chains(graph, min_steps=MIN_STEPS, worth_checking=None, full=True):
     >>> [segment.length for segment in find_chains(graph).segments]
     [8]
     """
-    found = first_look(graph, min_steps, worth_checking)
+    found = first_look(graph, min_steps, worth_checking, window=window)
     if found is not None or not full:
         return found
     return full_analysis(graph, min_steps)

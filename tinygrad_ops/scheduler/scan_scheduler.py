@@ -287,7 +287,8 @@ class ScanScheduler:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            plan = find_chains(graph, self.min_steps, self.worth_checking, full=False)
+            window = self.window(graph)
+            plan = find_chains(graph, self.min_steps, self.worth_checking, False, window)
             if plan is None and self.worth_analysing(graph, full=True):
                 plan = full_analysis(graph, self.min_steps)
             chosen = self.chosen_segments(plan)
@@ -303,6 +304,10 @@ class ScanScheduler:
         finally:
             if collecting:
                 gc.enable()
+
+    def window(self, graph):
+        """The walk down from the output if already made (`auto`'s gate), else None."""
+        return None
 
     def chosen_segments(self, plan):
         """[(segment, method, block size)] of the segments of `plan` to scan."""

@@ -58,13 +58,30 @@ def descend(root, limit):
             return
 
 
-def deeper_than(roots, count):
-    """Whether the walk down from one of `roots` passes more than `count` ops."""
+def deeper_than(roots, count, walks=None, at_least=128):
+    """Whether the walk down from one of `roots` passes more than `count` ops. With
+    `walks` (a dict), each root's walk (its tensors, at least `at_least` of them where
+    the graph is that deep) is kept there by id, for the first look (`window_from`)."""
     for root in roots:
-        hops = sum(1 for _ in descend(root, count + 2)) - 1
-        if hops > count:
+        bound = count + 2 if walks is None else max(count + 2, at_least)
+        walked = list(descend(root, bound))
+        if walks is not None:
+            walks[id(root)] = (walked, bound)
+        if len(walked) - 1 > count:
             return True
     return False
+
+
+def window_from(walks, root, limit):
+    """The first `limit` tensors of the walk down from `root` kept by `deeper_than`
+    (None when it was not kept, or stopped short of `limit` at its own bound)."""
+    kept = walks.get(id(root)) if walks else None
+    if kept is None:
+        return None
+    walked, bound = kept
+    if len(walked) >= limit or len(walked) < bound:  # long enough, or the whole walk
+        return walked[:limit]
+    return None
 
 
 def probe_shape(roots, hops=32):
