@@ -325,6 +325,11 @@ CLOSE_CALL = 1.25
 """Where the model walks a chain but estimated a scan within this factor of the walk, the
 scan is measured once too (`experience.py`): the model's errors are about that large."""
 
+CONFIDENT = 0.5
+"""Where the model estimates every scan of a backward at under half the walk, its choice
+is not measured against the walk (the model's errors seen are up to about 2x, and a
+walk tried on a chain a scan takes 4x faster would cost a training step 4x)."""
+
 FULL_MARGIN = 0.5
 """The full analysis is run only when even its best case costs under half the walk: its
 cost per node varies with the graph's shape by about that much around its calibration
@@ -421,11 +426,13 @@ class AutoScheduler(ScanScheduler):
         if plan is None or not plan.segments:
             return None, None
         key = signature(plan.segments)
-        close = not model_scans and any(
-            self._cheapest_scan(segment)[3] < CLOSE_CALL * self.estimates_for(segment)["sequential"]
+        ratios = [
+            self._cheapest_scan(segment)[3] / self.estimates_for(segment)["sequential"]
             for segment in plan.segments
-        )
-        if not (model_scans or close):
+        ]
+        close = not model_scans and min(ratios) < CLOSE_CALL
+        confident = model_scans and max(ratios) < CONFIDENT
+        if confident or not (model_scans or close):
             return None, key
         return self.experience.verdict(key, model_scans, close), key
 
@@ -470,12 +477,13 @@ class AutoScheduler(ScanScheduler):
         `full`, paying for the full analysis, which looks at every tensor several times).
         The reason is kept in `last_gate` (shown by `tg.backward_plan`)."""
         self._walks = {"graph": graph}  # the gate's walk down, for the first look (`window`)
-        looks, self.last_gate = self.gate(graph, full, self._walks)
+        looks, self.last_gate = self.gate(graph, full)
         return looks
 
-    def gate(self, graph, full=False, walks=None):
-        """(whether to look for chains, why) for `worth_analysing`; the walk down the graph
-        is kept in `walks` (a dict) when one is given."""
+    def gate(self, graph, full=False):
+        """(whether to look for chains, why) for `worth_analysing` (which keeps the walk
+        down the graph that this makes, for the first look)."""
+        walks = self._walks if self._walks and self._walks.get("graph") is graph else None
         costs = calibrate()
         shape, kind = probe_shape(graph.roots)
         what = "the full analysis" if full else "the first look"

@@ -189,7 +189,7 @@ def _measured(auto, plan, segments, decision):
         elif not model_scans:
             entry[1:3] = auto._cheapest_scan(entry[0])[1:3]
     seen = auto.experience.measured(key)
-    if len(seen) == 2:
+    if auto.experience.settled(key):
         return (
             f"{decision}; measured on these chains before: scanned {seen['scan'] * 1e3:.2f} "
             f"ms, walked {seen['walk'] * 1e3:.2f} ms: {_PAST[verdict]}"
