@@ -188,3 +188,27 @@ def test_float16_rms_norm_uses_float32_eps_as_torch():
     module = nn.RMSNorm(8, dtype=np.float16)
     module_out = module(tg.Tensor(x)).numpy().astype(np.float64)
     np.testing.assert_allclose(module_out, expected, rtol=2e-3, atol=1e-3)
+
+
+# -- backward at the edges of a domain: IEEE's numbers, no numpy RuntimeWarning ------------------
+
+BACKWARD_EDGES = [
+    pytest.param(lambda x: x.sqrt(), torch.sqrt, [0.0, 4.0], id="sqrt-at-0"),
+    pytest.param(lambda x: x.tanh(), torch.tanh, [INF, -INF, 1.0], id="tanh-at-inf"),
+    pytest.param(lambda x: (x * x).sum().sqrt(), lambda x: (x * x).sum().sqrt(), [0.0, 0.0],
+                 id="norm-at-0"),
+    pytest.param(lambda x: x.logsumexp(0), lambda x: x.logsumexp(0), [-INF, -INF],
+                 id="logsumexp-of-minus-inf"),
+    pytest.param(lambda x: x.asin(), torch.asin, [1.0, 0.5], id="asin-at-1"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("ours", "theirs", "values"), BACKWARD_EDGES)
+def test_backward_at_domain_edges_matches_torch_without_warnings(ours, theirs, values):
+    x = tg.Tensor(np.array(values), requires_grad=True)
+    torch_x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    with np.errstate(all="ignore"):
+        out = ours(x)  # (the forward may warn: README says why)
+    out.sum().backward()  # warnings are errors in the suite: this must not warn
+    theirs(torch_x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), torch_x.grad.numpy())
