@@ -103,6 +103,12 @@ def test_cummax_ties_and_nan_match_torch():
         np.testing.assert_array_equal(ours.indices.numpy(), theirs.indices.numpy())
 
 
+def test_max_with_a_dim_and_sort_return_one_kind_of_record():
+    x = tg.Tensor([[1.0, 3.0], [2.0, 0.0]])
+    records = [x.max(dim=1), x.min(dim=1), x.cummax(dim=1), x.sort(dim=1), x.topk(1, dim=1)]
+    assert len({type(record) for record in records}) == 1
+
+
 def test_max_with_dim_returns_values_and_indices_as_torch():
     values = np.array([[1.0, 5.0, 5.0], [7.0, 2.0, 0.0]])
     values_ours, indices_ours = tg.Tensor(values).max(dim=1)

@@ -4,9 +4,14 @@ concatenate, where, maximum (each over one op, its operands coerced as the opera
 
 import numpy as np
 
-from .ops.base import as_operand, is_tensor
+from .ops.base import as_operand, is_tensor, new_tensor
 from .ops.elementwise import Maximum, Where
 from .ops.shape import Concatenate, Stack
+
+
+def constant(array):
+    """A Tensor of a result that has no gradient (indices, masks), outside the tape."""
+    return new_tensor(np.asarray(array))
 
 
 def stack(tensors, axis=0):

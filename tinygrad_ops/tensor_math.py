@@ -13,7 +13,7 @@ Names are PyTorch's (numpy's aliases where numpy users would type them).
 import numpy as np
 
 from .ops.activations import Erf
-from .ops.base import new_tensor, values_read
+from .ops.base import values_read
 from .ops.binary import CopySign, Fmod, LogAddExp, Remainder, RoundedDivide
 from .ops.elementwise import Abs, Clip, Minimum, Relu
 from .ops.unary import (
@@ -44,12 +44,7 @@ from .ops.unary import (
     Tanh,
     Trunc,
 )
-from .tensor_functions import maximum
-
-
-def _constant(array):
-    """A Tensor of a result that has no gradient (indices, masks)."""
-    return new_tensor(np.asarray(array))
+from .tensor_functions import constant, maximum
 
 
 def check_bounds(op_name, low, high):
@@ -220,14 +215,14 @@ class MathMethods:
     def isnan(self):
         """out = a is NaN: a boolean tensor outside the tape (no gradient)."""
         values_read(self, "isnan")
-        return _constant(np.isnan(self.data))
+        return constant(np.isnan(self.data))
 
     def isinf(self):
         """out = a is +inf or -inf: a boolean tensor outside the tape (no gradient)."""
         values_read(self, "isinf")
-        return _constant(np.isinf(self.data))
+        return constant(np.isinf(self.data))
 
     def isfinite(self):
         """out = a is neither NaN nor infinite: a boolean tensor outside the tape."""
         values_read(self, "isfinite")
-        return _constant(np.isfinite(self.data))
+        return constant(np.isfinite(self.data))

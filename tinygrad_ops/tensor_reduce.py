@@ -11,24 +11,16 @@ Reductions take numpy's `axis`/`keepdims` and PyTorch's `dim`/`keepdim`.
 """
 
 import math
-from collections import namedtuple
 
 import numpy as np
 
 from .mode import STATE
-from .ops.base import is_tensor, new_tensor, values_read
+from .ops.base import is_tensor, values_read
 from .ops.checks import ddof_argument, normalize_axis, reduction_arguments
 from .ops.cumulative import Cumprod, Cumsum, LogCumSumExp
+from .ops.indexing import ValuesIndices
 from .ops.reduce import Max, Min, Sum, keepdims_shape, normalize_axes
-from .tensor_functions import where
-
-# What max/min/cummax/cummin with `dim=` return, as PyTorch's `torch.return_types`.
-ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
-
-
-def _constant(array):
-    """A Tensor of a result that has no gradient (indices, masks)."""
-    return new_tensor(np.asarray(array))
+from .tensor_functions import constant, where
 
 
 class ReduceMethods:
@@ -116,10 +108,10 @@ class ReduceMethods:
             raise ValueError(f"{op_name}: cannot reduce over an empty dim (shape {self.shape})")
         values_read(self, f"{op_name}(dim=...): the indices")
         indices = arg_function(self.data, axis=axis, keepdims=True) if self.ndim else np.array(0)
-        values = self.gather(axis, _constant(indices)) if self.ndim else self * 1
+        values = self.gather(axis, constant(indices)) if self.ndim else self * 1
         if not keepdims and self.ndim:
             values, indices = values.squeeze(axis), np.squeeze(indices, axis)
-        return ValuesIndices(values, _constant(indices))
+        return ValuesIndices(values, constant(indices))
 
     def argmax(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         """The index of the maximum over `axis` (of the flattened tensor by default); int64."""
@@ -140,21 +132,21 @@ class ReduceMethods:
         indices = function(data, axis=axis, keepdims=keepdims and axis is not None)
         if keepdims and axis is None:
             indices = np.reshape(indices, (1,) * self.ndim)
-        return _constant(np.asarray(indices, dtype=np.int64).reshape(np.shape(indices)))
+        return constant(np.asarray(indices, dtype=np.int64).reshape(np.shape(indices)))
 
     def all(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         """True where every element over `axis` is nonzero (a bool tensor, no gradient)."""
         axis, keepdims = reduction_arguments("all", axis, keepdims, dim, keepdim)
         axes = normalize_axes(axis, self.ndim, "all")
         values_read(self, "all")
-        return _constant(np.all(self.data, axis=axes, keepdims=keepdims))
+        return constant(np.all(self.data, axis=axes, keepdims=keepdims))
 
     def any(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         """True where some element over `axis` is nonzero (a bool tensor, no gradient)."""
         axis, keepdims = reduction_arguments("any", axis, keepdims, dim, keepdim)
         axes = normalize_axes(axis, self.ndim, "any")
         values_read(self, "any")
-        return _constant(np.any(self.data, axis=axes, keepdims=keepdims))
+        return constant(np.any(self.data, axis=axes, keepdims=keepdims))
 
     def prod(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         """The product over `axis`: the last of the cumulative products over those axes
@@ -231,8 +223,8 @@ class ReduceMethods:
         reached = (data == running) | np.isnan(data) if data.dtype.kind == "f" else data == running
         indices = np.maximum.accumulate(np.where(reached, positions, 0), axis=axis)
         indices = indices.reshape(self.shape)
-        values = self.gather(axis, _constant(indices)) if self.ndim else self * 1
-        return ValuesIndices(values, _constant(indices.astype(np.int64)))
+        values = self.gather(axis, constant(indices)) if self.ndim else self * 1
+        return ValuesIndices(values, constant(indices.astype(np.int64)))
 
 
 def _reduced_count(shape, axis, op_name):

@@ -21,7 +21,8 @@ from .windows import pad_array_or_tensor
 
 
 class ValuesIndices(NamedTuple):
-    """What sort and topk return (PyTorch's `torch.return_types.sort`): values and indices."""
+    """What sort and topk return, and max/min/cummax/cummin along a dim (PyTorch's
+    `torch.return_types`): values and indices."""
 
     values: object
     indices: object
