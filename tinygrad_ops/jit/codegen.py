@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.graph import accumulate_leaf, unbroadcast
+from ..ops.base import new_tensor
 from ..ops.kernels import column_sum
 from .rules import NAMESPACE as FUSED_NAMESPACE
 
@@ -34,6 +35,7 @@ _COMMON = {
     "subtract": np.subtract,
     "copyto": np.copyto,
     "accumulate_leaf": accumulate_leaf,
+    "new_tensor": new_tensor,
     "unbroadcast": unbroadcast,
     "column_sum": column_sum,
     **FUSED_NAMESPACE,

@@ -210,7 +210,9 @@ def _leaf(code, tensor, position) -> str:
 
 
 class LeafWrite(Kernel):
-    """tensor.grad (+)= its total gradient: the engine's own leaf write. The array of
+    """tensor.grad (+)= its total gradient: the engine's own leaf write (`accumulate_leaf`,
+    whose first case, a leaf without a gradient taking an array it may keep, is written
+    out). The array of
     `tensor.grad` then goes into `result`, for the kernels that read the gradient. A leaf
     passed as argument `position` is that call's argument (`tensor` is None then)."""
 
@@ -228,7 +230,13 @@ class LeafWrite(Kernel):
         tensor = _leaf(code, self.tensor, self.position)
         grad = code.slot(self.slot)
         owned = code.consume(self.slot)
-        code.line(f"accumulate_leaf({tensor}, {grad}, False, {owned})  # {self.label}.grad")
+        if owned:  # the first gradient of an owned array: the leaf takes it as it is
+            code.line(f"if {tensor}._grad is None:  # {self.label}.grad")
+            code.line(f"    {tensor}._grad = new_tensor({grad})")
+            code.line("else:")
+            code.line(f"    accumulate_leaf({tensor}, {grad}, False, True)")
+        else:
+            code.line(f"accumulate_leaf({tensor}, {grad}, False, False)  # {self.label}.grad")
         code.line(f"del {grad}")
         code.line(f"{code.slot(self.result)} = {tensor}._grad._data")
 
