@@ -352,3 +352,13 @@ def test_int_tensor_operations_stay_integer():
     assert index.dtype == np.int64
     assert (index + 1).dtype == np.int64
     assert not (index + 1).requires_grad
+
+
+@pytest.mark.parametrize("branches", [(1, 0.5), (1.0, 0.0), (1, 0), (True, False)], ids=str)
+def test_where_of_two_python_numbers_has_torchs_dtype(branches):
+    """where(mask, 1.0, 0.0) is float32 in PyTorch (numpy's where would give float64)."""
+    mask = np.array([True, False])
+    ours = tg.where(tg.Tensor(mask), *branches)
+    theirs = torch.where(torch.tensor(mask), *branches)
+    assert ours.dtype == theirs.numpy().dtype
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -53,6 +53,9 @@ class Cumsum(Op):
 
     def forward(self, a, axis):
         self.axis = axis
+        if a.dtype == np.float16:  # summed in float32, as PyTorch (float16 drifts)
+            with np.errstate(over="ignore"):  # above 65504: inf, as PyTorch
+                return np.cumsum(a, axis=axis, dtype=np.float32).astype(np.float16)
         return np.cumsum(a, axis=axis, dtype=None if a.dtype.kind == "f" else np.int64)
 
     def backward(self, grad_output):

@@ -133,7 +133,12 @@ def _promote(operands, to_float):
 def promote_branches(operands):
     """`promote` for `where`: the condition stays as it is; x and y promote."""
     condition, *branches = operands
-    return (condition, *promote(branches))
+    branches = promote(branches)
+    if all(type(value) in _PYTHON_DTYPES for value in branches):
+        # two numbers (`where(mask, 1, 0.5)`): PyTorch's dtype of them (float32, not float64)
+        dtype = result_dtype(branches)
+        branches = [np.asarray(value, dtype=dtype) for value in branches]
+    return (condition, *branches)
 
 
 def _convert(value, dtype):
