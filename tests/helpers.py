@@ -150,3 +150,17 @@ def small_graph():
     x = named([1.0, 2.0], "x")
     w = named([3.0, 4.0], "w")
     return x, w, (x * w).sum()
+
+
+class SpyScheduler:
+    """A user-written scheduler object that runs another one and keeps the graph (what a
+    scan scheduler scanned: `graph.scanned_segments`)."""
+
+    def __init__(self, inner):
+        self.inner = tg.scheduler.resolve_scheduler(inner)
+        self.name = "spy"
+        self.graph = None
+
+    def run(self, graph):
+        self.graph = graph
+        self.inner.run(graph)

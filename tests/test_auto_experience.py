@@ -5,8 +5,9 @@ clock, so that the decisions do not depend on this machine's load."""
 
 import numpy as np
 import pytest
+from helpers import SpyScheduler
 from rnn_formulations import build
-from test_scan_formulations import FIXED_CALIBRATION, Spy
+from test_scan_formulations import FIXED_CALIBRATION
 
 import tinygrad_ops as tg
 from tinygrad_ops.scheduler import auto as auto_module
@@ -33,7 +34,7 @@ def backward(scheduler, steps=256, hidden=32):
     # Hidden 32: the fixed calibration's model scans, at 0.58x the walk, not so far below
     # it that it is trusted without measuring (`auto.CONFIDENT`).
     loss, parameters = build("benchmark", "tg", steps=steps, hidden=hidden)
-    spy = Spy(scheduler)
+    spy = SpyScheduler(scheduler)
     loss.backward(scheduler=spy)
     return bool(spy.graph.scanned_segments), [parameter.grad.numpy() for parameter in parameters]
 

@@ -6,23 +6,13 @@ Every case gives the walk's gradients (1e-10 relative) and PyTorch's."""
 import numpy as np
 import pytest
 import torch
+from helpers import SpyScheduler
 
 import tinygrad_ops as tg
 from tinygrad_ops import nn
 
 torch.set_num_threads(1)
 STEPS, BATCH, HIDDEN = 10, 3, 4
-
-
-class Spy:
-    def __init__(self, inner):
-        self.inner = tg.scheduler.resolve_scheduler(inner)
-        self.name = "spy"
-        self.graph = None
-
-    def run(self, graph):
-        self.graph = graph
-        self.inner.run(graph)
 
 
 def tensor(library, array, requires_grad=True):
@@ -71,7 +61,7 @@ def gradients(library, variant, scheduler=None):
     if library == "torch":
         loss.backward()
     else:
-        spy = Spy(scheduler)
+        spy = SpyScheduler(scheduler)
         loss.backward(scheduler=spy)
     grads = [parameter.grad for parameter in parameters]
     return [np.asarray(grad.numpy()) for grad in grads], spy
@@ -113,7 +103,7 @@ def test_a_two_layer_nn_rnn_is_two_scanned_chains():
     output, last = ours(tg.Tensor(inputs))
     loss = (output * output).sum() + last.sum()
     assert [segment.length for segment in tg.backward_plan(loss, "blelloch").segments] == [11, 11]
-    spy = Spy("blelloch")
+    spy = SpyScheduler("blelloch")
     loss.backward(scheduler=spy)
     assert [len(segment.tensors) - 1 for segment in spy.graph.scanned_segments] == [11, 11]
     expected, expected_last = theirs(torch.tensor(inputs))

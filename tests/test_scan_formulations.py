@@ -5,6 +5,7 @@ it, in float64 and float32 (docs/scan.md section 5)."""
 import numpy as np
 import pytest
 import torch
+from helpers import SpyScheduler
 from rnn_formulations import FORMULATIONS, build
 
 import tinygrad_ops as tg
@@ -25,19 +26,6 @@ EXPECTED["loss-every-step"] = [(STEPS - 1, "dense"), (STEPS - 1, "diagonal")]
 # A stacked RNN: the upper layer's chain (the lower layer's states its per-step inputs),
 # then the lower layer's, found once the upper one is scanned.
 EXPECTED["stacked"] = [(STEPS - 1, "dense"), (STEPS - 1, "dense")]
-
-
-class Spy:
-    """Runs a scheduler and keeps the graph (what was scanned at run time)."""
-
-    def __init__(self, inner):
-        self.inner = tg.scheduler.resolve_scheduler(inner)
-        self.name = "spy"
-        self.graph = None
-
-    def run(self, graph):
-        self.graph = graph
-        self.inner.run(graph)
 
 
 def gradients(name, scheduler, dtype):
@@ -74,7 +62,7 @@ def test_the_plan_finds_the_chains(name):
 @pytest.mark.parametrize("name", list(FORMULATIONS))
 def test_a_forced_scan_scans_every_chain_the_plan_reports(name):
     loss, _ = build(name, "tg", steps=STEPS)
-    spy = Spy(tg.scheduler.ScanScheduler("blelloch", min_steps=2))
+    spy = SpyScheduler(tg.scheduler.ScanScheduler("blelloch", min_steps=2))
     loss.backward(scheduler=spy)
     lengths = sorted(len(segment.tensors) - 1 for segment in spy.graph.scanned_segments)
     assert lengths == sorted(length for length, _ in EXPECTED[name])

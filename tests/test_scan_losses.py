@@ -6,6 +6,7 @@ gradients (1e-10 relative) and PyTorch's; an `mse_loss` on the chain itself is w
 import numpy as np
 import pytest
 import torch
+from helpers import SpyScheduler
 
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
@@ -13,17 +14,6 @@ from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 torch.set_num_threads(1)
 STEPS, BATCH, HIDDEN = 12, 3, 4
 SCANS = ["hillis-steele", "blelloch", "blocked"]
-
-
-class Spy:
-    def __init__(self, inner):
-        self.inner = tg.scheduler.resolve_scheduler(inner)
-        self.name = "spy"
-        self.graph = None
-
-    def run(self, graph):
-        self.graph = graph
-        self.inner.run(graph)
 
 
 def model(library, reduction, target_shape, through_the_chain=False, seed=0):
@@ -58,7 +48,7 @@ def gradients(library, scheduler, *args):
     if library == "torch":
         loss.backward()
         return [parameter.grad.numpy() for parameter in parameters], None
-    spy = Spy(scheduler)
+    spy = SpyScheduler(scheduler)
     loss.backward(scheduler=spy)
     return [parameter.grad.numpy() for parameter in parameters], spy.graph
 

@@ -3,11 +3,12 @@
 import numpy as np
 import pytest
 import torch
+from helpers import SpyScheduler
 
 import tinygrad_ops as tg
 from tinygrad_ops import Tensor
 from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
-from tinygrad_ops.scheduler import ScanScheduler, available_schedulers, resolve_scheduler
+from tinygrad_ops.scheduler import ScanScheduler, available_schedulers
 
 torch.set_num_threads(1)
 
@@ -15,23 +16,10 @@ SCHEDULERS = ["sequential", "hillis-steele", "blelloch", "blocked", "auto"]
 SCAN_SCHEDULERS = ["hillis-steele", "blelloch", "blocked"]
 
 
-class Spy:
-    """A user-written scheduler object that runs another one and keeps the graph."""
-
-    def __init__(self, inner):
-        self.inner = resolve_scheduler(inner)
-        self.name = "spy"
-        self.graph = None
-
-    def run(self, graph):
-        self.graph = graph
-        self.inner.run(graph)
-
-
 def run_model(model, scheduler, dtype=np.float64, seed=0):
     """Build the model from seeded arrays, backward with `scheduler`; the parameters' grads."""
     loss, parameters = model(np, dtype, seed)
-    spy = Spy(scheduler)
+    spy = SpyScheduler(scheduler)
     loss.backward(scheduler=spy)
     return [parameter.grad.numpy() for parameter in parameters], spy.graph
 
@@ -419,7 +407,7 @@ def run_cubes(cube, name):
     y = x
     for _ in range(12):
         y = cube.apply(y.tanh())
-    spy = Spy(name)
+    spy = SpyScheduler(name)
     (y * y).sum().backward(scheduler=spy)
     return [x.grad.numpy()], spy.graph
 
