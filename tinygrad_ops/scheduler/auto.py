@@ -485,7 +485,7 @@ class AutoScheduler(ScanScheduler):
         down the graph that this makes, for the first look)."""
         walks = self._walks if self._walks and self._walks.get("graph") is graph else None
         costs = calibrate()
-        shape, kind = probe_shape(graph.roots)
+        shape, kind = probe_shape(graph.roots, walks=walks)
         what = "the full analysis" if full else "the first look"
         if shape is None:
             return False, "no tensor made by an op near the output: walked"

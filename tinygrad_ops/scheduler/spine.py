@@ -58,16 +58,30 @@ def descend(root, limit):
             return
 
 
+def walked_down(root, bound, walks=None):
+    """The tensors of the walk down from `root`, at least `bound` of them where the graph
+    is that deep; with `walks` (a dict), kept there by id and reused (extended from its
+    last tensor when a longer walk is asked for: the walk depends only on where it is)."""
+    kept = walks.get(id(root)) if walks is not None else None
+    if kept is None:
+        walked = list(descend(root, bound))
+    else:
+        walked, kept_bound = kept
+        if len(walked) >= bound or len(walked) < kept_bound:  # long enough, or all of it
+            return walked
+        walked = walked + list(descend(walked[-1], bound - len(walked) + 1))[1:]
+    if walks is not None:
+        walks[id(root)] = (walked, bound)
+    return walked
+
+
 def deeper_than(roots, count, walks=None, at_least=128):
     """Whether the walk down from one of `roots` passes more than `count` ops. With
-    `walks` (a dict), each root's walk (its tensors, at least `at_least` of them where
-    the graph is that deep) is kept there by id, for the first look (`window_from`)."""
+    `walks` (a dict), each root's walk (at least `at_least` tensors where the graph is
+    that deep) is kept there by id, for the first look (`window_from`)."""
     for root in roots:
         bound = count + 2 if walks is None else max(count + 2, at_least)
-        walked = list(descend(root, bound))
-        if walks is not None:
-            walks[id(root)] = (walked, bound)
-        if len(walked) - 1 > count:
+        if len(walked_down(root, bound, walks)) - 1 > count:
             return True
     return False
 
@@ -84,20 +98,23 @@ def window_from(walks, root, limit):
     return None
 
 
-def probe_shape(roots, hops=32):
+def probe_shape(roots, hops=32, walks=None, at_least=128):
     """(shape, kind): the shape of the widest tensor made by an op that the walk down from
     `roots` reads within `hops` ops (None if there is none), and "dense" if an op on the
     walk has a dense Jacobian through the input it follows (a matrix product on the
-    chain), else "diagonal"."""
+    chain), else "diagonal". With `walks`, the walk (`at_least` tensors long, what the
+    first look reads) is kept for `deeper_than` and the first look."""
     widest = None
     widest_size = -1
     kind = "diagonal"
     for root in roots:
-        for tensor in descend(root, hops):
+        walked = walked_down(root, hops if walks is None else max(hops, at_least), walks)
+        for position, tensor in enumerate(walked[:hops]):
             node = tensor._ctx
             if node is None:
                 break
-            following = next_down(node)
+            # The walk's next tensor is the input it follows (`next_down`).
+            following = walked[position + 1] if position + 1 < len(walked) else next_down(node)
             for index, (operand, needs) in enumerate(zip(node.inputs, node.needs_input_grad)):
                 if not needs or operand._ctx is None:
                     continue
