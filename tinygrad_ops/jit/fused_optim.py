@@ -1,4 +1,4 @@
-"""Fused optimizer kernels: `zero_grad()`, plain SGD's and Adam's `step()` in the lines.
+"""Fused optimizer kernels: `zero_grad()`, SGD's and Adam's `step()` in the lines.
 
 A `Call` kernel replays an optimizer method by calling it again, which walks the
 parameter groups in Python and reads each gradient through `parameter.grad`. For the
@@ -117,6 +117,48 @@ class FusedSGDStep(Kernel):
         return self.kernel.describe(name) + "   (fused)"
 
 
+def sgd_update(optimizer, parameter, grad, lr, momentum, dampening, weight_decay, nesterov):
+    """SGD's step for one parameter, as `SGD.step` in optim.py (weight decay, momentum,
+    Nesterov): the same operations on the same values, the momentum buffer updated in
+    place (after its first step) instead of replaced."""
+    value = parameter._data
+    if weight_decay != 0:
+        grad = grad + weight_decay * value
+    if momentum != 0:
+        state = optimizer.state.setdefault(id(parameter), {})
+        buffer = state.get("momentum_buffer")
+        if buffer is None:
+            buffer = state["momentum_buffer"] = np.array(grad, copy=True)
+        else:  # momentum b + (1 - dampening) g
+            np.multiply(buffer, momentum, out=buffer)
+            np.add(buffer, (1 - dampening) * grad, out=buffer)
+        grad = grad + momentum * buffer if nesterov else buffer
+    np.subtract(value, lr * grad, out=value)
+    parameter._version[0] += 1
+
+
+class FusedMomentumSGDStep(FusedSGDStep):
+    """SGD's step with momentum or weight decay: one `sgd_update` call per parameter."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def holds(group) -> str:
+        return ""
+
+    @staticmethod
+    def hyperparameters(group) -> str:
+        keys = ("lr", "momentum", "dampening", "weight_decay", "nesterov")
+        values = ", ".join(f'{group}["{key}"]' for key in keys)
+        return f"lr, momentum, dampening, decay, nesterov = {values}"
+
+    def update(self, code, parameter, grad) -> list:
+        optimizer = code.bind(self.kernel.owner, "optimizer")
+        update = code.bind(sgd_update, "sgd_update")
+        arguments = "lr, momentum, dampening, decay, nesterov"
+        return [f"{update}({optimizer}, {parameter}, {grad}, {arguments})"]
+
+
 def adam_update(optimizer, parameter, grad, lr, betas, eps, weight_decay):
     """Adam's (and AdamW's) step for one parameter, as `Adam.step` in optim.py: the same
     operations on the same values, with the moments and the update computed in place
@@ -180,7 +222,10 @@ def fuse_call(kernel, grads):
     if kernel.function is Optimizer.zero_grad.__wrapped__:
         return FusedZeroGrad(kernel)
     if type(kernel.owner) is SGD and kernel.function is SGD.step.__wrapped__:
-        return FusedSGDStep(kernel, dict(grads))
+        groups = kernel.owner.param_groups
+        if all(g["momentum"] == 0 and g["weight_decay"] == 0 for g in groups):
+            return FusedSGDStep(kernel, dict(grads))
+        return FusedMomentumSGDStep(kernel, dict(grads))
     if type(kernel.owner) in (Adam, AdamW) and kernel.function is Adam.step.__wrapped__:
         return FusedAdamStep(kernel, dict(grads))
     return None
