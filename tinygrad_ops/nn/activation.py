@@ -253,3 +253,70 @@ class ReLU6(_Elementwise):
     """
 
     function = staticmethod(F.relu6)
+
+
+class LeakyReLU(_Elementwise):
+    """x where x > 0, negative_slope * x elsewhere.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.LeakyReLU(0.1)(tg.Tensor([-1.0, 2.0])).numpy()
+    array([-0.1,  2. ], dtype=float32)
+    """
+
+    function = staticmethod(F.leaky_relu)
+
+    def __init__(self, negative_slope=0.01):
+        super().__init__(negative_slope=negative_slope)
+
+
+class Softmax(Module):
+    """softmax along `dim` (which PyTorch's implicit choice, deprecated there, leaves out:
+    it must be given).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.Softmax(dim=-1)(tg.Tensor([0.0, 0.0])).numpy()
+    array([0.5, 0.5], dtype=float32)
+    """
+
+    function = staticmethod(F.softmax)
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        if self.dim is None:
+            raise ValueError(
+                f"{type(self).__name__}: pass dim (PyTorch's implicit choice of a dim is "
+                "deprecated, and picks dim 1 or 0 by the input's ndim)"
+            )
+        return type(self).function(x, dim=self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """log_softmax along `dim` (which must be given, as `Softmax`'s).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.LogSoftmax(dim=0)(tg.Tensor([0.0, 0.0])).numpy().round(4)
+    array([-0.6931, -0.6931], dtype=float32)
+    """
+
+    function = staticmethod(F.log_softmax)
+
+
+class Identity(Module):
+    """The input, unchanged (a placeholder layer); constructor arguments are ignored.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.Identity(54, unused="x")(tg.Tensor([1.0])).numpy()
+    array([1.], dtype=float32)
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
