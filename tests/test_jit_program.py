@@ -1,0 +1,55 @@
+"""tg.compile's program (jit/program.py): its listing, and its memory over many calls."""
+
+import gc
+import tracemalloc
+
+import numpy as np
+from jit_helpers import batches, peak_memory, simple_setup, training_step
+
+import tinygrad_ops as tg
+from tinygrad_ops import optim
+
+
+def test_the_program_lists_its_kernels_in_order():
+    _, _, step = simple_setup()
+    step(*batches(1)[0])
+    listing = str(step.program)
+    names = ["SGD.zero_grad", "Linear.forward", "Relu.forward", "CrossEntropy.forward"]
+    names += ["CrossEntropy.backward", "Linear.backward", "SGD.step"]
+    positions = [listing.index(name) for name in names]
+    assert positions == sorted(positions)
+    assert "(16, 6) float32" in listing
+    assert "returns Tensor(%" in listing
+
+
+def test_memory_is_flat_over_1000_steps():
+    _, _, step = simple_setup()
+    ((x, y),) = batches(1)
+    for _ in range(50):
+        step(x, y)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for _ in range(100):
+            step(x, y)
+        after_100 = tracemalloc.get_traced_memory()[0]
+        for _ in range(900):
+            step(x, y)
+        after_1000 = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert after_1000 - after_100 < 4096
+
+
+def test_peak_memory_is_not_above_eager():
+    tg.manual_seed(0)
+    model = tg.nn.Sequential(tg.nn.Linear(64, 256), tg.nn.ReLU(), tg.nn.Linear(256, 10))
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    eager = training_step(model, optimizer)
+    compiled = tg.compile(eager)
+    x = tg.Tensor(np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32))
+    y = np.arange(128) % 10
+    for _ in range(3):
+        eager(x, y)
+        compiled(x, y)
+    assert peak_memory(compiled, x, y) <= peak_memory(eager, x, y)
