@@ -325,10 +325,11 @@ CLOSE_CALL = 1.25
 """Where the model walks a chain but estimated a scan within this factor of the walk, the
 scan is measured once too (`experience.py`): the model's errors are about that large."""
 
-CONFIDENT = 0.5
-"""Where the model estimates every scan of a backward at under half the walk, its choice
-is not measured against the walk (the model's errors seen are up to about 2x, and a
-walk tried on a chain a scan takes 4x faster would cost a training step 4x)."""
+CONFIDENT = 0.25
+"""Where the model estimates every scan of a backward at under a quarter of the walk, its
+choice is not measured against the walk (a walk tried on a chain a scan takes 4x faster
+would cost that training step 4x). Its errors can be large: calibrated on a loaded
+machine it put BPPSA's 10,000-step chain under half the walk, and the scan took 1.46x."""
 
 FULL_MARGIN = 0.5
 """The full analysis is run only when even its best case costs under half the walk: its
