@@ -181,3 +181,12 @@ ELEMENTWISE_CASES = (
 @pytest.mark.parametrize(("ours", "theirs", "specs", "options"), ELEMENTWISE_CASES)
 def test_elementwise(ours, theirs, specs, options):
     check_op(ours, theirs, *specs, **options)
+
+
+def test_clamp_takes_pytorchs_min_and_max_keywords():
+    values = np.array([-2.0, 0.5, 3.0])
+    for options in ({"min": 0.0}, {"max": 1.0}, {"min": -1.0, "max": 1.0}):
+        x = tg.Tensor(values.copy())
+        expected = torch.tensor(values).clamp(**options).numpy()
+        np.testing.assert_array_equal(x.clamp(**options).numpy(), expected)
+        np.testing.assert_array_equal(x.clamp_(**options).numpy(), expected)

@@ -244,3 +244,16 @@ def test_flatten_with_start_and_end_dims_matches_torch(shape, dims):
 def test_bad_flatten_dims_are_errors_naming_the_argument(dims, error, message):
     with pytest.raises(error, match=message):
         tg.zeros(2, 3, 4).flatten(*dims)
+
+
+@pytest.mark.parametrize(
+    ("shape", "sizes"), [((3, 1), (-1, 4)), ((3, 1), (2, 3, -1)), ((1,), (5,))], ids=str
+)
+def test_expand_and_view_match_torch(shape, sizes):
+    values = np.arange(math.prod(shape), dtype=np.float64).reshape(shape)
+    x, torch_x = tg.Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    out, expected = x.expand(*sizes), torch_x.expand(*sizes)
+    np.testing.assert_array_equal(out.numpy(), expected.detach().numpy())
+    out.view(-1).sum().backward()
+    expected.reshape(-1).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), torch_x.grad.numpy())

@@ -10,7 +10,7 @@ import tinygrad_ops as tg
 @pytest.mark.parametrize("method", ["clip", "clamp", "clamp_", "clip_"])
 def test_clip_without_bounds_is_an_error(method):
     x = tg.Tensor([1.0, -1.0])
-    with pytest.raises(ValueError, match=r"(clip|clamp_): at least one of low"):
+    with pytest.raises(ValueError, match=rf"{method}: at least one of low"):
         getattr(x, method)()
     with pytest.raises(RuntimeError, match="At least one of 'min' or 'max'"):
         getattr(torch.tensor([1.0, -1.0]), method)()

@@ -61,10 +61,12 @@ class InplaceMethods:
     def div_(self, other):
         return self._inplace(Div, other)
 
-    def clamp_(self, low=None, high=None):
-        return self._inplace(Clip, low=low, high=check_bounds("clamp_", low, high))
+    def clip_(self, low=None, high=None):
+        return self._inplace(Clip, low=low, high=check_bounds("clip_", low, high))
 
-    clip_ = clamp_
+    def clamp_(self, min=None, max=None):
+        """`clip_` with PyTorch's argument names: `x.clamp_(min=0)`."""
+        return self._inplace(Clip, low=min, high=check_bounds("clamp_", min, max))
 
     def zero_(self):
         """a = 0 in place (recorded as a * 0: no gradient flows to the old values)."""

@@ -91,7 +91,14 @@ class MathMethods:
         """
         return Clip.apply(self, low=low, high=check_bounds("clip", low, high))
 
-    clamp = clip
+    def clamp(self, min=None, max=None):
+        """`clip` with PyTorch's argument names: `x.clamp(min=0)`, `x.clamp(-1, 1)`.
+
+        >>> import tinygrad_ops as tg
+        >>> tg.Tensor([-2.0, 0.5]).clamp(min=0).numpy()
+        array([0. , 0.5], dtype=float32)
+        """
+        return Clip.apply(self, low=min, high=check_bounds("clamp", min, max))
 
     def maximum(self, other):
         return maximum(self, other)

@@ -91,6 +91,27 @@ class ShapeMethods:
     def broadcast_to(self, shape):
         return BroadcastTo.apply(self, shape=tuple(shape))
 
+    def expand(self, *sizes):
+        """`broadcast_to` with PyTorch's -1 for a size kept: `x.expand(-1, 4)`.
+
+        >>> import tinygrad_ops as tg
+        >>> tg.zeros(3, 1).expand(-1, 4).shape
+        (3, 4)
+        """
+        sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+        offset = len(sizes) - self.ndim
+        if offset < 0:
+            raise ValueError(f"expand: {len(sizes)} sizes for a {self.ndim}-d tensor {self.shape}")
+        shape = tuple(
+            self.shape[index - offset] if size == -1 and index >= offset else size
+            for index, size in enumerate(sizes)
+        )
+        return self.broadcast_to(shape)
+
+    def view(self, *shape):
+        """`reshape` under PyTorch's other name (a copy where numpy cannot view)."""
+        return self.reshape(*shape)
+
     def expand_dims(self, axis):
         return self.reshape(expanded_shape(self.shape, axis))
 
