@@ -71,7 +71,11 @@ class Cumprod(Op):
 
     def forward(self, a, axis):
         self.axis = axis
-        out = np.cumprod(a, axis=axis, dtype=None if a.dtype.kind == "f" else np.int64)
+        if a.dtype == np.float16:  # multiplied in float32, as PyTorch (float16 drifts)
+            with np.errstate(over="ignore", under="ignore"):
+                out = np.cumprod(a, axis=axis, dtype=np.float32).astype(np.float16)
+        else:
+            out = np.cumprod(a, axis=axis, dtype=None if a.dtype.kind == "f" else np.int64)
         self.save_for_backward(a, out)
         return out
 
@@ -102,7 +106,12 @@ class LogCumSumExp(Op):
 
     def forward(self, a, axis):
         self.axis = axis
-        out = np.logaddexp.accumulate(a, axis=axis) if a.shape[axis] else a.copy()
+        if not a.shape[axis]:
+            out = a.copy()
+        elif a.dtype == np.float16:  # in float32, as PyTorch (float16 drifts)
+            out = np.logaddexp.accumulate(a.astype(np.float32), axis=axis).astype(np.float16)
+        else:
+            out = np.logaddexp.accumulate(a, axis=axis)
         self.save_for_backward(a, out)
         return out
 
