@@ -485,6 +485,12 @@ class AutoScheduler(ScanScheduler):
         """(whether to look for chains, why) for `worth_analysing` (which keeps the walk
         down the graph that this makes, for the first look)."""
         walks = self._walks if self._walks and self._walks.get("graph") is graph else None
+        # No chain worth checking is shallower than this (8 steps, below): a small graph is
+        # walked before the width probe and the cost model's figures (the MLP of a
+        # training step, where they cost 30% of its backward).
+        shallowest = 0.6 * 8 * _PROBE_OPS_PER_STEP
+        if not deeper_than(graph.roots, shallowest, walks):
+            return False, f"the graph is not {shallowest:.0f} ops deep: walked"
         costs = calibrate()
         shape, kind = probe_shape(graph.roots, walks=walks)
         what = "the full analysis" if full else "the first look"
