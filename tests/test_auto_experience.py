@@ -11,6 +11,7 @@ from test_scan_formulations import FIXED_CALIBRATION
 
 import tinygrad_ops as tg
 from tinygrad_ops.scheduler import auto as auto_module
+from tinygrad_ops.scheduler import calibration
 from tinygrad_ops.scheduler.experience import RETRY, TRIALS, Experience
 
 
@@ -26,7 +27,7 @@ class ScriptedClock:
 
 @pytest.fixture
 def fixed_auto(monkeypatch):
-    monkeypatch.setattr(auto_module, "_CALIBRATION", dict(FIXED_CALIBRATION))
+    monkeypatch.setattr(calibration, "_CALIBRATION", dict(FIXED_CALIBRATION))
     return auto_module.AutoScheduler()
 
 

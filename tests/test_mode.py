@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tinygrad_ops as tg
-from tinygrad_ops.scheduler import auto
+from tinygrad_ops.scheduler import calibration
 
 
 def run_in_thread(function):
@@ -83,7 +83,7 @@ def test_anomaly_mode_is_thread_local():
 @pytest.fixture
 def fresh_calibration(monkeypatch):
     """The auto scheduler as on its first use in a process (nothing calibrated yet)."""
-    monkeypatch.setattr(auto, "_CALIBRATION", {})
+    monkeypatch.setattr(calibration, "_CALIBRATION", {})
 
 
 def chain_loss():

@@ -10,6 +10,7 @@ from rnn_formulations import FORMULATIONS, build
 
 import tinygrad_ops as tg
 from tinygrad_ops.scheduler import auto as auto_module
+from tinygrad_ops.scheduler import calibration
 
 torch.set_num_threads(1)
 
@@ -112,7 +113,7 @@ FIXED_CALIBRATION = {
 @pytest.fixture
 def fixed_auto(monkeypatch):
     """A fresh AutoScheduler deciding from FIXED_CALIBRATION."""
-    monkeypatch.setattr(auto_module, "_CALIBRATION", dict(FIXED_CALIBRATION))
+    monkeypatch.setattr(calibration, "_CALIBRATION", dict(FIXED_CALIBRATION))
     return auto_module.AutoScheduler()
 
 

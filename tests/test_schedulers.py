@@ -204,11 +204,11 @@ def test_auto_reuses_its_gates_walk_down_the_graph_exactly(monkeypatch):
     from test_scan_formulations import FIXED_CALIBRATION
 
     from tinygrad_ops.autograd import BackwardGraph
-    from tinygrad_ops.scheduler import auto
+    from tinygrad_ops.scheduler import calibration
     from tinygrad_ops.scheduler.spine import descend
 
     # The gate decides from the calibration: a fixed one, not this machine's load.
-    monkeypatch.setattr(auto, "_CALIBRATION", dict(FIXED_CALIBRATION))
+    monkeypatch.setattr(calibration, "_CALIBRATION", dict(FIXED_CALIBRATION))
 
     loss, _ = rnn_model(steps=120, size=3, batch=2)(np, np.float64, 0)
     graph = BackwardGraph([loss], None, False, True)

@@ -10,7 +10,7 @@ has R rows of d values:
 with products counted per scan: Hillis-Steele n log2 n matrix-matrix products, Blelloch
 about n, blocked(b) about n plus n/b blocks of 6 log2 b calls each; a diagonal chain does
 elementwise work instead of products. The constants are measured once per process by a
-quick micro-benchmark on this machine (`calibrate`, about half a second): c_visit (one
+quick micro-benchmark on this machine (`calibration.py`, about half a second): c_visit (one
 node of the engine's sequential walk), c_analysis and c_batch (the scan scheduler's
 chain check and its batching, per node), c_chain (what a scan costs once per chain:
 finding the step template, the scan's numpy calls), t_mm(d) and t_mv(d) (one d x d
@@ -21,213 +21,17 @@ Before paying for the chain analysis, `auto` looks at the shape of the tensors n
 output: when even an endless chain of that width could not beat the walk, it walks.
 """
 
-import gc
-import itertools
 import math
 import time
 
-import numpy as np
-
-from ..mode import STATE, enable_grad
+from .calibration import calibrate, per_product
 from .experience import Experience, signature
-from .finder import find_chains, full_analysis
 from .scan_scheduler import ScanScheduler
 from .spine import deeper_than, probe_shape, window_from
 from .steps import MAX_PERIOD
 
-SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 CACHE_BYTES = 2**22  # Jacobians beyond this (per scan or per block) slow the products down
 BLOCK_SIZES = (64, 256, 1024)
-_CALIBRATION = {}
-
-
-def _best_time(function, repeats=3):
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-@enable_grad()  # calibration records graphs whatever the caller's grad mode
-def _small_rnn(steps, size=2, batch=2, seed=0, layers=1):
-    """A tanh RNN of `steps` steps (4 ops each per layer) on tiny arrays: (loss, number of
-    nodes). With two layers the first look finds no chain (the lower layer's state is an
-    input of the upper one's steps) and the full analysis runs all its phases."""
-    from ..tensor import Tensor
-
-    generator = np.random.default_rng(seed)
-    weight = Tensor(generator.standard_normal((size, size)) * 0.5, requires_grad=True)
-    bias = Tensor(np.zeros(size), requires_grad=True)
-    inputs = generator.standard_normal((steps, batch, size))
-    states = [Tensor(np.zeros((batch, size))) for _ in range(layers)]
-    for step in range(steps):
-        below = Tensor(inputs[step])
-        for layer in range(layers):
-            states[layer] = (below + states[layer] @ weight + bias).tanh()
-            below = states[layer]
-    return states[-1].sum(), 4 * layers * steps + 1
-
-
-def _first_look(graph):
-    return find_chains(graph, full=False)
-
-
-def calibrate(force=False):
-    """Measure the cost model's constants on this machine (cached for the process).
-
-    >>> costs = calibrate()
-    >>> {"c_visit", "c_analysis", "c_batch", "c_chain", "t_mm"} <= set(costs)
-    True
-    """
-    if _CALIBRATION and not force:
-        return _CALIBRATION
-    costs = {}
-    # Its small RNNs' backward passes are this scheduler's own timing, not the caller's
-    # work: while tg.compile captures (the first backward with `auto` may be inside one),
-    # they must not reach the recorder.
-    recorder, STATE.recorder = STATE.recorder, None
-    try:
-        _engine_costs(costs)
-        _numpy_costs(costs)
-    finally:
-        STATE.recorder = recorder
-    # The wide walk's extra cost is a small difference of two noisy timings and came out
-    # at 0 in some runs: at least half a vector-matrix product per row and node (about
-    # one in two nodes of an RNN step is a product by the weight).
-    costs["c_visit_area"] = max(costs["c_visit_area"], 0.5 * costs["t_mv"][32] / (32 * 32))
-    _CALIBRATION.clear()
-    _CALIBRATION.update(costs)
-    return _CALIBRATION
-
-
-def _engine_costs(costs):
-    """The walk's and the scan's costs per node and per chain, on small RNNs."""
-    from ..autograd.graph import BackwardGraph
-
-    # The walk and the scan at two chain lengths, runs interleaved (a slow spell of a
-    # shared machine then hits both), best of five: the scan's cost splits into a part
-    # per node and a part per chain (finding the step template, the scan's numpy calls).
-    # The longer chain is long enough that the per-node costs include the cache misses
-    # of a big graph.
-    short, long = 64, 640
-
-    def paused(function):
-        collecting = gc.isenabled()
-        gc.disable()  # as the scan schedulers do; the walk allocates too little to care
-        try:
-            start = time.perf_counter()
-            function()
-            return time.perf_counter() - start
-        finally:
-            if collecting:
-                gc.enable()
-
-    def backward(scheduler, steps):
-        loss, nodes = _small_rnn(steps)
-        return paused(lambda: loss.backward(scheduler=scheduler)) / nodes
-
-    def analysis(finder, steps, layers=1):
-        loss, nodes = _small_rnn(steps, layers=layers)
-        graph = BackwardGraph([loss], None, False, True)
-        graph.send(loss, np.ones_like(loss.data))
-        return paused(lambda: finder(graph)) / nodes
-
-    def backward_wide():
-        loss, nodes = _small_rnn(160, size=32, batch=4)
-        return paused(lambda: loss.backward(scheduler="sequential")) / nodes
-
-    scan = ScanScheduler("blelloch")
-    best = {"visit": math.inf, "short": math.inf, "long": math.inf}
-    for _ in range(5):
-        best["visit"] = min(best["visit"], backward("sequential", long))
-        best["short"] = min(best["short"], backward(scan, short))
-        best["long"] = min(best["long"], backward(scan, long))
-    short_nodes, long_nodes = 4 * short + 1, 4 * long + 1
-    short_time, long_time = best["short"] * short_nodes, best["long"] * long_nodes
-    scanned = max((long_time - short_time) / (long_nodes - short_nodes), 0.5 * best["long"])
-    costs["c_visit"] = best["visit"]
-    costs["c_analysis"] = min(analysis(_first_look, long) for _ in range(3))
-    short_analysis = min(analysis(_first_look, short) for _ in range(3)) * short_nodes
-    costs["c_analysis_chain"] = max(short_analysis - costs["c_analysis"] * short_nodes, 0.0)
-    costs["c_analysis_full"] = min(analysis(full_analysis, long // 2, 2) for _ in range(2))
-    costs["c_batch"] = max(scanned - costs["c_analysis"], 0.1 * scanned)
-    costs["c_chain"] = max(short_time - scanned * short_nodes, 0.0)
-    # The walk's cost grows with the arrays (its matrix products are d x d): a second
-    # walk, on states of 32 values in 4 rows, gives the part per node that grows with
-    # rows * d^2.
-    wide = min(backward_wide() for _ in range(3))
-    costs["c_visit_area"] = max((wide - costs["c_visit"]) / (4 * 32 * 32), 0.0)
-
-
-def _numpy_costs(costs):
-    """Fresh memory, elementwise work, a numpy call, stacked products per size."""
-    # Fresh memory, per byte (page faults and the first write): a scan that keeps all of
-    # a long chain's Jacobians at once pays it on them and again on their pair products.
-    fresh = 2**22
-    costs["c_fresh"] = _best_time(lambda: np.ones(fresh), 3) / (8 * fresh)
-    # Elementwise work (building the Jacobians: d x d values per row and step).
-    values = np.ones((64, 4, 32, 32))
-    costs["c_element"] = _best_time(lambda: np.multiply(values, values)) / values.size
-    tiny = np.ones((1, 2, 2))
-    costs["c_call"] = _best_time(lambda: [np.matmul(tiny, tiny) for _ in range(100)]) / 100
-    matrix_product = {}
-    vector_product = {}
-    generator = np.random.default_rng(0)
-    for size in SIZES:
-        count = max(4, int(1e5 / size**3))
-        left = generator.standard_normal((count, size, size))
-        vectors = left[:, :1, :]
-        np.matmul(left, left)  # warm up (thread pools, page faults)
-        matrix_product[size] = max(
-            (_best_time(lambda left=left: np.matmul(left, left)) - costs["c_call"]) / count,
-            1e-10,
-        )
-        vector_product[size] = max(
-            (
-                _best_time(lambda left=left, vectors=vectors: np.matmul(vectors, left))
-                - costs["c_call"]
-            )
-            / count,
-            1e-10,
-        )
-    # A stray slow measurement (a thread pool waking up) must not make a size look
-    # impossibly expensive: a doubling of d costs at most 16x (8x in theory).
-    for table in (matrix_product, vector_product):
-        for low, high in itertools.pairwise(SIZES):
-            table[high] = min(table[high], 16 * table[low])
-    costs["t_mm"] = matrix_product
-    costs["t_mv"] = vector_product
-    # The same products on a stack of 16 MiB, beyond the caches: what an unblocked scan
-    # of a long chain pays (a block of 256 steps mostly stays in cache).
-    large = {}
-    for size in SIZES:
-        if size > 64:
-            large[size] = matrix_product[size]
-            continue
-        count = 2**24 // (8 * size * size)
-        left = generator.standard_normal((count, size, size))
-        large[size] = max(
-            (_best_time(lambda left=left: np.matmul(left, left), 2) - costs["c_call"]) / count,
-            matrix_product[size],
-        )
-    costs["t_mm_large"] = large
-
-
-def _per_product(table, size):
-    """Interpolate a per-size cost table (log-log, clamped at its ends)."""
-    if size <= SIZES[0]:
-        return table[SIZES[0]]
-    if size >= SIZES[-1]:
-        return table[SIZES[-1]] * (size / SIZES[-1]) ** 3
-    for low, high in itertools.pairwise(SIZES):
-        if low <= size <= high:
-            fraction = math.log(size / low) / math.log(high / low)
-            return math.exp(
-                math.log(table[low]) * (1 - fraction) + math.log(table[high]) * fraction
-            )
-    return table[SIZES[-1]]  # pragma: no cover
 
 
 def visit_cost(state_shape, costs):
@@ -257,14 +61,14 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     build_cost = 3 * rows * size * size * costs.get("c_element", 0.0)
     dense = kind == "dense"
     if dense:
-        matrix_cost = rows * _per_product(costs["t_mm"], size)
-        vector_cost = rows * _per_product(costs["t_mv"], size)
+        matrix_cost = rows * per_product(costs["t_mm"], size)
+        vector_cost = rows * per_product(costs["t_mv"], size)
         # Beyond the caches the products slow down, and so do the copies around them
         # (pairing, interleaving) and the building of the Jacobians: measured here, an
         # unblocked scan of 8-64 MiB of Jacobians took 1.15-1.25x the blocked scan's time.
         large_cost = 1.5 * matrix_cost
         if "t_mm_large" in costs:
-            large_cost = max(rows * _per_product(costs["t_mm_large"], size), large_cost)
+            large_cost = max(rows * per_product(costs["t_mm_large"], size), large_cost)
         unblocked_cost = large_cost if jacobian_bytes > CACHE_BYTES else matrix_cost
         unblocked_build = build_cost
         if jacobian_bytes > CACHE_BYTES:
@@ -513,8 +317,8 @@ class AutoScheduler(ScanScheduler):
             per_step = 3 * size * costs["t_mm"][1]
         else:
             per_step = (
-                _per_product(costs["t_mm"], size)
-                + _per_product(costs["t_mv"], size)
+                per_product(costs["t_mm"], size)
+                + per_product(costs["t_mv"], size)
                 + size * size * costs.get("c_element", 0.0)
             )
         per_node_scan = analysis + costs["c_batch"] + rows * per_step / 3
