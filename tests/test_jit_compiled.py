@@ -282,3 +282,29 @@ def test_a_compiled_method_is_bound_to_its_instance():
     for x, y in batches(5):
         assert trainer.step(x, y).item() == eager(x, y).item()
     assert "SGD.step()" in str(trainer.step.program)
+
+
+@pytest.mark.parametrize(
+    "make_optimizer",
+    [
+        lambda params: optim.Adam(params, lr=0.1),
+        lambda params: optim.SGD(params, lr=0.1, momentum=0.9),
+    ],
+)
+def test_a_0d_parameter_under_adam_and_momentum_matches_eager(make_optimizer):
+    # (the replay updated Adam's moments in place, and eager had left them numpy scalars)
+    results = []
+    for compiled in (False, True):
+        weight = tg.nn.Parameter(tg.Tensor(np.float32(1.5)))
+        optimizer = make_optimizer([weight])
+
+        def step(weight=weight, optimizer=optimizer):
+            optimizer.zero_grad()
+            loss = (weight * weight).sum()
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        step = tg.compile(step) if compiled else step
+        results.append([step().item() for _ in range(5)] + [weight.item()])
+    assert results[0] == results[1]

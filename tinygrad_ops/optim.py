@@ -172,6 +172,60 @@ def _check_non_negative(name, value):
         raise ValueError(f"invalid {name}: {value} (must be >= 0)")
 
 
+def sgd_update(optimizer, parameter, grad, lr, momentum, dampening, weight_decay, nesterov):
+    """SGD's step for one parameter (weight decay, momentum, Nesterov; see `SGD`), with the
+    momentum buffer updated in place after its first step. `SGD.step` calls it, and so
+    does a compiled step's replay (jit/fused_optim.py): one update, bit for bit."""
+    if weight_decay != 0:
+        grad = grad + weight_decay * parameter._data
+    if momentum != 0:
+        state = optimizer.state.setdefault(id(parameter), {})
+        buffer = state.get("momentum_buffer")
+        if buffer is None:
+            buffer = state["momentum_buffer"] = np.array(grad, copy=True)
+        else:  # momentum b + (1 - dampening) g
+            np.multiply(buffer, momentum, out=buffer)
+            np.add(buffer, (1 - dampening) * grad, out=buffer)
+        grad = grad + momentum * buffer if nesterov else buffer
+    Optimizer._subtract(parameter, lr * grad)
+
+
+def adam_update(optimizer, parameter, grad, lr, betas, eps, weight_decay):
+    """Adam's (and AdamW's) step for one parameter (see `Adam`), with the moments and the
+    update computed in place. `Adam.step` calls it, and so does a compiled step's replay
+    (jit/fused_optim.py): one update, bit for bit. (asarray: on a 0-d parameter numpy's
+    results are scalars, which `out=` cannot write into.)"""
+    beta1, beta2 = betas
+    value = parameter._data
+    if weight_decay != 0:
+        if optimizer.decoupled_weight_decay:
+            # AdamW (Loshchilov & Hutter 2019): shrink the weights directly.
+            np.multiply(value, 1 - lr * weight_decay, out=value, casting="same_kind")
+        else:
+            grad = grad + weight_decay * value
+    state = optimizer.state.setdefault(id(parameter), {})
+    if not state:
+        state["step"] = 0
+        state["exp_avg"] = np.zeros_like(value)
+        state["exp_avg_sq"] = np.zeros_like(value)
+    state["step"] += 1
+    step = state["step"]
+    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    np.multiply(exp_avg, beta1, out=exp_avg)  # beta1 m + (1 - beta1) g
+    np.add(exp_avg, (1 - beta1) * grad, out=exp_avg)
+    scaled = np.asarray((1 - beta2) * grad)  # beta2 v + ((1 - beta2) g) g
+    np.multiply(scaled, grad, out=scaled)
+    np.multiply(exp_avg_sq, beta2, out=exp_avg_sq)
+    np.add(exp_avg_sq, scaled, out=exp_avg_sq)
+    step_size = lr / (1 - beta1**step)
+    update = np.asarray(np.sqrt(exp_avg_sq))  # sqrt(v) / sqrt(1 - beta2^t) + eps
+    np.divide(update, math.sqrt(1 - beta2**step), out=update)
+    np.add(update, eps, out=update)
+    np.divide(exp_avg, update, out=update)  # step_size * (m / denominator)
+    np.multiply(update, step_size, out=update)
+    Optimizer._subtract(parameter, update)
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent with optional momentum, Nesterov momentum and L2
     weight decay, as torch.optim.SGD:
@@ -209,20 +263,9 @@ class SGD(Optimizer):
     @replayed_whole
     def step(self):
         for group in self.param_groups:
-            lr, momentum, weight_decay = group["lr"], group["momentum"], group["weight_decay"]
+            options = (group["momentum"], group["dampening"], group["weight_decay"])
             for parameter, grad in self._parameters_with_grads(group):
-                if weight_decay != 0:
-                    grad = grad + weight_decay * parameter.data
-                if momentum != 0:
-                    state = self.state.setdefault(id(parameter), {})
-                    buffer = state.get("momentum_buffer")
-                    if buffer is None:
-                        buffer = np.array(grad, copy=True)
-                    else:
-                        buffer = momentum * buffer + (1 - group["dampening"]) * grad
-                    state["momentum_buffer"] = buffer
-                    grad = grad + momentum * buffer if group["nesterov"] else buffer
-                self._subtract(parameter, lr * grad)
+                sgd_update(self, parameter, grad, group["lr"], *options, group["nesterov"])
 
 
 class Adam(Optimizer):
@@ -257,30 +300,9 @@ class Adam(Optimizer):
     @replayed_whole
     def step(self):
         for group in self.param_groups:
-            lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
-            beta1, beta2 = group["betas"]
+            options = (group["lr"], group["betas"], group["eps"], group["weight_decay"])
             for parameter, grad in self._parameters_with_grads(group):
-                value = parameter.data
-                if weight_decay != 0:
-                    if self.decoupled_weight_decay:
-                        # AdamW (Loshchilov & Hutter 2019): shrink the weights directly.
-                        np.multiply(value, 1 - lr * weight_decay, out=value, casting="same_kind")
-                    else:
-                        grad = grad + weight_decay * value
-                state = self.state.setdefault(id(parameter), {})
-                if not state:
-                    state["step"] = 0
-                    state["exp_avg"] = np.zeros_like(value)
-                    state["exp_avg_sq"] = np.zeros_like(value)
-                state["step"] += 1
-                step = state["step"]
-                state["exp_avg"] = beta1 * state["exp_avg"] + (1 - beta1) * grad
-                state["exp_avg_sq"] = beta2 * state["exp_avg_sq"] + (1 - beta2) * grad * grad
-                bias_correction1 = 1 - beta1**step
-                bias_correction2 = 1 - beta2**step
-                step_size = lr / bias_correction1
-                denominator = np.sqrt(state["exp_avg_sq"]) / math.sqrt(bias_correction2) + eps
-                self._subtract(parameter, step_size * (state["exp_avg"] / denominator))
+                adam_update(self, parameter, grad, *options)
 
 
 class AdamW(Adam):

@@ -4,8 +4,8 @@ A `Call` kernel replays an optimizer method by calling it again, which walks the
 parameter groups in Python and reads each gradient through `parameter.grad`. For the
 two calls of almost every training step the replay can write the work out instead,
 parameter by parameter, and take each gradient from the slot the leaf write just filled.
-The numbers are the method's own (`np.subtract(p, lr * grad, out=p)`, optim.py; Adam's
-moments updated in place, the same operations on the same values), and the
+The numbers are the method's own: plain SGD's line is `SGD.step`'s subtraction, and the
+other updates call optim.py's `sgd_update` and `adam_update`, which the steps call too. The
 hyperparameters are still read at each call (a learning-rate scheduler's new lr counts).
 
 What the lines assume is checked at each replay, at the cost of a few dictionary reads:
@@ -16,11 +16,7 @@ method is called as a whole, as a `Call` kernel would.
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
-from ..optim import SGD, Adam, AdamW, Optimizer
+from ..optim import SGD, Adam, AdamW, Optimizer, adam_update, sgd_update
 from .kernels import Kernel
 
 
@@ -117,26 +113,6 @@ class FusedSGDStep(Kernel):
         return self.kernel.describe(name) + "   (fused)"
 
 
-def sgd_update(optimizer, parameter, grad, lr, momentum, dampening, weight_decay, nesterov):
-    """SGD's step for one parameter, as `SGD.step` in optim.py (weight decay, momentum,
-    Nesterov): the same operations on the same values, the momentum buffer updated in
-    place (after its first step) instead of replaced."""
-    value = parameter._data
-    if weight_decay != 0:
-        grad = grad + weight_decay * value
-    if momentum != 0:
-        state = optimizer.state.setdefault(id(parameter), {})
-        buffer = state.get("momentum_buffer")
-        if buffer is None:
-            buffer = state["momentum_buffer"] = np.array(grad, copy=True)
-        else:  # momentum b + (1 - dampening) g
-            np.multiply(buffer, momentum, out=buffer)
-            np.add(buffer, (1 - dampening) * grad, out=buffer)
-        grad = grad + momentum * buffer if nesterov else buffer
-    np.subtract(value, lr * grad, out=value)
-    parameter._version[0] += 1
-
-
 class FusedMomentumSGDStep(FusedSGDStep):
     """SGD's step with momentum or weight decay: one `sgd_update` call per parameter."""
 
@@ -157,41 +133,6 @@ class FusedMomentumSGDStep(FusedSGDStep):
         update = code.bind(sgd_update, "sgd_update")
         arguments = "lr, momentum, dampening, decay, nesterov"
         return [f"{update}({optimizer}, {parameter}, {grad}, {arguments})"]
-
-
-def adam_update(optimizer, parameter, grad, lr, betas, eps, weight_decay):
-    """Adam's (and AdamW's) step for one parameter, as `Adam.step` in optim.py: the same
-    operations on the same values, with the moments and the update computed in place
-    (the exp_avg and exp_avg_sq arrays are updated, not replaced)."""
-    beta1, beta2 = betas
-    value = parameter._data
-    if weight_decay != 0:
-        if optimizer.decoupled_weight_decay:
-            np.multiply(value, 1 - lr * weight_decay, out=value, casting="same_kind")
-        else:
-            grad = grad + weight_decay * value
-    state = optimizer.state.setdefault(id(parameter), {})
-    if not state:
-        state["step"] = 0
-        state["exp_avg"] = np.zeros_like(value)
-        state["exp_avg_sq"] = np.zeros_like(value)
-    state["step"] += 1
-    step = state["step"]
-    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-    np.multiply(exp_avg, beta1, out=exp_avg)  # beta1 m + (1 - beta1) g
-    np.add(exp_avg, (1 - beta1) * grad, out=exp_avg)
-    scaled = (1 - beta2) * grad  # beta2 v + ((1 - beta2) g) g
-    np.multiply(scaled, grad, out=scaled)
-    np.multiply(exp_avg_sq, beta2, out=exp_avg_sq)
-    np.add(exp_avg_sq, scaled, out=exp_avg_sq)
-    step_size = lr / (1 - beta1**step)
-    update = np.sqrt(exp_avg_sq)  # sqrt(v) / sqrt(1 - beta2^t) + eps
-    np.divide(update, math.sqrt(1 - beta2**step), out=update)
-    np.add(update, eps, out=update)
-    np.divide(exp_avg, update, out=update)  # step_size * (m / denominator)
-    np.multiply(update, step_size, out=update)
-    np.subtract(value, update, out=value)
-    parameter._version[0] += 1
 
 
 class FusedAdamStep(FusedSGDStep):
