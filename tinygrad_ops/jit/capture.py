@@ -311,7 +311,7 @@ class Recorder:
         return grads
 
     def edges_of(self, node, grads, upstream):
-        """Where each gradient goes, and what the walk's `checked_input_grad` does with it
+        """Where each gradient goes, and what the walk's `input_grads` does with it
         on the way (cast, unbroadcast, whether it owns it): decided once, here."""
         edges = []
         for index, operand in enumerate(node.inputs):

@@ -108,7 +108,7 @@ class Source:
 
     def send(self, edge, expression, node):
         """An input's gradient along `edge`: cast and summed down as the capture found
-        needed (the walk's `checked_input_grad`), then accumulated."""
+        needed (the walk's `input_grads`), then accumulated."""
         if edge.wrap:
             expression = f"asarray({expression})"
         if edge.cast:
