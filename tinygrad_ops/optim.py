@@ -263,9 +263,14 @@ class SGD(Optimizer):
     @replayed_whole
     def step(self):
         for group in self.param_groups:
-            options = (group["momentum"], group["dampening"], group["weight_decay"])
+            lr = group["lr"]
+            options = tuple(group[key] for key in ("momentum", "dampening", "weight_decay"))
+            plain = options[0] == 0 and options[2] == 0  # no momentum, no weight decay
             for parameter, grad in self._parameters_with_grads(group):
-                sgd_update(self, parameter, grad, group["lr"], *options, group["nesterov"])
+                if plain:  # p -= lr g: what sgd_update comes down to, without its call
+                    self._subtract(parameter, lr * grad)
+                else:
+                    sgd_update(self, parameter, grad, lr, *options, group["nesterov"])
 
 
 class Adam(Optimizer):
