@@ -27,6 +27,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")  # see bench_scan.py
 
 import numpy as np  # noqa: E402
+from _common import plot_file  # noqa: E402
 
 import tinygrad_ops as tg  # noqa: E402
 from tinygrad_ops import functional as F  # noqa: E402, N812 (the PyTorch convention)
@@ -79,26 +80,17 @@ def time_length(steps, rounds, max_memory_mb):
 
 
 def plot(results, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(7, 4.5))
     lengths = sorted(results)
-    for name in SCHEDULERS:
-        times = [results[steps][name] for steps in lengths]
-        times = [np.nan if value is None else value * 1e3 for value in times]
-        axes.plot(lengths, times, marker="o", label=name)
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.set_xlabel("sequence length")
-    axes.set_ylabel("backward time (ms, CPU)")
-    axes.set_title(f"BPPSA's grid here: tanh RNN, hidden {HIDDEN}, batch {BATCH} (ours, numpy)")
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    with plot_file(path) as axes:
+        for name in SCHEDULERS:
+            times = [results[steps][name] for steps in lengths]
+            times = [np.nan if value is None else value * 1e3 for value in times]
+            axes.plot(lengths, times, marker="o", label=name)
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlabel("sequence length")
+        axes.set_ylabel("backward time (ms, CPU)")
+        axes.set_title(f"BPPSA's grid here: tanh RNN, hidden {HIDDEN}, batch {BATCH} (ours, numpy)")
     return path
 
 

@@ -52,6 +52,17 @@ def time_rounds(step, rounds, repeats):
     return statistics.median(times), min(times)
 
 
+def eager_step(x, w):
+    """Forward and backward of `small_chain` on our tensors or torch's, gradients cleared."""
+
+    def step():
+        x.grad = None
+        w.grad = None
+        small_chain(x, w).backward()
+
+    return step
+
+
 def bench_small_chain(rounds, repeats):
     generator = np.random.default_rng(0)
     x_values = generator.standard_normal((4, 4)).astype(np.float32)
@@ -59,19 +70,10 @@ def bench_small_chain(rounds, repeats):
 
     x = tg.Tensor(x_values, requires_grad=True)
     w = tg.Tensor(w_values, requires_grad=True)
-
-    def ours():
-        x.grad = None
-        w.grad = None
-        small_chain(x, w).backward()
-
+    ours = eager_step(x, w)
     xt = torch.tensor(x_values, requires_grad=True)
     wt = torch.tensor(w_values, requires_grad=True)
-
-    def theirs():
-        xt.grad = None
-        wt.grad = None
-        small_chain(xt, wt).backward()
+    theirs = eager_step(xt, wt)
 
     chain_step = tg.compile(lambda x, w: small_chain(x, w).backward())
 

@@ -39,6 +39,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import numpy as np  # noqa: E402
+from _common import plot_file  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -169,27 +170,18 @@ def sweep(names, hiddens, lengths, rounds, max_memory_mb, log):
 
 def plot(results, hiddens, lengths, path):
     """Best scan over the walk against the chain length, per hidden size (benchmark form)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for hidden in hiddens:
-        speedups = [
-            results[("benchmark", hidden, steps)][1]["speedup"] or np.nan for steps in lengths
-        ]
-        axes.plot(lengths, speedups, marker="o", label=f"hidden {hidden}")
-    axes.axhline(1.0, color="black", linewidth=0.8)
-    axes.set_xscale("log", base=2)
-    axes.set_yscale("log", base=2)
-    axes.set_xlabel("chain length (RNN steps)")
-    axes.set_ylabel("walk time / best scan time (CPU)")
-    axes.set_title(f"Best scan vs the walk, tanh RNN, batch {BATCH} (above 1: the scan wins)")
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    with plot_file(path) as axes:
+        for hidden in hiddens:
+            speedups = [
+                results[("benchmark", hidden, steps)][1]["speedup"] or np.nan for steps in lengths
+            ]
+            axes.plot(lengths, speedups, marker="o", label=f"hidden {hidden}")
+        axes.axhline(1.0, color="black", linewidth=0.8)
+        axes.set_xscale("log", base=2)
+        axes.set_yscale("log", base=2)
+        axes.set_xlabel("chain length (RNN steps)")
+        axes.set_ylabel("walk time / best scan time (CPU)")
+        axes.set_title(f"Best scan vs the walk, tanh RNN, batch {BATCH} (above 1: the scan wins)")
     return path
 
 

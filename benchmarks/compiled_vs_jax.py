@@ -10,6 +10,7 @@ The same MLP SGD steps as train_step.py (hand numpy, tg.compile, jax.jit) and th
 import argparse
 
 import numpy as np
+from _common import compiled_chain
 from train_step import (
     LEARNING_RATE,
     SIZES,
@@ -19,8 +20,6 @@ from train_step import (
     numpy_chain,
     time_interleaved,
 )
-
-import tinygrad_ops as tg
 
 try:
     import jax
@@ -55,20 +54,7 @@ def jax_step(x, y, params):
 
 def chains(with_jax=True):
     """The 100-op chain: hand numpy, tg.compile and (`with_jax`) jax.jit (grad of x)."""
-    x = tg.Tensor(np.full((4, 4), 0.5, dtype=np.float32), requires_grad=True)
-
-    @tg.compile
-    def compiled_chain(x):
-        y = x
-        for _ in range(25):
-            y = ((y * 1.01).tanh() + 0.5) * x
-        y.sum().backward()
-
-    def compiled():
-        x.grad = None
-        compiled_chain(x)
-
-    steps = {"numpy": numpy_chain, "compiled": compiled}
+    steps = {"numpy": numpy_chain, "compiled": compiled_chain()}
     if not with_jax:
         return steps
 
@@ -93,16 +79,23 @@ def main(argv=None):
         return
     jax.config.update("jax_platforms", "cpu")
     print(f"numpy {np.__version__}, jax {jax.__version__} (CPU), float32; medians in us")
+    compare_mlp_steps("jax.jit", jax_step, args.rounds, small_repeats=50)
+    print(_row("100-op chain", time_interleaved(chains(), args.rounds, 20)))
+
+
+def compare_mlp_steps(name, make_step, rounds, small_repeats):
+    """Print one row per MLP size of train_step.py: hand numpy, tg.compile and `name`
+    (`make_step(x, y, params)` gives its step), interleaved rounds, medians.
+    `small_repeats` calls per round below batch 256 (5 from there)."""
     for size in SIZES:
         x, y, params = make_problem(*size)
         steps = {
             "numpy": NumpyStep(x, y, params),
             "compiled": CompiledStep(x, y, params),
-            "jax.jit": jax_step(x, y, params),
+            name: make_step(x, y, params),
         }
-        timings = time_interleaved(steps, args.rounds, 5 if size[0] >= 256 else 50)
+        timings = time_interleaved(steps, rounds, 5 if size[0] >= 256 else small_repeats)
         print(_row(",".join(map(str, size)), timings))
-    print(_row("100-op chain", time_interleaved(chains(), args.rounds, 20)))
 
 
 def _row(label, timings):

@@ -11,15 +11,8 @@ The same MLP SGD steps as train_step.py (hand numpy, tg.compile, TinyJit) and th
 import argparse
 
 import numpy as np
-from compiled_vs_jax import _row, chains
-from train_step import (
-    LEARNING_RATE,
-    SIZES,
-    CompiledStep,
-    NumpyStep,
-    make_problem,
-    time_interleaved,
-)
+from compiled_vs_jax import _row, chains, compare_mlp_steps
+from train_step import LEARNING_RATE, time_interleaved
 
 try:
     from tinygrad import Context, Tensor, TinyJit, nn
@@ -72,15 +65,7 @@ def main(argv=None):
         print("tinygrad is not installed: nothing to compare (see the docstring)")
         return
     print(f"numpy {np.__version__}, tinygrad TinyJit, float32; medians in us")
-    for size in SIZES:
-        x, y, params = make_problem(*size)
-        steps = {
-            "numpy": NumpyStep(x, y, params),
-            "compiled": CompiledStep(x, y, params),
-            "TinyJit": tinyjit_step(x, y, params),
-        }
-        timings = time_interleaved(steps, args.rounds, 5 if size[0] >= 256 else 20)
-        print(_row(",".join(map(str, size)), timings))
+    compare_mlp_steps("TinyJit", tinyjit_step, args.rounds, small_repeats=20)
     chain = chains(with_jax=False)
     chain["TinyJit"] = tinyjit_chain()
     print(_row("100-op chain", time_interleaved(chain, args.rounds, 20)))

@@ -23,6 +23,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 import torch
+from _common import compiled_chain
 
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the conventional name)
@@ -229,20 +230,7 @@ def chain_overhead(rounds):
             y = ((y * 1.01).tanh() + 0.5) * x
         y.sum().backward()
 
-    x_compiled = tg.Tensor(np.full((4, 4), 0.5, dtype=np.float32), requires_grad=True)
-
-    @tg.compile
-    def compiled_chain(x):
-        y = x
-        for _ in range(25):
-            y = ((y * 1.01).tanh() + 0.5) * x
-        y.sum().backward()
-
-    def compiled():
-        x_compiled.grad = None
-        compiled_chain(x_compiled)
-
-    steps = {"tinygrad_ops": ours, "compiled": compiled, "numpy": numpy_chain}
+    steps = {"tinygrad_ops": ours, "compiled": compiled_chain(), "numpy": numpy_chain}
     steps.update({"torch": theirs, "bare": bare})
     timings = time_interleaved(steps, rounds, 20)
     return {name: seconds / 100 for name, seconds in timings.items()}

@@ -15,6 +15,7 @@ limits the threads itself).
 import argparse
 
 import numpy as np
+from digits_training import accuracy, train
 
 import tinygrad_ops as tg
 from tinygrad_ops import data, nn, optim
@@ -56,30 +57,9 @@ print(f"{sum(p.size for p in model.parameters())} parameters")
 optimizer = optim.Adam(model.parameters(), lr=0.003)
 scheduler = optim.CosineAnnealingLR(optimizer, T_max=args.epochs)
 
-
-def accuracy(model, x, y):
-    """Share of correct predictions, in eval mode (Dropout does nothing)."""
-    model.eval()
-    with tg.no_grad():
-        predicted = model(tg.Tensor(x)).numpy().argmax(axis=1)
-    model.train()
-    return (predicted == y).mean()
-
-
-# 4. Training: forward, loss, backward, step; one scheduler step per epoch.
-for epoch in range(args.epochs):
-    epoch_loss = 0.0
-    for inputs, targets in loader:
-        loss = F.cross_entropy(model(inputs), targets)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        epoch_loss += loss.item() * len(targets)
-    scheduler.step()
-    print(
-        f"epoch {epoch + 1:2d}: training loss {epoch_loss / len(train_y):.4f}, "
-        f"test accuracy {100 * accuracy(model, test_x, test_y):.1f}%"
-    )
+# 4. Training: forward, loss, backward, step; then one scheduler step per epoch (the loop is
+#    in digits_training.py, beside this file; mlp_moons.py writes it out here).
+train(model, loader, optimizer, scheduler, args.epochs, test_x, test_y)
 
 # 5. What did the first layer learn? Each of its 32 kernels is a 3x3 pattern; print the
 #    one that responds most strongly, on average, to the test images.

@@ -2,7 +2,8 @@
 
 Read this file top to bottom. It is what `tinygrad-ops train --dataset digits` does,
 without the command-line options: data, model, a training loop with a learning-rate
-schedule, evaluation in eval mode, and a checkpoint. Run it with
+schedule (written once, in digits_training.py beside this file, for this example and
+cnn_digits.py), evaluation in eval mode, and a checkpoint. Run it with
 
     python examples/mlp_digits.py               # about 97% test accuracy in a few seconds
     python examples/mlp_digits.py --epochs 2    # a quick look
@@ -12,10 +13,10 @@ import argparse
 import os
 
 import numpy as np
+from digits_training import accuracy, train
 
 import tinygrad_ops as tg
 from tinygrad_ops import data, nn, optim
-from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--epochs", type=int, default=20, help="passes over the training data")
@@ -45,31 +46,9 @@ print(f"{sum(p.size for p in model.parameters())} parameters")
 optimizer = optim.AdamW(model.parameters(), lr=0.01, weight_decay=1e-4)
 scheduler = optim.CosineAnnealingLR(optimizer, T_max=args.epochs)
 
-
-def accuracy(model, x, y):
-    """Share of correct predictions. eval(): BatchNorm uses its running statistics and
-    Dropout does nothing, so a prediction does not depend on the rest of the batch."""
-    model.eval()
-    with tg.no_grad():
-        predicted = model(tg.Tensor(x)).numpy().argmax(axis=1)
-    model.train()
-    return (predicted == y).mean()
-
-
-# 4. Training: forward, loss, backward, step; then one scheduler step per epoch.
-for epoch in range(args.epochs):
-    epoch_loss = 0.0
-    for inputs, targets in loader:
-        loss = F.cross_entropy(model(inputs), targets)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        epoch_loss += loss.item() * len(targets)
-    scheduler.step()
-    print(
-        f"epoch {epoch + 1:2d}: training loss {epoch_loss / len(train_y):.4f}, "
-        f"test accuracy {100 * accuracy(model, test_x, test_y):.1f}%"
-    )
+# 4. Training: forward, loss, backward, step; then one scheduler step per epoch (the loop is
+#    in digits_training.py, beside this file; mlp_moons.py writes it out here).
+train(model, loader, optimizer, scheduler, args.epochs, test_x, test_y)
 
 # 5. Save the trained weights (an .npz file, written atomically) and load them into a
 #    fresh model: the same predictions come out.

@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as TF  # noqa: N812 (the conventional alias)
 
 import tinygrad_ops as tg
+from tinygrad_ops import functional as F  # noqa: N812 (the conventional alias)
 
 torch.set_num_threads(1)
 
@@ -75,6 +77,29 @@ def check_op(ours, theirs, *specs, seed=0, low=None, high=None, atol=1e-10, rtol
             atol=atol,
             rtol=rtol,
             err_msg=f"gradient of input {index}",
+        )
+
+
+def check_affine_norm(name, shape, normalized, **options):
+    """check_op for F.layer_norm or F.rms_norm (`name`) over the trailing dims `normalized`,
+    with a weight (and for layer_norm a bias) of that shape, against torch's function."""
+    ours, theirs = getattr(F, name), getattr(TF, name)
+    if name == "layer_norm":
+        check_op(
+            lambda x, w, b: ours(x, normalized, w, b),
+            lambda x, w, b: theirs(x, normalized, w, b),
+            shape,
+            normalized,
+            normalized,
+            **options,
+        )
+    else:
+        check_op(
+            lambda x, w: ours(x, normalized, w),
+            lambda x, w: theirs(x, normalized, w),
+            shape,
+            normalized,
+            **options,
         )
 
 

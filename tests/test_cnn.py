@@ -86,6 +86,7 @@ def test_a_short_cnn_run_trains_and_resumes(tmp_path, capsys):
 
 def test_the_example_runs_and_explains_how(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["cnn_digits.py", "--epochs", "1"])
+    monkeypatch.syspath_prepend(str(EXAMPLES))  # as `python examples/cnn_digits.py` does
     runpy.run_path(str(EXAMPLES / "cnn_digits.py"), run_name="__main__")
     printed = capsys.readouterr().out
     accuracy = float(printed.split("final test accuracy ")[1].split("%")[0])

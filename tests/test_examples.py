@@ -10,7 +10,10 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def run_example(name, monkeypatch, *arguments):
+    """As `python examples/NAME`: the script's folder first on sys.path (the digits examples
+    import digits_training.py from beside them)."""
     monkeypatch.setattr(sys, "argv", [name, *arguments])
+    monkeypatch.syspath_prepend(str(EXAMPLES))
     runpy.run_path(str(EXAMPLES / name), run_name="__main__")
 
 

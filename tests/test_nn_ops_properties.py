@@ -3,7 +3,7 @@ axes and normalized ranks, forward and gradients against PyTorch in float64."""
 
 import torch
 import torch.nn.functional as TF  # noqa: N812 (the conventional alias)
-from helpers import check_op
+from helpers import check_affine_norm, check_op
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes
@@ -30,25 +30,8 @@ def test_norms_any_normalized_rank(shape, data, seed):
     k = data.draw(st.integers(1, len(shape)))
     normalized = shape[len(shape) - k :]
     if any(size > 1 for size in normalized):  # one element per row: var 0, as in torch
-        check_op(
-            lambda x, w, b: F.layer_norm(x, normalized, w, b),
-            lambda x, w, b: TF.layer_norm(x, normalized, w, b),
-            shape,
-            normalized,
-            normalized,
-            seed=seed,
-            atol=1e-9,
-            rtol=1e-7,
-        )
-    check_op(
-        lambda x, w: F.rms_norm(x, normalized, w),
-        lambda x, w: TF.rms_norm(x, normalized, w),
-        shape,
-        normalized,
-        seed=seed,
-        atol=1e-9,
-        rtol=1e-7,
-    )
+        check_affine_norm("layer_norm", shape, normalized, seed=seed, atol=1e-9, rtol=1e-7)
+    check_affine_norm("rms_norm", shape, normalized, seed=seed, atol=1e-9, rtol=1e-7)
 
 
 @PROPERTY_SETTINGS

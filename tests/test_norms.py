@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF  # noqa: N812 (the conventional alias)
-from helpers import check_op
+from helpers import check_affine_norm, check_op
 
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the conventional alias)
@@ -22,13 +22,7 @@ def normalized_cases():
 @pytest.mark.parametrize(("shape", "k"), normalized_cases())
 def test_layer_norm_matches_torch(shape, k):
     normalized = shape[len(shape) - k :]
-    check_op(
-        lambda x, w, b: F.layer_norm(x, normalized, w, b),
-        lambda x, w, b: TF.layer_norm(x, normalized, w, b),
-        shape,
-        normalized,
-        normalized,
-    )
+    check_affine_norm("layer_norm", shape, normalized)
     check_op(
         lambda x: F.layer_norm(x, normalized, eps=1e-3),
         lambda x: TF.layer_norm(x, normalized, eps=1e-3),
@@ -39,12 +33,7 @@ def test_layer_norm_matches_torch(shape, k):
 @pytest.mark.parametrize(("shape", "k"), normalized_cases())
 def test_rms_norm_matches_torch(shape, k):
     normalized = shape[len(shape) - k :]
-    check_op(
-        lambda x, w: F.rms_norm(x, normalized, w),
-        lambda x, w: TF.rms_norm(x, normalized, w),
-        shape,
-        normalized,
-    )
+    check_affine_norm("rms_norm", shape, normalized)
     check_op(
         lambda x: F.rms_norm(x, normalized, eps=0.1),
         lambda x: TF.rms_norm(x, normalized, eps=0.1),

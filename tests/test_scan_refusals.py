@@ -96,6 +96,15 @@ def run_torch(step_hook, steps=16):
     ]
 
 
+def backward_grads(loss, parameters, library, scheduler):
+    """Backward (PyTorch's own for torch, else with `scheduler`); the gradients that came."""
+    if library == "torch":
+        loss.backward()
+    else:
+        loss.backward(scheduler=Spy(scheduler) if scheduler != "sequential" else scheduler)
+    return [parameter.grad.numpy() for parameter in parameters if parameter.grad is not None]
+
+
 def relu_after(step_count):
     """Steps from `step_count` on use ReLU instead of tanh: another op class."""
 
@@ -207,13 +216,7 @@ def test_an_extra_reader_of_an_inner_tensor_is_not_lost(scheduler):
     def model(library, name):
         loss, parameters = rnn(library, step_hook=hook)
         loss = loss + (kept[library] * kept[library]).sum() * 0.5
-        if library == "torch":
-            loss.backward()
-            return [
-                parameter.grad.numpy() for parameter in parameters if parameter.grad is not None
-            ]
-        loss.backward(scheduler=Spy(name) if name != "sequential" else name)
-        return [parameter.grad.numpy() for parameter in parameters if parameter.grad is not None]
+        return backward_grads(loss, parameters, library, name)
 
     expected = model("ours", "sequential")
     assert_close(model("ours", scheduler), expected)
@@ -232,11 +235,7 @@ def test_an_extra_reader_of_an_anchor_is_not_lost(scheduler):
     def model(library, name):
         loss, parameters = rnn(library, step_hook=hook)
         loss = loss + kept[library].sum()
-        if library == "torch":
-            loss.backward()
-        else:
-            loss.backward(scheduler=Spy(name) if name != "sequential" else name)
-        return [parameter.grad.numpy() for parameter in parameters if parameter.grad is not None]
+        return backward_grads(loss, parameters, library, name)
 
     expected = model("ours", "sequential")
     assert_close(model("ours", scheduler), expected)

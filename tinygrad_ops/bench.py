@@ -92,13 +92,15 @@ def run(args) -> int:
     for name in names:
         script = folder / BENCHMARKS[name][0]
         print(f"== {name}: {script.name} {' '.join(args.script_args)}".rstrip(), flush=True)
-        saved_argv = sys.argv
+        saved_argv, saved_path = sys.argv, list(sys.path)
         sys.argv = [str(script), *args.script_args]
+        # As `python benchmarks/NAME.py`: the script's folder first, for its shared modules.
+        sys.path.insert(0, str(folder))
         try:
             runpy.run_path(str(script), run_name="__main__")
         except SystemExit as exit_request:
             if exit_request.code not in (None, 0):
                 return exit_request.code if isinstance(exit_request.code, int) else 1
         finally:
-            sys.argv = saved_argv
+            sys.argv, sys.path[:] = saved_argv, saved_path
     return 0

@@ -181,6 +181,16 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return out.reshape(x.shape)
 
 
+def _norm_backward_rows(x, grad_output, normalized_shape, weight):
+    """What the norms' backward walks: x and grad_output as rows of the n normalised values,
+    and the weight as n numbers (ones where there is none)."""
+    rows = _rows(x, len(normalized_shape))
+    g_rows = _rows(grad_output, len(normalized_shape))
+    n = rows.shape[1]
+    w = np.ones(n) if weight is None else np.reshape(weight, -1)
+    return rows, g_rows, w
+
+
 def layer_norm_backward(x, grad_output, normalized_shape, weight=None, eps=1e-5):
     """(dx, dweight, dbias) of `layer_norm`.
 
@@ -201,10 +211,8 @@ def layer_norm_backward(x, grad_output, normalized_shape, weight=None, eps=1e-5)
     True
     """
     normalized_shape = _normalize_shape(normalized_shape)
-    rows = _rows(x, len(normalized_shape))
-    g_rows = _rows(grad_output, len(normalized_shape))
+    rows, g_rows, w = _norm_backward_rows(x, grad_output, normalized_shape, weight)
     samples, n = rows.shape
-    w = np.ones(n) if weight is None else np.reshape(weight, -1)
     grad_x = np.zeros(rows.shape, dtype=rows.dtype)
     grad_weight = np.zeros(n, dtype=rows.dtype)
     grad_bias = np.zeros(n, dtype=rows.dtype)
@@ -369,10 +377,8 @@ def rms_norm_backward(x, grad_output, normalized_shape, weight=None, eps=None):
     """
     normalized_shape = _normalize_shape(normalized_shape)
     eps = _rms_eps(eps, x.dtype)
-    rows = _rows(x, len(normalized_shape))
-    g_rows = _rows(grad_output, len(normalized_shape))
+    rows, g_rows, w = _norm_backward_rows(x, grad_output, normalized_shape, weight)
     samples, n = rows.shape
-    w = np.ones(n) if weight is None else np.reshape(weight, -1)
     grad_x = np.zeros(rows.shape, dtype=rows.dtype)
     grad_weight = np.zeros(n, dtype=rows.dtype)
     for r in range(samples):

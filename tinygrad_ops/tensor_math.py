@@ -12,11 +12,8 @@ Names are PyTorch's (numpy's aliases where numpy users would type them).
 
 import numpy as np
 
-from .ops.activations import Erf
-from .ops.base import values_read
-from .ops.binary import CopySign, Fmod, LogAddExp, Remainder, RoundedDivide
-from .ops.elementwise import Abs, Clip, Minimum, Relu
-from .ops.unary import (
+from .ops import (
+    Abs,
     Acos,
     Acosh,
     Asin,
@@ -24,17 +21,26 @@ from .ops.unary import (
     Atan,
     Atanh,
     Ceil,
+    Clip,
+    CopySign,
     Cos,
     Cosh,
+    Erf,
     Exp,
     Exp2,
     Expm1,
     Floor,
+    Fmod,
     Log,
     Log1p,
     Log2,
     Log10,
+    LogAddExp,
+    Minimum,
+    Relu,
+    Remainder,
     Round,
+    RoundedDivide,
     Sigmoid,
     Sign,
     Sin,
@@ -44,6 +50,7 @@ from .ops.unary import (
     Tanh,
     Trunc,
 )
+from .ops.base import values_read
 from .tensor_functions import constant, maximum
 
 

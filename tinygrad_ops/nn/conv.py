@@ -141,7 +141,11 @@ class MaxPool2d(Module):
         self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
 
     def forward(self, x):
-        return F.max_pool2d(
+        return self._pool(F.max_pool2d, x)
+
+    def _pool(self, function, x):
+        # MaxPool1d shares these settings and calls max_pool1d here instead.
+        return function(
             x,
             self.kernel_size,
             self.stride,
@@ -167,15 +171,7 @@ class MaxPool1d(MaxPool2d):
     """
 
     def forward(self, x):
-        return F.max_pool1d(
-            x,
-            self.kernel_size,
-            self.stride,
-            self.padding,
-            self.dilation,
-            self.ceil_mode,
-            self.return_indices,
-        )
+        return self._pool(F.max_pool1d, x)
 
 
 class AvgPool2d(Module):

@@ -15,7 +15,27 @@ def _as_shape(normalized_shape):
     return tuple(normalized_shape)
 
 
-class LayerNorm(Module):
+class _TrailingNorm(Module):
+    """What LayerNorm and RMSNorm share: the trailing shape they normalise over, eps, and a
+    weight of ones (a Parameter when elementwise_affine, else None)."""
+
+    def __init__(self, normalized_shape, eps, elementwise_affine, dtype):
+        super().__init__()
+        self.normalized_shape = _as_shape(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(self.normalized_shape, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def extra_repr(self):
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
+
+
+class LayerNorm(_TrailingNorm):
     """Normalise over the last len(normalized_shape) dims to zero mean and unit variance,
     then scale by `weight` (ones) and shift by `bias` (zeros): Ba, Kiros & Hinton 2016.
 
@@ -29,30 +49,17 @@ class LayerNorm(Module):
     def __init__(
         self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, dtype=DEFAULT_DTYPE
     ):
-        super().__init__()
-        self.normalized_shape = _as_shape(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(np.ones(self.normalized_shape, dtype=dtype))
-            if bias:
-                self.bias = Parameter(np.zeros(self.normalized_shape, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
+        super().__init__(normalized_shape, eps, elementwise_affine, dtype)
+        if elementwise_affine and bias:
+            self.bias = Parameter(np.zeros(self.normalized_shape, dtype=dtype))
         else:
-            self.register_parameter("weight", None)
             self.register_parameter("bias", None)
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
-    def extra_repr(self):
-        return (
-            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
-        )
 
-
-class RMSNorm(Module):
+class RMSNorm(_TrailingNorm):
     """Divide by the root mean square over the last dims, then scale by `weight` (ones):
     Zhang & Sennrich 2019. `eps=None` uses the dtype's machine epsilon, as PyTorch.
 
@@ -63,22 +70,10 @@ class RMSNorm(Module):
     """
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, dtype=DEFAULT_DTYPE):
-        super().__init__()
-        self.normalized_shape = _as_shape(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(np.ones(self.normalized_shape, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
+        super().__init__(normalized_shape, eps, elementwise_affine, dtype)
 
     def forward(self, x):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
-
-    def extra_repr(self):
-        return (
-            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
-        )
 
 
 class BatchNorm1d(Module):
