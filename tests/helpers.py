@@ -35,6 +35,11 @@ def case(name, ours, theirs, *specs, **options):
     return pytest.param(ours, theirs, specs, options, id=name)
 
 
+def same_case(name, function, *specs, **options):
+    """A case whose expression reads the same on our tensors and on torch's."""
+    return case(name, function, function, *specs, **options)
+
+
 # Values with ties in each row (for the elementwise and the reduction cases).
 TIES = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])
 

@@ -76,31 +76,41 @@ def _start(lib, batch, hidden):
     return lib.tensor(np.zeros((batch, hidden)), requires_grad=False)
 
 
-def benchmark_form(lib, generator, steps, hidden, batch):
-    """tanh(x_t @ W + h @ U + b), h_0 constant, loss h.sum() (the benchmark's)."""
+def _one_layer(lib, generator, steps, hidden, batch, step):
+    """The loop of the one-layer forms: h_0 constant, h = step(x_t, h, layer), loss h.sum()
+    (the weights drawn before the inputs)."""
     layer = Weights(lib, generator, hidden)
     h = _start(lib, batch, hidden)
     for x in _inputs(lib, generator, steps, batch):
-        h = (x @ layer.W + h @ layer.U + layer.b).tanh()
+        h = step(x, h, layer)
     return h.sum(), layer.parameters
+
+
+def benchmark_form(lib, generator, steps, hidden, batch):
+    """tanh(x_t @ W + h @ U + b), h_0 constant, loss h.sum() (the benchmark's)."""
+
+    def step(x, h, layer):
+        return (x @ layer.W + h @ layer.U + layer.b).tanh()
+
+    return _one_layer(lib, generator, steps, hidden, batch, step)
 
 
 def operands_swapped(lib, generator, steps, hidden, batch):
     """tanh(h @ U + x_t @ W + b)."""
-    layer = Weights(lib, generator, hidden)
-    h = _start(lib, batch, hidden)
-    for x in _inputs(lib, generator, steps, batch):
-        h = (h @ layer.U + x @ layer.W + layer.b).tanh()
-    return h.sum(), layer.parameters
+
+    def step(x, h, layer):
+        return (h @ layer.U + x @ layer.W + layer.b).tanh()
+
+    return _one_layer(lib, generator, steps, hidden, batch, step)
 
 
 def bias_placed(lib, generator, steps, hidden, batch):
     """tanh((h @ U + b) + x_t @ W)."""
-    layer = Weights(lib, generator, hidden)
-    h = _start(lib, batch, hidden)
-    for x in _inputs(lib, generator, steps, batch):
-        h = ((h @ layer.U + layer.b) + x @ layer.W).tanh()
-    return h.sum(), layer.parameters
+
+    def step(x, h, layer):
+        return ((h @ layer.U + layer.b) + x @ layer.W).tanh()
+
+    return _one_layer(lib, generator, steps, hidden, batch, step)
 
 
 def residual(lib, generator, steps, hidden, batch):
@@ -164,12 +174,12 @@ def layer_norm(lib, generator, steps, hidden, batch):
 
 def dropout(lib, generator, steps, hidden, batch):
     """tanh(x_t @ W + dropout(h) @ U + b), the masks drawn from a seeded generator."""
-    layer = Weights(lib, generator, hidden)
     masks = np.random.default_rng(1234)
-    h = _start(lib, batch, hidden)
-    for x in _inputs(lib, generator, steps, batch):
-        h = (x @ layer.W + lib.dropout(h, 0.2, masks) @ layer.U + layer.b).tanh()
-    return h.sum(), layer.parameters
+
+    def step(x, h, layer):
+        return (x @ layer.W + lib.dropout(h, 0.2, masks) @ layer.U + layer.b).tanh()
+
+    return _one_layer(lib, generator, steps, hidden, batch, step)
 
 
 def two_rnns(lib, generator, steps, hidden, batch):

@@ -24,142 +24,78 @@ def case(name, ours, theirs, *specs, marks=(), **options):
 EVEN_SAME = pytest.mark.filterwarnings("ignore:Using padding='same':UserWarning")
 
 
-def conv2d_case(name, x, w, bias=True, **options):
+def conv_case(name, x, w, bias=True, **options):
+    """conv2d for a 4-d kernel w, conv1d for a 3-d one (x may be unbatched)."""
+    function = "conv2d" if len(w) == 4 else "conv1d"
     specs = (x, w, (w[0],)) if bias else (x, w)
     return case(
         name,
-        lambda *t: F.conv2d(*t, **options),
-        lambda *t: torch_functional.conv2d(*t, **options),
+        lambda *t: getattr(F, function)(*t, **options),
+        lambda *t: getattr(torch_functional, function)(*t, **options),
         *specs,
         marks=EVEN_SAME if options.get("padding") == "same" else (),
     )
 
 
-def conv1d_case(name, x, w, bias=True, **options):
-    specs = (x, w, (w[0],)) if bias else (x, w)
-    return case(
-        name,
-        lambda *t: F.conv1d(*t, **options),
-        lambda *t: torch_functional.conv1d(*t, **options),
-        *specs,
-        marks=EVEN_SAME if options.get("padding") == "same" else (),
-    )
-
-
-def pool_case(name, ours, theirs, shape, *args, **options):
+def pool_case(name, function, shape, *args, **options):
+    """`function` ("max_pool2d", ...) of F and of torch's functional, on one input."""
+    ours, theirs = getattr(F, function), getattr(torch_functional, function)
     return case(
         name, lambda x: ours(x, *args, **options), lambda x: theirs(x, *args, **options), shape
     )
 
 
 CASES = [
-    conv2d_case("plain", (2, 3, 5, 6), (4, 3, 3, 3)),
-    conv2d_case("no_bias", (2, 3, 5, 6), (4, 3, 3, 3), bias=False),
-    conv2d_case("stride2", (2, 3, 7, 6), (4, 3, 3, 2), stride=2),
-    conv2d_case("stride_pair", (1, 2, 7, 8), (3, 2, 2, 3), stride=(2, 3)),
-    conv2d_case("padding1", (2, 3, 5, 5), (2, 3, 3, 3), padding=1),
-    conv2d_case("padding_pair", (2, 3, 5, 4), (2, 3, 3, 3), padding=(2, 0)),
-    conv2d_case("dilation2", (2, 2, 9, 8), (3, 2, 3, 3), dilation=2, padding=1),
-    conv2d_case("groups2", (2, 4, 6, 6), (6, 2, 3, 3), groups=2, padding=1),
-    conv2d_case("depthwise", (2, 3, 5, 5), (3, 1, 3, 3), groups=3),
-    conv2d_case(
-        "everything", (2, 4, 9, 8), (4, 2, 3, 2), stride=2, padding=2, dilation=2, groups=2
-    ),
-    conv2d_case("same_even_kernel", (1, 2, 5, 6), (3, 2, 2, 4), padding="same"),
-    conv2d_case("same_dilated", (1, 2, 6, 6), (2, 2, 3, 3), padding="same", dilation=2),
-    conv2d_case("valid", (1, 2, 5, 6), (3, 2, 2, 2), padding="valid"),
-    conv2d_case("unbatched", (3, 5, 6), (4, 3, 3, 3)),
-    conv2d_case("empty_batch", (0, 3, 5, 6), (4, 3, 3, 3)),
-    conv2d_case("size1_image", (2, 3, 1, 1), (4, 3, 1, 1)),
-    conv2d_case("kernel_is_image", (2, 1, 3, 3), (2, 1, 3, 3)),
-    conv1d_case("conv1d", (2, 3, 7), (4, 3, 3)),
-    conv1d_case("conv1d_options", (2, 4, 11), (2, 2, 3), stride=2, padding=1, dilation=2, groups=2),
-    conv1d_case("conv1d_same", (2, 3, 6), (2, 3, 4), padding="same", bias=False),
-    conv1d_case("conv1d_unbatched", (3, 7), (4, 3, 3)),
-    pool_case("max2", F.max_pool2d, torch_functional.max_pool2d, (2, 3, 6, 6), 2),
-    pool_case("max_odd", F.max_pool2d, torch_functional.max_pool2d, (2, 3, 7, 5), 2),
+    conv_case("plain", (2, 3, 5, 6), (4, 3, 3, 3)),
+    conv_case("no_bias", (2, 3, 5, 6), (4, 3, 3, 3), bias=False),
+    conv_case("stride2", (2, 3, 7, 6), (4, 3, 3, 2), stride=2),
+    conv_case("stride_pair", (1, 2, 7, 8), (3, 2, 2, 3), stride=(2, 3)),
+    conv_case("padding1", (2, 3, 5, 5), (2, 3, 3, 3), padding=1),
+    conv_case("padding_pair", (2, 3, 5, 4), (2, 3, 3, 3), padding=(2, 0)),
+    conv_case("dilation2", (2, 2, 9, 8), (3, 2, 3, 3), dilation=2, padding=1),
+    conv_case("groups2", (2, 4, 6, 6), (6, 2, 3, 3), groups=2, padding=1),
+    conv_case("depthwise", (2, 3, 5, 5), (3, 1, 3, 3), groups=3),
+    conv_case("everything", (2, 4, 9, 8), (4, 2, 3, 2), stride=2, padding=2, dilation=2, groups=2),
+    conv_case("same_even_kernel", (1, 2, 5, 6), (3, 2, 2, 4), padding="same"),
+    conv_case("same_dilated", (1, 2, 6, 6), (2, 2, 3, 3), padding="same", dilation=2),
+    conv_case("valid", (1, 2, 5, 6), (3, 2, 2, 2), padding="valid"),
+    conv_case("unbatched", (3, 5, 6), (4, 3, 3, 3)),
+    conv_case("empty_batch", (0, 3, 5, 6), (4, 3, 3, 3)),
+    conv_case("size1_image", (2, 3, 1, 1), (4, 3, 1, 1)),
+    conv_case("kernel_is_image", (2, 1, 3, 3), (2, 1, 3, 3)),
+    conv_case("conv1d", (2, 3, 7), (4, 3, 3)),
+    conv_case("conv1d_options", (2, 4, 11), (2, 2, 3), stride=2, padding=1, dilation=2, groups=2),
+    conv_case("conv1d_same", (2, 3, 6), (2, 3, 4), padding="same", bias=False),
+    conv_case("conv1d_unbatched", (3, 7), (4, 3, 3)),
+    pool_case("max2", "max_pool2d", (2, 3, 6, 6), 2),
+    pool_case("max_odd", "max_pool2d", (2, 3, 7, 5), 2),
+    pool_case("max_overlap", "max_pool2d", (2, 2, 6, 7), 3, stride=1, padding=1),
     pool_case(
-        "max_overlap",
-        F.max_pool2d,
-        torch_functional.max_pool2d,
-        (2, 2, 6, 7),
-        3,
-        stride=1,
-        padding=1,
+        "max_dilated", "max_pool2d", (1, 2, 9, 9), (3, 2), stride=(2, 1), dilation=2, padding=(1, 1)
     ),
-    pool_case(
-        "max_dilated",
-        F.max_pool2d,
-        torch_functional.max_pool2d,
-        (1, 2, 9, 9),
-        (3, 2),
-        stride=(2, 1),
-        dilation=2,
-        padding=(1, 1),
-    ),
-    pool_case(
-        "max_ceil",
-        F.max_pool2d,
-        torch_functional.max_pool2d,
-        (2, 2, 7, 8),
-        3,
-        stride=2,
-        padding=1,
-        ceil_mode=True,
-    ),
-    pool_case("max_unbatched", F.max_pool2d, torch_functional.max_pool2d, (3, 4, 4), 2),
-    pool_case("max_empty_batch", F.max_pool2d, torch_functional.max_pool2d, (0, 3, 4, 4), 2),
-    pool_case("max_size1", F.max_pool2d, torch_functional.max_pool2d, (2, 3, 1, 1), 1),
-    pool_case("avg2", F.avg_pool2d, torch_functional.avg_pool2d, (2, 3, 6, 6), 2),
-    pool_case(
-        "avg_pad",
-        F.avg_pool2d,
-        torch_functional.avg_pool2d,
-        (2, 2, 5, 6),
-        3,
-        stride=2,
-        padding=1,
-    ),
+    pool_case("max_ceil", "max_pool2d", (2, 2, 7, 8), 3, stride=2, padding=1, ceil_mode=True),
+    pool_case("max_unbatched", "max_pool2d", (3, 4, 4), 2),
+    pool_case("max_empty_batch", "max_pool2d", (0, 3, 4, 4), 2),
+    pool_case("max_size1", "max_pool2d", (2, 3, 1, 1), 1),
+    pool_case("avg2", "avg_pool2d", (2, 3, 6, 6), 2),
+    pool_case("avg_pad", "avg_pool2d", (2, 2, 5, 6), 3, stride=2, padding=1),
     pool_case(
         "avg_exclude_pad",
-        F.avg_pool2d,
-        torch_functional.avg_pool2d,
+        "avg_pool2d",
         (2, 2, 5, 6),
         3,
         stride=2,
         padding=1,
         count_include_pad=False,
     ),
+    pool_case("avg_ceil", "avg_pool2d", (2, 2, 7, 8), 3, stride=2, padding=1, ceil_mode=True),
     pool_case(
-        "avg_ceil",
-        F.avg_pool2d,
-        torch_functional.avg_pool2d,
-        (2, 2, 7, 8),
-        3,
-        stride=2,
-        padding=1,
-        ceil_mode=True,
+        "avg_ceil_exclude", "avg_pool2d", (1, 2, 6, 5), 2, ceil_mode=True, count_include_pad=False
     ),
-    pool_case(
-        "avg_ceil_exclude",
-        F.avg_pool2d,
-        torch_functional.avg_pool2d,
-        (1, 2, 6, 5),
-        2,
-        ceil_mode=True,
-        count_include_pad=False,
-    ),
-    pool_case(
-        "avg_divisor",
-        F.avg_pool2d,
-        torch_functional.avg_pool2d,
-        (2, 2, 4, 4),
-        2,
-        divisor_override=3,
-    ),
-    pool_case("avg_unbatched", F.avg_pool2d, torch_functional.avg_pool2d, (3, 4, 4), 2),
-    pool_case("max1d", F.max_pool1d, torch_functional.max_pool1d, (2, 3, 7), 3, stride=2),
-    pool_case("avg1d", F.avg_pool1d, torch_functional.avg_pool1d, (2, 3, 7), 2, padding=1),
+    pool_case("avg_divisor", "avg_pool2d", (2, 2, 4, 4), 2, divisor_override=3),
+    pool_case("avg_unbatched", "avg_pool2d", (3, 4, 4), 2),
+    pool_case("max1d", "max_pool1d", (2, 3, 7), 3, stride=2),
+    pool_case("avg1d", "avg_pool1d", (2, 3, 7), 2, padding=1),
 ]
 
 

@@ -15,6 +15,11 @@ def case(name, ours, theirs, *specs):
     return pytest.param(ours, theirs, specs, id=name)
 
 
+def same_case(name, function, *specs):
+    """A case whose expression reads the same on our tensors and on torch's."""
+    return case(name, function, function, *specs)
+
+
 ROWS = np.array([[0, 2], [1, 1], [3, 0]])  # (3, 2) indices into dim 1 of a (3, 4) input
 REPEATS = np.array([[0, 0, 1, 0], [2, 2, 2, 1]])  # (2, 4) indices into dim 0 of (3, 4)
 DISTINCT = np.array([[2, 0, 1, 1], [0, 2, 0, 2]])  # no column repeats a row: scatter is exact
@@ -25,7 +30,7 @@ MASK = np.array([[True, False, True, False]])
 SCALAR_INDEX = np.array(0)
 
 CASES = [
-    case("gather_dim1", lambda x, i: x.gather(1, i), lambda x, i: x.gather(1, i), (3, 4), ROWS),
+    same_case("gather_dim1", lambda x, i: x.gather(1, i), (3, 4), ROWS),
     case(
         "gather_repeats",
         lambda x, i: tg.gather(x, 0, i),
@@ -33,40 +38,14 @@ CASES = [
         (3, 4),
         REPEATS,
     ),
-    case(
-        "gather_smaller", lambda x, i: x.gather(1, i), lambda x, i: x.gather(1, i), (3, 4), SMALLER
-    ),
-    case(
-        "gather_batched",
-        lambda x, i: x.gather(-1, i),
-        lambda x, i: x.gather(-1, i),
-        (2, 3, 5),
-        BATCHED,
-    ),
-    case("gather_empty", lambda x, i: x.gather(1, i), lambda x, i: x.gather(1, i), (3, 4), EMPTY),
-    case("gather_0d", lambda x, i: x.gather(0, i), lambda x, i: x.gather(0, i), (), SCALAR_INDEX),
-    case(
-        "scatter_src",
-        lambda x, i, s: x.scatter(0, i, s),
-        lambda x, i, s: x.scatter(0, i, s),
-        (3, 4),
-        DISTINCT,
-        (2, 4),
-    ),
-    case(
-        "scatter_value",
-        lambda x, i: x.scatter(0, i, value=2.5),
-        lambda x, i: x.scatter(0, i, value=2.5),
-        (3, 4),
-        DISTINCT,
-    ),
-    case(
-        "scatter_add_repeats",
-        lambda x, i, s: x.scatter_add(0, i, s),
-        lambda x, i, s: x.scatter_add(0, i, s),
-        (3, 4),
-        REPEATS,
-        (2, 4),
+    same_case("gather_smaller", lambda x, i: x.gather(1, i), (3, 4), SMALLER),
+    same_case("gather_batched", lambda x, i: x.gather(-1, i), (2, 3, 5), BATCHED),
+    same_case("gather_empty", lambda x, i: x.gather(1, i), (3, 4), EMPTY),
+    same_case("gather_0d", lambda x, i: x.gather(0, i), (), SCALAR_INDEX),
+    same_case("scatter_src", lambda x, i, s: x.scatter(0, i, s), (3, 4), DISTINCT, (2, 4)),
+    same_case("scatter_value", lambda x, i: x.scatter(0, i, value=2.5), (3, 4), DISTINCT),
+    same_case(
+        "scatter_add_repeats", lambda x, i, s: x.scatter_add(0, i, s), (3, 4), REPEATS, (2, 4)
     ),
     case(
         "scatter_add_batched",
@@ -76,21 +55,8 @@ CASES = [
         BATCHED,
         (2, 3, 4),
     ),
-    case(
-        "scatter_add_0d",
-        lambda x, i, s: x.scatter_add(0, i, s),
-        lambda x, i, s: x.scatter_add(0, i, s),
-        (),
-        SCALAR_INDEX,
-        (),
-    ),
-    case(
-        "masked_fill_broadcast",
-        lambda x, m: x.masked_fill(m, -1.5),
-        lambda x, m: x.masked_fill(m, -1.5),
-        (3, 4),
-        MASK,
-    ),
+    same_case("scatter_add_0d", lambda x, i, s: x.scatter_add(0, i, s), (), SCALAR_INDEX, ()),
+    same_case("masked_fill_broadcast", lambda x, m: x.masked_fill(m, -1.5), (3, 4), MASK),
     case(
         "masked_fill_tensor_value",
         lambda x, m, v: tg.masked_fill(x, m, v),
@@ -99,31 +65,25 @@ CASES = [
         MASK,
         (),
     ),
-    case(
-        "masked_fill_0d",
-        lambda x, m: x.masked_fill(m, 0.0),
-        lambda x, m: x.masked_fill(m, 0.0),
-        (),
-        np.array(True),
-    ),
-    case("sort", lambda x: x.sort().values, lambda x: x.sort().values, (3, 5)),
+    same_case("masked_fill_0d", lambda x, m: x.masked_fill(m, 0.0), (), np.array(True)),
+    same_case("sort", lambda x: x.sort().values, (3, 5)),
     case(
         "sort_dim0_desc",
         lambda x: tg.sort(x, 0, True)[0],
         lambda x: torch.sort(x, 0, True)[0],
         (4, 3),
     ),
-    case("sort_0d", lambda x: x.sort()[0], lambda x: x.sort()[0], ()),
-    case("sort_empty", lambda x: x.sort()[0], lambda x: x.sort()[0], (2, 0)),
-    case("topk", lambda x: x.topk(2).values, lambda x: x.topk(2).values, (3, 5)),
+    same_case("sort_0d", lambda x: x.sort()[0], ()),
+    same_case("sort_empty", lambda x: x.sort()[0], (2, 0)),
+    same_case("topk", lambda x: x.topk(2).values, (3, 5)),
     case(
         "topk_smallest_dim0",
         lambda x: tg.topk(x, 3, dim=0, largest=False)[0],
         lambda x: torch.topk(x, 3, dim=0, largest=False)[0],
         (4, 2),
     ),
-    case("topk_all", lambda x: x.topk(4).values, lambda x: x.topk(4).values, (2, 4)),
-    case("topk_0d", lambda x: x.topk(1).values, lambda x: x.topk(1).values, ()),
+    same_case("topk_all", lambda x: x.topk(4).values, (2, 4)),
+    same_case("topk_0d", lambda x: x.topk(1).values, ()),
 ]
 
 

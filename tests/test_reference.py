@@ -148,14 +148,33 @@ def test_layer_norm_matches_torch_and_engine(shape, normalized_shape, affine):
 # batch norm
 
 
+def batch_norm_inputs(shape, seed):
+    """x, weight, bias, upstream gradient and starting running statistics (seeds from `seed`)."""
+    x = normal(*shape, seed=seed) * 2 + 0.5
+    channels = shape[1]
+    weight, bias = normal(channels, seed=seed + 1), normal(channels, seed=seed + 2)
+    upstream = normal(*shape, seed=seed + 3)
+    start_mean = normal(channels, seed=seed + 4)
+    start_var = np.abs(normal(channels, seed=seed + 5)) + 0.5
+    return x, weight, bias, upstream, start_mean, start_var
+
+
+def reference_batch_norm(x, weight, bias, upstream, start_mean, start_var, training):
+    """The reference's [out, dx, dweight, dbias] and the running statistics it leaves."""
+    running_mean, running_var = start_mean.copy(), start_var.copy()
+    out = reference.batch_norm(
+        x, running_mean, running_var, weight, bias, training=training, momentum=0.1
+    )
+    grads = reference.batch_norm_backward(
+        x, upstream, start_mean, start_var, weight, training=training
+    )
+    return [out, *grads], running_mean, running_var
+
+
 @pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 1)])
 @pytest.mark.parametrize("training", [True, False])
 def test_batch_norm_matches_torch(shape, training):
-    x = normal(*shape, seed=11) * 2 + 0.5
-    channels = shape[1]
-    weight, bias = normal(channels, seed=12), normal(channels, seed=13)
-    upstream = normal(*shape, seed=14)
-    start_mean, start_var = normal(channels, seed=15), np.abs(normal(channels, seed=16)) + 0.5
+    x, weight, bias, upstream, start_mean, start_var = batch_norm_inputs(shape, seed=11)
     torch_mean, torch_var = torch.tensor(start_mean), torch.tensor(start_var)
     expected_out, expected_grads = torch_grads(
         lambda t, w, b: torch_functional.batch_norm(
@@ -166,14 +185,10 @@ def test_batch_norm_matches_torch(shape, training):
         bias,
         upstream=upstream,
     )
-    running_mean, running_var = start_mean.copy(), start_var.copy()
-    out = reference.batch_norm(
-        x, running_mean, running_var, weight, bias, training=training, momentum=0.1
+    results, running_mean, running_var = reference_batch_norm(
+        x, weight, bias, upstream, start_mean, start_var, training
     )
-    grads = reference.batch_norm_backward(
-        x, upstream, start_mean, start_var, weight, training=training
-    )
-    assert_all_close([out, *grads], [expected_out, *expected_grads])
+    assert_all_close(results, [expected_out, *expected_grads])
     # The running statistics move (with the unbiased variance) only in training.
     np.testing.assert_allclose(running_mean, torch_mean.numpy(), **TOLERANCE)
     np.testing.assert_allclose(running_var, torch_var.numpy(), **TOLERANCE)
@@ -293,11 +308,7 @@ def test_fused_rms_norm_matches_reference(shape, normalized_shape, eps):
 @pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5)])
 @pytest.mark.parametrize("training", [True, False])
 def test_fused_batch_norm_matches_reference(shape, training):
-    x = normal(*shape, seed=39) * 2 + 0.5
-    channels = shape[1]
-    weight, bias = normal(channels, seed=40), normal(channels, seed=41)
-    upstream = normal(*shape, seed=42)
-    start_mean, start_var = normal(channels, seed=43), np.abs(normal(channels, seed=44)) + 0.5
+    x, weight, bias, upstream, start_mean, start_var = batch_norm_inputs(shape, seed=39)
     running_mean, running_var = tg.Tensor(start_mean.copy()), tg.Tensor(start_var.copy())
     out, grads = engine_grads(
         lambda t, w, b: F.batch_norm(
@@ -308,12 +319,8 @@ def test_fused_batch_norm_matches_reference(shape, training):
         bias,
         upstream=upstream,
     )
-    reference_mean, reference_var = start_mean.copy(), start_var.copy()
-    expected = reference.batch_norm(
-        x, reference_mean, reference_var, weight, bias, training=training, momentum=0.1
+    expected, reference_mean, reference_var = reference_batch_norm(
+        x, weight, bias, upstream, start_mean, start_var, training
     )
-    expected_grads = reference.batch_norm_backward(
-        x, upstream, start_mean, start_var, weight, training=training
-    )
-    assert_all_close([out, *grads], [expected, *expected_grads])
+    assert_all_close([out, *grads], expected)
     assert_all_close([running_mean.numpy(), running_var.numpy()], [reference_mean, reference_var])

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers import case, check_op
+from helpers import case, check_op, same_case
 
 import tinygrad_ops as tg
 
@@ -14,17 +14,32 @@ MASK = np.array([[True, False, True], [False, True, True]])
 REPEATED = np.array([0, 2, 0, 0])
 
 
+def joined_case(name, function, *shapes, axis=None):
+    """tg.stack or tg.concatenate (`function`) of the inputs beside torch.stack or torch.cat,
+    along `axis` (None: the default axis, not passed)."""
+    ours = getattr(tg, function)
+    theirs = {"stack": torch.stack, "concatenate": torch.cat}[function]
+    if axis is None:
+        return case(name, lambda *t: ours(list(t)), lambda *t: theirs(list(t)), *shapes)
+    return case(
+        name,
+        lambda *t: ours(list(t), axis=axis),
+        lambda *t: theirs(list(t), dim=axis),
+        *shapes,
+    )
+
+
 def reversed_permute(x):
     return x.permute(tuple(reversed(range(x.ndim))))
 
 
 SHAPE_CASES = [
-    case("reshape", lambda a: a.reshape(3, 2), lambda a: a.reshape(3, 2), (2, 3)),
-    case("reshape-minus1", lambda a: a.reshape(-1), lambda a: a.reshape(-1), (2, 3, 4)),
+    same_case("reshape", lambda a: a.reshape(3, 2), (2, 3)),
+    same_case("reshape-minus1", lambda a: a.reshape(-1), (2, 3, 4)),
     case("reshape-tuple", lambda a: a.reshape((4, 1, 6)), lambda a: a.reshape(4, 1, 6), (2, 3, 4)),
-    case("reshape-0d-to-size1", lambda a: a.reshape(1, 1), lambda a: a.reshape(1, 1), ()),
-    case("reshape-to-0d", lambda a: a.reshape(()), lambda a: a.reshape(()), (1, 1)),
-    case("reshape-empty", lambda a: a.reshape(0, 4), lambda a: a.reshape(0, 4), (2, 0)),
+    same_case("reshape-0d-to-size1", lambda a: a.reshape(1, 1), ()),
+    same_case("reshape-to-0d", lambda a: a.reshape(()), (1, 1)),
+    same_case("reshape-empty", lambda a: a.reshape(0, 4), (2, 0)),
     case("transpose", lambda a: a.transpose(), reversed_permute, (2, 3)),
     case("transpose-axes", lambda a: a.transpose(1, 2, 0), lambda a: a.permute(1, 2, 0), (2, 3, 4)),
     case(
@@ -39,80 +54,26 @@ SHAPE_CASES = [
     case("T-3d", lambda a: a.T, reversed_permute, (2, 3, 4)),
     case("T-vector", lambda a: a.T, reversed_permute, (3,)),
     case("T-0d", lambda a: a.T, reversed_permute, ()),
-    case(
-        "broadcast_to-row", lambda a: a.broadcast_to((2, 3)), lambda a: a.broadcast_to((2, 3)), (3,)
-    ),
-    case(
-        "broadcast_to-size1",
-        lambda a: a.broadcast_to((4, 3)),
-        lambda a: a.broadcast_to((4, 3)),
-        (1, 3),
-    ),
-    case("broadcast_to-0d", lambda a: a.broadcast_to((2, 2)), lambda a: a.broadcast_to((2, 2)), ()),
-    case(
-        "broadcast_to-inner",
-        lambda a: a.broadcast_to((5, 2, 3, 4)),
-        lambda a: a.broadcast_to((5, 2, 3, 4)),
-        (2, 1, 1),
-    ),
-    case(
-        "broadcast_to-empty",
-        lambda a: a.broadcast_to((0, 3)),
-        lambda a: a.broadcast_to((0, 3)),
-        (1, 3),
-    ),
-    case(
-        "broadcast_to-same",
-        lambda a: a.broadcast_to((2, 3)),
-        lambda a: a.broadcast_to((2, 3)),
-        (2, 3),
-    ),
-    case("stack", lambda a, b: tg.stack([a, b]), lambda a, b: torch.stack([a, b]), (2, 3), (2, 3)),
-    case(
-        "stack-axis1",
-        lambda a, b, c: tg.stack([a, b, c], axis=1),
-        lambda a, b, c: torch.stack([a, b, c], dim=1),
-        (2, 3),
-        (2, 3),
-        (2, 3),
-    ),
-    case(
-        "stack-axis-neg",
-        lambda a, b: tg.stack([a, b], axis=-1),
-        lambda a, b: torch.stack([a, b], dim=-1),
-        (2, 3),
-        (2, 3),
-    ),
-    case("stack-0d", lambda a, b: tg.stack([a, b]), lambda a, b: torch.stack([a, b]), (), ()),
-    case("stack-one", lambda a: tg.stack([a]), lambda a: torch.stack([a]), (3,)),
+    same_case("broadcast_to-row", lambda a: a.broadcast_to((2, 3)), (3,)),
+    same_case("broadcast_to-size1", lambda a: a.broadcast_to((4, 3)), (1, 3)),
+    same_case("broadcast_to-0d", lambda a: a.broadcast_to((2, 2)), ()),
+    same_case("broadcast_to-inner", lambda a: a.broadcast_to((5, 2, 3, 4)), (2, 1, 1)),
+    same_case("broadcast_to-empty", lambda a: a.broadcast_to((0, 3)), (1, 3)),
+    same_case("broadcast_to-same", lambda a: a.broadcast_to((2, 3)), (2, 3)),
+    joined_case("stack", "stack", (2, 3), (2, 3)),
+    joined_case("stack-axis1", "stack", (2, 3), (2, 3), (2, 3), axis=1),
+    joined_case("stack-axis-neg", "stack", (2, 3), (2, 3), axis=-1),
+    joined_case("stack-0d", "stack", (), ()),
+    joined_case("stack-one", "stack", (3,)),
     case(
         "stack-same-tensor-twice",
         lambda a: tg.stack([a, a * 2]),
         lambda a: torch.stack([a, a * 2]),
         (3,),
     ),
-    case(
-        "concatenate",
-        lambda a, b: tg.concatenate([a, b]),
-        lambda a, b: torch.cat([a, b]),
-        (2, 3),
-        (4, 3),
-    ),
-    case(
-        "concatenate-axis-neg",
-        lambda a, b: tg.concatenate([a, b], axis=-1),
-        lambda a, b: torch.cat([a, b], dim=-1),
-        (2, 3),
-        (2, 1),
-    ),
-    case(
-        "concatenate-empty-piece",
-        lambda a, b, c: tg.concatenate([a, b, c], axis=1),
-        lambda a, b, c: torch.cat([a, b, c], dim=1),
-        (2, 0),
-        (2, 3),
-        (2, 2),
-    ),
+    joined_case("concatenate", "concatenate", (2, 3), (4, 3)),
+    joined_case("concatenate-axis-neg", "concatenate", (2, 3), (2, 1), axis=-1),
+    joined_case("concatenate-empty-piece", "concatenate", (2, 0), (2, 3), (2, 2), axis=1),
     case(
         "concatenate-same-tensor",
         lambda a: tg.concatenate([a, a]),
@@ -123,23 +84,23 @@ SHAPE_CASES = [
 
 
 GETITEM_CASES = [
-    case("int", lambda a: a[1], lambda a: a[1], (3, 4)),
-    case("negative-int", lambda a: a[-1, -2], lambda a: a[-1, -2], (3, 4)),
-    case("slice", lambda a: a[1:3], lambda a: a[1:3], (4, 2)),
-    case("slice-step", lambda a: a[:, ::2], lambda a: a[:, ::2], (3, 5)),
+    same_case("int", lambda a: a[1], (3, 4)),
+    same_case("negative-int", lambda a: a[-1, -2], (3, 4)),
+    same_case("slice", lambda a: a[1:3], (4, 2)),
+    same_case("slice-step", lambda a: a[:, ::2], (3, 5)),
     case("negative-step", lambda a: a[::-1], lambda a: torch.flip(a, [0]), (4, 2)),
     case("negative-step-2", lambda a: a[:, ::-2], lambda a: torch.flip(a, [1])[:, ::2], (3, 5)),
-    case("none", lambda a: a[None], lambda a: a[None], (2, 3)),
-    case("none-middle", lambda a: a[:, None, 1:], lambda a: a[:, None, 1:], (2, 3)),
-    case("ellipsis", lambda a: a[..., 1], lambda a: a[..., 1], (2, 3, 4)),
-    case("ellipsis-none", lambda a: a[0, ..., None], lambda a: a[0, ..., None], (2, 3, 4)),
-    case("empty-slice", lambda a: a[2:2], lambda a: a[2:2], (4, 3)),
-    case("0d-empty-tuple", lambda a: a[()], lambda a: a[()], ()),
+    same_case("none", lambda a: a[None], (2, 3)),
+    same_case("none-middle", lambda a: a[:, None, 1:], (2, 3)),
+    same_case("ellipsis", lambda a: a[..., 1], (2, 3, 4)),
+    same_case("ellipsis-none", lambda a: a[0, ..., None], (2, 3, 4)),
+    same_case("empty-slice", lambda a: a[2:2], (4, 3)),
+    same_case("0d-empty-tuple", lambda a: a[()], ()),
     case("int-array", lambda a: a[np.array([2, 0])], lambda a: a[torch.tensor([2, 0])], (3, 2)),
     case(
         "int-array-repeated", lambda a: a[REPEATED], lambda a: a[torch.as_tensor(REPEATED)], (3, 2)
     ),
-    case("int-list-repeated", lambda a: a[[1, 1, 1]], lambda a: a[[1, 1, 1]], (3,)),
+    same_case("int-list-repeated", lambda a: a[[1, 1, 1]], (3,)),
     case(
         "int-array-2d-repeated",
         lambda a: a[np.array([[0, 1], [1, 1]])],
@@ -202,10 +163,10 @@ GETITEM_CASES = [
         lambda a: a[torch.zeros((3, 2), dtype=torch.bool)],
         (3, 2),
     ),
-    case("0d-none", lambda a: a[None], lambda a: a[None], ()),
-    case("0d-ellipsis", lambda a: a[...], lambda a: a[...], ()),
+    same_case("0d-none", lambda a: a[None], ()),
+    same_case("0d-ellipsis", lambda a: a[...], ()),
     case("numpy-int-scalar", lambda a: a[np.int64(1)], lambda a: a[1], (3, 2)),
-    case("bool-tensor-mask", lambda a: a[a > 0], lambda a: a[a > 0], (3, 4)),
+    same_case("bool-tensor-mask", lambda a: a[a > 0], (3, 4)),
 ]
 
 

@@ -124,6 +124,15 @@ class LeakyRelu(Op):
         return (grad_output * slope,)
 
 
+def _rows_along(op, name, x, axis):
+    """Where softmax and log_softmax start: the axis (checked, kept on the op for backward),
+    x as rows along it (float16 upcast to float32), and each row's maximum."""
+    check_float(name, x)
+    op.axis = axis = normalize_axis(axis, x.ndim, name)
+    rows = as_rows(upcast(x), axis)
+    return axis, rows, row_max(rows)
+
+
 class Softmax(Op):
     """y = exp(x - max x) / sum(exp(x - max x));  dx = y * (g - sum(g * y))  (sums along axis)
 
@@ -134,11 +143,7 @@ class Softmax(Op):
     __slots__ = ("axis",)
 
     def forward(self, x, axis):
-        check_float("softmax", x)
-        axis = normalize_axis(axis, x.ndim, "softmax")
-        self.axis = axis
-        rows = as_rows(upcast(x), axis)
-        maximum = row_max(rows)
+        axis, rows, maximum = _rows_along(self, "softmax", x, axis)
         # invalid: a row of only -inf gives NaN, as in PyTorch; divide: rows of length 0.
         with RowBuffers(rows.shape[1], invalid="ignore", divide="ignore"):
             out = np.subtract(rows, maximum)
@@ -170,11 +175,7 @@ class LogSoftmax(Op):
     __slots__ = ("axis",)
 
     def forward(self, x, axis):
-        check_float("log_softmax", x)
-        axis = normalize_axis(axis, x.ndim, "log_softmax")
-        self.axis = axis
-        rows = as_rows(upcast(x), axis)
-        maximum = row_max(rows)
+        axis, rows, maximum = _rows_along(self, "log_softmax", x, axis)
         # invalid: a row of only -inf gives NaN, as in PyTorch; divide: rows of length 0
         # (their output is empty).
         with RowBuffers(rows.shape[1], invalid="ignore", divide="ignore"):
