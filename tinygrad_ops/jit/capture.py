@@ -42,7 +42,8 @@ from .kernels import (
     Write,
 )
 from .program import Slot
-from .scan_kernel import ScanKernel
+from .scan_kernel import ScanKernel, StackedScanKernel
+from .stacks import plan_stacks
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -361,6 +362,7 @@ class Recorder:
         """A scan scheduler scans `runner.segment`: run it, watching which pending
         gradients it takes and where it sends its results; record it as one kernel."""
         graph = runner.graph
+        plan = plan_stacks(self, runner.segment)  # (from the saved values, before the scan)
         taken = tuple(
             self.pending.get(id(anchor)) if id(anchor) in graph.grads else None
             for anchor in runner.segment.anchors
@@ -379,6 +381,10 @@ class Recorder:
         finally:
             self.scanning = None
             del graph.send
+        if plan is not None:
+            kernel = StackedScanKernel(runner.segment, method, block_size, taken, tuple(sent), plan)
+            self.emit(kernel)
+            return
         self.scanned.update(id(node) for column in runner.segment.nodes for node in column)
         self.emit(ScanKernel(runner.segment, method, block_size, taken, tuple(sent)))
 

@@ -13,6 +13,7 @@ from ..tensor import Tensor
 from .codegen import generate
 from .fused import FusedForward, fuse
 from .kernels import Backward, Forward
+from .scan_kernel import place_stacks
 
 
 class Slot:
@@ -90,7 +91,8 @@ class Program:
         self.arguments = arguments
         # (the nodes of scanned chains keep their general kernels: the scan reads their
         # saved values from the nodes)
-        self.kernels = kernels = fuse(kernels, slots, scanned)
+        kernels, phases = place_stacks(fuse(kernels, slots, scanned), phases)
+        self.kernels = kernels
         self.phases = phases
         self.output = output
         kept = set(output.slots())

@@ -12,12 +12,20 @@ over the saved values the replayed forward kernels left on the steps' nodes, and
 what it sends into the slots the capture's sends went to. So the chain analysis, the
 graph walk around the chain and every ownership decision are made once; what runs at
 each call is the scheduler's own vectorised code, bit for bit the eager scan.
+
+Where the capture finds every saved value of the chain in a stack (stacks.py: the
+anchors x_0 .. x_n, another column's outputs, a run of `x[t]`), the scan is a
+`StackedScanKernel` instead: the replayed forward writes those values straight into
+stacked buffers (`StackAlloc`, `StackedForward`), nothing is left on the steps' nodes,
+and the scan reads the stacks: no Python pass over the steps at all.
 """
 
 from __future__ import annotations
 
 from ..scheduler.scan_scheduler import SegmentRun
-from .kernels import Kernel
+from .fused import FusedForward
+from .kernels import Forward, Kernel
+from .stacks import OUT_FORMS, namespace_functions
 
 
 class ReplayGraph:
@@ -92,3 +100,138 @@ class ScanKernel(Kernel):
     def describe(self, name):
         steps = len(self.segment.anchors) - 1
         return f"scan of a chain of {steps} steps ({self.method}, {len(self.sent)} gradients out)"
+
+
+class StackedScanKernel(ScanKernel):
+    """A scan whose saved values are in stacked buffers (`plan`, a stacks.StackPlan): it
+    is called with the pending gradients it takes, then the arrays the plan names."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self, segment, method, block_size, taken, sent, plan):
+        super().__init__(segment, method, block_size, taken, sent)
+        self.plan = plan
+
+    def __call__(self, *arrays):
+        taken = len(self.keys)
+        graph = ReplayGraph(dict(zip(self.keys, arrays[:taken])))
+        self.plan.run(graph, arrays[taken:], self.method, self.block_size)
+        return graph.sent
+
+    def emit(self, code, number):
+        taken = [slot for slot in self.taken if slot is not None]
+        arguments = ", ".join(code.slot(slot) for slot in taken + self.plan.arguments)
+        for slot in taken:
+            code.consume(slot)
+        scan = code.bind(self, "scan")
+        code.line(f"r = {scan}({arguments})  # {self.describe(None)}")
+        code.free(taken)
+        for index, slot in enumerate(self.sent):
+            code.accumulate(slot, f"r[{index}]", False)
+
+    def reads(self):
+        return super().reads() + tuple(self.plan.arguments)
+
+    def describe(self, name):
+        stacks = ", ".join(
+            f"%{stack.slot}" if name is None else name(stack.slot) for stack in self.plan.stacks
+        )
+        return super().describe(name) + f", saved values from {stacks or 'the arguments'}"
+
+
+class StackAlloc(Kernel):
+    """A new stack for one call (stacks.Stack), with row 0 copied in (x_0) if it has one."""
+
+    __slots__ = ("stack",)
+
+    def __init__(self, stack):
+        self.stack = stack
+        self.frees = ()
+
+    def emit(self, code, number):
+        namespace_functions(code)
+        name = code.slot(self.stack.slot)
+        dtype = code.bind(self.stack.dtype, "dtype")
+        code.line(f"{name} = empty({self.stack.shape!r}, {dtype})  # {self.describe(None)}")
+        if self.stack.first is not None:
+            code.line(f"{name}[0] = {code.slot(self.stack.first)}")
+
+    def reads(self):
+        return () if self.stack.first is None else (self.stack.first,)
+
+    def writes(self):
+        return (self.stack.slot,)
+
+    def describe(self, name):
+        name = name or (lambda slot: f"%{slot}")
+        first = "" if self.stack.first is None else f", row 0 = {name(self.stack.first)}"
+        return f"{name(self.stack.slot)} = new stack {self.stack.shape} {self.stack.dtype}{first}"
+
+
+class StackedForward(Kernel):
+    """A forward kernel whose output is row `row` of a stack: written there by the op's
+    own call with `out=` when it is fused (stacks.OUT_FORMS), else copied there."""
+
+    __slots__ = ("kernel", "stack", "row")
+
+    def __init__(self, kernel, stack, row):
+        self.kernel = kernel
+        self.stack = stack
+        self.row = row
+        self.frees = ()
+        if isinstance(kernel, Forward):
+            kernel.release = True  # (the node's saved values: nothing reads them)
+
+    def emit(self, code, number):
+        forward = self.kernel.kernel if isinstance(self.kernel, FusedForward) else self.kernel
+        op = type(forward.node).__name__
+        out = code.slot(forward.output)
+        row = f"{code.slot(self.stack.slot)}[{self.row}]"
+        form = OUT_FORMS.get(op) if isinstance(self.kernel, FusedForward) else None
+        if form is None:
+            self.kernel.emit(code, number)
+            code.line(f"copyto({row}, {out})  # into the stack")
+            return
+        namespace_functions(code)
+        inputs = [code.slot(slot) for slot in forward.inputs]
+        code.line(f"{out} = {row}  # {op} (fused, into the stack)")
+        for statement in form:
+            code.line(statement.format(*inputs, out=out))
+
+    def reads(self):
+        return self.kernel.reads()
+
+    def writes(self):
+        return self.kernel.writes() + (self.stack.slot,)
+
+    def describe(self, name):
+        return f"{self.kernel.describe(name)}   (into {name(self.stack.slot)}[{self.row}])"
+
+
+def place_stacks(kernels, phases):
+    """The kernels (and their phases) with the stacks of every StackedScanKernel put in:
+    each stack made right before the first kernel that writes a row of it, and each such
+    kernel writing into its row (the nodes of those chains keep nothing for the scan)."""
+    rows = {}  # output slot -> (stack, row)
+    for kernel in kernels:
+        if isinstance(kernel, StackedScanKernel):
+            for stack in kernel.plan.stacks:
+                rows.update((slot, (stack, row)) for slot, row in stack.rows.items())
+    if not rows:
+        return kernels, phases
+    made = set()
+    result = []
+    result_phases = []
+    for kernel, phase in zip(kernels, phases):
+        forward = kernel.kernel if isinstance(kernel, FusedForward) else kernel
+        found = rows.get(forward.output) if isinstance(forward, Forward) else None
+        if found is not None:
+            stack, row = found
+            if stack.slot not in made:
+                made.add(stack.slot)
+                result.append(StackAlloc(stack))
+                result_phases.append(phase)
+            kernel = StackedForward(kernel, stack, row)
+        result.append(kernel)
+        result_phases.append(phase)
+    return result, result_phases

@@ -1,0 +1,294 @@
+"""Stacked buffers for a compiled scan: the forward writes each step's saved values into
+one array per column, so that the scan reads all the steps at once, with no gathering.
+
+An eager scan finds its steps' saved values on the nodes (`node.saved`, one tuple per
+step) and stacks them before it builds the Jacobians (`scheduler/batched.py`: one Python
+pass over the steps per column). A compiled scan knows at the capture where every saved
+value comes from, and that is the same at every call. For an RNN cell
+h_t = tanh(x_t W + h_{t-1} U) the saved values are
+
+    Tanh       its output h_t              -> rows 1..n of the anchors' stack
+    h @ U      h_{t-1} and U               -> rows 0..n-1 of the same stack; U itself
+    x_t @ W    x_t (x[t]) and W            -> the input x[first:first + n]; W itself
+
+so the replay allocates one array of the anchors x_0 .. x_n, (n + 1, *state shape), and
+each step's tanh writes its result straight into its row (`tanh(a, out=row)`: the same
+numpy call, so the same bits). The scan then takes slices of it (no copy), builds every
+step's Jacobian in one vectorised call per op, scans, and computes the weights' gradients
+with one matrix product each: the scheduler's own code (`SegmentRun`), run on the stacks
+instead of on stacks gathered from the nodes, so the results are bit for bit the eager
+scan's. Nothing of a step is left on its node.
+
+`plan_stacks` works the plan out at the capture (None when some saved value is not found
+in a stack, a column's output or a run of `x[t]`: then the scan reads them from the
+nodes, as before); `place_stacks` puts its kernels into the program; `StackPlan.run`
+scans at each call.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..scheduler.batched import BatchedSlot
+from ..scheduler.scan_scheduler import SegmentRun
+from ..scheduler.steps import op_attributes
+from .kernels import Forward
+
+# A fused op's forward written into a given array (numpy's `out=`): the same ufunc or
+# matmul call as rules.py's line, so the same bits. `{out}` is the row of the stack.
+OUT_FORMS = {
+    "Add": ("add({0}, {1}, out={out})",),
+    "Sub": ("subtract({0}, {1}, out={out})",),
+    "Mul": ("multiply({0}, {1}, out={out})",),
+    "Neg": ("negative({0}, out={out})",),
+    "Tanh": ("tanh({0}, out={out})",),
+    "MatMul": ("matmul({0}, {1}, out={out})",),
+    "Linear": ("matmul({0}, {1}.T, out={out})", "{out} += {2}"),
+}
+_FUNCTIONS = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "negative": np.negative,
+    "tanh": np.tanh,
+    "matmul": np.matmul,
+    "empty": np.empty,
+    "copyto": np.copyto,
+}
+
+
+def namespace_functions(code):
+    """Make the functions of OUT_FORMS (and `empty`) callable in the generated code."""
+    for name, function in _FUNCTIONS.items():
+        code.namespace.setdefault(name, function)
+
+
+class Stack(NamedTuple):
+    """One stacked buffer: its slot, shape and dtype; `rows` maps the slot of each value
+    written into it to its row; `first` is the slot copied into row 0 (x_0), or None."""
+
+    slot: int
+    shape: tuple
+    dtype: np.dtype
+    rows: dict
+    first: int | None = None
+
+
+class Recipe(NamedTuple):
+    """Where one saved value of a column is, over all the steps: "none" (None in every
+    step), "shared" (argument `argument`, the same array in every step: a weight) or
+    "rows" (argument[start:stop:step], reshaped to `shape` when not None)."""
+
+    kind: str
+    argument: int = 0
+    start: int = 0
+    stop: int = 0
+    step: int = 1
+    shape: tuple | None = None
+
+    def value(self, arguments):
+        if self.kind == "none":
+            return None
+        array = arguments[self.argument]
+        if self.kind == "shared":
+            return array
+        array = np.ascontiguousarray(array[self.start : self.stop : self.step])
+        return array if self.shape is None else array.reshape(self.shape)
+
+
+class Column(NamedTuple):
+    """What `BatchedSlot` holds about one template slot, less the stacks themselves."""
+
+    first: object  # the capture's node of step 0 (its class, options and input shapes)
+    output_shape: tuple
+    output_dtype: np.dtype
+    recipes: tuple
+    attributes: list
+
+
+class StackedSlot(BatchedSlot):
+    """A `BatchedSlot` whose stacks are slices of the replay's buffers (not gathered)."""
+
+    def __init__(self, column, count, arguments):
+        self.op_class = type(column.first)
+        self.first = column.first
+        self.output_shape = column.output_shape
+        self.output_dtype = column.output_dtype
+        self.count = count
+        self.stacked = [recipe.value(arguments) for recipe in column.recipes]
+        self.is_stacked = [recipe.kind == "rows" for recipe in column.recipes]
+        self.attributes = column.attributes
+
+
+class StackedRun(SegmentRun):
+    """`SegmentRun` over stacked slots made by the plan (its `run` unchanged)."""
+
+    def __init__(self, graph, plan, arguments):
+        segment = plan.segment
+        self.graph = graph
+        self.segment = segment
+        self.count = count = segment.length
+        self.batched = [StackedSlot(column, count, arguments) for column in plan.columns]
+        self.state_shape = plan.state_shape
+        self.dtype = plan.dtype
+        self.depends = set(segment.template.chain_slots)
+        self.outside_columns = plan.outside_columns
+
+
+class StackPlan:
+    """The stacks of one scanned segment and where each column's saved values are in
+    them. `arguments` lists the slots the scan kernel passes in (stacks, weights, the
+    arrays `x[t]` indexes), in the order the recipes number them."""
+
+    def __init__(self, segment, stacks, columns, arguments):
+        self.segment = segment
+        self.stacks = stacks
+        self.columns = columns
+        self.arguments = arguments
+        self.state_shape = tuple(segment.state_shape)
+        self.dtype = segment.anchors[-1].data.dtype
+        self.outside_columns = {(slot, k): operands for slot, k, operands in segment.outside}
+
+    def run(self, graph, arguments, method, block_size):
+        StackedRun(graph, self, arguments).run(method, block_size)
+
+
+def plan_stacks(recorder, segment):
+    """The StackPlan of `segment` (its nodes' saved values as the capture left them), or
+    None when a saved value is not one the replay can find in a stack."""
+    slot_of = recorder.slot_by_array.get
+    anchors = [slot_of(id(tensor.data)) for tensor in segment.anchors]
+    outputs = [[slot_of(id(tensor.data)) for tensor in column] for column in segment.columns]
+    if None in anchors or any(None in column for column in outputs):
+        return None
+    if recorder.written.intersection(anchors):
+        return None  # (changed in place: the eager scan would refuse it too)
+    writers = {kernel.output: kernel for kernel in recorder.kernels if isinstance(kernel, Forward)}
+    finder = _Finder(recorder, segment, anchors, outputs, writers)
+    columns = []
+    for nodes, shape in zip(segment.nodes, segment.template.shapes):
+        recipes = finder.recipes(nodes, len(shape[0]))
+        if recipes is None:
+            return None
+        first = nodes[0]
+        attributes = [
+            (name, getattr(first, name))
+            for name in op_attributes(type(first))
+            if hasattr(first, name)
+        ]
+        columns.append(Column(first, tuple(shape[0]), np.dtype(shape[1]), recipes, attributes))
+    for stack in finder.stacks.values():
+        if any(writers.get(slot) is None for slot in stack.rows):
+            return None  # a value no forward kernel of the program writes
+    return StackPlan(segment, list(finder.stacks.values()), tuple(columns), finder.arguments)
+
+
+class _Finder:
+    """Finds each saved value's recipe, making the stacks and arguments it needs."""
+
+    def __init__(self, recorder, segment, anchors, outputs, writers):
+        self.recorder = recorder
+        self.count = segment.length
+        self.anchors = anchors
+        self.outputs = outputs
+        self.writers = writers
+        self.stacks = {}  # ("anchors",) or ("column", m) -> Stack
+        self.arguments = []
+
+    def argument(self, slot):
+        if slot not in self.arguments:
+            self.arguments.append(slot)
+        return self.arguments.index(slot)
+
+    def stack(self, key, slots, first=None):
+        """The stack of `slots` (one per row; `first` the slot of row 0 before them)."""
+        stack = self.stacks.get(key)
+        if stack is None:
+            slot = self.recorder.new_slot("value", "stack of " + " ".join(key))
+            shape = self.recorder.slots[slots[0]].shape
+            dtype = self.recorder.slots[slots[0]].dtype
+            offset = 0 if first is None else 1
+            rows = {value: row + offset for row, value in enumerate(slots)}
+            stack = Stack(slot, (len(slots) + offset, *shape), dtype, rows, first)
+            self.recorder.slots[slot].shape = stack.shape
+            self.recorder.slots[slot].dtype = dtype
+            self.stacks[key] = stack
+        return stack
+
+    def recipes(self, nodes, ndim):
+        """The recipe of every saved value of one column's nodes, or None."""
+        saved = [node.saved for node in nodes]
+        if any(values is None or len(values) != len(saved[0]) for values in saved):
+            return None
+        recipes = []
+        for position in range(len(saved[0])):
+            recipe = self.recipe([values[position] for values in saved], ndim)
+            if recipe is None:
+                return None
+            recipes.append(recipe)
+        return tuple(recipes)
+
+    def recipe(self, values, ndim):
+        slot_of = self.recorder.slot_by_array.get
+        if all(value is values[0] for value in values):
+            if values[0] is None:
+                return Recipe("none")
+            slot = slot_of(id(values[0]))
+            return None if slot is None else Recipe("shared", self.argument(slot))
+        slots = [slot_of(id(value)) if isinstance(value, np.ndarray) else None for value in values]
+        if None in slots:
+            return None
+        count = self.count
+        found = None
+        if slots == self.anchors[1:]:  # each step's result: x_1 .. x_n
+            found = (self.stack(("anchors",), self.anchors[1:], self.anchors[0]), 1, count + 1)
+        elif slots == self.anchors[:-1]:  # each step's input: x_0 .. x_{n-1}
+            found = (self.stack(("anchors",), self.anchors[1:], self.anchors[0]), 0, count)
+        elif slots in self.outputs:  # another column's output in each step
+            column = str(self.outputs.index(slots))
+            found = (self.stack(("column", column), slots), 0, count)
+        if found is not None:
+            stack, start, stop = found
+            return _padded(Recipe("rows", self.argument(stack.slot), start, stop), values, ndim)
+        return self.indexed(slots, values, ndim)
+
+    def indexed(self, slots, values, ndim):
+        """x[first], x[first + step], ... of one array x (an RNN's inputs): a slice of x."""
+        kernels = [self.writers.get(slot) for slot in slots]
+        if not all(
+            kernel is not None
+            and type(kernel.node).__name__ == "GetItem"
+            and kernel.node.basic
+            and kernel.inputs == kernels[0].inputs
+            for kernel in kernels
+        ):
+            return None
+        indices = [_leading_integer(kernel.node.index) for kernel in kernels]
+        if None in indices or len(indices) < 2:
+            return None
+        step = indices[1] - indices[0]
+        if step < 1 or indices != list(range(indices[0], indices[0] + step * len(indices), step)):
+            return None
+        source = self.argument(kernels[0].inputs[0])
+        stop = indices[-1] + 1
+        return _padded(Recipe("rows", source, indices[0], stop, step), values, ndim)
+
+
+def _leading_integer(index):
+    """The integer of an index `x[t]` (t, or (t,)) when it is one and not negative."""
+    if isinstance(index, tuple) and len(index) == 1:
+        index = index[0]
+    if isinstance(index, (int, np.integer)) and not isinstance(index, bool) and index >= 0:
+        return int(index)
+    return None
+
+
+def _padded(recipe, values, ndim):
+    """`BatchedSlot`'s reshape of a stack whose values have fewer axes than the output."""
+    shape = np.shape(values[0])
+    padding = ndim - len(shape)
+    if padding <= 0:
+        return recipe
+    return recipe._replace(shape=(len(values),) + (1,) * padding + shape)
