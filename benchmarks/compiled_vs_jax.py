@@ -1,7 +1,9 @@
 """tg.compile beside jax.jit (optional: needs jax, never a dependency of the package).
 
-The same MLP SGD steps as train_step.py (hand numpy, tg.compile, jax.jit) and the same
-100-op 4x4 chain (forward and backward), interleaved rounds, medians. jax runs on the CPU.
+The same MLP SGD steps as train_step.py (hand numpy, tg.compile, jax.jit), the same
+100-op 4x4 chain (forward and backward) and compiled_rnn.py's tanh RNN at 512 steps
+(forward and backward: the hand-written BPTT loop, tg.compile with the Blelloch scan,
+jax.jit with lax.scan), interleaved rounds, medians. jax runs on the CPU.
 
     .venv/bin/python -m pip install jax          # into this checkout's .venv, if wanted
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/compiled_vs_jax.py [--rounds 11]
@@ -9,6 +11,7 @@ The same MLP SGD steps as train_step.py (hand numpy, tg.compile, jax.jit) and th
 
 import argparse
 
+import compiled_rnn
 import numpy as np
 from _common import compiled_chain
 from train_step import (
@@ -20,6 +23,8 @@ from train_step import (
     numpy_chain,
     time_interleaved,
 )
+
+import tinygrad_ops as tg
 
 try:
     import jax
@@ -81,6 +86,22 @@ def main(argv=None):
     print(f"numpy {np.__version__}, jax {jax.__version__} (CPU), float32; medians in us")
     compare_mlp_steps("jax.jit", jax_step, args.rounds, small_repeats=50)
     print(_row("100-op chain", time_interleaved(chains(), args.rounds, 20)))
+    timings = time_interleaved(rnn_steps(512), args.rounds, 2)
+    print(_row("RNN, 512 steps", timings))
+    print(f"{'':>16}  compiled/jax.jit {timings['compiled'] / timings['jax.jit']:.2f}x")
+
+
+def rnn_steps(steps):
+    """compiled_rnn.py's float64 tanh RNN (hidden 8, batch 4, the loss on the last state):
+    the hand-written step, the compiled step with the Blelloch scan, jax.jit's."""
+    w, u, xs = compiled_rnn.problem(steps)
+    inputs = tg.Tensor(xs)
+    compiled = compiled_rnn.engine_step(steps, w, u, "blelloch", True)
+    return {
+        "numpy": lambda: compiled_rnn.numpy_step(w, u, xs),
+        "compiled": lambda: compiled(inputs),
+        "jax.jit": compiled_rnn.jax_step(w, u, xs),
+    }
 
 
 def compare_mlp_steps(name, make_step, rounds, small_repeats):

@@ -29,12 +29,25 @@ def compose(first, second):
             return Diagonal(first.values * second.values)
         if np.ndim(first.values) == 0:
             return Dense(first.values * second.matrix)
-        return Dense(np.expand_dims(first.values, -1) * second.matrix)
+        return Dense(_scaled_rows(np.expand_dims(first.values, -1), second.matrix))
     if isinstance(second, Diagonal):
         if np.ndim(second.values) == 0:
             return Dense(first.matrix * second.values)
         return Dense(first.matrix * np.expand_dims(second.values, -2))
     return Dense(np.matmul(first.matrix, second.matrix))
+
+
+def _scaled_rows(column, matrix):
+    """column * matrix (row i of each matrix times column[i]: diag(d) A), as one new
+    array: the column broadcast into it, then multiplied in place. The same products,
+    about twice as fast as `column * matrix` for a stack of small matrices (whose
+    broadcast loop runs over rows of d elements; here the multiply runs over whole
+    matrices)."""
+    shape = np.broadcast_shapes(column.shape, np.shape(matrix))
+    result = np.empty(shape, dtype=np.result_type(column, matrix))
+    result[...] = column
+    result *= matrix
+    return result
 
 
 def add(first, second):

@@ -1,0 +1,173 @@
+"""A compiled scan over stacked buffers (jit/stacks.py): the replayed forward writes the
+steps' saved values into stacks and the scan reads them there. Each test runs the same
+training steps eagerly and compiled: the compiled scan is bit for bit the eager run of
+the same scheduler (the same numpy calls on arrays holding the same values)."""
+
+import gc
+import tracemalloc
+
+import numpy as np
+import pytest
+from jit_helpers import peak_memory
+
+import tinygrad_ops as tg
+from tinygrad_ops import optim
+from tinygrad_ops.jit.scan_kernel import ScanKernel, StackedScanKernel
+
+SCANS = ["blelloch", "hillis-steele", "blocked"]
+
+
+def tanh_rnn(dtype, steps, cell=None, order=None):
+    """A training step of h_t = cell(x_t W + h_{t-1} U + b) with the loss on the last
+    state, under SGD; returns (step, parameters). `order` lists the x index of each step."""
+    generator = np.random.default_rng(0)
+    w = tg.Tensor((generator.standard_normal((3, 8)) * 0.5).astype(dtype), requires_grad=True)
+    u = tg.Tensor((generator.standard_normal((8, 8)) * 0.3).astype(dtype), requires_grad=True)
+    b = tg.Tensor(np.zeros(8, dtype=dtype), requires_grad=True)
+    optimizer = optim.SGD([w, u, b], lr=0.05)
+    order = range(steps) if order is None else order
+    cell = cell or (lambda pre: pre.tanh())
+
+    def step(inputs, scheduler):
+        optimizer.zero_grad()
+        state = tg.zeros(inputs.shape[1], 8, dtype=dtype)
+        for index in order:
+            state = cell(inputs[index] @ w + state @ u + b)
+        loss = (state * state).sum()
+        loss.backward(scheduler=scheduler)
+        optimizer.step()
+        return loss
+
+    return step, [w, u, b]
+
+
+def run_both(scheduler, dtype=np.float64, steps=24, calls=5, **options):
+    """Eager and compiled runs of the same steps: (compiled function, whether the two
+    left the same losses, parameters and gradients, bit for bit)."""
+    generator = np.random.default_rng(1)
+    inputs = [tg.Tensor(generator.standard_normal((steps, 4, 3)).astype(dtype)) for _ in range(3)]
+    results = []
+    for compiled in (False, True):
+        step, parameters = tanh_rnn(dtype, steps, **options)
+        function = tg.compile(step) if compiled else step
+        losses = [function(inputs[call % 3], scheduler).item() for call in range(calls)]
+        state = [p.data.copy() for p in parameters] + [p.grad.data.copy() for p in parameters]
+        results.append((losses, state, function))
+    (eager_losses, eager_state, _), (losses, state, function) = results
+    same = losses == eager_losses and all(map(np.array_equal, eager_state, state))
+    return function, same
+
+
+def scans_of(function):
+    return [kernel for kernel in function.program.kernels if isinstance(kernel, ScanKernel)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scheduler", SCANS)
+def test_a_stacked_scan_is_bit_for_bit_the_eager_scan(scheduler, dtype):
+    function, same = run_both(scheduler, dtype)
+    (scan,) = scans_of(function)
+    assert isinstance(scan, StackedScanKernel)
+    assert same
+    listing = str(function.program)
+    assert "new stack (24, 4, 8)" in listing  # x_0 .. x_23: the first step is walked
+    assert "(into %" in listing
+    assert "saved values from %" in listing
+
+
+def test_the_replay_leaves_nothing_on_the_steps_nodes():
+    function, _ = run_both("blelloch")
+    (scan,) = scans_of(function)
+    assert all(node.saved is None for column in scan.segment.nodes for node in column)
+    assert "node" not in "".join(
+        line for line in function.program.source.splitlines() if ".saved" in line
+    )
+
+
+def test_every_other_input_and_a_generic_forward_are_stacked():
+    # x[0], x[2], ...: a slice with a step; sigmoid has no fused rule: its output is
+    # copied into the stack after the op's own forward.
+    function, same = run_both("blelloch", steps=24, order=range(0, 24, 2))
+    assert isinstance(scans_of(function)[0], StackedScanKernel)
+    assert same
+    function, same = run_both("blelloch", cell=lambda pre: pre.sigmoid())
+    assert isinstance(scans_of(function)[0], StackedScanKernel)
+    assert same
+    assert "copyto(" in function.program.source
+
+
+def test_values_not_found_in_a_stack_keep_the_nodes_path():
+    # relu saves a mask it computes (no slot of the program); x read backwards is not a
+    # slice taken forwards: both chains are scanned from the nodes' saved values.
+    function, same = run_both("blelloch", cell=lambda pre: pre.relu())
+    (scan,) = scans_of(function)
+    assert not isinstance(scan, StackedScanKernel)
+    assert same
+    function, same = run_both("blelloch", order=range(23, -1, -1))
+    (scan,) = scans_of(function)
+    assert not isinstance(scan, StackedScanKernel)
+    assert same
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_nn_rnn_with_a_loss_on_every_state(batch_first):
+    # Gradients enter the chain at every state (the output stacks all of them).
+    generator = np.random.default_rng(2)
+    shape = (5, 16, 3) if batch_first else (16, 5, 3)
+    data = [tg.Tensor(generator.standard_normal(shape)) for _ in range(3)]
+    results = []
+    for compiled in (False, True):
+        tg.manual_seed(0)
+        rnn = tg.nn.RNN(3, 6, batch_first=batch_first, dtype=np.float64)
+        optimizer = optim.SGD(rnn.parameters(), lr=0.1)
+
+        def step(x, rnn=rnn, optimizer=optimizer):
+            optimizer.zero_grad()
+            output, _ = rnn(x)
+            loss = (output * output).mean()
+            loss.backward(scheduler="blelloch")
+            optimizer.step()
+            return loss
+
+        function = tg.compile(step) if compiled else step
+        losses = [function(x).item() for x in data + data]
+        results.append((losses, [p.data.copy() for p in rnn.parameters()], function))
+    assert results[0][0] == results[1][0]
+    assert all(map(np.array_equal, results[0][1], results[1][1]))
+    assert isinstance(scans_of(results[1][2])[0], StackedScanKernel)
+
+
+def test_memory_is_flat_over_1000_compiled_rnn_steps():
+    step, _ = tanh_rnn(np.float64, 8)
+    function = tg.compile(step)
+    inputs = tg.Tensor(np.random.default_rng(1).standard_normal((8, 4, 3)))
+    gc.collect()
+    # The first few hundred calls after a full collection fill Python's free lists of
+    # small tuples again (a full collection empties them): done before tracing, and no
+    # collection while tracing, so that only memory the calls keep is counted.
+    for _ in range(400):
+        function(inputs, "blelloch")
+    assert isinstance(scans_of(function)[0], StackedScanKernel)
+    gc.disable()
+    tracemalloc.start()
+    try:
+        for _ in range(100):
+            function(inputs, "blelloch")
+        after_100 = tracemalloc.get_traced_memory()[0]
+        for _ in range(500):
+            function(inputs, "blelloch")
+        after_600 = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+    assert after_600 - after_100 < 4096
+
+
+def test_peak_memory_of_a_stacked_scan_is_not_above_eager():
+    inputs = tg.Tensor(np.random.default_rng(1).standard_normal((64, 4, 3)))
+    eager, _ = tanh_rnn(np.float64, 64)
+    compiled = tg.compile(tanh_rnn(np.float64, 64)[0])
+    for _ in range(3):
+        eager(inputs, "blelloch")
+        compiled(inputs, "blelloch")
+    assert peak_memory(compiled, inputs, "blelloch") <= peak_memory(eager, inputs, "blelloch")
