@@ -76,17 +76,15 @@ def chains(with_jax=True):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=11, help="interleaved rounds (median)")
-    args = parser.parse_args(argv)
+    rounds = parse_rounds(__doc__, argv)
     if jax is None:
         print("jax is not installed: nothing to compare (see the docstring)")
         return
     jax.config.update("jax_platforms", "cpu")
     print(f"numpy {np.__version__}, jax {jax.__version__} (CPU), float32; medians in us")
-    compare_mlp_steps("jax.jit", jax_step, args.rounds, small_repeats=50)
-    print(_row("100-op chain", time_interleaved(chains(), args.rounds, 20)))
-    timings = time_interleaved(rnn_steps(512), args.rounds, 2)
+    compare_mlp_steps("jax.jit", jax_step, rounds, small_repeats=50)
+    print(_row("100-op chain", time_interleaved(chains(), rounds, 20)))
+    timings = time_interleaved(rnn_steps(512), rounds, 2)
     print(_row("RNN, 512 steps", timings))
     print(f"{'':>16}  compiled/jax.jit {timings['compiled'] / timings['jax.jit']:.2f}x")
 
@@ -102,6 +100,13 @@ def rnn_steps(steps):
         "compiled": lambda: compiled(inputs),
         "jax.jit": compiled_rnn.jax_step(w, u, xs),
     }
+
+
+def parse_rounds(doc, argv):
+    """The one option of the comparison scripts: --rounds (11 by default)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=11, help="interleaved rounds (median)")
+    return parser.parse_args(argv).rounds
 
 
 def compare_mlp_steps(name, make_step, rounds, small_repeats):

@@ -8,10 +8,8 @@ The same MLP SGD steps as train_step.py (hand numpy, tg.compile, TinyJit) and th
     OPENBLAS_NUM_THREADS=1 DEV=CPU .venv/bin/python benchmarks/compiled_vs_tinyjit.py
 """
 
-import argparse
-
 import numpy as np
-from compiled_vs_jax import _row, chains, compare_mlp_steps
+from compiled_vs_jax import _row, chains, compare_mlp_steps, parse_rounds
 from train_step import LEARNING_RATE, time_interleaved
 
 try:
@@ -58,17 +56,15 @@ def tinyjit_chain():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=11, help="interleaved rounds (median)")
-    args = parser.parse_args(argv)
+    rounds = parse_rounds(__doc__, argv)
     if Tensor is None:
         print("tinygrad is not installed: nothing to compare (see the docstring)")
         return
     print(f"numpy {np.__version__}, tinygrad TinyJit, float32; medians in us")
-    compare_mlp_steps("TinyJit", tinyjit_step, args.rounds, small_repeats=20)
+    compare_mlp_steps("TinyJit", tinyjit_step, rounds, small_repeats=20)
     chain = chains(with_jax=False)
     chain["TinyJit"] = tinyjit_chain()
-    print(_row("100-op chain", time_interleaved(chain, args.rounds, 20)))
+    print(_row("100-op chain", time_interleaved(chain, rounds, 20)))
 
 
 if __name__ == "__main__":

@@ -29,28 +29,32 @@ def test_softmax_and_log_softmax_match_torch(shape, axis):
     )
 
 
+def run_both(ours, theirs, logits, upstream, dtype):
+    """ours(x) in `dtype` and theirs(x, -1) in float64 on `logits`, each backward with
+    `upstream`: (our input, our output, torch's input, torch's output)."""
+    x = tg.Tensor(logits.astype(dtype), requires_grad=True)
+    out = ours(x)
+    out.backward(upstream.astype(dtype))
+    reference = torch.tensor(logits, requires_grad=True)
+    expected = theirs(reference, -1)
+    expected.backward(torch.tensor(upstream))
+    return x, out, reference, expected
+
+
 def test_softmax_of_huge_logits_and_masks():
     logits = np.array([[1e30, -1e30, 0.0], [0.0, -np.inf, 1.0], [-np.inf, 5.0, -np.inf]])
     upstream = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [-1.0, 4.0, 2.0]])
     for dtype in (np.float32, np.float64):
-        x = tg.Tensor(logits.astype(dtype), requires_grad=True)
-        out = F.softmax(x)
-        out.backward(upstream.astype(dtype))
-        theirs = torch.tensor(logits, requires_grad=True)
-        expected = torch.softmax(theirs, -1)
-        expected.backward(torch.tensor(upstream))
+        x, out, theirs, expected = run_both(F.softmax, torch.softmax, logits, upstream, dtype)
         assert np.all(np.isfinite(out.numpy()))
         assert np.all(np.isfinite(x.grad.numpy()))
         np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), atol=1e-7)
         np.testing.assert_allclose(x.grad.numpy(), theirs.grad.numpy(), atol=1e-6)
         assert out.numpy()[1, 1] == 0
         assert x.grad.numpy()[1, 1] == 0
-        x = tg.Tensor(logits.astype(dtype), requires_grad=True)
-        log_out = F.log_softmax(x)
-        log_out.backward(upstream.astype(dtype))
-        theirs = torch.tensor(logits, requires_grad=True)
-        expected = torch.log_softmax(theirs, -1)
-        expected.backward(torch.tensor(upstream))
+        x, log_out, theirs, expected = run_both(
+            F.log_softmax, torch.log_softmax, logits, upstream, dtype
+        )
         np.testing.assert_allclose(log_out.numpy(), expected.detach().numpy(), rtol=1e-6)
         assert np.all(np.isfinite(x.grad.numpy()))
         np.testing.assert_allclose(x.grad.numpy(), theirs.grad.numpy(), atol=1e-6)

@@ -42,6 +42,16 @@ POSITIVE_BINARY = [
 ]
 
 
+def where_case(name, condition, *shapes):
+    """where(condition, a, b) with a constant boolean array as the condition."""
+    return case(
+        name,
+        lambda a, b: tg.where(condition, a, b),
+        lambda a, b: torch.where(torch.as_tensor(condition), a, b),
+        *shapes,
+    )
+
+
 ELEMENTWISE_CASES = (
     [
         case(f"{name}-{shape_name}", ours, theirs, shape_a, shape_b)
@@ -118,20 +128,8 @@ ELEMENTWISE_CASES = (
             (2, 3),
         ),
         # where (condition a constant)
-        case(
-            "where",
-            lambda a, b: tg.where(CONDITION, a, b),
-            lambda a, b: torch.where(torch.as_tensor(CONDITION), a, b),
-            (2, 3),
-            (2, 3),
-        ),
-        case(
-            "where-broadcast",
-            lambda a, b: tg.where(CONDITION_COLUMN, a, b),
-            lambda a, b: torch.where(torch.as_tensor(CONDITION_COLUMN), a, b),
-            (1, 4),
-            (),
-        ),
+        where_case("where", CONDITION, (2, 3), (2, 3)),
+        where_case("where-broadcast", CONDITION_COLUMN, (1, 4), ()),
         case(
             "where-tensor-condition",
             lambda a, b: tg.where(a > 0, a, b),

@@ -105,12 +105,17 @@ def test_binary_function_matches_torch(name, shapes):
     check_op(ours, theirs, *shapes, low=low, high=high)
 
 
+def in_domain(low, high, *shapes, seed):
+    """One uniform array per shape inside the function's domain ([-2, 2] where it has none)."""
+    generator = np.random.default_rng(seed)
+    low, high = (-2.0, 2.0) if low is None else (low, high)
+    return [generator.uniform(low, high, size=shape) for shape in shapes]
+
+
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_unary_function_passes_finite_differences(name):
     ours, _, low, high = UNARY[name]
-    generator = np.random.default_rng(3)
-    low, high = (-2.0, 2.0) if low is None else (low, high)
-    values = generator.uniform(low, high, size=(2, 3))
+    (values,) = in_domain(low, high, (2, 3), seed=3)
     if name in ("floor", "ceil", "round", "trunc"):  # keep clear of the steps
         values = np.round(values) + 0.3
     if name in ("relu6", "hardsigmoid", "hardswish"):  # keep clear of the kinks
@@ -122,10 +127,7 @@ def test_unary_function_passes_finite_differences(name):
 @pytest.mark.parametrize("name", sorted(BINARY))
 def test_binary_function_passes_finite_differences(name):
     ours, _, low, high = BINARY[name]
-    generator = np.random.default_rng(4)
-    low, high = (-2.0, 2.0) if low is None else (low, high)
-    a = generator.uniform(low, high, size=(2, 3))
-    b = generator.uniform(low, high, size=(3,))
+    a, b = in_domain(low, high, (2, 3), (3,), seed=4)
     if name == "minimum":
         b = b + 0.05  # no ties
     inputs = [tg.Tensor(a, requires_grad=True), tg.Tensor(b, requires_grad=True)]

@@ -25,14 +25,19 @@ def case(name, ours, theirs, *specs, low=None, high=None, marks=()):
     return pytest.param(ours, theirs, specs, {"low": low, "high": high}, id=name, marks=marks)
 
 
+def as_torch_options(options):
+    """The same keyword options for PyTorch: numpy arrays as torch tensors."""
+    return {
+        key: torch.tensor(value) if isinstance(value, np.ndarray) else value
+        for key, value in options.items()
+    }
+
+
 def both(name, function, *specs, low=None, high=None, marks=(), **options):
     """Our F.<function> and PyTorch's, with the same options."""
     ours = getattr(F, function)
     theirs = getattr(torch_functional, function)
-    torch_options = {
-        key: torch.tensor(value) if isinstance(value, np.ndarray) else value
-        for key, value in options.items()
-    }
+    torch_options = as_torch_options(options)
     return case(
         name,
         lambda *t: ours(*t, **options),
@@ -45,10 +50,7 @@ def both(name, function, *specs, low=None, high=None, marks=(), **options):
 
 
 def with_target(name, function, logits_shape, target, reduction="mean", **options):
-    torch_options = {
-        key: torch.tensor(value) if isinstance(value, np.ndarray) else value
-        for key, value in options.items()
-    }
+    torch_options = as_torch_options(options)
     return case(
         name,
         lambda z: getattr(F, function)(z, target, reduction=reduction, **options),
@@ -90,25 +92,17 @@ CASES = [
     ),
     with_target("ce_3d", "cross_entropy", (2, 3, 3), TARGET_3D, weight=WEIGHT, label_smoothing=0.1),
     with_target("ce_1d", "cross_entropy", (3,), np.array(2), label_smoothing=0.1),
-    case(
-        "ce_probabilities",
-        lambda z, p: F.cross_entropy(z, p),
-        lambda z, p: torch_functional.cross_entropy(z, p),
-        (4, 3),
-        (4, 3),
-        low=0.0,
-        high=1.0,
-    ),
-    case(
+    both("ce_probabilities", "cross_entropy", (4, 3), (4, 3), low=0.0, high=1.0),
+    both(
         "ce_probabilities_options",
-        lambda z, p: F.cross_entropy(z, p, weight=WEIGHT, label_smoothing=0.2, reduction="sum"),
-        lambda z, p: torch_functional.cross_entropy(
-            z, p, weight=torch.tensor(WEIGHT), label_smoothing=0.2, reduction="sum"
-        ),
+        "cross_entropy",
         (2, 3, 2),
         (2, 3, 2),
         low=0.0,
         high=1.0,
+        weight=WEIGHT,
+        label_smoothing=0.2,
+        reduction="sum",
     ),
     with_target("nll", "nll_loss", (4, 3), TARGET),
     with_target("nll_weight_ignore", "nll_loss", (4, 3), IGNORED, weight=WEIGHT),

@@ -101,32 +101,29 @@ def reduced_size(shape, axis):
     return int(np.prod([shape[a] for a in axes]))
 
 
-@PROPERTY_SETTINGS
-@given(shape_axis=shape_and_axes(), keepdims=st.booleans(), seed=st.integers(0, 2**16))
-def test_sum(shape_axis, keepdims, seed):
+def check_reduction(name, shape_axis, keepdims, seed):
+    """The method `name` (sum, mean) of ours and of torch's over the drawn axes."""
     shape, axis = shape_axis
     if axis == ():  # numpy reduces nothing for (), torch reduces everything: not comparable
         axis = None
     check_op(
-        lambda a: a.sum(axis=axis, keepdims=keepdims),
-        lambda a: a.sum(dim=torch_dims(shape, axis), keepdim=keepdims),
+        lambda a: getattr(a, name)(axis=axis, keepdims=keepdims),
+        lambda a: getattr(a, name)(dim=torch_dims(shape, axis), keepdim=keepdims),
         shape,
         seed=seed,
     )
+
+
+@PROPERTY_SETTINGS
+@given(shape_axis=shape_and_axes(), keepdims=st.booleans(), seed=st.integers(0, 2**16))
+def test_sum(shape_axis, keepdims, seed):
+    check_reduction("sum", shape_axis, keepdims, seed)
 
 
 @PROPERTY_SETTINGS
 @given(shape_axis=shape_and_axes(min_side=1), keepdims=st.booleans(), seed=st.integers(0, 2**16))
 def test_mean(shape_axis, keepdims, seed):
-    shape, axis = shape_axis
-    if axis == ():
-        axis = None
-    check_op(
-        lambda a: a.mean(axis=axis, keepdims=keepdims),
-        lambda a: a.mean(dim=torch_dims(shape, axis), keepdim=keepdims),
-        shape,
-        seed=seed,
-    )
+    check_reduction("mean", shape_axis, keepdims, seed)
 
 
 @PROPERTY_SETTINGS

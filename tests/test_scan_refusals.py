@@ -202,44 +202,36 @@ def test_an_op_option_that_changes_mid_run_is_not_scanned_with_the_first_option(
     assert max(scanned_lengths(spy.graph)) <= 8
 
 
+def check_extra_reader(scheduler, at_step, which, extra_term):
+    """The tensor `which` ("pre", the pre-activation, or "new", the state) of step `at_step`
+    also feeds the loss through `extra_term`: the scan gives the walk's and PyTorch's grads."""
+    kept = {}
+
+    def hook(step, pre, new, h, x, parameters, library):
+        if step == at_step:
+            kept[library] = pre if which == "pre" else new
+        return pre, new
+
+    def model(library, name):
+        loss, parameters = rnn(library, step_hook=hook)
+        loss = loss + extra_term(kept[library])
+        return backward_grads(loss, parameters, library, name)
+
+    expected = model("ours", "sequential")
+    assert_close(model("ours", scheduler), expected)
+    assert_close(model("torch", None), expected, rtol=1e-9)
+
+
 @pytest.mark.parametrize("scheduler", SCANS)
 def test_an_extra_reader_of_an_inner_tensor_is_not_lost(scheduler):
     """A tensor inside step 7 (its pre-activation) also feeds the loss: the fast check must
     see that reader (the full analysis or the walk then handles it)."""
-    kept = {}
-
-    def hook(step, pre, new, h, x, parameters, library):
-        if step == 7:
-            kept[library] = pre
-        return pre, new
-
-    def model(library, name):
-        loss, parameters = rnn(library, step_hook=hook)
-        loss = loss + (kept[library] * kept[library]).sum() * 0.5
-        return backward_grads(loss, parameters, library, name)
-
-    expected = model("ours", "sequential")
-    assert_close(model("ours", scheduler), expected)
-    assert_close(model("torch", None), expected, rtol=1e-9)
+    check_extra_reader(scheduler, 7, "pre", lambda pre: (pre * pre).sum() * 0.5)
 
 
 @pytest.mark.parametrize("scheduler", SCANS)
 def test_an_extra_reader_of_an_anchor_is_not_lost(scheduler):
-    kept = {}
-
-    def hook(step, pre, new, h, x, parameters, library):
-        if step == 5:
-            kept[library] = new
-        return pre, new
-
-    def model(library, name):
-        loss, parameters = rnn(library, step_hook=hook)
-        loss = loss + kept[library].sum()
-        return backward_grads(loss, parameters, library, name)
-
-    expected = model("ours", "sequential")
-    assert_close(model("ours", scheduler), expected)
-    assert_close(model("torch", None), expected, rtol=1e-9)
+    check_extra_reader(scheduler, 5, "new", lambda new: new.sum())
 
 
 @pytest.mark.parametrize("scheduler", SCANS)

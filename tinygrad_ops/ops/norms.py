@@ -68,6 +68,19 @@ def norm_input_grad_rows(g, weight, xhat, inverse_std):
     return scaled
 
 
+def _scaled_rows(xhat, weight, bias, dtype):
+    """x̂ w + b over rows (weight and bias flat over a row; either may be None), as an array
+    other than x̂: x̂ is saved for backward (float16's cast to `dtype` makes a copy anyway)."""
+    if weight is not None:
+        out = np.multiply(xhat, upcast(weight).reshape(-1))
+        if bias is not None:
+            out += upcast(bias).reshape(-1)
+        return out
+    if bias is not None:
+        return np.add(xhat, upcast(bias).reshape(-1))
+    return xhat.copy() if dtype == xhat.dtype else xhat
+
+
 class LayerNorm(Op):
     """y = x̂ w + b, x̂ = (x - mean) / sqrt(var + eps) over the last k dims (biased var);
     dx = (dx̂ - mean(dx̂) - x̂ mean(dx̂ x̂)) / sqrt(var + eps) with dx̂ = g w;
@@ -110,14 +123,7 @@ class LayerNorm(Op):
             np.reciprocal(inverse_std, out=inverse_std)
             xhat = centered
             xhat *= inverse_std
-            if weight is not None:
-                out = np.multiply(xhat, upcast(weight).reshape(-1))
-                if bias is not None:
-                    out += upcast(bias).reshape(-1)
-            elif bias is not None:
-                out = np.add(xhat, upcast(bias).reshape(-1))
-            else:  # xhat is saved: the output must be another array (float16's cast makes one)
-                out = xhat.copy() if x.dtype == xhat.dtype else xhat
+            out = _scaled_rows(xhat, weight, bias, x.dtype)
         # x for the create_graph path (and its version check, as in PyTorch), weight for dx̂.
         self.save_for_backward(x, weight, xhat, inverse_std)
         return reshaped(out, x.shape).astype(x.dtype, copy=False)
@@ -174,10 +180,7 @@ class RMSNorm(Op):
         np.reciprocal(inverse_rms, out=inverse_rms)
         with RowBuffers(rows.shape[1]):
             xhat = np.multiply(rows, inverse_rms)
-            if weight is not None:
-                out = np.multiply(xhat, upcast(weight).reshape(-1))
-            else:  # xhat is saved: the output must be another array (float16's cast makes one)
-                out = xhat.copy() if x.dtype == xhat.dtype else xhat
+            out = _scaled_rows(xhat, weight, None, x.dtype)
         self.save_for_backward(x, weight, xhat, inverse_rms)
         return reshaped(out, x.shape).astype(x.dtype, copy=False)
 

@@ -104,6 +104,14 @@ def pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, op_name)
     return kernel, stride, dilation, tuple(widths)
 
 
+def _batched_windows(op_name, input, kernel_size, stride, padding, dilation, ceil_mode):
+    """The input as a float (N, C, H, W) tensor, whether a batch dim was added to it, and
+    the windows' (kernel, stride, dilation, widths) from `pool_geometry`."""
+    x, unbatched = with_batch(_float_tensor(input, op_name), 2, op_name)
+    geometry = pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, op_name)
+    return x, unbatched, geometry
+
+
 def max_pool2d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
@@ -116,9 +124,8 @@ def max_pool2d(
     array([[[[ 5.,  7.],
              [13., 15.]]]], dtype=float32)
     """
-    x, unbatched = with_batch(_float_tensor(input, "max_pool2d"), 2, "max_pool2d")
-    kernel, stride, dilation, widths = pool_geometry(
-        x, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d"
+    x, unbatched, (kernel, stride, dilation, widths) = _batched_windows(
+        "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode
     )
     out = MaxPool2d.apply(x, kernel=kernel, stride=stride, dilation=dilation, widths=widths)
     indices = None
@@ -152,9 +159,8 @@ def avg_pool2d(
     array([[[[ 2.5,  4.5],
              [10.5, 12.5]]]], dtype=float32)
     """
-    x, unbatched = with_batch(_float_tensor(input, "avg_pool2d"), 2, "avg_pool2d")
-    kernel, stride, dilation, widths = pool_geometry(
-        x, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d"
+    x, unbatched, (kernel, stride, dilation, widths) = _batched_windows(
+        "avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode
     )
     windows = SlidingWindows.apply(
         Pad.apply(x, widths=widths, value=0.0), kernel=kernel, stride=stride, dilation=dilation
