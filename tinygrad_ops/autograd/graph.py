@@ -238,11 +238,7 @@ class BackwardGraph:
             node.graph_mode = False
             node.graph_output = None
         results = []
-        for index, operand in enumerate(node.inputs):
-            input_grad = grads[index]
-            if input_grad is None or not node.needs_input_grad[index]:
-                continue
-            operand = as_recorded(operand, node)
+        for index, operand, input_grad in needed_grads(node, grads):
             if input_grad.dtype != operand.data.dtype:  # a Tensor's astype is recorded too
                 input_grad = input_grad.astype(operand.data.dtype)
             if input_grad.shape != operand.data.shape:
@@ -251,6 +247,15 @@ class BackwardGraph:
                 _check_finite(node, index, input_grad)
             results.append((operand, input_grad, False))
         return results
+
+
+def needed_grads(node, grads):
+    """(index, the input as `node` read it, its gradient) for each input whose gradient
+    the rule gave and the node needs (the walk's own loop, `input_grads`, is inlined)."""
+    for index, operand in enumerate(node.inputs):
+        grad = grads[index]
+        if grad is not None and node.needs_input_grad[index]:
+            yield index, as_recorded(operand, node), grad
 
 
 class WalkQueue:

@@ -25,8 +25,7 @@ import traceback
 
 import numpy as np
 
-from ..autograd.graph import made_by_rule
-from ..autograd.order import as_recorded
+from ..autograd.graph import made_by_rule, needed_grads
 from ..mode import STATE
 from ..nn.init import default_generator
 from ..tensor import Tensor
@@ -315,11 +314,7 @@ class Recorder:
         """Where each gradient goes, and what the walk's `input_grads` does with it
         on the way (cast, unbroadcast, whether it owns it): decided once, here."""
         edges = []
-        for index, operand in enumerate(node.inputs):
-            grad = grads[index]
-            if grad is None or not node.needs_input_grad[index]:
-                continue
-            tensor = as_recorded(operand, node)
+        for index, tensor, grad in needed_grads(node, grads):
             data = tensor.data
             wrap = type(grad) is not np.ndarray
             grad = np.asarray(grad)

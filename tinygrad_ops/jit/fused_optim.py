@@ -78,13 +78,12 @@ class FusedSGDStep(Kernel):
         code.depth -= 1
         self.kernel.emit_otherwise(code)
 
-    @staticmethod
-    def holds(group) -> str:
+    def holds(self, group) -> str:
         """What the lines assume of a group's settings, checked at each call."""
         return f'{group}["momentum"] == 0 and {group}["weight_decay"] == 0'
 
-    @staticmethod
-    def hyperparameters(group) -> str:
+    def hyperparameters(self, group) -> str:
+        """The line that reads the group's settings into the names the updates use."""
         return f'lr = {group}["lr"]'
 
     def update(self, code, parameter, grad) -> list:
@@ -113,46 +112,42 @@ class FusedSGDStep(Kernel):
         return self.kernel.describe(name) + "   (fused)"
 
 
-class FusedMomentumSGDStep(FusedSGDStep):
+class FusedUpdateStep(FusedSGDStep):
+    """A step written as one call of the optimizer's own per-parameter update for each
+    parameter with a gradient: `update(optimizer, parameter, grad, *settings)`, the
+    settings read from the group at each call (`keys`, in the update's order)."""
+
+    __slots__ = ()
+    keys = ()
+    update_function = None
+
+    def holds(self, group) -> str:
+        return ""
+
+    def hyperparameters(self, group) -> str:
+        values = ", ".join(f'{group}["{key}"]' for key in self.keys)
+        return f"{', '.join(self.keys)} = {values}"
+
+    def update(self, code, parameter, grad) -> list:
+        optimizer = code.bind(self.kernel.owner, "optimizer")
+        function = code.bind(self.update_function, self.update_function.__name__)
+        return [f"{function}({optimizer}, {parameter}, {grad}, {', '.join(self.keys)})"]
+
+
+class FusedMomentumSGDStep(FusedUpdateStep):
     """SGD's step with momentum or weight decay: one `sgd_update` call per parameter."""
 
     __slots__ = ()
-
-    @staticmethod
-    def holds(group) -> str:
-        return ""
-
-    @staticmethod
-    def hyperparameters(group) -> str:
-        keys = ("lr", "momentum", "dampening", "weight_decay", "nesterov")
-        values = ", ".join(f'{group}["{key}"]' for key in keys)
-        return f"lr, momentum, dampening, decay, nesterov = {values}"
-
-    def update(self, code, parameter, grad) -> list:
-        optimizer = code.bind(self.kernel.owner, "optimizer")
-        update = code.bind(sgd_update, "sgd_update")
-        arguments = "lr, momentum, dampening, decay, nesterov"
-        return [f"{update}({optimizer}, {parameter}, {grad}, {arguments})"]
+    keys = ("lr", "momentum", "dampening", "weight_decay", "nesterov")
+    update_function = staticmethod(sgd_update)
 
 
-class FusedAdamStep(FusedSGDStep):
+class FusedAdamStep(FusedUpdateStep):
     """Adam's or AdamW's step, one `adam_update` call per parameter with a gradient."""
 
     __slots__ = ()
-
-    @staticmethod
-    def holds(group) -> str:
-        return ""
-
-    @staticmethod
-    def hyperparameters(group) -> str:
-        keys = ", ".join(f'{group}["{key}"]' for key in ("lr", "betas", "eps", "weight_decay"))
-        return f"lr, betas, eps, decay = {keys}"
-
-    def update(self, code, parameter, grad) -> list:
-        optimizer = code.bind(self.kernel.owner, "optimizer")
-        update = code.bind(adam_update, "adam_update")
-        return [f"{update}({optimizer}, {parameter}, {grad}, lr, betas, eps, decay)"]
+    keys = ("lr", "betas", "eps", "weight_decay")
+    update_function = staticmethod(adam_update)
 
 
 def fuse_call(kernel, grads):

@@ -18,8 +18,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..ops import dual
-from ..ops.kernels import exp_of_shifted, row_starts, row_sum
-from ..ops.losses import _UNSIGNED, drop_ignored
+from ..ops.kernels import row_starts
+from ..ops.losses import _UNSIGNED, drop_ignored, softmax_losses
 
 
 def cross_entropy_forward(logits, target, reduction, ignore_index):
@@ -35,13 +35,7 @@ def cross_entropy_forward(logits, target, reduction, ignore_index):
         kept, target = drop_ignored(target, classes, ignore_index)
     positions = row_starts(count, classes) + target.astype(np.intp, copy=False)
     shifted = np.subtract(logits, np.maximum.reduce(logits, axis=1, keepdims=True))
-    picked = shifted.reshape(-1).take(positions)
-    exponentials = exp_of_shifted(shifted, out=shifted)
-    total = row_sum(exponentials).reshape(count)
-    losses = np.log(total)
-    losses -= picked
-    if kept is not None:
-        losses[~kept] = 0.0
+    exponentials, total, losses = softmax_losses(shifted, positions, kept)
     divisor = 1
     if reduction == "sum":
         loss = np.add.reduce(losses)

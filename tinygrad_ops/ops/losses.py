@@ -27,6 +27,22 @@ from .kernels import (
 _UNSIGNED = {np.dtype(f"int{bits}"): np.dtype(f"uint{bits}") for bits in (8, 16, 32, 64)}
 
 
+def softmax_losses(shifted, positions, kept):
+    """Per-sample cross-entropy of (N, C) logit rows minus their row maxima (`shifted`,
+    overwritten): log(sum(exp(shifted))) - shifted[target], 0 where `kept` is False.
+    `positions` are the targets' indices in the flattened rows. Returns (exponentials,
+    their row sums (N,), the losses); `CrossEntropy.compute` and tg.compile's fused kernel
+    (jit/rules.py) both call it."""
+    picked = shifted.reshape(-1).take(positions)
+    exponentials = exp_of_shifted(shifted, out=shifted)
+    total = row_sum(exponentials).reshape(len(shifted))
+    losses = np.log(total)
+    losses -= picked
+    if kept is not None:
+        losses[~kept] = 0.0
+    return exponentials, total, losses
+
+
 def drop_ignored(flat_target, class_count, ignore_index):
     """(kept mask, target with ignored entries replaced by 0); an out-of-range target that is
     not ignore_index is an IndexError."""
@@ -113,14 +129,9 @@ class CrossEntropy(Op):
         self.positions = positions
         maximum = row_max(rows)
         with RowBuffers(class_count):
-            shifted = np.subtract(rows, maximum)
-            picked = shifted.reshape(-1).take(positions)
-            exponentials = exp_of_shifted(shifted, out=shifted)
-            total = row_sum(exponentials).reshape(count)
-            losses = np.log(total)
-            losses -= picked
-            if kept is not None:
-                losses[~kept] = 0.0
+            exponentials, total, losses = softmax_losses(
+                np.subtract(rows, maximum), positions, kept
+            )
             if self.needs_input_grad[0]:
                 # softmax = exponentials / total: the division is left to the backward,
                 # where it joins the multiplication by the upstream gradient (one pass).
