@@ -3,9 +3,10 @@ limit raises an error that says what changed."""
 
 import numpy as np
 import pytest
-from jit_helpers import batches, mlp, simple_setup, training_step
+from jit_helpers import assert_same, batches, mlp, simple_setup, state_of, training_step
 
 import tinygrad_ops as tg
+from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops import optim
 
 
@@ -125,3 +126,58 @@ def test_a_tensor_argument_is_guarded_by_dtype_requires_grad_and_kind():
     for count, (value, expected) in enumerate(calls, start=2):
         assert weighted(value).item() == expected
         assert len(weighted.programs) == count
+
+
+def forward_then_zero_grad(model, optimizer, zero_grad):
+    """The step of `tinygrad-ops train`: the forward before zero_grad()."""
+
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+@pytest.mark.parametrize("owner", ["optimizer", "module"])
+def test_a_zero_grad_after_the_forward_needs_one_program(owner):
+    """zero_grad() resets every .grad before backward writes it: the .grad a call starts
+    with does not matter, and one program serves the first call and the others."""
+    data = batches(8)
+    states = []
+    for compiled in (False, True):
+        model = mlp(norm=None, dropout=0.0)
+        optimizer = optim.Adam(model.parameters(), lr=0.01)
+        zero_grad = optimizer.zero_grad if owner == "optimizer" else model.zero_grad
+        step = forward_then_zero_grad(model, optimizer, zero_grad)
+        step = tg.compile(step) if compiled else step
+        losses = [step(x, y).item() for x, y in data]
+        states.append((losses, state_of(model, optimizer)))
+    assert len(step.programs) == 1
+    assert states[0][0] == states[1][0]
+    assert_same(states[0][1], states[1][1])
+
+
+def test_a_step_before_zero_grad_reads_the_grads_left_by_the_call_before():
+    """optimizer.step() first, on the .grad the previous call left (none at the first):
+    the replayed step reads them as eager does."""
+    data = batches(5)
+    states = []
+    for compiled in (False, True):
+        model = mlp(norm=None, dropout=0.0)
+        optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y, model=model, optimizer=optimizer):
+            optimizer.step()
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            return loss
+
+        step = tg.compile(step) if compiled else step
+        losses = [step(x, y).item() for x, y in data]
+        states.append((losses, state_of(model, optimizer)))
+    assert states[0][0] == states[1][0]
+    assert_same(states[0][1], states[1][1])

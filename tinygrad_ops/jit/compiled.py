@@ -8,7 +8,7 @@ import types
 from ..mode import STATE
 from ..tensor import Tensor
 from .capture import CompileError, Recorder
-from .guards import Guards, members
+from .guards import Guards, members, needed_grad_guards
 from .program import Output, Program
 
 
@@ -65,7 +65,7 @@ class CompiledFunction:
         guards.modules = [
             (module, module.training, members(module)) for module in recorder.modules.values()
         ]
-        guards.grads = recorder.grad_guards
+        guards.grads = needed_grad_guards(recorder.grad_guards, recorder.kernels)
         program = Program(
             self.__name__,
             recorder.slots,

@@ -16,8 +16,14 @@ import numpy as np
 
 from ..mode import STATE
 from ..nn.init import default_generator
+from ..nn.module import Module
+from ..optim import Optimizer
 from ..scheduler import get_default_scheduler
 from ..tensor import Tensor
+from .kernels import Call, ForgetGrad, LeafWrite
+
+# The replayed zero_grad() methods: each sets the .grad of the parameters it holds to None.
+_ZERO_GRADS = (Optimizer.zero_grad.__wrapped__, Module.zero_grad.__wrapped__)
 
 
 def describe_value(value):
@@ -144,6 +150,38 @@ class Guards:
             if not holds_members(module, held):
                 found.append(f"a parameter or buffer of {type(module).__name__} was replaced")
         return found
+
+
+def needed_grad_guards(grad_guards, kernels) -> list:
+    """The (leaf, whether its .grad was None) guards a program needs: not those of the
+    leaves that a replayed zero_grad() resets before any kernel writes or reads their
+    gradient. The .grad such a leaf starts a call with is forgotten, as in the step that
+    runs its forward before zero_grad() (that of `tinygrad-ops train`): one program serves
+    its first call and all the others."""
+    return [
+        (tensor, was_none) for tensor, was_none in grad_guards if not _reset_first(tensor, kernels)
+    ]
+
+
+def _reset_first(tensor, kernels) -> bool:
+    """Whether the first kernel that touches `tensor.grad` is a zero_grad() that resets it."""
+    for kernel in kernels:
+        if isinstance(kernel, (LeafWrite, ForgetGrad)) and kernel.tensor is tensor:
+            return False
+        if not isinstance(kernel, Call) or not isinstance(kernel.owner, (Optimizer, Module)):
+            continue  # (a learning-rate scheduler's step does not touch gradients)
+        if kernel.function in _ZERO_GRADS and not kernel.args and not kernel.kwargs:
+            if any(parameter is tensor for parameter in _parameters_of(kernel.owner)):
+                return True
+        elif isinstance(kernel.owner, Optimizer):
+            return False  # a step reads the gradients it finds
+    return False
+
+
+def _parameters_of(owner):
+    if isinstance(owner, Module):
+        return owner.parameters()
+    return (parameter for group in owner.param_groups for parameter in group["params"])
 
 
 def _argument_check(position, expected, bind) -> list:
