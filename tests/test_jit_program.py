@@ -4,7 +4,7 @@ import gc
 import tracemalloc
 
 import numpy as np
-from jit_helpers import batches, peak_memory, simple_setup, training_step
+from jit_helpers import assert_same, batches, peak_memory, simple_setup, state_of, training_step
 
 import tinygrad_ops as tg
 from tinygrad_ops import optim
@@ -53,3 +53,20 @@ def test_peak_memory_is_not_above_eager():
         eager(x, y)
         compiled(x, y)
     assert peak_memory(compiled, x, y) <= peak_memory(eager, x, y)
+
+
+def test_two_programs_of_the_same_text_share_its_code_and_keep_their_own_objects():
+    """The capture of a second instance of the same step reuses the code compiled for the
+    first (jit/codegen.py's cache); each replay still updates its own model."""
+    compiled = [simple_setup() for _ in range(2)]  # two identical models, each its step
+    eager_model, eager_optimizer, _ = simple_setup()
+    eager = training_step(eager_model, eager_optimizer)
+    for x, y in batches(6):  # interleaved: the two compiled steps, then the eager one
+        for _, _, step in compiled:
+            step(x, y)
+        eager(x, y)
+    first, second = (step.program for _, _, step in compiled)
+    assert first.replay.__code__ is second.replay.__code__
+    assert first.replay.__globals__ is not second.replay.__globals__
+    for model, optimizer, _ in compiled:
+        assert_same(state_of(eager_model, eager_optimizer), state_of(model, optimizer))

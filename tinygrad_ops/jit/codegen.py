@@ -137,5 +137,24 @@ def generate(name, slots, initial, arguments, kernels, kept):
     code.line(f"return {{{returned}}}")
     source = f"def replay(values):  # {name}\n" + "\n".join(code.lines) + "\n"
     namespace = code.namespace
-    exec(compile(source, f"<tg.compile {name}>", "exec"), namespace)  # (code written above)
+    exec(compiled_code(source, f"<tg.compile {name}>"), namespace)  # (code written above)
     return namespace["replay"], source
+
+
+_CODE = {}  # source text -> its code object (the most recently compiled last)
+_CODE_LIMIT = 64
+
+
+def compiled_code(source, filename):
+    """`compile(source)`, once per process for each text: Python's compiler costs about
+    10 us a line, most of a capture's own time, and a program captured again for a new
+    batch size, another instance of the same model or step, writes the same text (the
+    objects its names stand for are bound in each program's own namespace)."""
+    key = (source, filename)
+    code = _CODE.pop(key, None)
+    if code is None:
+        code = compile(source, filename, "exec")
+        if len(_CODE) >= _CODE_LIMIT:
+            del _CODE[next(iter(_CODE))]  # the least recently used
+    _CODE[key] = code
+    return code

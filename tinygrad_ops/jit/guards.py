@@ -20,6 +20,7 @@ from ..nn.module import Module
 from ..optim import Optimizer
 from ..scheduler import get_default_scheduler
 from ..tensor import Tensor
+from .codegen import compiled_code
 from .kernels import Call, ForgetGrad, LeafWrite
 
 # The replayed zero_grad() methods: each sets the .grad of the parameters it holds to None.
@@ -104,7 +105,7 @@ class Guards:
             lines += [f"if {check}:", "    return False"]
         body = "".join(f"    {line}\n" for line in lines)
         self.source = f"def holds(values, keywords):\n{body}    return True\n"
-        exec(compile(self.source, "<tg.compile guards>", "exec"), namespace)  # (code written above)
+        exec(compiled_code(self.source, "<tg.compile guards>"), namespace)  # (written above)
         self.holds = namespace["holds"]
 
     def differences(self, values, keywords) -> list:
