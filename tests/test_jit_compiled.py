@@ -159,6 +159,24 @@ def test_the_train_command_compiled_and_eager_end_alike(tmp_path):
         np.testing.assert_array_equal(compiled["model"][key].numpy(), value.numpy(), err_msg=key)
 
 
+def test_the_train_command_validates_with_one_compiled_forward():
+    """The validation pass of each epoch replays one program, in eval mode (BatchNorm's
+    running statistics, no dropout), with eager's figures to the last bit."""
+    from tinygrad_ops.cli.train import evaluate, make_forward
+
+    model = mlp(norm="batch", dropout=0.5)
+    optimizer = optim.Adam(model.parameters(), lr=0.01)
+    step = training_step(model, optimizer)
+    forward = make_forward(model)
+    x, y = batches(1, batch=40, seed=3)[0]
+    for train_x, train_y in batches(4):
+        step(train_x, train_y)
+        compiled = evaluate(model, x.data, y, forward)
+        assert compiled == evaluate(model, x.data, y)
+        assert model.training
+    assert len(forward.programs) == 1
+
+
 def test_a_hand_written_update_with_in_place_ops_matches_eager():
     results = []
     for compiled in (False, True):

@@ -41,16 +41,29 @@ __all__ = [
 ]
 
 
-def evaluate(model, features, labels):
-    """(mean cross-entropy, accuracy) of `model` on a whole data set, in eval mode."""
+def evaluate(model, features, labels, forward=None):
+    """(mean cross-entropy, accuracy) of `model` on a whole data set, in eval mode;
+    `forward` (from `make_forward`) runs the pass, compiled or not."""
     was_training = model.training
     model.eval()
     with no_grad():
-        logits = model(Tensor(features))
-        loss = F.cross_entropy(logits, Tensor(labels)).item()
+        logits, loss = (forward or make_forward(model, False))(Tensor(features), Tensor(labels))
+        loss = loss.item()
     model.train(was_training)
     accuracy = float((logits.data.argmax(axis=1) == labels).mean())
     return loss, accuracy
+
+
+def make_forward(model, compiled=True):
+    """The evaluation pass over a data set: (logits, mean cross-entropy). With `compiled`,
+    tg.compile captures it at the first epoch's validation and replays it at the others
+    (eval mode and no_grad, set by `evaluate` around the call, are among its guards)."""
+
+    def forward(features, labels):
+        logits = model(features)
+        return logits, F.cross_entropy(logits, labels)
+
+    return compile_function(forward) if compiled else forward
 
 
 def make_step(model, optimizer, compiled=True):
@@ -195,14 +208,14 @@ def train_epochs(training, progress=True, log=print, compiled=True):
         best = math.inf
     progress = Progress(progress, (epochs - training.start_epoch) * len(training.loader), log)
     step = make_step(training.model, training.optimizer, compiled)
+    forward = make_forward(training.model, compiled)
     try:
         for epoch in range(training.start_epoch, epochs):
             train_loss, train_accuracy = run_epoch(training.model, training.loader, step, progress)
             if training.scheduler is not None:
                 training.scheduler.step()
-            validation = evaluate(
-                training.model, training.splits.validation_x, training.splits.validation_y
-            )
+            splits = training.splits
+            validation = evaluate(training.model, splits.validation_x, splits.validation_y, forward)
             for key, value in zip(HISTORY, (train_loss, train_accuracy, *validation)):
                 training.history[key].append(value)
             checkpoint = run_checkpoint.make(
