@@ -4,7 +4,15 @@ import gc
 import tracemalloc
 
 import numpy as np
-from jit_helpers import assert_same, batches, peak_memory, simple_setup, state_of, training_step
+from jit_helpers import (
+    assert_same,
+    batches,
+    mlp,
+    peak_memory,
+    simple_setup,
+    state_of,
+    training_step,
+)
 
 import tinygrad_ops as tg
 from tinygrad_ops import optim
@@ -70,3 +78,21 @@ def test_two_programs_of_the_same_text_share_its_code_and_keep_their_own_objects
     assert first.replay.__globals__ is not second.replay.__globals__
     for model, optimizer, _ in compiled:
         assert_same(state_of(eager_model, eager_optimizer), state_of(model, optimizer))
+
+
+def test_peak_memory_with_norms_and_dropout_is_not_above_eager():
+    """LayerNorm, Dropout and BatchNorm take the general kernels: their saved values are
+    released after their last backward rule, as eager releases them."""
+    x = tg.Tensor(np.random.default_rng(0).standard_normal((64, 6)).astype(np.float32))
+    y = np.arange(64) % 3
+    peaks = []
+    for compiled in (False, True):
+        for norm in ("layer", "batch"):
+            model = mlp(norm=norm, dropout=0.2)
+            step = training_step(model, optim.Adam(model.parameters(), lr=0.01))
+            step = tg.compile(step) if compiled else step
+            for _ in range(3):
+                step(x, y)
+            peaks.append(peak_memory(step, x, y))
+    assert peaks[2] <= peaks[0]
+    assert peaks[3] <= peaks[1]
