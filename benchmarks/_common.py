@@ -1,4 +1,4 @@
-"""What several benchmark scripts share: the compiled 100-op chain (train_step.py,
+"""What several benchmark scripts share: the 100-op chain, eager and compiled (train_step.py,
 compiled_vs_jax.py, compiled_vs_tinyjit.py) and the file a plot is saved to (bench_scan.py,
 bench_bppsa.py).
 
@@ -13,6 +13,16 @@ import numpy as np
 import tinygrad_ops as tg
 
 
+def chain_loss(x):
+    """The 100-op 4x4 chain: 25 times y = (tanh(1.01 y) + 0.5) x, then the sum. Methods and
+    operators only: it runs unchanged on this engine's tensors, PyTorch's, train_step.py's
+    BareTensor and tinygrad's."""
+    y = x
+    for _ in range(25):
+        y = ((y * 1.01).tanh() + 0.5) * x
+    return y.sum()
+
+
 def compiled_chain():
     """The 100-op 4x4 chain's forward and backward under tg.compile (grad of x), as a step
     to time: the first call captures, the others replay."""
@@ -20,10 +30,7 @@ def compiled_chain():
 
     @tg.compile
     def chain(x):
-        y = x
-        for _ in range(25):
-            y = ((y * 1.01).tanh() + 0.5) * x
-        y.sum().backward()
+        chain_loss(x).backward()
 
     def step():
         x.grad = None  # outside: inside the compiled function it would run only once

@@ -9,6 +9,7 @@ The same MLP SGD steps as train_step.py (hand numpy, tg.compile, TinyJit) and th
 """
 
 import numpy as np
+from _common import chain_loss
 from compiled_vs_jax import _row, chains, compare_mlp_steps, parse_rounds
 from train_step import LEARNING_RATE, time_interleaved
 
@@ -44,10 +45,7 @@ def tinyjit_chain():
 
     @TinyJit
     def chain():
-        y = x
-        for _ in range(25):
-            y = ((y * 1.01).tanh() + 0.5) * x
-        y.sum().backward()
+        chain_loss(x).backward()
         grad = x.grad.realize()
         x.grad = None
         return grad

@@ -23,7 +23,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 import torch
-from _common import compiled_chain
+from _common import chain_loss, compiled_chain
 
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the conventional name)
@@ -211,24 +211,15 @@ def chain_overhead(rounds):
 
     def ours():
         x = tg.Tensor(np.full((4, 4), 0.5, dtype=np.float32), requires_grad=True)
-        y = x
-        for _ in range(25):
-            y = ((y * 1.01).tanh() + 0.5) * x
-        y.sum().backward()
+        chain_loss(x).backward()
 
     def theirs():
         x = torch.full((4, 4), 0.5, requires_grad=True)
-        y = x
-        for _ in range(25):
-            y = ((y * 1.01).tanh() + 0.5) * x
-        y.sum().backward()
+        chain_loss(x).backward()
 
     def bare():
         x = BareTensor(np.full((4, 4), 0.5, dtype=np.float32))
-        y = x
-        for _ in range(25):
-            y = ((y * 1.01).tanh() + 0.5) * x
-        y.sum().backward()
+        chain_loss(x).backward()
 
     steps = {"tinygrad_ops": ours, "compiled": compiled_chain(), "numpy": numpy_chain}
     steps.update({"torch": theirs, "bare": bare})
