@@ -135,6 +135,17 @@ def close(ours, theirs):
     np.testing.assert_allclose(np.asarray(ours.numpy()), expected, rtol=1e-10, atol=1e-12)
 
 
+def close_twice(y, x, torch_y, torch_x):
+    """The gradient of y.sum() with respect to x (create_graph), then the gradient of that
+    gradient's sum, each close to PyTorch's for the same graph built on torch_x."""
+    (grad,) = tg.grad(y.sum(), [x], create_graph=True)
+    (torch_grad,) = torch.autograd.grad(torch_y.sum(), [torch_x], create_graph=True)
+    close(grad, torch_grad)
+    (second,) = tg.grad(grad.sum(), [x])
+    (torch_second,) = torch.autograd.grad(torch_grad.sum(), [torch_x])
+    close(second, torch_second)
+
+
 # The custom Function the engine, jit and viz tests share (step_backward prints its docstring).
 class Cube(tg.Function):
     """out = x**3;  dx = g * 3 x**2"""

@@ -6,7 +6,7 @@ PyTorch (float64).
 import numpy as np
 import pytest
 import torch
-from helpers import check_op, close, pair
+from helpers import check_op, close, close_twice, pair
 
 import tinygrad_ops as tg
 
@@ -185,12 +185,7 @@ def test_deep_chain_second_order():
     for _ in range(1500):
         y = (y * 1.001).tanh() + 0.001
         yt = (yt * 1.001).tanh() + 0.001
-    (grad,) = tg.grad(y.sum(), [x], create_graph=True)
-    (grad_t,) = torch.autograd.grad(yt.sum(), [xt], create_graph=True)
-    close(grad, grad_t)
-    (second,) = tg.grad(grad.sum(), [x])
-    (second_t,) = torch.autograd.grad(grad_t.sum(), [xt])
-    close(second, second_t)
+    close_twice(y, x, yt, xt)
 
 
 # -- hooks ---------------------------------------------------------------------------------------
@@ -363,12 +358,7 @@ def test_hook_under_create_graph_matches_torch():
     y, yt = x * x, xt * xt
     y.register_hook(lambda grad: grad * y)
     yt.register_hook(lambda grad: grad * yt)
-    (gx,) = tg.grad(y.sum(), [x], create_graph=True)
-    (gxt,) = torch.autograd.grad(yt.sum(), [xt], create_graph=True)
-    close(gx, gxt)
-    (ggx,) = tg.grad(gx.sum(), [x])
-    (ggxt,) = torch.autograd.grad(gxt.sum(), [xt])
-    close(ggx, ggxt)
+    close_twice(y, x, yt, xt)
 
 
 def test_grad_of_a_tensor_with_respect_to_itself_is_the_seed():
