@@ -23,12 +23,14 @@ output: when even an endless chain of that width could not beat the walk, it wal
 
 import math
 import time
+from typing import NamedTuple
 
 from .calibration import calibrate, per_product
 from .experience import Experience, signature
 from .scan_scheduler import ScanScheduler
 from .spine import deeper_than, probe_shape, window_from
 from .steps import MAX_PERIOD
+from .verdicts import ShapeVerdicts
 
 CACHE_BYTES = 2**22  # Jacobians beyond this (per scan or per block) slow the products down
 BLOCK_SIZES = (64, 256, 1024)
@@ -39,6 +41,73 @@ def visit_cost(state_shape, costs):
     size = state_shape[-1] if state_shape else 1
     rows = math.prod(state_shape[:-1]) if len(state_shape) > 1 else 1
     return costs["c_visit"] + costs.get("c_visit_area", 0.0) * rows * size * size
+
+
+def diagonal_bytes(steps, rows, size):
+    """What a diagonal chain's scan keeps in flight: about four stacks of its states' size
+    (the saved values, the Jacobians, the gradients, their products)."""
+    return 4 * steps * rows * size * 8
+
+
+class StepCosts(NamedTuple):
+    """Seconds per step of a scan's numpy work (see `step_costs`)."""
+
+    matrix: float  # composing two steps' Jacobians, in cache
+    vector: float  # applying one to a gradient
+    build: float  # building one step's Jacobian, in cache
+    unblocked: float  # composing, for a scan that holds the whole chain's Jacobians
+    unblocked_build: float  # building, for such a scan
+    large: float  # composing, beyond the caches
+
+
+def step_costs(steps, rows, size, dense, costs):
+    """The numpy work per step of a chain of `steps` steps whose tensors have `rows` rows
+    of `size` values: dense Jacobians (products of d x d matrices) or diagonal ones."""
+    if not dense:
+        # Elementwise: a few flops per value; a 1 x 1 "product" is the measured unit.
+        unit = rows * size * costs["t_mm"][1]
+        unblocked = unit
+        if diagonal_bytes(steps, rows, size) > CACHE_BYTES:
+            # Stacks beyond the caches slow an unblocked scan's elementwise passes down as
+            # they do its products (measured: 2048 steps at hidden 128, 8 MiB a stack,
+            # Blelloch took 1.18-1.26x the blocked scan).
+            unblocked = 1.5 * unit
+        return StepCosts(unit, unit, unit, unblocked, unblocked, unblocked)
+    # Building a step's dense Jacobian: d x d values per row (a product by a weight
+    # scaled row by row), elementwise work.
+    # About three passes over them: the product of the weight's matrix by the diagonal
+    # of the activation, its broadcast to every row, the contiguous copy the scan reads.
+    build = 3 * rows * size * size * costs.get("c_element", 0.0)
+    matrix = rows * per_product(costs["t_mm"], size)
+    vector = rows * per_product(costs["t_mv"], size)
+    # Beyond the caches the products slow down, and so do the copies around them
+    # (pairing, interleaving) and the building of the Jacobians: measured here, an
+    # unblocked scan of 8-64 MiB of Jacobians took 1.15-1.25x the blocked scan's time.
+    large = 1.5 * matrix
+    if "t_mm_large" in costs:
+        large = max(rows * per_product(costs["t_mm_large"], size), large)
+    if steps * rows * size * size * 8 <= CACHE_BYTES:
+        return StepCosts(matrix, vector, build, matrix, build, large)
+    # Written to fresh memory twice (the Jacobians, the first pair products).
+    fresh = 2 * rows * size * size * 8 * costs.get("c_fresh", 0.0)
+    return StepCosts(matrix, vector, build, large, 1.5 * build + fresh, large)
+
+
+def fixed_cost(nodes, rows, size, dense, costs):
+    """What every scan pays whatever its method: finding the chain and batching its steps
+    (per node, plus a part per chain), and the side branches' vjps."""
+    fixed = nodes * (costs["c_analysis"] + costs["c_batch"]) + costs.get("c_chain", 0.0)
+    if dense:
+        # The side branches' vjps do the walk's arithmetic, batched: the part of a visit
+        # that grows with the arrays (rows * d^2) is paid by the scans too (it decides at
+        # hidden 20 with 16 rows, BPPSA's setting, where leaving it out made 100-step
+        # scans look as cheap as the walk: they took 1.3x longer).
+        return fixed + nodes * costs.get("c_visit_area", 0.0) * rows * size * size
+    # A diagonal chain's side branches are elementwise too (and a product by a weight
+    # beside the chain, x_t W, is one batched product): a few passes over the stacked
+    # values per node, not the walk's d^2 (which priced a 256-step chain at hidden 128 at
+    # 0.86x the walk, where it took 0.7x, and `auto` walked it).
+    return fixed + nodes * 4 * rows * size * costs.get("c_element", 0.0)
 
 
 def estimate(steps, ops_per_step, state_shape, kind, costs=None):
@@ -53,54 +122,24 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     nodes = steps * ops_per_step
     size = state_shape[-1] if state_shape else 1
     rows = math.prod(state_shape[:-1]) if len(state_shape) > 1 else 1
-    jacobian_bytes = steps * rows * size * size * 8
-    # Building a step's dense Jacobian: d x d values per row (a product by a weight
-    # scaled row by row), elementwise work.
-    # About three passes over them: the product of the weight's matrix by the diagonal
-    # of the activation, its broadcast to every row, the contiguous copy the scan reads.
-    build_cost = 3 * rows * size * size * costs.get("c_element", 0.0)
     dense = kind == "dense"
-    if dense:
-        matrix_cost = rows * per_product(costs["t_mm"], size)
-        vector_cost = rows * per_product(costs["t_mv"], size)
-        # Beyond the caches the products slow down, and so do the copies around them
-        # (pairing, interleaving) and the building of the Jacobians: measured here, an
-        # unblocked scan of 8-64 MiB of Jacobians took 1.15-1.25x the blocked scan's time.
-        large_cost = 1.5 * matrix_cost
-        if "t_mm_large" in costs:
-            large_cost = max(rows * per_product(costs["t_mm_large"], size), large_cost)
-        unblocked_cost = large_cost if jacobian_bytes > CACHE_BYTES else matrix_cost
-        unblocked_build = build_cost
-        if jacobian_bytes > CACHE_BYTES:
-            # Written to fresh memory twice (the Jacobians, the first pair products).
-            fresh = 2 * rows * size * size * 8 * costs.get("c_fresh", 0.0)
-            unblocked_build = 1.5 * build_cost + fresh
-    else:
-        # Elementwise: a few flops per value; a 1 x 1 "product" is the measured unit.
-        matrix_cost = vector_cost = unblocked_cost = rows * size * costs["t_mm"][1]
-        build_cost = unblocked_build = matrix_cost
-    # Finding the chain and batching its steps: per node, whatever the scan, plus a part
-    # per chain; then building the Jacobians, and the scan's products: Blelloch about one
-    # matrix product and one vector product per step (the seeded scan composes the
-    # Jacobians; prefixes are vectors), Hillis-Steele about log2 n products per step.
-    fixed = nodes * (costs["c_analysis"] + costs["c_batch"]) + costs.get("c_chain", 0.0)
-    # The side branches' vjps do the walk's arithmetic, batched: the part of a visit that
-    # grows with the arrays (rows * d^2) is paid by the scans too (it decides at hidden
-    # 20 with 16 rows, BPPSA's setting, where leaving it out made 100-step scans look
-    # as cheap as the walk: they took 1.3x longer).
-    fixed += nodes * costs.get("c_visit_area", 0.0) * rows * size * size
+    per_step = step_costs(steps, rows, size, dense, costs)
+    fixed = fixed_cost(nodes, rows, size, dense, costs)
+    # Then building the Jacobians, and the scan's products: Blelloch about one matrix
+    # product and one vector product per step (the seeded scan composes the Jacobians;
+    # prefixes are vectors), Hillis-Steele about log2 n products per step.
     rounds = max(1, math.ceil(math.log2(steps + 1)))
     times = {"sequential": nodes * visit_cost(state_shape, costs)}
     times["hillis-steele"] = (
         fixed
-        + steps * unblocked_build
-        + steps * max(rounds - 1, 1) * unblocked_cost
-        + steps * vector_cost
+        + steps * per_step.unblocked_build
+        + steps * max(rounds - 1, 1) * per_step.unblocked
+        + steps * per_step.vector
         + 4 * rounds * costs["c_call"]
     )
     times["blelloch"] = (
         fixed
-        + steps * (unblocked_build + unblocked_cost + vector_cost)
+        + steps * (per_step.unblocked_build + per_step.unblocked + per_step.vector)
         + 12 * rounds * costs["c_call"]
     )
     for block in BLOCK_SIZES:
@@ -109,12 +148,14 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
         blocks = math.ceil(steps / block)
         block_rounds = max(1, math.ceil(math.log2(block + 1)))
         # A block's Jacobians beyond the caches cost what an unblocked scan's do.
-        block_cost, block_build = matrix_cost, build_cost
+        block_cost, block_build = per_step.matrix, per_step.build
         if dense and block * rows * size * size * 8 > CACHE_BYTES:
-            block_cost, block_build = large_cost, unblocked_build
+            block_cost, block_build = per_step.large, per_step.unblocked_build
+        elif not dense and diagonal_bytes(block, rows, size) > CACHE_BYTES:
+            block_cost, block_build = per_step.unblocked, per_step.unblocked_build
         times[f"blocked:{block}"] = (
             fixed
-            + steps * (block_build + block_cost + vector_cost)
+            + steps * (block_build + block_cost + per_step.vector)
             + blocks * (12 * block_rounds + 8 * ops_per_step) * costs["c_call"]
         )
     return times
@@ -179,6 +220,29 @@ def best_choice(times):
     return name, None
 
 
+def remembered(reason):
+    """The gate's words for a graph of a shape walked before."""
+    return f"graphs of this shape were walked before ({reason}): walked, not looked at again"
+
+
+def walked_because(plan, verdict, measured):
+    """Why a backward that looked for chains walked them all (`measured`: what `auto`
+    measured on these chains, `Experience.measured`)."""
+    if plan is None:
+        return "the first look found no chain, the full analysis would not pay"
+    if plan.refusal:
+        return plan.refusal
+    if not plan.segments:
+        return "no chain found"
+    lengths = ", ".join(str(segment.length) for segment in plan.segments)
+    if verdict == "walk" and len(measured) == 2:
+        return (
+            f"chains of {lengths} steps found; measured on these chains before: scanned "
+            f"{measured['scan'] * 1e3:.2f} ms, walked {measured['walk'] * 1e3:.2f} ms: walked"
+        )
+    return f"chains of {lengths} steps found; the cost model walks them"
+
+
 class AutoScheduler(ScanScheduler):
     """Per chain, the cheapest of sequential and the scans by the calibrated cost model.
 
@@ -201,9 +265,18 @@ class AutoScheduler(ScanScheduler):
         self.clock = time.process_time
         self._measuring = None  # (signature, "scan" or "walk") of the backward running
         self._walks = None  # the gate's walk down the graph being run
+        self.verdicts = ShapeVerdicts()  # graph shapes walked before (verdicts.py)
+        self._shape = None  # the shape of the graph being run, once the gate has read it
 
     def run(self, graph):
+        shape = self.verdicts.shape_of(graph)
+        walked = self.verdicts.lookup(shape)
+        if walked is not None:  # a graph of a shape walked before: no gate, no look
+            self.last_gate = walked
+            graph.run_sequential()
+            return
         self._measuring = None
+        self._shape = shape
         start = self.clock()
         try:
             super().run(graph)
@@ -211,6 +284,19 @@ class AutoScheduler(ScanScheduler):
             self._walks = None  # it holds the graph's tensors
         if self._measuring is not None:
             self.experience.record(*self._measuring, self.clock() - start)
+        self._remember(graph)
+
+    def _remember(self, graph):
+        """Keep the verdict for this graph's shape: walked (unless it was walked to be
+        timed, `experience.py`, while the scan was not measured slower), or scanned
+        (forgotten)."""
+        shape = self._shape
+        if shape is None:
+            return
+        if graph.scanned_segments:
+            self.verdicts.forget(shape)
+        elif self._measuring is None or self.experience.walks(self._measuring[0]):
+            self.verdicts.remember(shape, remembered(self.last_gate))
 
     def window(self, graph):
         """The walk down from the output that the gate made (`deeper_than`), reused by the
@@ -226,12 +312,15 @@ class AutoScheduler(ScanScheduler):
         timed by `run`."""
         chosen = super().chosen_segments(plan)
         verdict, key = self.verdict(plan, bool(chosen))
-        if verdict is None:
-            return chosen
-        self._measuring = (key, verdict)
-        if verdict == "walk":
-            return []
-        return chosen or [self._cheapest_scan(segment)[:3] for segment in plan.segments]
+        if verdict is not None:
+            self._measuring = (key, verdict)
+            if verdict == "walk":
+                chosen = []
+            else:
+                chosen = chosen or [self._cheapest_scan(segment)[:3] for segment in plan.segments]
+        if not chosen:  # why, for the shape's verdict (`_remember`)
+            self.last_gate = walked_because(plan, verdict, self.experience.measured(key))
+        return chosen
 
     def verdict(self, plan, model_scans):
         """('scan', 'walk' or None: the model's choice stands unmeasured, the signature)."""
@@ -291,6 +380,11 @@ class AutoScheduler(ScanScheduler):
         self._walks = {"graph": graph}  # the gate's walk down, for the first look (`window`)
         looks, self.last_gate = self.gate(graph, full)
         return looks
+
+    def remembered_for(self, graph):
+        """What decides `graph` if it is of a shape walked before (for `tg.backward_plan`,
+        which reads without counting), else None."""
+        return self.verdicts.lookup(self.verdicts.shape_of(graph, advance=False), count=False)
 
     def gate(self, graph, full=False):
         """(whether to look for chains, why) for `worth_analysing` (which keeps the walk

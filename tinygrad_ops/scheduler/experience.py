@@ -60,6 +60,11 @@ class Experience:
         runs = self.runs.get(key, {})
         return min(runs.get("scan", 0), runs.get("walk", 0)) >= TRIALS
 
+    def walks(self, key):
+        """Whether both ways are timed on these chains and the walk is the faster."""
+        seen = self.best.get(key, {})
+        return self.settled(key) and not seen["scan"] < self.margin * seen["walk"]
+
     def verdict(self, key, model_scans, close):
         """'scan' or 'walk' for the next backward of chains with this signature: the
         faster measured once each has been timed `TRIALS` times (a first run pays for

@@ -143,6 +143,8 @@ def _decide(chosen, graph, plan, scanning):
     with the estimates it compares (auto) or the cost model's for comparison."""
     if not scanning:
         decision = "not a scan scheduler: the walk (or the scheduler's own run)"
+    elif isinstance(chosen, AutoScheduler) and chosen.remembered_for(graph):
+        looks, decision = False, chosen.remembered_for(graph)
     elif isinstance(chosen, AutoScheduler):
         looks, decision = chosen.gate(graph)
         if looks and plan.index is not None:
