@@ -11,6 +11,7 @@ chain stops.
 import numpy as np
 import pytest
 import torch
+from helpers import SpyScheduler
 
 import tinygrad_ops as tg
 from tinygrad_ops import Tensor
@@ -21,17 +22,12 @@ torch.set_num_threads(1)
 SCANS = ["hillis-steele", "blelloch", "blocked"]
 
 
-class Spy:
+class Spy(SpyScheduler):
     """Runs a scan scheduler (small blocks, short chains allowed) and keeps the graph."""
 
     def __init__(self, method):
-        self.inner = ScanScheduler(method, block_size=4, min_steps=2)
+        super().__init__(ScanScheduler(method, block_size=4, min_steps=2))
         self.name = method
-        self.graph = None
-
-    def run(self, graph):
-        self.graph = graph
-        self.inner.run(graph)
 
 
 def scanned_lengths(graph):
