@@ -146,6 +146,14 @@ def close_twice(y, x, torch_y, torch_x):
     close(second, torch_second)
 
 
+def assert_parameter_grads_match(ours, theirs, **tolerances):
+    """Each named parameter's .grad of our module equals that of the torch module."""
+    references = dict(theirs.named_parameters())
+    for name, parameter in ours.named_parameters():
+        reference = references[name].grad.numpy()
+        np.testing.assert_allclose(parameter.grad.numpy(), reference, err_msg=name, **tolerances)
+
+
 # The custom Function the engine, jit and viz tests share (step_backward prints its docstring).
 class Cube(tg.Function):
     """out = x**3;  dx = g * 3 x**2"""

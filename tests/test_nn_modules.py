@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from helpers import assert_parameter_grads_match
 
 import tinygrad_ops as tg
 from tinygrad_ops import nn
@@ -276,9 +277,7 @@ def test_rnn_cell_matches_pytorch_over_several_steps():
     np.testing.assert_allclose(hidden.numpy(), expected.detach().numpy(), atol=1e-12)
     hidden.sum().backward()
     expected.sum().backward()
-    for name, parameter in ours.named_parameters():
-        reference = dict(theirs.named_parameters())[name].grad.numpy()
-        np.testing.assert_allclose(parameter.grad.numpy(), reference, atol=1e-10, err_msg=name)
+    assert_parameter_grads_match(ours, theirs, atol=1e-10)
 
 
 def test_rnn_cell_initialisation_bound():

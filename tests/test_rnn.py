@@ -4,6 +4,7 @@ scanned; its one-layer backward is a chain the scan schedulers find."""
 import numpy as np
 import pytest
 import torch
+from helpers import assert_parameter_grads_match
 
 import tinygrad_ops as tg
 from tinygrad_ops import nn
@@ -41,10 +42,7 @@ def test_rnn_matches_pytorch(num_layers, nonlinearity, batch_first, bias, schedu
     np.testing.assert_allclose(last.numpy(), expected_last.detach().numpy(), atol=1e-12)
     ((output * output).sum() + last.sum()).backward(scheduler=scheduler)
     ((expected * expected).sum() + expected_last.sum()).backward()
-    references = dict(theirs.named_parameters())
-    for name, parameter in ours.named_parameters():
-        reference = references[name].grad.numpy()
-        np.testing.assert_allclose(parameter.grad.numpy(), reference, rtol=1e-10, err_msg=name)
+    assert_parameter_grads_match(ours, theirs, rtol=1e-10)
 
 
 def test_a_one_layer_rnn_is_one_scanned_chain():

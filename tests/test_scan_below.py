@@ -6,7 +6,7 @@ Every case gives the walk's gradients (1e-10 relative) and PyTorch's."""
 import numpy as np
 import pytest
 import torch
-from helpers import SpyScheduler
+from helpers import SpyScheduler, assert_parameter_grads_match
 
 import tinygrad_ops as tg
 from tinygrad_ops import nn
@@ -108,7 +108,4 @@ def test_a_two_layer_nn_rnn_is_two_scanned_chains():
     assert [len(segment.tensors) - 1 for segment in spy.graph.scanned_segments] == [11, 11]
     expected, expected_last = theirs(torch.tensor(inputs))
     ((expected * expected).sum() + expected_last.sum()).backward()
-    references = dict(theirs.named_parameters())
-    for name, parameter in ours.named_parameters():
-        reference = references[name].grad.numpy()
-        np.testing.assert_allclose(parameter.grad.numpy(), reference, rtol=1e-10, err_msg=name)
+    assert_parameter_grads_match(ours, theirs, rtol=1e-10)
