@@ -274,7 +274,7 @@ class Abs(Op):
 
 
 class Relu(Op):
-    """out = max(a, 0);  da = g * not(out <= 0)  (0 at a == 0, g at NaN: as PyTorch)"""
+    """out = max(a, 0);  da = g * (out != 0)  (0 at a == 0, g at NaN: as PyTorch)"""
 
     __slots__ = ()
 
@@ -283,10 +283,9 @@ class Relu(Op):
 
     def forward(self, a):
         out = np.maximum(a, 0)
-        # PyTorch masks out <= 0, so a NaN passes its gradient (out > 0 would block it);
-        # inverted in place, as a 0-d result is a numpy scalar that cannot be written into.
-        passes = np.less_equal(out, 0)
-        self.save_for_backward(np.logical_not(passes, out=passes) if passes.ndim else ~passes)
+        # PyTorch masks out <= 0, so a NaN passes its gradient (out > 0 would block it). The
+        # output is positive, zero or NaN: out != 0 is that mask's complement, in one pass.
+        self.save_for_backward(out != 0)
         return out
 
     def backward(self, grad_output):
