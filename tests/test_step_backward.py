@@ -95,7 +95,7 @@ backward of t6 (scalar), scheduler sequential
     sends    t4 <- [[0.1667, 0.1667, 0.1667],
                     [0.1667, 0.1667, 0.1667]]
 [3] op2 Relu(t3 2×3) -> t4 2×3
-    rule     out = max(t3, 0);  d t3 = g * not(out <= 0) (0 at t3 == 0, g at NaN: as PyTorch)
+    rule     out = max(t3, 0);  d t3 = g * (out != 0) (0 at t3 == 0, g at NaN: as PyTorch)
     grad in  t4: [[0.1667, 0.1667, 0.1667],
                   [0.1667, 0.1667, 0.1667]]
     sends    t3 <- [[0.1667, 0.1667, 0.1667],

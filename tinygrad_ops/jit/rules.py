@@ -164,9 +164,9 @@ RULES = {
         saves=lambda kernel: "({out},)",
         in_place={0: "multiply({g}, 1 - {out} * {out}, out={g})"},
     ),
-    # Relu's mask, not(out <= 0) (a NaN passes its gradient, as in PyTorch), is made in
-    # the backward from the output, as out != 0 (the same for out = max(a, 0), which is
-    # never below 0): the forward is one call, the mask one. Into g when the replay owns it.
+    # Relu's mask, out != 0 (a NaN passes its gradient, as in PyTorch), is made in the
+    # backward from the output (the eager op makes it in its forward): the forward is one
+    # call, the mask one. Into g when the replay owns it.
     "Relu": Fused(
         ("{out} = maximum({0}, 0)",),
         {0: "{g} * ({out} != 0)"},
