@@ -46,23 +46,24 @@ def first_look(
     if window is None:
         window = list(descend(graph.roots[0], 8 * steps.MAX_PERIOD))
     # The phases whose step is a valid template, from the top: the first whose chain
-    # checks out (the top of the repeating classes may be the loss's y * y, a Mul like
-    # the step's own).
-    refusal = found = None
+    # checks out and whose readers keep to the rules (the top of the repeating classes
+    # may be the loss's y * y, a Mul like the step's own; a phase may find the steps of
+    # a chain whose tensors are read inside its steps).
+    refusal = found = independent = None
     for built in top_steps(window, graph, inside):
         if inside is not None and not {id(built[1].upper), id(built[1].lower)} <= inside:
             continue
         found = _checked_steps(*built, graph.capture, worth_checking, min_steps, inside)
         if isinstance(found, ChainPlan):
             refusal, found = refusal or found, None  # too short to pay, at this phase
-        if found is not None:
+        if found is None:
+            continue
+        template, anchors, (count, tensors, nodes, outside) = found
+        independent = outside_readers(graph, anchors, tensors, outside, count, pending, inside)
+        if independent is not None:
             break
-    if found is None:
-        return refusal
-    template, anchors, (count, tensors, nodes, outside) = found
-    independent = outside_readers(graph, anchors, tensors, outside, count, pending, inside)
     if independent is None:
-        return None
+        return refusal
     # Columns in chain order (step 0 is x_0 -> x_1).
     chain_columns = [column[count - 1 :: -1] for column in tensors]
     chain_nodes = [column[count - 1 :: -1] for column in nodes]
@@ -202,7 +203,7 @@ def top_steps(window, graph, inside=None):
         top += 1
     # The phase: the first anchor from the top whose step is a valid template (the top of
     # the repeating part may still be an output layer of another shape).
-    for upper in range(top, min(top + period, len(window) - period)):
+    for upper in range(top, min(top + 2 * period, len(window) - period)):
         lower = window[upper + period]
         belongs = _made_after(lower, inside)
         built = build_template(lower, window[upper], belongs, graph.capture)
