@@ -3,9 +3,12 @@ scheduler, and written by hand in numpy; jax.jit with lax.scan beside them if ja
 installed (optional, never a dependency of the package).
 
 h_t = tanh(x_t W + h_{t-1} U), loss = sum(h_T²) (the loss on the last state only: no
-gradient enters the chain between its ends), float64. Each figure is the median over
-interleaved rounds. The backward alone is the whole step minus the forward alone: the
-eager forward timed by itself, the compiled one as a program without the backward call.
+gradient enters the chain between its ends), float64. Each figure is the median (and the
+minimum) over interleaved rounds. The backward alone is the whole step minus the forward
+alone: the eager forward timed by itself, the compiled one as a program without the
+backward call. The last lines are issue 17's ratios: the compiled backward with the best
+scan against the eager sequential walk, the compiled sequential walk and the hand-written
+BPTT loop, and the whole compiled step against jax.jit.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/compiled_rnn.py [--steps 2048]
 """
@@ -96,7 +99,8 @@ def jax_step(w, u, xs):
 
 
 def time_rounds(functions, rounds):
-    """Median seconds of one call per function, rounds interleaved (order rotating)."""
+    """(median, minimum) seconds of one call per function, rounds interleaved (the order
+    rotating)."""
     for function in functions.values():
         function()  # the compiled ones capture here
         function()
@@ -108,7 +112,9 @@ def time_rounds(functions, rounds):
             start = time.perf_counter()
             functions[name]()
             timings[name].append(time.perf_counter() - start)
-    return {name: float(np.median(values)) for name, values in timings.items()}
+    return {
+        name: (float(np.median(values)), float(np.min(values))) for name, values in timings.items()
+    }
 
 
 def main(argv=None):
@@ -136,22 +142,48 @@ def main(argv=None):
     if jax is not None:
         functions["jax.jit lax.scan"] = jax_step(w, u, xs)
     timings = time_rounds(functions, args.rounds)
-    print(f"tanh RNN, hidden {HIDDEN}, batch {BATCH}, {steps} steps, float64 (ms per step)")
-    forward = {"hand numpy": "hand numpy forward"}
-    for name in functions:
+    print(f"tanh RNN, hidden {HIDDEN}, batch {BATCH}, {steps} steps, float64")
+    print("ms per step, median (minimum) over the rounds")
+    report(timings)
+
+
+def backward_of(name, timings, statistic):
+    """The backward alone: the whole step minus its forward (see the module docstring)."""
+    forward = "hand numpy forward" if name == "hand numpy" else None
+    if name.startswith("eager"):
+        forward = "eager forward"
+    elif name.startswith("compiled"):
+        forward = "compiled forward"
+    return timings[name][statistic] - timings[forward][statistic]
+
+
+def report(timings):
+    def cell(seconds):
+        median, minimum = seconds
+        return f"{median * 1e3:8.2f} ({minimum * 1e3:8.2f})"
+
+    for name in timings:
         if "forward" in name:
             continue
-        if name.startswith("eager"):
-            forward[name] = "eager forward"
-        elif name.startswith("compiled"):
-            forward[name] = "compiled forward"
-        whole = timings[name] * 1e3
-        line = f"  {name:20s} fwd+bwd {whole:9.2f}"
-        if name in forward:
-            line += f"   backward {(timings[name] - timings[forward[name]]) * 1e3:9.2f}"
+        line = f"  {name:22s} fwd+bwd {cell(timings[name])}"
+        if not name.startswith("jax"):
+            backward = [backward_of(name, timings, statistic) for statistic in (0, 1)]
+            line += f"   backward {cell(backward)}"
         print(line)
     for name in ("hand numpy forward", "eager forward", "compiled forward"):
-        print(f"  {name:20s} forward {timings[name] * 1e3:9.2f}")
+        print(f"  {name:22s} forward {cell(timings[name])}")
+    scans = [f"compiled {scheduler}" for scheduler in SCHEDULERS[1:]]
+    for statistic, label in ((0, "medians"), (1, "minimums")):
+        best = min(scans, key=lambda name: backward_of(name, timings, statistic))
+        backward = backward_of(best, timings, statistic)
+        ratios = [
+            f"{backward_of(other, timings, statistic) / backward:.2f}x faster than {other}"
+            for other in ("eager sequential", "compiled sequential", "hand numpy")
+        ]
+        print(f"{label}: {best} backward {', '.join(ratios)}")
+        if "jax.jit lax.scan" in timings:
+            whole = timings[best][statistic] / timings["jax.jit lax.scan"][statistic]
+            print(f"{label}: {best} whole step {whole:.2f}x jax.jit lax.scan")
 
 
 if __name__ == "__main__":

@@ -137,6 +137,34 @@ def test_nn_rnn_with_a_loss_on_every_state(batch_first):
     assert isinstance(scans_of(results[1][2])[0], StackedScanKernel)
 
 
+def test_a_two_layer_rnn_under_adam():
+    # The lower layer's chain is stacked; the upper one's inputs are the lower layer's
+    # states (no slice of an input): scanned from the nodes. Both bit for bit.
+    generator = np.random.default_rng(3)
+    data = [tg.Tensor(generator.standard_normal((12, 5, 3))) for _ in range(2)]
+    results = []
+    for compiled in (False, True):
+        tg.manual_seed(0)
+        rnn = tg.nn.RNN(3, 6, num_layers=2, dtype=np.float64)
+        optimizer = optim.Adam(rnn.parameters(), lr=0.01)
+
+        def step(x, rnn=rnn, optimizer=optimizer):
+            optimizer.zero_grad()
+            output, last = rnn(x)
+            loss = (output * output).mean() + (last * last).sum()
+            loss.backward(scheduler="blocked")
+            optimizer.step()
+            return loss
+
+        function = tg.compile(step) if compiled else step
+        losses = [function(x).item() for x in data + data]
+        results.append((losses, [p.data.copy() for p in rnn.parameters()], function))
+    assert results[0][0] == results[1][0]
+    assert all(map(np.array_equal, results[0][1], results[1][1]))
+    kinds = sorted(type(kernel).__name__ for kernel in scans_of(results[1][2]))
+    assert kinds == ["ScanKernel", "StackedScanKernel"]
+
+
 def test_memory_is_flat_over_1000_compiled_rnn_steps():
     step, _ = tanh_rnn(np.float64, 8)
     function = tg.compile(step)

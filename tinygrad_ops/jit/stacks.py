@@ -165,6 +165,9 @@ def plan_stacks(recorder, segment):
         return None
     if recorder.written.intersection(anchors):
         return None  # (changed in place: the eager scan would refuse it too)
+    first, second = recorder.slots[anchors[0]], recorder.slots[anchors[1]]
+    if (first.shape, first.dtype) != (second.shape, second.dtype):
+        return None  # (x_0 would be cast into the stack, where eager's stack promotes)
     writers = {kernel.output: kernel for kernel in recorder.kernels if isinstance(kernel, Forward)}
     finder = _Finder(recorder, segment, anchors, outputs, writers)
     columns = []
