@@ -8,7 +8,8 @@ floating-point reassociation in the scans); the backward times differ.
 Last, the whole training step (forward, backward, update) eager and under tg.compile,
 side by side, with the sequential walk and with the Blelloch scan: the same losses to the
 last bit, the step replayed as one generated function (a compiled scan is one kernel: the
-chain analysis runs once, at the capture).
+chain analysis runs once, at the capture; the replayed forward writes every step's state
+into one stacked buffer, which the scan reads: the program's lines about it are shown).
 
     .venv/bin/python examples/rnn_scan.py [--steps 128] [--hidden 8] [--iterations 30]
 
@@ -100,6 +101,7 @@ def compiled_comparison(steps, hidden, iterations, batch_size, learning_rate, sc
         start = time.perf_counter()
         losses = [step(Tensor(inputs), Tensor(targets)).item() for inputs, targets in data]
         results[compiled] = (np.array(losses), (time.perf_counter() - start) / iterations)
+    results["program"] = step.program
     return results
 
 
@@ -154,6 +156,9 @@ def main(argv=None):
             f"{compiled_time * 1e3:7.2f} ms/step (the first call captures), "
             f"{eager_time / compiled_time:.2f}x; losses identical to the last bit: {same}"
         )
+        for line in str(results["program"]).splitlines():
+            if "new stack" in line or "scan of a chain" in line:
+                print(f"      program: {line.strip()}")
 
 
 if __name__ == "__main__":
