@@ -3,12 +3,13 @@ scheduler, and written by hand in numpy; jax.jit with lax.scan beside them if ja
 installed (optional, never a dependency of the package).
 
 h_t = tanh(x_t W + h_{t-1} U), loss = sum(h_T²) (the loss on the last state only: no
-gradient enters the chain between its ends), float64. Each figure is the median (and the
-minimum) over interleaved rounds. The backward alone is the whole step minus the forward
-alone: the eager forward timed by itself, the compiled one as a program without the
-backward call. The last lines are issue 17's ratios: the compiled backward with the best
-scan against the eager sequential walk, the compiled sequential walk and the hand-written
-BPTT loop, and the whole compiled step against jax.jit.
+gradient enters the chain between its ends), float64. Each figure is the median (the
+whole step's minimum beside it) over interleaved rounds. The backward alone is the whole
+step minus the forward alone, both timed one after the other in each round (the eager
+forward by itself, the compiled one as a program without the backward call). The last
+lines are issue 17's ratios: the compiled backward with the best scan against the eager
+sequential walk, the compiled sequential walk and the hand-written BPTT loop, and the
+whole compiled step against jax.jit.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/compiled_rnn.py [--steps 2048]
 """
@@ -98,29 +99,40 @@ def jax_step(w, u, xs):
     return lambda: [value.block_until_ready() for value in grad(weights, inputs)]
 
 
-def time_rounds(functions, rounds):
-    """(median, minimum) seconds of one call per function, rounds interleaved (the order
-    rotating)."""
-    for function in functions.values():
-        function()  # the compiled ones capture here
-        function()
-    timings = {name: [] for name in functions}
-    names = list(functions)
+def time_rounds(steps, rounds):
+    """Time each step `rounds` times, interleaved (the order rotating). `steps` maps a
+    name to (the whole step, its forward alone or None); each round times the forward
+    right before the whole step, so that the backward (whole - forward) is measured
+    within one round, under the same load. Returns name -> (whole times, backward
+    times) in seconds."""
+    for whole, forward in steps.values():
+        for function in (whole, forward) if forward else (whole,):
+            function()  # the compiled ones capture here
+            function()
+    timings = {name: ([], []) for name in steps}
+    names = list(steps)
     for round_index in range(rounds):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
-            start = time.perf_counter()
-            functions[name]()
-            timings[name].append(time.perf_counter() - start)
-    return {
-        name: (float(np.median(values)), float(np.min(values))) for name, values in timings.items()
-    }
+            whole, forward = steps[name]
+            forward_time = _seconds(forward) if forward else None
+            whole_time = _seconds(whole)
+            timings[name][0].append(whole_time)
+            if forward_time is not None:
+                timings[name][1].append(whole_time - forward_time)
+    return timings
+
+
+def _seconds(function):
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2048, help="sequence length")
-    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median)")
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds")
     args = parser.parse_args(argv)
     steps = args.steps
     w, u, xs = problem(steps)
@@ -128,62 +140,49 @@ def main(argv=None):
     eager_forward = engine_step(steps, w, u, None, False, False)
     compiled_forward = engine_step(steps, w, u, None, True, False)
     functions = {
-        "hand numpy": lambda: numpy_step(w, u, xs),
-        "hand numpy forward": lambda: numpy_forward(w, u, xs),
-        "eager forward": lambda: eager_forward(inputs),
-        "compiled forward": lambda: compiled_forward(inputs),
+        "hand numpy": (lambda: numpy_step(w, u, xs), lambda: numpy_forward(w, u, xs)),
+        "eager forward": (lambda: eager_forward(inputs), None),
+        "compiled forward": (lambda: compiled_forward(inputs), None),
     }
     for scheduler in SCHEDULERS:
         eager = engine_step(steps, w, u, scheduler, False)
         compiled = engine_step(steps, w, u, scheduler, True)
         if scheduler in ("sequential", "blelloch"):
-            functions[f"eager {scheduler}"] = lambda f=eager: f(inputs)
-        functions[f"compiled {scheduler}"] = lambda f=compiled: f(inputs)
+            functions[f"eager {scheduler}"] = (
+                lambda f=eager: f(inputs),
+                functions["eager forward"][0],
+            )
+        functions[f"compiled {scheduler}"] = (
+            lambda f=compiled: f(inputs),
+            functions["compiled forward"][0],
+        )
     if jax is not None:
-        functions["jax.jit lax.scan"] = jax_step(w, u, xs)
+        functions["jax.jit lax.scan"] = (jax_step(w, u, xs), None)
     timings = time_rounds(functions, args.rounds)
-    print(f"tanh RNN, hidden {HIDDEN}, batch {BATCH}, {steps} steps, float64")
-    print("ms per step, median (minimum) over the rounds")
+    print(f"tanh RNN, hidden {HIDDEN}, batch {BATCH}, {steps} steps, float64, {args.rounds} rounds")
+    print("ms per step: the whole step's median (minimum); the backward's median (whole -")
+    print("forward, timed one after the other in each round)")
     report(timings)
 
 
-def backward_of(name, timings, statistic):
-    """The backward alone: the whole step minus its forward (see the module docstring)."""
-    forward = "hand numpy forward" if name == "hand numpy" else None
-    if name.startswith("eager"):
-        forward = "eager forward"
-    elif name.startswith("compiled"):
-        forward = "compiled forward"
-    return timings[name][statistic] - timings[forward][statistic]
-
-
 def report(timings):
-    def cell(seconds):
-        median, minimum = seconds
-        return f"{median * 1e3:8.2f} ({minimum * 1e3:8.2f})"
-
-    for name in timings:
-        if "forward" in name:
-            continue
-        line = f"  {name:22s} fwd+bwd {cell(timings[name])}"
-        if not name.startswith("jax"):
-            backward = [backward_of(name, timings, statistic) for statistic in (0, 1)]
-            line += f"   backward {cell(backward)}"
+    whole = {name: np.median(values[0]) for name, values in timings.items()}
+    backward = {name: np.median(values[1]) for name, values in timings.items() if values[1]}
+    for name, (wholes, _) in timings.items():
+        line = f"  {name:22s} {whole[name] * 1e3:9.2f} ({np.min(wholes) * 1e3:9.2f})"
+        if name in backward:
+            line += f"   backward {backward[name] * 1e3:9.2f}"
         print(line)
-    for name in ("hand numpy forward", "eager forward", "compiled forward"):
-        print(f"  {name:22s} forward {cell(timings[name])}")
     scans = [f"compiled {scheduler}" for scheduler in SCHEDULERS[1:]]
-    for statistic, label in ((0, "medians"), (1, "minimums")):
-        best = min(scans, key=lambda name: backward_of(name, timings, statistic))
-        backward = backward_of(best, timings, statistic)
-        ratios = [
-            f"{backward_of(other, timings, statistic) / backward:.2f}x faster than {other}"
-            for other in ("eager sequential", "compiled sequential", "hand numpy")
-        ]
-        print(f"{label}: {best} backward {', '.join(ratios)}")
-        if "jax.jit lax.scan" in timings:
-            whole = timings[best][statistic] / timings["jax.jit lax.scan"][statistic]
-            print(f"{label}: {best} whole step {whole:.2f}x jax.jit lax.scan")
+    best = min(scans, key=backward.get)
+    ratios = [
+        f"{backward[other] / backward[best]:.2f}x faster than {other}"
+        for other in ("eager sequential", "compiled sequential", "hand numpy")
+    ]
+    print(f"the best compiled scan, {best}: backward {', '.join(ratios)}")
+    if "jax.jit lax.scan" in timings:
+        ratio = whole[best] / whole["jax.jit lax.scan"]
+        print(f"  whole step {ratio:.2f}x jax.jit lax.scan (medians)")
 
 
 if __name__ == "__main__":
