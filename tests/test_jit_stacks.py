@@ -13,6 +13,7 @@ from jit_helpers import peak_memory
 import tinygrad_ops as tg
 from tinygrad_ops import optim
 from tinygrad_ops.jit.scan_kernel import ScanKernel, StackedScanKernel
+from tinygrad_ops.scheduler.scan_scheduler import ScanScheduler
 
 SCANS = ["blelloch", "hillis-steele", "blocked"]
 
@@ -73,6 +74,14 @@ def test_a_stacked_scan_is_bit_for_bit_the_eager_scan(scheduler, dtype):
     assert "new stack (24, 4, 8)" in listing  # x_0 .. x_23: the first step is walked
     assert "(into %" in listing
     assert "saved values from %" in listing
+
+
+def test_a_blocked_scan_of_several_blocks_reads_slices_of_the_stacks():
+    function, same = run_both(ScanScheduler("blocked", block_size=5))
+    (scan,) = scans_of(function)
+    assert isinstance(scan, StackedScanKernel)
+    assert scan.block_size == 5
+    assert same
 
 
 def test_the_replay_leaves_nothing_on_the_steps_nodes():
