@@ -26,6 +26,7 @@ import numpy as np
 from ..autograd.graph import accumulate_leaf, unbroadcast
 from ..ops.base import new_tensor
 from ..ops.kernels import column_sum
+from ..tensor import Tensor
 from .rules import NAMESPACE as FUSED_NAMESPACE
 
 # What every generated function may call without binding it.
@@ -38,6 +39,7 @@ _COMMON = {
     "new_tensor": new_tensor,
     "unbroadcast": unbroadcast,
     "column_sum": column_sum,
+    "make": Tensor._make,
     **FUSED_NAMESPACE,
 }
 
@@ -119,22 +121,22 @@ class Source:
         self.accumulate(edge.slot, expression, edge.owned)
 
 
-def generate(name, slots, initial, arguments, kernels, kept):
-    """Compile the kernels into `replay(values) -> {slot: array}` for the `kept` slots;
-    returns the function and its source text. `initial` holds the captured arrays and the
-    constants; `arguments` (slot, position, whether a Tensor) the arguments."""
+def generate(name, slots, initial, arguments, kernels, output):
+    """Compile the kernels into `replay(values)`, which returns what `output` (a
+    `program.Output`) describes; returns the function and its source text. `initial` holds
+    the captured arrays and the constants; `arguments` (slot, position, whether a Tensor)
+    the arguments."""
     code = Source(slots)
     for number, slot in enumerate(slots):
         if slot.kind in ("captured", "constant"):
             code.namespace[code.slot(number)] = initial[number]
     for slot, position, is_tensor in arguments:
-        attribute = ".data" if is_tensor else ""
+        attribute = "._data" if is_tensor else ""  # (the guards checked it is a Tensor)
         code.line(f"{code.slot(slot)} = values[{position}]{attribute}")
     for number, kernel in enumerate(kernels):
         kernel.emit(code, number)
         code.free(kernel.frees)
-    returned = ", ".join(f"{slot}: {code.slot(slot)}" for slot in sorted(kept))
-    code.line(f"return {{{returned}}}")
+    code.line(f"return {output.expression(code)}")
     source = f"def replay(values):  # {name}\n" + "\n".join(code.lines) + "\n"
     namespace = code.namespace
     exec(compiled_code(source, f"<tg.compile {name}>"), namespace)  # (code written above)

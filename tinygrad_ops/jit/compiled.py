@@ -29,8 +29,7 @@ class CompiledFunction:
         return self.programs[-1][1]
 
     def __call__(self, *args, **kwargs):
-        values = args + tuple(kwargs.values())
-        keywords = tuple(kwargs)
+        values, keywords = (args + tuple(kwargs.values()), tuple(kwargs)) if kwargs else (args, ())
         for guards, program in self.programs:
             if guards.holds(values, keywords):
                 return program.run(values)

@@ -69,6 +69,7 @@ class Guards:
         flags and members, the leaves' .grad; the first that fails returns False."""
         namespace = {
             "Tensor": Tensor,
+            "ndarray": np.ndarray,
             "describe_value": describe_value,
             "STATE": STATE,
             "get_default_scheduler": get_default_scheduler,
@@ -188,6 +189,15 @@ def _parameters_of(owner):
 def _argument_check(position, expected, bind) -> list:
     """The lines that check argument `position` against its capture's `describe_value`."""
     lines = [f"value = values[{position}]"]
+    if expected[0] == "array":
+        _, shape, dtype = expected
+        return lines + [
+            "if type(value) is ndarray:",
+            f"    if value.shape != {shape!r} or value.dtype != {bind(dtype)}:",
+            "        return False",
+            f"elif describe_value(value) != {bind(expected)}:",
+            "    return False",
+        ]
     if expected[0] != "tensor":
         return lines + [f"if describe_value(value) != {bind(expected)}:", "    return False"]
     _, shape, dtype, requires_grad = expected

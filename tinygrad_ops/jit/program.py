@@ -9,7 +9,6 @@ recorded, no graph is walked: the order was fixed once, at capture.
 
 from __future__ import annotations
 
-from ..tensor import Tensor
 from .codegen import generate
 from .fused import FusedForward, fuse
 from .kernels import Backward, Forward
@@ -37,7 +36,8 @@ class Slot:
 
 class Output:
     """How to build one returned value: from a slot (a new Tensor over that replay's
-    array), an argument, a captured tensor, a constant, or a container of outputs."""
+    array), an argument, a captured tensor, a constant, or a container of outputs; the
+    generated replay ends with `return` and its `expression`."""
 
     __slots__ = ("kind", "value", "items")
 
@@ -46,18 +46,23 @@ class Output:
         self.value = value
         self.items = items
 
-    def build(self, buffers, values):
+    def expression(self, code) -> str:
+        """The Python expression that builds this value in the generated replay: a new
+        Tensor over the replay's array (`make`, Tensor._make), an argument, a bound object."""
         kind = self.kind
         if kind == "slot":
-            return Tensor._make(buffers[self.value], False, None)
+            return f"make({code.slot(self.value)}, False, None)"
         if kind == "argument":
-            return values[self.value]
+            return f"values[{self.value}]"
         if kind in ("tensor", "constant"):
-            return self.value
+            return code.bind(self.value, "returned")
+        items = [item.expression(code) for item in self.items]
         if kind == "dict":
-            return {key: item.build(buffers, values) for key, item in zip(self.value, self.items)}
-        built = [item.build(buffers, values) for item in self.items]
-        return tuple(built) if kind == "tuple" else built
+            pairs = (f"{code.bind(key, 'key')}: {item}" for key, item in zip(self.value, items))
+            return "{" + ", ".join(pairs) + "}"
+        if kind == "list":
+            return "[" + ", ".join(items) + "]"
+        return "(" + "".join(f"{item}, " for item in items) + ")"
 
     def slots(self):
         if self.kind == "slot":
@@ -95,13 +100,13 @@ class Program:
         self.kernels = kernels
         self.phases = phases
         self.output = output
-        kept = set(output.slots())
-        plan_memory(kernels, slots, kept, scanned)
-        self.replay, self.source = generate(name, slots, initial, arguments, kernels, kept)
+        plan_memory(kernels, slots, set(output.slots()), scanned)
+        self.replay, self.source = generate(name, slots, initial, arguments, kernels, output)
 
     def run(self, values):
-        """Replay the program on the call's argument values (positional, then keywords)."""
-        return self.output.build(self.replay(values), values)
+        """Replay the program on the call's argument values (positional, then keywords);
+        returns what the function returned, built anew."""
+        return self.replay(values)
 
     def name_of(self, slot) -> str:
         return f"%{slot}"
