@@ -31,7 +31,7 @@ def tanh_rnn(dtype, steps, cell=None, order=None):
 
     def step(inputs, scheduler):
         optimizer.zero_grad()
-        state = tg.zeros(inputs.shape[1], 8, dtype=dtype)
+        state = tg.zeros(inputs[0].shape[-2], 8, dtype=dtype)
         for index in order:
             state = cell(inputs[index] @ w + state @ u + b)
         loss = (state * state).sum()
@@ -42,16 +42,27 @@ def tanh_rnn(dtype, steps, cell=None, order=None):
     return step, [w, u, b]
 
 
-def run_both(scheduler, dtype=np.float64, steps=24, calls=5, **options):
+def run_both(scheduler, dtype=np.float64, steps=24, calls=5, as_list=False, **options):
     """Eager and compiled runs of the same steps: (compiled function, whether the two
-    left the same losses, parameters and gradients, bit for bit)."""
+    left the same losses, parameters and gradients, bit for bit). `as_list`: the inputs
+    are lists of one tensor per step (read from outside: captured), refilled in place
+    between calls."""
     generator = np.random.default_rng(1)
     inputs = [tg.Tensor(generator.standard_normal((steps, 4, 3)).astype(dtype)) for _ in range(3)]
+    if as_list:
+        batches = inputs
+        listed = [tg.Tensor(np.zeros((4, 3), dtype=dtype)) for _ in range(steps)]
+        inputs = [listed] * 3
     results = []
     for compiled in (False, True):
         step, parameters = tanh_rnn(dtype, steps, **options)
         function = tg.compile(step) if compiled else step
-        losses = [function(inputs[call % 3], scheduler).item() for call in range(calls)]
+        losses = []
+        for call in range(calls):
+            if as_list:  # (a new batch into the same tensors, as a data loader might)
+                for tensor, values in zip(listed, batches[call % 3].data):
+                    tensor.data[...] = values
+            losses.append(function(inputs[call % 3], scheduler).item())
         state = [p.data.copy() for p in parameters] + [p.grad.data.copy() for p in parameters]
         results.append((losses, state, function))
     (eager_losses, eager_state, _), (losses, state, function) = results
@@ -103,6 +114,20 @@ def test_every_other_input_and_a_generic_forward_are_stacked():
     assert isinstance(scans_of(function)[0], StackedScanKernel)
     assert same
     assert "copyto(" in function.program.source
+
+
+def test_a_list_of_input_tensors_and_a_constant_factor():
+    # One captured tensor per step: stacked at each call (their values change); the
+    # steps' tanh outputs (times 0.5, the anchors) are a column of their own, in a stack.
+    for scheduler in ("blelloch", ScanScheduler("blocked", block_size=5)):
+        function, same = run_both(scheduler, as_list=True)
+        assert isinstance(scans_of(function)[0], StackedScanKernel)
+        assert same
+    function, same = run_both("hillis-steele", cell=lambda pre: pre.tanh() * 0.5)
+    (scan,) = scans_of(function)
+    assert isinstance(scan, StackedScanKernel)
+    assert len(scan.plan.stacks) == 2
+    assert same
 
 
 def test_values_not_found_in_a_stack_keep_the_nodes_path():

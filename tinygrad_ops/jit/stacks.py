@@ -78,8 +78,10 @@ class Stack(NamedTuple):
 
 class Recipe(NamedTuple):
     """Where one saved value of a column is, over all the steps: "none" (None in every
-    step), "shared" (argument `argument`, the same array in every step: a weight) or
-    "rows" (argument[start:stop:step], reshaped to `shape` when not None)."""
+    step), "constant" (the number `arrays[0]`), "shared" (argument `argument`, the same
+    array in every step: a weight), "rows" (argument[start:stop:step]) or "gather"
+    (`arrays` stacked at each call: the steps' captured arrays or numbers, as eager
+    stacks them); reshaped to `shape` when not None."""
 
     kind: str
     argument: int = 0
@@ -87,14 +89,18 @@ class Recipe(NamedTuple):
     stop: int = 0
     step: int = 1
     shape: tuple | None = None
+    arrays: tuple = ()
 
     def value(self, arguments):
-        if self.kind == "none":
-            return None
-        array = arguments[self.argument]
-        if self.kind == "shared":
-            return array
-        array = np.ascontiguousarray(array[self.start : self.stop : self.step])
+        if self.kind in ("none", "constant"):
+            return self.arrays[0] if self.arrays else None
+        if self.kind == "gather":
+            array = np.array(self.arrays)  # (their values may change between calls)
+        elif self.kind == "shared":
+            return arguments[self.argument]
+        else:
+            array = arguments[self.argument][self.start : self.stop : self.step]
+            array = np.ascontiguousarray(array)
         return array if self.shape is None else array.reshape(self.shape)
 
 
@@ -118,7 +124,7 @@ class StackedSlot(BatchedSlot):
         self.output_dtype = column.output_dtype
         self.count = count
         self.stacked = [recipe.value(arguments) for recipe in column.recipes]
-        self.is_stacked = [recipe.kind == "rows" for recipe in column.recipes]
+        self.is_stacked = [recipe.kind in ("rows", "gather") for recipe in column.recipes]
         self.attributes = column.attributes
 
 
@@ -199,6 +205,7 @@ class _Finder:
         self.writers = writers
         self.stacks = {}  # ("anchors",) or ("column", m) -> Stack
         self.arguments = []
+        self.fixed = {"captured", "constant"}  # slots whose array is the same at every call
 
     def argument(self, slot):
         if slot not in self.arguments:
@@ -238,8 +245,12 @@ class _Finder:
         if all(value is values[0] for value in values):
             if values[0] is None:
                 return Recipe("none")
+            if _is_number(values[0]):  # a number the op was given (h * 0.5): a constant
+                return Recipe("constant", arrays=(values[0],))
             slot = slot_of(id(values[0]))
             return None if slot is None else Recipe("shared", self.argument(slot))
+        if all(map(_is_number, values)):  # numbers of the program, stacked as eagerly
+            return _padded(Recipe("gather", arrays=tuple(values)), values, ndim)
         slots = [slot_of(id(value)) if isinstance(value, np.ndarray) else None for value in values]
         if None in slots:
             return None
@@ -255,7 +266,12 @@ class _Finder:
         if found is not None:
             stack, start, stop = found
             return _padded(Recipe("rows", self.argument(stack.slot), start, stop), values, ndim)
-        return self.indexed(slots, values, ndim)
+        recipe = self.indexed(slots, values, ndim)
+        if recipe is None and all(self.recorder.slots[slot].kind in self.fixed for slot in slots):
+            # One captured tensor per step (a list of inputs): the same arrays at every
+            # call (the guards check it), stacked at each call as eagerly.
+            recipe = _padded(Recipe("gather", arrays=tuple(values)), values, ndim)
+        return recipe
 
     def indexed(self, slots, values, ndim):
         """x[first], x[first + step], ... of one array x (an RNN's inputs): a slice of x."""
@@ -277,6 +293,10 @@ class _Finder:
         source = self.argument(kernels[0].inputs[0])
         stop = indices[-1] + 1
         return _padded(Recipe("rows", source, indices[0], stop, step), values, ndim)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float, complex, np.generic)) and not isinstance(value, bool)
 
 
 def _leading_integer(index):
