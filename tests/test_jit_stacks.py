@@ -131,15 +131,22 @@ def test_a_list_of_input_tensors_and_a_constant_factor():
 
 
 def test_values_not_found_in_a_stack_keep_the_nodes_path():
-    # relu saves a mask it computes (no slot of the program); x read backwards is not a
-    # slice taken forwards: both chains are scanned from the nodes' saved values.
+    # relu saves a mask it computes (no slot of the program): scanned from the nodes'
+    # saved values, as eagerly.
     function, same = run_both("blelloch", cell=lambda pre: pre.relu())
     (scan,) = scans_of(function)
     assert not isinstance(scan, StackedScanKernel)
     assert same
+
+
+def test_inputs_read_backwards_are_copied_into_a_stack():
+    # x[23], x[22], ...: no forward slice of x, but values the forward computes, one per
+    # step: each x[t] is copied into its row of a stack of their own.
     function, same = run_both("blelloch", order=range(23, -1, -1))
     (scan,) = scans_of(function)
-    assert not isinstance(scan, StackedScanKernel)
+    assert isinstance(scan, StackedScanKernel)
+    assert len(scan.plan.stacks) == 2
+    assert "copyto(" in function.program.source
     assert same
 
 
@@ -172,8 +179,8 @@ def test_nn_rnn_with_a_loss_on_every_state(batch_first):
 
 
 def test_a_two_layer_rnn_under_adam():
-    # The lower layer's chain is stacked; the upper one's inputs are the lower layer's
-    # states (no slice of an input): scanned from the nodes. Both bit for bit.
+    # The upper layer's inputs are the lower layer's states: a stack of their own, which
+    # the lower layer's tanh writes into (by out=) besides its own anchors' (by a copy).
     generator = np.random.default_rng(3)
     data = [tg.Tensor(generator.standard_normal((12, 5, 3))) for _ in range(2)]
     results = []
@@ -196,7 +203,7 @@ def test_a_two_layer_rnn_under_adam():
     assert results[0][0] == results[1][0]
     assert all(map(np.array_equal, results[0][1], results[1][1]))
     kinds = sorted(type(kernel).__name__ for kernel in scans_of(results[1][2]))
-    assert kinds == ["ScanKernel", "StackedScanKernel"]
+    assert kinds == ["StackedScanKernel", "StackedScanKernel"]
 
 
 def test_memory_is_flat_over_1000_compiled_rnn_steps():

@@ -169,15 +169,15 @@ class StackAlloc(Kernel):
 
 
 class StackedForward(Kernel):
-    """A forward kernel whose output is row `row` of a stack: written there by the op's
-    own call with `out=` when it is fused (stacks.OUT_FORMS), else copied there."""
+    """A forward kernel whose output is a row of one or more stacks (`targets`: (stack,
+    row) pairs): written into the first by the op's own call with `out=` when it is
+    fused (stacks.OUT_FORMS), else copied there; copied into the others."""
 
-    __slots__ = ("kernel", "stack", "row")
+    __slots__ = ("kernel", "targets")
 
-    def __init__(self, kernel, stack, row):
+    def __init__(self, kernel, targets):
         self.kernel = kernel
-        self.stack = stack
-        self.row = row
+        self.targets = targets
         self.frees = ()
         if isinstance(kernel, Forward):
             kernel.release = True  # (the node's saved values: nothing reads them)
@@ -186,37 +186,42 @@ class StackedForward(Kernel):
         forward = self.kernel.kernel if isinstance(self.kernel, FusedForward) else self.kernel
         op = type(forward.node).__name__
         out = code.slot(forward.output)
-        row = f"{code.slot(self.stack.slot)}[{self.row}]"
+        rows = [f"{code.slot(stack.slot)}[{row}]" for stack, row in self.targets]
         form = OUT_FORMS.get(op) if isinstance(self.kernel, FusedForward) else None
         if form is None:
             self.kernel.emit(code, number)
+            copies = rows
+        else:
+            namespace_functions(code)
+            inputs = [code.slot(slot) for slot in forward.inputs]
+            code.line(f"{out} = {rows[0]}  # {op} (fused, into the stack)")
+            for statement in form:
+                code.line(statement.format(*inputs, out=out))
+            copies = rows[1:]
+        for row in copies:
             code.line(f"copyto({row}, {out})  # into the stack")
-            return
-        namespace_functions(code)
-        inputs = [code.slot(slot) for slot in forward.inputs]
-        code.line(f"{out} = {row}  # {op} (fused, into the stack)")
-        for statement in form:
-            code.line(statement.format(*inputs, out=out))
 
     def reads(self):
         return self.kernel.reads()
 
     def writes(self):
-        return self.kernel.writes() + (self.stack.slot,)
+        return self.kernel.writes() + tuple(stack.slot for stack, _ in self.targets)
 
     def describe(self, name):
-        return f"{self.kernel.describe(name)}   (into {name(self.stack.slot)}[{self.row}])"
+        rows = ", ".join(f"{name(stack.slot)}[{row}]" for stack, row in self.targets)
+        return f"{self.kernel.describe(name)}   (into {rows})"
 
 
 def place_stacks(kernels, phases):
     """The kernels (and their phases) with the stacks of every StackedScanKernel put in:
     each stack made right before the first kernel that writes a row of it, and each such
-    kernel writing into its row (the nodes of those chains keep nothing for the scan)."""
-    rows = {}  # output slot -> (stack, row)
+    kernel writing into its rows (the nodes of those chains keep nothing for the scan)."""
+    rows = {}  # output slot -> [(stack, row)]
     for kernel in kernels:
         if isinstance(kernel, StackedScanKernel):
             for stack in kernel.plan.stacks:
-                rows.update((slot, (stack, row)) for slot, row in stack.rows.items())
+                for slot, row in stack.rows.items():
+                    rows.setdefault(slot, []).append((stack, row))
     if not rows:
         return kernels, phases
     made = set()
@@ -224,14 +229,14 @@ def place_stacks(kernels, phases):
     result_phases = []
     for kernel, phase in zip(kernels, phases):
         forward = kernel.kernel if isinstance(kernel, FusedForward) else kernel
-        found = rows.get(forward.output) if isinstance(forward, Forward) else None
-        if found is not None:
-            stack, row = found
-            if stack.slot not in made:
-                made.add(stack.slot)
-                result.append(StackAlloc(stack))
-                result_phases.append(phase)
-            kernel = StackedForward(kernel, stack, row)
+        targets = rows.get(forward.output) if isinstance(forward, Forward) else None
+        if targets is not None:
+            for stack, _ in targets:
+                if stack.slot not in made:
+                    made.add(stack.slot)
+                    result.append(StackAlloc(stack))
+                    result_phases.append(phase)
+            kernel = StackedForward(kernel, targets)
         result.append(kernel)
         result_phases.append(phase)
     return result, result_phases

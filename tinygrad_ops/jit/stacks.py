@@ -254,15 +254,7 @@ class _Finder:
         slots = [slot_of(id(value)) if isinstance(value, np.ndarray) else None for value in values]
         if None in slots:
             return None
-        count = self.count
-        found = None
-        if slots == self.anchors[1:]:  # each step's result: x_1 .. x_n
-            found = (self.stack(("anchors",), self.anchors[1:], self.anchors[0]), 1, count + 1)
-        elif slots == self.anchors[:-1]:  # each step's input: x_0 .. x_{n-1}
-            found = (self.stack(("anchors",), self.anchors[1:], self.anchors[0]), 0, count)
-        elif slots in self.outputs:  # another column's output in each step
-            column = str(self.outputs.index(slots))
-            found = (self.stack(("column", column), slots), 0, count)
+        found = self.rows(slots)
         if found is not None:
             stack, start, stop = found
             return _padded(Recipe("rows", self.argument(stack.slot), start, stop), values, ndim)
@@ -271,7 +263,25 @@ class _Finder:
             # One captured tensor per step (a list of inputs): the same arrays at every
             # call (the guards check it), stacked at each call as eagerly.
             recipe = _padded(Recipe("gather", arrays=tuple(values)), values, ndim)
+        if recipe is None and all(slot in self.writers for slot in slots):
+            # Values the forward computes outside the chain, one per step (the lower
+            # layer's states, read by the upper layer): a stack their ops write into.
+            stack = self.stack(("values", f"%{slots[0]}.."), slots)
+            recipe = _padded(Recipe("rows", self.argument(stack.slot), 0, self.count), values, ndim)
         return recipe
+
+    def rows(self, slots):
+        """(stack, first row, last row + 1) when `slots` are the chain's anchors or one
+        of its columns, step by step (None otherwise)."""
+        count = self.count
+        if slots == self.anchors[1:]:  # each step's result: x_1 .. x_n
+            return self.stack(("anchors",), self.anchors[1:], self.anchors[0]), 1, count + 1
+        if slots == self.anchors[:-1]:  # each step's input: x_0 .. x_{n-1}
+            return self.stack(("anchors",), self.anchors[1:], self.anchors[0]), 0, count
+        if slots in self.outputs:  # another column's output in each step
+            column = str(self.outputs.index(slots))
+            return self.stack(("column", column), slots), 0, count
+        return None
 
     def indexed(self, slots, values, ndim):
         """x[first], x[first + step], ... of one array x (an RNN's inputs): a slice of x."""
