@@ -279,6 +279,31 @@ def test_an_inference_function_returning_a_tuple_and_a_dict():
     assert len(predict.programs) == 1
 
 
+def test_returned_lists_one_tuples_arguments_and_captured_tensors_keep_their_shape():
+    """The generated replay builds what the function returned: a list, a tuple of one,
+    the argument itself, a captured tensor, None; a computed tensor is new at each call."""
+    w = tg.Tensor([1.0, 2.0], requires_grad=True)
+
+    @tg.compile
+    def step(x):
+        loss = (w * x).sum()
+        return [x, w, (loss,), None]
+
+    x = tg.Tensor([3.0, 4.0])
+    first = step(x)
+    second = step(x)
+    for result in (first, second):
+        assert type(result) is list
+        assert len(result) == 4
+        assert result[0] is x
+        assert result[1] is w
+        assert result[3] is None
+        assert type(result[2]) is tuple
+        assert result[2][0].item() == 11.0
+    assert first[2][0] is not second[2][0]
+    assert "return [values[0]," in step.program.source
+
+
 def test_a_compiled_method_is_bound_to_its_instance():
     class Trainer:
         def __init__(self):
