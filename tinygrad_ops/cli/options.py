@@ -221,8 +221,8 @@ def _add_training_options(training):
     training.add_argument(
         "--no-compile",
         action="store_true",
-        help="run every training step eagerly (by default tg.compile captures the step once "
-        "and replays it: the same numbers, faster)",
+        help="run every training step and validation pass eagerly (by default tg.compile "
+        "captures each once and replays it: the same numbers, faster)",
     )
     training.add_argument(
         "--seed",
