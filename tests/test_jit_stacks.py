@@ -136,6 +136,7 @@ def test_values_not_found_in_a_stack_keep_the_nodes_path():
     function, same = run_both("blelloch", cell=lambda pre: pre.relu())
     (scan,) = scans_of(function)
     assert not isinstance(scan, StackedScanKernel)
+    assert "stack of" not in str(function.program)  # (no slot left of the plan tried)
     assert same
 
 

@@ -19,10 +19,13 @@ with one matrix product each: the scheduler's own code (`SegmentRun`), run on th
 instead of on stacks gathered from the nodes, so the results are bit for bit the eager
 scan's. Nothing of a step is left on its node.
 
-`plan_stacks` works the plan out at the capture (None when some saved value is not found
-in a stack, a column's output or a run of `x[t]`: then the scan reads them from the
-nodes, as before); `place_stacks` puts its kernels into the program; `StackPlan.run`
-scans at each call.
+Other saved values are found too: another op's output in each step (a stack of its own),
+values the forward computes outside the chain (the lower layer's states, which the upper
+layer of a stacked RNN reads: a stack their ops copy into), one captured tensor per step
+(a list of inputs: stacked at each call, as eagerly) and numbers. `plan_stacks` works the
+plan out at the capture (None when some saved value is none of these, such as the mask
+relu computes: then the scan reads them from the nodes, as before); `place_stacks`
+(scan_kernel.py) puts its kernels into the program; `StackPlan.run` scans at each call.
 """
 
 from __future__ import annotations
@@ -164,6 +167,15 @@ class StackPlan:
 def plan_stacks(recorder, segment):
     """The StackPlan of `segment` (its nodes' saved values as the capture left them), or
     None when a saved value is not one the replay can find in a stack."""
+    count = len(recorder.slots)
+    plan = _plan(recorder, segment)
+    if plan is None:  # (the stacks' slots made on the way go again)
+        del recorder.slots[count:]
+        del recorder.initial[count:]
+    return plan
+
+
+def _plan(recorder, segment):
     slot_of = recorder.slot_by_array.get
     anchors = [slot_of(id(tensor.data)) for tensor in segment.anchors]
     outputs = [[slot_of(id(tensor.data)) for tensor in column] for column in segment.columns]
