@@ -136,7 +136,12 @@ def test_values_not_found_in_a_stack_keep_the_nodes_path():
     function, same = run_both("blelloch", cell=lambda pre: pre.relu())
     (scan,) = scans_of(function)
     assert not isinstance(scan, StackedScanKernel)
-    assert "stack of" not in str(function.program)  # (no slot left of the plan tried)
+    assert same
+    # tanh's output found in the anchors' stack, then relu's mask not: no stack is left.
+    function, same = run_both("blelloch", cell=lambda pre: pre.relu().tanh())
+    (scan,) = scans_of(function)
+    assert not isinstance(scan, StackedScanKernel)
+    assert "stack of" not in str(function.program)
     assert same
 
 
