@@ -79,7 +79,7 @@ class ScanKernel(Kernel):
 
     def emit(self, code, number):
         taken = [slot for slot in self.taken if slot is not None]
-        arguments = ", ".join(code.slot(slot) for slot in taken)
+        arguments = ", ".join(code.slot(slot) for slot in taken + self.arguments())
         for slot in taken:
             code.consume(slot)
         scan = code.bind(self, "scan")
@@ -88,11 +88,15 @@ class ScanKernel(Kernel):
         for index, slot in enumerate(self.sent):
             code.accumulate(slot, f"r[{index}]", False)
 
+    def arguments(self):
+        """The slots passed after the pending gradients (none here)."""
+        return []
+
     def reads(self):
-        return tuple(slot for slot in self.taken if slot is not None)
+        return tuple(slot for slot in self.taken if slot is not None) + tuple(self.arguments())
 
     def consumes(self):
-        return self.reads()
+        return tuple(slot for slot in self.taken if slot is not None)
 
     def writes(self):
         return self.sent
@@ -118,19 +122,9 @@ class StackedScanKernel(ScanKernel):
         self.plan.run(graph, arrays[taken:], self.method, self.block_size)
         return graph.sent
 
-    def emit(self, code, number):
-        taken = [slot for slot in self.taken if slot is not None]
-        arguments = ", ".join(code.slot(slot) for slot in taken + self.plan.arguments)
-        for slot in taken:
-            code.consume(slot)
-        scan = code.bind(self, "scan")
-        code.line(f"r = {scan}({arguments})  # {self.describe(None)}")
-        code.free(taken)
-        for index, slot in enumerate(self.sent):
-            code.accumulate(slot, f"r[{index}]", False)
-
-    def reads(self):
-        return super().reads() + tuple(self.plan.arguments)
+    def arguments(self):
+        """The stacks, weights and inputs the plan reads its saved values from."""
+        return self.plan.arguments
 
     def describe(self, name):
         stacks = ", ".join(
