@@ -11,6 +11,7 @@ import pytest
 from jit_helpers import peak_memory
 
 import tinygrad_ops as tg
+from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops import optim
 from tinygrad_ops.jit.scan_kernel import ScanKernel, StackedScanKernel
 from tinygrad_ops.scheduler.scan_scheduler import ScanScheduler
@@ -130,19 +131,28 @@ def test_a_list_of_input_tensors_and_a_constant_factor():
     assert same
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relus_mask_is_computed_from_the_stack_of_its_outputs(dtype):
+    # relu saves out != 0 (a mask no kernel writes): the same of the stacked outputs.
+    for cell in (lambda pre: (pre * 0.5).relu(), lambda pre: pre.relu().tanh()):
+        function, same = run_both("blelloch", dtype=dtype, cell=cell)
+        assert isinstance(scans_of(function)[0], StackedScanKernel)
+        assert same
+
+
 def test_values_not_found_in_a_stack_keep_the_nodes_path():
-    # relu saves a mask it computes (no slot of the program): scanned from the nodes'
-    # saved values, as eagerly.
-    function, same = run_both("blelloch", cell=lambda pre: pre.relu())
-    (scan,) = scans_of(function)
-    assert not isinstance(scan, StackedScanKernel)
-    assert same
-    # tanh's output found in the anchors' stack, then relu's mask not: no stack is left.
-    function, same = run_both("blelloch", cell=lambda pre: pre.relu().tanh())
-    (scan,) = scans_of(function)
-    assert not isinstance(scan, StackedScanKernel)
-    assert "stack of" not in str(function.program)
-    assert same
+    # layer norm saves statistics it computes (no array of the program): scanned from the
+    # nodes' saved values, as eagerly. With tanh on top, the anchors' stack was made
+    # before the norm's values were not found: no slot of it is left in the program.
+    for cell in (
+        lambda pre: F.layer_norm(pre, (8,)),
+        lambda pre: F.layer_norm(pre, (8,)).tanh(),
+    ):
+        function, same = run_both("blelloch", cell=cell)
+        (scan,) = scans_of(function)
+        assert not isinstance(scan, StackedScanKernel)
+        assert "stack of" not in str(function.program)
+        assert same
 
 
 def test_inputs_read_backwards_are_copied_into_a_stack():

@@ -22,9 +22,10 @@ scan's. Nothing of a step is left on its node.
 Other saved values are found too: another op's output in each step (a stack of its own),
 values the forward computes outside the chain (the lower layer's states, which the upper
 layer of a stacked RNN reads: a stack their ops copy into), one captured tensor per step
-(a list of inputs: stacked at each call, as eagerly) and numbers. `plan_stacks` works the
-plan out at the capture (None when some saved value is none of these, such as the mask
-relu computes: then the scan reads them from the nodes, as before); `place_stacks`
+(a list of inputs: stacked at each call, as eagerly), numbers, and relu's mask (out != 0,
+computed from the stack of its outputs). `plan_stacks` works the plan out at the capture
+(None when some saved value is none of these, such as layer norm's statistics: then the
+scan reads them from the nodes, as before); `place_stacks`
 (scan_kernel.py) puts its kernels into the program; `StackPlan.run` scans at each call.
 """
 
@@ -50,6 +51,10 @@ OUT_FORMS = {
     "MatMul": ("matmul({0}, {1}, out={out})",),
     "Linear": ("matmul({0}, {1}.T, out={out})", "{out} += {2}"),
 }
+# What an op saves that is a function of its output, elementwise (so that the function
+# of the stacked outputs is the stack of what each step saved): relu's mask, out != 0
+# (ops/elementwise.py). Checked against the saved values at the capture.
+DERIVED = {"Relu": lambda out: out != 0}
 _FUNCTIONS = {
     "add": np.add,
     "subtract": np.subtract,
@@ -93,6 +98,7 @@ class Recipe(NamedTuple):
     step: int = 1
     shape: tuple | None = None
     arrays: tuple = ()
+    function: object = None  # applied to the rows (DERIVED)
 
     def value(self, arguments):
         if self.kind in ("none", "constant"):
@@ -104,6 +110,8 @@ class Recipe(NamedTuple):
         else:
             array = arguments[self.argument][self.start : self.stop : self.step]
             array = np.ascontiguousarray(array)
+            if self.function is not None:
+                array = self.function(array)
         return array if self.shape is None else array.reshape(self.shape)
 
 
@@ -190,7 +198,7 @@ def _plan(recorder, segment):
     finder = _Finder(recorder, segment, anchors, outputs, writers)
     columns = []
     for nodes, shape in zip(segment.nodes, segment.template.shapes):
-        recipes = finder.recipes(nodes, len(shape[0]))
+        recipes = finder.recipes(len(columns), nodes, len(shape[0]))
         if recipes is None:
             return None
         first = nodes[0]
@@ -211,6 +219,7 @@ class _Finder:
 
     def __init__(self, recorder, segment, anchors, outputs, writers):
         self.recorder = recorder
+        self.segment = segment
         self.count = segment.length
         self.anchors = anchors
         self.outputs = outputs
@@ -239,18 +248,33 @@ class _Finder:
             self.stacks[key] = stack
         return stack
 
-    def recipes(self, nodes, ndim):
+    def recipes(self, column, nodes, ndim):
         """The recipe of every saved value of one column's nodes, or None."""
         saved = [node.saved for node in nodes]
         if any(values is None or len(values) != len(saved[0]) for values in saved):
             return None
         recipes = []
         for position in range(len(saved[0])):
-            recipe = self.recipe([values[position] for values in saved], ndim)
+            values = [step_values[position] for step_values in saved]
+            recipe = self.recipe(values, ndim) or self.derived(column, nodes, values, ndim)
             if recipe is None:
                 return None
             recipes.append(recipe)
         return tuple(recipes)
+
+    def derived(self, column, nodes, values, ndim):
+        """A value the op computes from its output (DERIVED): computed at each call from
+        the stack of the column's outputs, checked here against what the op saved."""
+        function = DERIVED.get(type(nodes[0]).__name__)
+        found = self.rows(self.outputs[column]) if function is not None else None
+        if found is None:
+            return None
+        outputs = [tensor.data for tensor in self.segment.columns[column]]
+        if not all(_same(function(out), value) for out, value in zip(outputs, values)):
+            return None
+        stack, start, stop = found
+        recipe = Recipe("rows", self.argument(stack.slot), start, stop, function=function)
+        return _padded(recipe, values, ndim)
 
     def recipe(self, values, ndim):
         slot_of = self.recorder.slot_by_array.get
@@ -315,6 +339,14 @@ class _Finder:
         source = self.argument(kernels[0].inputs[0])
         stop = indices[-1] + 1
         return _padded(Recipe("rows", source, indices[0], stop, step), values, ndim)
+
+
+def _same(array, value):
+    return (
+        isinstance(value, np.ndarray)
+        and array.dtype == value.dtype
+        and np.array_equal(array, value)
+    )
 
 
 def _is_number(value):
