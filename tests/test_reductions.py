@@ -69,7 +69,7 @@ def test_reduction_of_an_empty_axis_matches_torch(name):
         (lambda x: x.cumsum(0), lambda x: x.cumsum(0)),
         (lambda x: x.cumprod(0), lambda x: x.cumprod(0)),
         (lambda x: x.max(dim=0).values, lambda x: x.max(dim=0).values),
-        (lambda x: x.std(), lambda x: x.std(correction=0)),
+        (lambda x: x.std(ddof=0), lambda x: x.std(correction=0)),
     ],
     ids=["prod", "logsumexp", "cumsum", "cumprod", "max-dim", "std"],
 )
@@ -270,7 +270,7 @@ def torch_mean(axis=None, keepdims=False):
     return lambda x: torch.mean(x, dim=all_dims(x, axis), keepdim=keepdims)
 
 
-def torch_var(axis=None, keepdims=False, ddof=0):
+def torch_var(axis=None, keepdims=False, ddof=1):  # PyTorch's default correction
     return lambda x: torch.var(x, dim=all_dims(x, axis), correction=ddof, keepdim=keepdims)
 
 
@@ -360,3 +360,23 @@ def test_float16_cumprod_and_logcumsumexp_are_computed_in_float32_as_torch():
     # 2.13's float16 prod itself drifts, to 0.82 of 0.931 here)
     exact = near_one.astype(np.float64).prod(1)
     np.testing.assert_allclose(tg.Tensor(near_one).prod(1).numpy(), exact, rtol=1e-3)
+
+
+def test_var_and_std_default_to_pytorchs_correction_and_take_unbiased():
+    values = np.random.default_rng(1).standard_normal((3, 5))
+    x, t = tg.Tensor(values), torch.tensor(values)
+    for method in ("var", "std"):
+        ours, theirs = getattr(x, method), getattr(t, method)
+        np.testing.assert_allclose(ours().item(), theirs().item(), rtol=1e-12)
+        np.testing.assert_allclose(ours(dim=1).numpy(), theirs(dim=1).numpy(), rtol=1e-12)
+        np.testing.assert_allclose(
+            ours(1, unbiased=False).numpy(), theirs(1, unbiased=False).numpy(), rtol=1e-12
+        )
+        np.testing.assert_allclose(ours(ddof=0).item(), getattr(values, method)())
+        # PyTorch's second positional argument is `unbiased`: a keyword here, never keepdims
+        with pytest.raises(TypeError):
+            ours(1, False)
+        with pytest.raises(TypeError, match="got both ddof=0 and unbiased=True"):
+            ours(ddof=0, unbiased=True)
+        with pytest.raises(TypeError, match="unbiased must be True or False"):
+            ours(unbiased=1)

@@ -44,28 +44,66 @@ class ReduceMethods:
         count = _reduced_count(self.shape, axis, "mean")
         return self.sum(axis=axis, keepdims=keepdims) / count
 
-    def var(self, axis=None, keepdims=False, ddof=0, *, correction=None, dim=None, keepdim=None):
+    def var(
+        self,
+        axis=None,
+        *,
+        keepdims=False,
+        ddof=None,
+        correction=None,
+        unbiased=None,
+        dim=None,
+        keepdim=None,
+    ):
         """The variance over `axis`: the sum of squared deviations / max(count - ddof, 0).
 
-        `correction` is PyTorch's name for ddof; with ddof >= count the divisor is 0, so the
+        The default divides by count - 1, as PyTorch's `correction=1` (numpy's default is
+        ddof=0: pass `ddof=0`, `correction=0` or `unbiased=False` for the biased variance).
+        Only the axis is positional: PyTorch's second positional argument is `unbiased`, ours
+        would be keepdims, so both are keywords. With ddof >= count the divisor is 0, so the
         variance is inf (or NaN for a constant slice), as in PyTorch, never negative.
+
+        >>> import tinygrad_ops as tg
+        >>> x = tg.Tensor([1.0, 2.0, 6.0])
+        >>> x.var().item(), x.var(ddof=0).item()
+        (7.0, 4.666666507720947)
         """
         axis, keepdims = reduction_arguments("var", axis, keepdims, dim, keepdim)
-        ddof = ddof_argument("var", ddof, correction)
+        ddof = ddof_argument("var", ddof, correction, unbiased)
         if self.dtype == np.float16:  # in float32, as PyTorch (float16 overflows at 65504)
-            return self.astype(np.float32).var(axis, keepdims, ddof).astype(np.float16)
+            variance = self.astype(np.float32).var(axis, keepdims=keepdims, ddof=ddof)
+            return variance.astype(np.float16)
         count = _reduced_count(self.shape, axis, "var")
         deviation = self - self.mean(axis=axis, keepdims=True)
         squares = (deviation * deviation).sum(axis=axis, keepdims=keepdims)
         return squares / max(count - ddof, 0)
 
-    def std(self, axis=None, keepdims=False, ddof=0, *, correction=None, dim=None, keepdim=None):
-        """The standard deviation over `axis`: sqrt(var) (same arguments as `var`).
+    def std(
+        self,
+        axis=None,
+        *,
+        keepdims=False,
+        ddof=None,
+        correction=None,
+        unbiased=None,
+        dim=None,
+        keepdim=None,
+    ):
+        """The standard deviation over `axis`: sqrt(var) (same arguments as `var`, so the
+        default is PyTorch's, divided by count - 1).
 
         Where the variance is 0 the gradient is 0, as PyTorch (sqrt's slope there is inf): the
         square root is taken of 1 in those places and multiplied by 0.
         """
-        variance = self.var(axis, keepdims, ddof, correction=correction, dim=dim, keepdim=keepdim)
+        variance = self.var(
+            axis,
+            keepdims=keepdims,
+            ddof=ddof,
+            correction=correction,
+            unbiased=unbiased,
+            dim=dim,
+            keepdim=keepdim,
+        )
         if STATE.recorder is not None:  # tg.compile: a replay would reuse the first call's
             STATE.recorder.read_value(variance, "std: where the variance is 0")
         zero = variance.data == 0

@@ -74,16 +74,27 @@ def reduction_arguments(op_name, axis, keepdims, dim=None, keepdim=None):
     return axis, bool(keepdims)
 
 
-def ddof_argument(op_name, ddof, correction):
-    """The divisor's correction from numpy's `ddof` or PyTorch's `correction` (an alias).
+def ddof_argument(op_name, ddof, correction, unbiased=None):
+    """The divisor's correction from numpy's `ddof`, PyTorch's `correction`, or PyTorch's
+    older `unbiased` (True is 1, False is 0); at most one of them. None given: PyTorch's
+    default, 1.
 
-    >>> ddof_argument("var", 0, correction=1)
-    1
+    >>> ddof_argument("var", None, correction=0), ddof_argument("var", None, None)
+    (0, 1)
     """
-    if correction is not None:
-        if ddof != 0:
-            raise TypeError(f"{op_name}: got both ddof={ddof!r} and correction={correction!r}")
-        ddof = correction
+    given = {
+        name: value
+        for name, value in (("ddof", ddof), ("correction", correction), ("unbiased", unbiased))
+        if value is not None
+    }
+    if len(given) > 1:
+        listed = " and ".join(f"{name}={value!r}" for name, value in given.items())
+        raise TypeError(f"{op_name}: got both {listed}; pass one")
+    if unbiased is not None:
+        if not isinstance(unbiased, (bool, np.bool_)):
+            raise TypeError(f"{op_name}: unbiased must be True or False, got {unbiased!r}")
+        return int(unbiased)
+    ddof = 1 if not given else next(iter(given.values()))
     if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.number)):
         raise TypeError(f"{op_name}: ddof (correction) must be a number, got {ddof!r}")
     return ddof
