@@ -13,8 +13,9 @@ the walk, auto / best, auto / walk, and look / walk: the chain finder's first lo
 the minimum of the rounds, is that of a training loop after its first steps. A WARNING
 line marks every figure that misses its bound (auto within 1.15x of the best scheduler;
 within 1.05x of the walk where nothing is scanned; the best scan at least 3x the walk at
-hidden 4 and 8 and 2048 steps, 2x for the per-step-loss forms). Then the crossover plot
-of the benchmark's form.
+hidden 4 and 8 and 2048 steps, 2x for the per-step-loss forms). Then auto against the walk
+on a graph with no chain (a small MLP, where auto's gate is all it adds), and the
+crossover plot of the benchmark's form.
 
     .venv/bin/python benchmarks/bench_scan.py            # the full sweep (long)
     .venv/bin/python benchmarks/bench_scan.py --quick    # a small sweep (a few minutes)
@@ -47,6 +48,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from rnn_formulations import FORMULATIONS, build  # noqa: E402
 
 import tinygrad_ops as tg  # noqa: E402
+from tinygrad_ops import functional as F  # noqa: E402, N812 (the PyTorch convention)
 from tinygrad_ops.autograd import BackwardGraph  # noqa: E402
 from tinygrad_ops.scheduler import ScanScheduler, auto  # noqa: E402
 from tinygrad_ops.scheduler.finder import find_chains  # noqa: E402
@@ -168,6 +170,43 @@ def sweep(names, hiddens, lengths, rounds, max_memory_mb, log):
     return results, all_warnings
 
 
+def mlp_loss(width, batch, seed=0):
+    """A graph with no chain: three `F.linear` layers (ReLU between them), an MSE loss."""
+    generator = np.random.default_rng(seed)
+    h = tg.Tensor(generator.standard_normal((batch, width)))
+    for layer in range(3):
+        weight = tg.Tensor(generator.standard_normal((width, width)) * 0.3, requires_grad=True)
+        bias = tg.Tensor(np.zeros(width), requires_grad=True)
+        h = F.linear(h, weight, bias)
+        h = h.relu() if layer < 2 else h
+    return F.mse_loss(h, tg.Tensor(generator.standard_normal((batch, width))))
+
+
+def no_chain(rounds, log):
+    """auto against the walk where there is nothing to scan (a small MLP's backward, tens
+    of microseconds: the gate's own cost is what shows), interleaved rounds."""
+    warnings = []
+    for width, batch in ((8, 4), (256, 64)):
+        best = {"sequential": float("inf"), "auto": float("inf")}
+        for _ in range(rounds):
+            for scheduler in best:
+                loss = mlp_loss(width, batch)
+                gc.collect()
+                start = time.process_time()
+                loss.backward(scheduler=scheduler)
+                best[scheduler] = min(best[scheduler], time.process_time() - start)
+        ratio = best["auto"] / best["sequential"]
+        log(
+            f"{'mlp (no chain)':16} {width:6d} {batch:6d} {best['sequential'] * 1e3:8.3f} "
+            f"{'no':>14} {'-':>13} {'-':>7} {ratio:9.2f} {ratio:9.2f}"
+        )
+        if ratio > 1.05:
+            warning = f"auto is {ratio:.2f}x the walk (bound 1.05)"
+            warnings.append(f"WARNING mlp width {width}: {warning}")
+            log(warnings[-1])
+    return warnings
+
+
 def plot(results, hiddens, lengths, path):
     """Best scan over the walk against the chain length, per hidden size (benchmark form)."""
     with plot_file(path) as axes:
@@ -216,7 +255,9 @@ def main(argv=None):
     costs = auto.calibrate()  # once, before timing (auto would do it on first use)
     log(f"calibration: walk {costs['c_visit'] * 1e6:.2f} us/node; CPU time, min of rounds")
     results, warnings = sweep(names, hiddens, lengths, rounds, args.max_memory_mb, log)
-    log(f"\n{len(warnings)} WARNING(s) in {len(results)} cases")
+    log("(below: the MLP's width and batch in the hidden and steps columns)")
+    warnings += no_chain(100 * rounds, log)
+    log(f"\n{len(warnings)} WARNING(s) in {len(results) + 2} cases")
     if "benchmark" in names:
         path = plot(results, hiddens, lengths, args.plot or args.out / "scan_crossover.png")
         log(f"plot written to {path}")

@@ -18,7 +18,9 @@ product in a stacked `np.matmul`) and c_call (one numpy call). The per-node and
 per-chain parts come from timing two chain lengths.
 
 Before paying for the chain analysis, `auto` looks at the shape of the tensors near the
-output: when even an endless chain of that width could not beat the walk, it walks.
+output: when even an endless chain of that width could not beat the walk, it walks. And a
+graph of a shape it walked before (a training loop's next step) is walked at once
+(`verdicts.py`).
 """
 
 import math
