@@ -96,3 +96,18 @@ def test_a_diagonal_chain_is_priced_and_looked_at_as_diagonal(hidden, monkeypatc
     assert [(segment.jacobian_kind, segment.scanned) for segment in plan.segments] == [
         ("diagonal", True)
     ], str(plan)
+
+
+def test_the_gate_walks_no_deeper_than_the_first_look_reads(monkeypatch):
+    # A calibration whose cost per chain is large: the chain that repays it is long, and
+    # the gate used to follow the graph that far down (all of a 256-step chain) before
+    # the look, which walks down its route again.
+    monkeypatch.setattr(calibration, "_CALIBRATION", dict(FIXED_CALIBRATION, c_chain=0.05))
+    from tinygrad_ops.autograd import BackwardGraph
+
+    loss, _ = build("benchmark", "tg", steps=256, hidden=4, batch=4)
+    graph = BackwardGraph([loss], None, False, True)
+    scheduler = auto_module.AutoScheduler()
+    assert scheduler.worth_analysing(graph), scheduler.last_gate
+    walked, _ = scheduler._walks[id(loss)]
+    assert len(walked) <= 128

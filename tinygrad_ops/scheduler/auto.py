@@ -68,13 +68,15 @@ def step_costs(steps, rows, size, dense, costs):
     if not dense:
         # Elementwise: a few flops per value; a 1 x 1 "product" is the measured unit.
         unit = rows * size * costs["t_mm"][1]
-        unblocked = unit
+        unblocked = unblocked_build = unit
         if diagonal_bytes(steps, rows, size) > CACHE_BYTES:
             # Stacks beyond the caches slow an unblocked scan's elementwise passes down as
-            # they do its products (measured: 2048 steps at hidden 128, 8 MiB a stack,
-            # Blelloch took 1.18-1.26x the blocked scan).
+            # they do its products, and its side branches' passes over whole stacks: about
+            # ten more passes over a step's values (measured: 2048 steps at hidden 128,
+            # 8 MiB a stack, Blelloch took 1.18-1.26x the blocked scan, 13 ms more).
             unblocked = 1.5 * unit
-        return StepCosts(unit, unit, unit, unblocked, unblocked, unblocked)
+            unblocked_build = unblocked + 10 * rows * size * costs.get("c_element", 0.0)
+        return StepCosts(unit, unit, unit, unblocked, unblocked_build, unblocked)
     # Building a step's dense Jacobian: d x d values per row (a product by a weight
     # scaled row by row), elementwise work.
     # About three passes over them: the product of the weight's matrix by the diagonal
@@ -435,7 +437,12 @@ class AutoScheduler(ScanScheduler):
         steps = self._shortest_worth_checking(tuple(shape), kind)
         if steps is None:
             return False, f"no chain of tensors {tuple(shape)} is long enough to pay: walked"
-        depth = 0.6 * max(nodes, steps * _PROBE_OPS_PER_STEP)
+        # No deeper than the walk the first look reads anyway (its window): following the
+        # graph further down took as long as the look (the whole of a 256-step chain,
+        # 0.2-0.4 ms of a 2.7 ms scan, where `c_chain` came out large), and a chain that is
+        # then too short is refused by the look once (`worth_checking`), its shape
+        # remembered (`verdicts.py`).
+        depth = min(0.6 * max(nodes, steps * _PROBE_OPS_PER_STEP), 8 * MAX_PERIOD - 2)
         if not deeper_than(graph.roots, depth, walks):
             return False, f"the graph is not {depth:.0f} ops deep: walked"
         return True, f"{what} may pay (tensors {tuple(shape)}): looked for chains"
