@@ -87,9 +87,10 @@ class Stack(NamedTuple):
 class Recipe(NamedTuple):
     """Where one saved value of a column is, over all the steps: "none" (None in every
     step), "constant" (the number `arrays[0]`), "shared" (argument `argument`, the same
-    array in every step: a weight), "rows" (argument[start:stop:step]) or "gather"
-    (`arrays` stacked at each call: the steps' captured arrays or numbers, as eager
-    stacks them); reshaped to `shape` when not None."""
+    array in every step: a weight), "rows" (argument[start:stop:step], `function`
+    applied to them when not None) or "gather" (`arrays` stacked at each call: the
+    steps' captured arrays or numbers, as eager stacks them); reshaped to `shape` when
+    not None."""
 
     kind: str
     argument: int = 0
