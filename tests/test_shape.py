@@ -218,3 +218,16 @@ def test_expand_and_view_match_torch(shape, sizes):
     out.view(-1).sum().backward()
     expected.reshape(-1).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), torch_x.grad.numpy())
+
+
+def test_mm_t_dim_and_numel_as_pytorch():
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    check_op(lambda x, y: x.mm(y), lambda x, y: x.mm(y), a, b)
+    check_op(lambda x: x.t(), lambda x: x.t(), a)
+    check_op(lambda x: x.t(), lambda x: x.t(), np.arange(3.0))
+    x = tg.Tensor(np.zeros((2, 3, 4)))
+    assert (x.dim(), x.numel()) == (3, 24)
+    with pytest.raises(RuntimeError, match="t\\(\\) expects a tensor with <= 2 dimensions"):
+        x.t()
+    with pytest.raises(RuntimeError, match="mm: both arguments must be matrices"):
+        x.mm(x)

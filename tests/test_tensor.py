@@ -125,3 +125,37 @@ def test_attributes():
     assert len(x) == 2
     assert "requires_grad=True" in repr(x)
     assert "grad_fn=Mul" in repr(y)
+
+
+# -- PyTorch's autograd idioms: requires_grad_, retain_grad ---------------------------------------
+
+
+def test_requires_grad_sets_the_flag_in_place_and_returns_the_tensor():
+    x = tg.Tensor([1.0, 2.0])
+    assert x.requires_grad_() is x
+    assert x.requires_grad
+    assert x.requires_grad_(False) is x
+    assert not x.requires_grad
+    with pytest.raises(TypeError, match="only floating-point tensors can require grad"):
+        tg.Tensor(np.array([1, 2])).requires_grad_()
+
+
+def test_retain_grad_keeps_a_non_leafs_gradient_and_accumulates_as_pytorch():
+    import torch
+
+    values = np.array([1.0, -2.0, 3.0])
+    x, xt = tg.Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    y, yt = x * x, xt * xt
+    y.retain_grad()
+    y.retain_grad()  # twice is once
+    yt.retain_grad()
+    for _ in range(2):  # a second backward adds to the retained gradient
+        (y * 3).sum().backward(retain_graph=True)
+        (yt * 3).sum().backward(retain_graph=True)
+    np.testing.assert_allclose(y.grad.numpy(), yt.grad.numpy())
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy())
+    leaf = tg.Tensor([1.0], requires_grad=True)
+    leaf.retain_grad()  # a leaf keeps its gradient anyway: nothing to add
+    assert not leaf._hooks
+    with pytest.raises(RuntimeError, match="requires_grad=False"):
+        tg.Tensor([1.0]).retain_grad()

@@ -12,6 +12,8 @@ is a real `def` that calls one primitive's `apply` (see `ops/`), or composes a f
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .autograd.backward import tensor_backward
@@ -113,6 +115,22 @@ def _check_grad(tensor, grad):
             f"attempting to assign a gradient with dtype {grad.dtype} to a tensor with dtype "
             f"{tensor.dtype}: the gradient must have the tensor's dtype"
         )
+
+
+def _retainer(tensor_ref):
+    """The hook of `retain_grad`: add the gradient into the tensor's `.grad` (the tensor is
+    held weakly, so that its own hook does not keep it alive)."""
+
+    def retain(grad):
+        tensor = tensor_ref()
+        if tensor is None:
+            return
+        if grad._ctx is None and not grad._requires_grad:  # a plain backward: own a copy
+            grad = Tensor._make(np.array(grad._data, copy=True), False, None)
+        tensor._grad = grad if tensor._grad is None else tensor._grad + grad
+
+    retain.retains_grad = True
+    return retain
 
 
 def binary_operator(op_class, reflected=False):
@@ -324,6 +342,31 @@ class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, Inplac
         handle = HookHandle(self._hooks)
         self._hooks[handle.key] = hook
         return handle
+
+    def requires_grad_(self, requires_grad=True):
+        """Set `requires_grad` in place and return this tensor (PyTorch's idiom)."""
+        self.requires_grad = requires_grad
+        return self
+
+    def retain_grad(self):
+        """Keep this tensor's gradient in `.grad` after backward, also for a non-leaf (a
+        leaf keeps it anyway); later backward passes add to it, as PyTorch's.
+
+        >>> import tinygrad_ops as tg
+        >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+        >>> y = x * 3
+        >>> y.retain_grad()
+        >>> (y * y).sum().backward()
+        >>> y.grad.numpy()
+        array([ 6., 12.], dtype=float32)
+        """
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
+        if self._ctx is None or any(
+            getattr(hook, "retains_grad", False) for hook in (self._hooks or {}).values()
+        ):
+            return
+        self.register_hook(_retainer(weakref.ref(self)))
 
     # -- arithmetic operators ------------------------------------------------------------------
 

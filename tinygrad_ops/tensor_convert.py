@@ -10,7 +10,7 @@ float, int, `np.asarray`). `Tensor` inherits them (see `tensor.py`).
 
 import numpy as np
 
-from .mode import STATE
+from .mode import STATE, no_grad
 from .ops.elementwise import Cast
 
 
@@ -47,8 +47,13 @@ class ConversionMethods:
         return tensor
 
     def astype(self, dtype):
-        """This tensor converted to `dtype` (differentiable between float dtypes)."""
-        return Cast.apply(self, dtype=np.dtype(dtype))
+        """This tensor converted to `dtype`: differentiable between float dtypes; an integer
+        or bool result carries no gradient (as PyTorch's `x.long()`: requires_grad False)."""
+        dtype = np.dtype(dtype)
+        if dtype.kind == "f":
+            return Cast.apply(self, dtype=dtype)
+        with no_grad():  # (still one recorded op for tg.compile's capture)
+            return Cast.apply(self, dtype=dtype)
 
     def float(self):
         return self.astype(np.float32)
@@ -58,6 +63,43 @@ class ConversionMethods:
 
     def half(self):
         return self.astype(np.float16)
+
+    def long(self):
+        return self.astype(np.int64)
+
+    def int(self):
+        return self.astype(np.int32)
+
+    def bool(self):
+        return self.astype(np.bool_)
+
+    def to(self, *args, dtype=None, device=None, copy=False):
+        """PyTorch's `x.to(dtype)` / `x.to("cpu")`: a dtype converts (as `astype`); the only
+        device is the CPU (numpy), so any other is an error. `copy=True` always copies.
+
+        >>> import numpy as np, tinygrad_ops as tg
+        >>> tg.Tensor([1.5]).to(np.float64).dtype, tg.Tensor([1.5]).to("cpu").dtype
+        (dtype('float64'), dtype('float32'))
+        """
+        for arg in args:
+            if arg is None or isinstance(arg, str):
+                device = arg
+            elif dtype is None:
+                dtype = arg
+            else:
+                raise TypeError(f"to: got two dtypes, {dtype!r} and {arg!r}")
+        if device not in (None, "cpu") and not str(device).startswith("cpu"):
+            raise ValueError(
+                f"to: this engine computes with numpy on the CPU; there is no device {device!r}"
+            )
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            return self.astype(dtype)
+        return self.clone() if copy else self
+
+    def clone(self):
+        """A copy of the values, on the tape (the gradient flows back to this tensor), as
+        PyTorch's `clone`; `detach()` is the copy-free cut from the tape."""
+        return Cast.apply(self, dtype=self.dtype)  # (astype copies, even to the same dtype)
 
     def __repr__(self):
         body = np.array2string(self.data, separator=", ", prefix="Tensor(")

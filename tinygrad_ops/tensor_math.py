@@ -36,6 +36,7 @@ from .ops import (
     Log2,
     Log10,
     LogAddExp,
+    LogSoftmax,
     Minimum,
     Relu,
     Remainder,
@@ -45,12 +46,14 @@ from .ops import (
     Sign,
     Sin,
     Sinh,
+    Softmax,
     Sqrt,
     Tan,
     Tanh,
     Trunc,
 )
 from .ops.base import values_read
+from .ops.checks import reduction_arguments
 from .tensor_functions import constant, maximum
 
 
@@ -88,6 +91,52 @@ class MathMethods:
 
     def relu(self):
         return Relu.apply(self)
+
+    def pow(self, exponent):
+        """self ** exponent (the Pow rule: d = g exponent self^(exponent - 1))."""
+        return self**exponent
+
+    def square(self):
+        """self ** 2;  d = 2 g self."""
+        return self**2
+
+    def reciprocal(self):
+        """1 / self;  d = -g / self^2."""
+        return 1 / self
+
+    def rsqrt(self):
+        """1 / sqrt(self);  d = -g / (2 self^(3/2))."""
+        return 1 / self.sqrt()
+
+    # -- arithmetic by name (PyTorch's methods for the operators) ------------------------------
+
+    def add(self, other, *, alpha=1):
+        """self + alpha * other."""
+        return self + (other if alpha == 1 else alpha * other)
+
+    def sub(self, other, *, alpha=1):
+        """self - alpha * other."""
+        return self - (other if alpha == 1 else alpha * other)
+
+    def mul(self, other):
+        """self * other."""
+        return self * other
+
+    def neg(self):
+        """-self;  d = -g."""
+        return -self
+
+    # -- softmax along a dim (ops/activations.py) ----------------------------------------------
+
+    def softmax(self, dim):
+        """exp(x) / sum(exp(x)) along `dim` (required, as in PyTorch): F.softmax's op."""
+        axis, _ = reduction_arguments("softmax", None, False, dim)
+        return Softmax.apply(self, axis=axis)
+
+    def log_softmax(self, dim):
+        """x - logsumexp(x) along `dim` (required, as in PyTorch): F.log_softmax's op."""
+        axis, _ = reduction_arguments("log_softmax", None, False, dim)
+        return LogSoftmax.apply(self, axis=axis)
 
     def clip(self, low=None, high=None):
         """Elements limited to [low, high] (either bound may be None, not both).

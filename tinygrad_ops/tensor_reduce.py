@@ -120,6 +120,15 @@ class ReduceMethods:
         """The minimum (as `max`: (values, indices) for a dim, the values for `axis=`)."""
         return self._max_or_min("min", np.argmin, Min, dim, keepdim, axis, keepdims)
 
+    def amax(self, dim=None, keepdim=False):
+        """The maximum over `dim` (an int, a tuple, or None for all), values only; ties share
+        the gradient evenly, as PyTorch's `amax`."""
+        return self.max(axis=() if dim == () else dim, keepdims=keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        """The minimum over `dim`, values only (as `amax`)."""
+        return self.min(axis=() if dim == () else dim, keepdims=keepdim)
+
     def _max_or_min(self, op_name, arg_function, op, dim, keepdim, axis, keepdims):
         if is_tensor(dim):  # x.max(other), as torch.max(x, other)
             return self.maximum(dim) if op_name == "max" else self.minimum(dim)

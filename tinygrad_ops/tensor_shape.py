@@ -139,6 +139,32 @@ class ShapeMethods:
     def matmul(self, other):
         return self @ other
 
+    def mm(self, other):
+        """The product of two matrices (2-D only, as PyTorch's `mm`; `@` broadcasts)."""
+        if self.ndim != 2 or getattr(other, "ndim", None) != 2:
+            raise RuntimeError(
+                f"mm: both arguments must be matrices (2-D), got shapes {self.shape} and "
+                f"{getattr(other, 'shape', type(other).__name__)}"
+            )
+        return self @ other
+
+    def t(self):
+        """The transpose of a matrix (a 0-d or 1-d tensor as it is), as PyTorch's `t()`."""
+        if self.ndim > 2:
+            raise RuntimeError(
+                f"t() expects a tensor with <= 2 dimensions, but this one has {self.ndim} "
+                "(use transpose(dim0, dim1) or mT)"
+            )
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
+    def dim(self) -> int:
+        """The number of dimensions (PyTorch's name for `ndim`)."""
+        return self.ndim
+
+    def numel(self) -> int:
+        """The number of elements (PyTorch's name for `size` as a count)."""
+        return int(self.data.size)
+
     # -- more shape ops, composed (ops/movement.py) ---------------------------------------------
 
     def flip(self, *dims):
