@@ -106,3 +106,16 @@ def test_numpy_erf_fallback_is_accurate():
 def test_gelu_with_the_numpy_erf_matches_torch(monkeypatch):
     monkeypatch.setattr(activations, "_scipy_erf", None)
     check_op(F.gelu, TF.gelu, (5, 4))
+
+
+def test_importing_the_engine_imports_no_scipy_until_the_first_erf():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, tinygrad_ops as tg; before = 'scipy' in sys.modules; "
+        "tg.Tensor([0.5]).erf(); print(before)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"  # scipy (0.4 s to import) waits for an erf

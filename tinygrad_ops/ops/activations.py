@@ -16,10 +16,20 @@ from .dual import _is_tensor, exp, like_inputs, upcast
 from .jacobian import Diagonal, diagonal_kind
 from .kernels import RowBuffers, as_rows, exp_of_shifted, from_rows, row_dot, row_max, row_sum
 
-try:  # scipy is optional: the engine depends on numpy only.
-    from scipy.special import erf as _scipy_erf
-except ImportError:  # pragma: no cover - exercised by forcing the fallback in the tests
-    _scipy_erf = None
+# scipy is optional (the engine depends on numpy only) and imported on the first erf: the
+# import costs about 0.4 s, which every `import tinygrad_ops` paid at module level.
+_NOT_LOADED = object()
+_scipy_erf = _NOT_LOADED  # scipy's erf once looked up, None without scipy
+
+
+def _load_scipy_erf():
+    global _scipy_erf
+    try:
+        from scipy.special import erf as scipy_erf
+    except ImportError:  # pragma: no cover - exercised by forcing the fallback in the tests
+        scipy_erf = None
+    _scipy_erf = scipy_erf
+    return scipy_erf
 
 
 def erf_numpy(x):
@@ -59,8 +69,9 @@ def erf_numpy(x):
 
 def erf_array(x):
     """erf of a numpy array in its own dtype: scipy's when importable, else `erf_numpy`."""
-    if _scipy_erf is not None:
-        return _scipy_erf(x)
+    scipy_erf = _load_scipy_erf() if _scipy_erf is _NOT_LOADED else _scipy_erf
+    if scipy_erf is not None:
+        return scipy_erf(x)
     return erf_numpy(x).astype(x.dtype, copy=False)
 
 
