@@ -78,32 +78,15 @@ class ReduceMethods:
         squares = (deviation * deviation).sum(axis=axis, keepdims=keepdims)
         return squares / max(count - ddof, 0)
 
-    def std(
-        self,
-        axis=None,
-        *,
-        keepdims=False,
-        ddof=None,
-        correction=None,
-        unbiased=None,
-        dim=None,
-        keepdim=None,
-    ):
-        """The standard deviation over `axis`: sqrt(var) (same arguments as `var`, so the
-        default is PyTorch's, divided by count - 1).
+    def std(self, axis=None, **options):
+        """The standard deviation over `axis`: sqrt(var), with `var`'s keyword options
+        (keepdims/keepdim, ddof/correction/unbiased, dim), so the default is PyTorch's,
+        divided by count - 1.
 
         Where the variance is 0 the gradient is 0, as PyTorch (sqrt's slope there is inf): the
         square root is taken of 1 in those places and multiplied by 0.
         """
-        variance = self.var(
-            axis,
-            keepdims=keepdims,
-            ddof=ddof,
-            correction=correction,
-            unbiased=unbiased,
-            dim=dim,
-            keepdim=keepdim,
-        )
+        variance = self.var(axis, **options)
         if STATE.recorder is not None:  # tg.compile: a replay would reuse the first call's
             STATE.recorder.read_value(variance, "std: where the variance is 0")
         zero = variance.data == 0
