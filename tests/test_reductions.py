@@ -388,8 +388,10 @@ def test_var_and_std_default_to_pytorchs_correction_and_take_unbiased():
         (lambda x: x.amax(), lambda x: x.amax()),
         (lambda x: x.amax(1), lambda x: x.amax(1)),
         (lambda x: x.amin(dim=(0, 1), keepdim=True), lambda x: x.amin(dim=(0, 1), keepdim=True)),
+        (lambda x: x.amax(()), lambda x: x.amax(())),  # PyTorch's empty dim: every dim
+        (lambda x: x.amin(dim=[], keepdim=True), lambda x: x.amin(dim=[], keepdim=True)),
     ],
-    ids=["amax-all", "amax-dim", "amin-tuple-keepdim"],
+    ids=["amax-all", "amax-dim", "amin-tuple-keepdim", "amax-empty", "amin-empty-list"],
 )
 def test_amax_and_amin_share_ties_as_pytorch(ours, theirs):
     check_op(ours, theirs, np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]]))

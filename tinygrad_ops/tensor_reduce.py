@@ -106,11 +106,11 @@ class ReduceMethods:
     def amax(self, dim=None, keepdim=False):
         """The maximum over `dim` (an int, a tuple, or None for all), values only; ties share
         the gradient evenly, as PyTorch's `amax`."""
-        return self.max(axis=() if dim == () else dim, keepdims=keepdim)
+        return self.max(axis=_all_if_empty(dim), keepdims=keepdim)
 
     def amin(self, dim=None, keepdim=False):
         """The minimum over `dim`, values only (as `amax`)."""
-        return self.min(axis=() if dim == () else dim, keepdims=keepdim)
+        return self.min(axis=_all_if_empty(dim), keepdims=keepdim)
 
     def _max_or_min(self, op_name, arg_function, op, dim, keepdim, axis, keepdims):
         if is_tensor(dim):  # x.max(other), as torch.max(x, other)
@@ -268,3 +268,9 @@ def _reduced_count(shape, axis, op_name):
 def _drop(axes, shape):
     """`shape` without the (kept, size-1) `axes`."""
     return tuple(size for index, size in enumerate(shape) if index not in axes)
+
+
+def _all_if_empty(dim):
+    """PyTorch's amax/amin read an empty dim as every dim (numpy's `max(axis=())`, which
+    reduces none, is refused as ambiguous)."""
+    return None if isinstance(dim, (tuple, list)) and not dim else dim
