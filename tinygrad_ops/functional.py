@@ -22,12 +22,10 @@ from .ops import (
     LayerNorm,
     LeakyRelu,
     Linear,
-    LogSoftmax,
     MSELoss,
     RMSNorm,
-    Softmax,
 )
-from .ops.checks import check_float, reduction_arguments
+from .ops.checks import check_float
 from .ops.composed_losses import check_reduction, cross_entropy_general, warn_if_sizes_differ
 from .ops.dual import compute_dtype
 from .ops.indexing import as_index
@@ -155,8 +153,7 @@ def softmax(x, axis=-1, *, dim=None):
     >>> softmax(tg.Tensor([[0.0, 1e30, -np.inf]])).numpy()
     array([[0., 1., 0.]], dtype=float32)
     """
-    axis, _ = reduction_arguments("softmax", None if dim is not None else axis, False, dim)
-    return Softmax.apply(_tensor(x, "x", "softmax"), axis=axis)
+    return _tensor(x, "x", "softmax").softmax(axis if dim is None else dim)
 
 
 def log_softmax(x, axis=-1, *, dim=None):
@@ -166,8 +163,7 @@ def log_softmax(x, axis=-1, *, dim=None):
     >>> log_softmax(tg.Tensor([0.0, 0.0])).numpy().round(4)
     array([-0.6931, -0.6931], dtype=float32)
     """
-    axis, _ = reduction_arguments("log_softmax", None if dim is not None else axis, False, dim)
-    return LogSoftmax.apply(_tensor(x, "x", "log_softmax"), axis=axis)
+    return _tensor(x, "x", "log_softmax").log_softmax(axis if dim is None else dim)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import weakref
 import numpy as np
 
 from .autograd.backward import tensor_backward
-from .autograd.graph import HookHandle
+from .autograd.graph import HookHandle, accumulate_leaf
 from .mode import STATE
 from .ops.base import as_operand, bind_tensor, placeholder
 from .ops.elementwise import Add, Div, Mul, Neg, Pow, PowScalar, Sub
@@ -123,11 +123,8 @@ def _retainer(tensor_ref):
 
     def retain(grad):
         tensor = tensor_ref()
-        if tensor is None:
-            return
-        if grad._ctx is None and not grad._requires_grad:  # a plain backward: own a copy
-            grad = Tensor._make(np.array(grad._data, copy=True), False, None)
-        tensor._grad = grad if tensor._grad is None else tensor._grad + grad
+        if tensor is not None:  # as a leaf's: a copy, or a recorded sum in a create_graph pass
+            accumulate_leaf(tensor, grad, create_graph=grad._ctx is not None)
 
     retain.retains_grad = True
     return retain

@@ -94,7 +94,7 @@ def ddof_argument(op_name, ddof, correction, unbiased=None):
         if not isinstance(unbiased, (bool, np.bool_)):
             raise TypeError(f"{op_name}: unbiased must be True or False, got {unbiased!r}")
         return int(unbiased)
-    ddof = 1 if not given else next(iter(given.values()))
+    ddof = next(iter(given.values()), 1)
     if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.number)):
         raise TypeError(f"{op_name}: ddof (correction) must be a number, got {ddof!r}")
     return ddof
