@@ -7,7 +7,7 @@ Jacobian rule then run once for all those steps.
 """
 
 import itertools
-from operator import is_
+from operator import attrgetter, is_, itemgetter, ne
 
 import numpy as np
 
@@ -15,6 +15,8 @@ from ..ops.base import RELEASE_BYTES, Op, released_inputs
 from .steps import op_attributes
 
 _BATCHED_CLASSES = {}
+_GET_SAVED = attrgetter("saved")
+_GET_SOURCES = attrgetter("sources")
 
 
 def _batched_class(op_class):
@@ -51,12 +53,12 @@ class BatchedSlot:
         self.count = count = len(nodes)
         ndim = len(output_shape)
         # What `saved_tensors` checks node by node, here one pass per check.
-        saved_per_node = [node.saved for node in nodes]
+        saved_per_node = list(map(_GET_SAVED, nodes))
         if None in saved_per_node:
             raise SavedValuesError("a saved value was freed")
-        if [len(saved) for saved in saved_per_node].count(len(first.saved)) != count:
+        if list(map(len, saved_per_node)).count(len(first.saved)) != count:
             raise ValueError("the steps saved different numbers of values")
-        _check_versions([node.sources for node in nodes])
+        _check_versions(list(map(_GET_SOURCES, nodes)))
         # Freed together by ReleaseAll when Op.release would free every one of them.
         self.saves = any(saved_per_node)
         self.releasable = all(saved_per_node) and type(first).release is Op.release
@@ -64,7 +66,7 @@ class BatchedSlot:
         stacked = []
         is_stacked = []
         for position in range(len(first.saved)):
-            values = [saved[position] for saved in saved_per_node]
+            values = list(map(itemgetter(position), saved_per_node))
             value = values[0]
             if value is None or all(map(is_, values, itertools.repeat(value))):
                 stacked.append(value)  # the same object in every step (a weight)
@@ -115,7 +117,10 @@ def _check_versions(sources):
     if records and [len(entries) for entries in sources if entries].count(records) == len(sources):
         # Every node has the same number of records: one pass per record position.
         for position in range(records):
-            if True in [entries[position][2][0] != entries[position][3] for entries in sources]:
+            # Record: (index, tensor, version counter (a one-item list), version then).
+            records_here = list(map(itemgetter(position), sources))
+            now = map(itemgetter(0), map(itemgetter(2), records_here))
+            if True in map(ne, now, map(itemgetter(3), records_here)):
                 raise SavedValuesError("a saved value was changed in place")
         return
     changed = [record[2][0] != record[3] for entries in sources if entries for record in entries]

@@ -315,6 +315,10 @@ def _cut(values, expected, good):
 
 _GET_CONTEXT = attrgetter("_ctx")
 _GET_INPUTS = attrgetter("inputs")
+_GET_NEEDS = attrgetter("needs_input_grad")
+_GET_HOOKS = attrgetter("_hooks")  # None for a tensor without hooks
+_GET_SHAPE = attrgetter("_data.shape")
+_GET_DTYPE = attrgetter("_data.dtype")
 
 
 def _nodes_of(operands):
@@ -377,18 +381,14 @@ def _check_flags(template, tensors, nodes, good):
     op options."""
     for slot, check in enumerate(template.checks):
         column = tensors[slot]
-        # needs_input_grad, or None for a tensor with hooks: both checks in one pass.
-        flags = [
-            node.needs_input_grad if tensor._hooks is None else None
-            for tensor, node in zip(column, nodes[slot])
-        ]
-        good = _cut(flags, check.needs, good)
+        good = _cut(list(map(_GET_NEEDS, nodes[slot])), check.needs, good)
+        good = _cut(list(map(_GET_HOOKS, column)), None, good)
         if slot in template.const_slots:
             # A slot's shape and dtype follow from its inputs' (and its options): only a
             # constant input (x_t without grad, a Python number) can change them; x_0 is
             # checked by the caller, the other inputs are checked slots or the same weight.
-            good = _cut([tensor.data.shape for tensor in column], check.shape, good)
-            good = _cut([tensor.data.dtype for tensor in column], check.dtype, good)
+            good = _cut(list(map(_GET_SHAPE, column)), check.shape, good)
+            good = _cut(list(map(_GET_DTYPE, column)), check.dtype, good)
         for name, value in template.options[slot]:
             same = [
                 steps.same_option(getattr(node, name, steps.MISSING), value) for node in nodes[slot]
