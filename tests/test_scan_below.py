@@ -10,6 +10,9 @@ from helpers import SpyScheduler, assert_parameter_grads_match
 
 import tinygrad_ops as tg
 from tinygrad_ops import nn
+from tinygrad_ops.scheduler import columns
+from tinygrad_ops.scheduler import first_look as first_look_module
+from tinygrad_ops.scheduler.columns import check_columns
 
 torch.set_num_threads(1)
 STEPS, BATCH, HIDDEN = 10, 3, 4
@@ -26,10 +29,12 @@ def stacked(library, variant, seed=0):
     "skip" (the upper step reads h1_{t-1} too, written before h2 @ U2: the first look
     follows the newest operand that leads on), "skip-last" (the same term written last:
     the walk down from the output turns into the lower layer at once), "pre-activation"
-    (the upper step reads the lower layer's pre-activation, inside its step)."""
+    (the upper step reads the lower layer's pre-activation, inside its step), "feedback"
+    (the lower step reads the upper layer's previous state: the lower states are no chain
+    beside the upper one)."""
     generator = np.random.default_rng(seed)
-    names = ["W1", "U1", "W2", "U2", "S"]
-    shapes = [(3, HIDDEN)] + [(HIDDEN, HIDDEN)] * 4
+    names = ["W1", "U1", "W2", "U2", "S", "F"]
+    shapes = [(3, HIDDEN)] + [(HIDDEN, HIDDEN)] * 5
     weights = {
         name: tensor(library, generator.standard_normal(shape) / 2)
         for name, shape in zip(names, shapes)
@@ -41,6 +46,8 @@ def stacked(library, variant, seed=0):
         x = tensor(library, inputs[step], requires_grad=False)
         previous = h1
         pre = x @ weights["W1"] + h1 @ weights["U1"]
+        if variant == "feedback":
+            pre = pre + h2 @ weights["F"]
         h1 = pre.tanh()
         below = pre if variant == "pre-activation" else h1
         if variant == "skip":
@@ -54,7 +61,8 @@ def stacked(library, variant, seed=0):
             term = (h1 * h1).sum()
             extra = term if extra is None else extra + term
     loss = h2.sum() if extra is None else h2.sum() + extra
-    used = names if variant.startswith("skip") else names[:-1]
+    used = names[:4] + (["S"] if variant.startswith("skip") else [])
+    used += ["F"] if variant == "feedback" else []
     return loss, [weights[name] for name in used]
 
 
@@ -83,6 +91,9 @@ def gradients(library, variant, scheduler=None):
         # The upper step reads the lower one's pre-activation: the phases from the top
         # that make the pre-activations anchors (which the upper step may read) find both.
         ("pre-activation", [8, 9]),
+        # The lower step reads the upper layer's previous state: neither is a chain whose
+        # steps only its own chain reads (the look from the top refuses; walked).
+        ("feedback", []),
     ],
 )
 @pytest.mark.parametrize("scheduler", ["blelloch", "blocked", "hillis-steele"])
@@ -104,6 +115,28 @@ def test_the_plan_reports_the_lower_layer(variant, length):
     plan = tg.backward_plan(loss, scheduler=tg.scheduler.ScanScheduler("blelloch"))
     found = [(segment.length, segment.scanned) for segment in plan.segments]
     assert found == [(length, True)] * 2, str(plan)
+
+
+def test_the_lower_layer_is_checked_once(monkeypatch):
+    """The upper layer's look checks the lower layer's states column by column (they are
+    its per-step inputs), and the look that scans the lower layer reuses that check:
+    both checks come before the first scan, none after."""
+    calls = []
+    spy = SpyScheduler(tg.scheduler.ScanScheduler("blelloch"))
+
+    def counted(template, anchors):
+        calls.append(len(spy.graph.scanned_segments))  # how many scans ran before
+        return check_columns(template, anchors)
+
+    monkeypatch.setattr(first_look_module, "check_columns", counted)
+    monkeypatch.setattr(columns, "check_columns", counted)
+    loss, parameters = stacked("tg", "plain")
+    loss.backward(scheduler=spy)
+    expected, _ = gradients("tg", "plain", "sequential")
+    for parameter, walked in zip(parameters, expected, strict=True):
+        np.testing.assert_allclose(parameter.grad.numpy(), walked, rtol=1e-10, atol=1e-12)
+    assert [len(segment.tensors) - 1 for segment in spy.graph.scanned_segments] == [9, 9]
+    assert calls == [0, 0]  # the upper layer's steps, the lower layer's, once each
 
 
 def test_a_two_layer_nn_rnn_is_two_scanned_chains():

@@ -29,7 +29,7 @@ TRIES = 16
 step starts there (the ops of the first step of the chain just scanned, below x_0)."""
 
 
-def next_chain_below(graph, pending_of, walk_one, min_steps, worth_checking=None):
+def next_chain_below(graph, pending_of, walk_one, min_steps, worth_checking=None, known=None):
     """The next chain below the scanned ones, as a ChainPlan, or None.
 
     `pending_of()` gives the tensors made by an op that hold a gradient still to be
@@ -38,6 +38,7 @@ def next_chain_below(graph, pending_of, walk_one, min_steps, worth_checking=None
     its gradient is complete, and the searches from the other pending tensors see every
     reader of the chain still to be walked. When no repeating step starts there,
     `walk_one(top)` walks it (as the engine's walk would next), at most `TRIES` times.
+    `known`: the chains checked beside the looks before (`ChainPlan.beside`).
     """
     if graph.wanted is not None:
         return None
@@ -52,7 +53,9 @@ def next_chain_below(graph, pending_of, walk_one, min_steps, worth_checking=None
             continue
         # A repeating step: the chain is proved or refused here, once (the tops below
         # would be the same chain's, each look as costly as this one).
-        plan = first_look(view, min_steps, worth_checking, nested=False, pending=pending)
+        plan = first_look(
+            view, min_steps, worth_checking, nested=False, pending=pending, known=known
+        )
         return plan if plan is not None and plan.segments else None
     return None
 

@@ -18,18 +18,24 @@ whole graph:
 When the first look finds nothing, the full analysis (`finder.py`) decides.
 """
 
-import itertools
-from operator import attrgetter, gt, is_, itemgetter, lt
+from operator import is_
 
-from ..tensor import Tensor
 from . import steps
+from .columns import chains_beside, check_columns, made_after, walk_route
 from .readers import outside_readers
 from .spine import descend
 from .steps import ChainPlan, NotAChain, Segment, build_template, input_tensor
 
 
 def first_look(
-    graph, min_steps, worth_checking=None, nested=True, inside=None, pending=(), window=None
+    graph,
+    min_steps,
+    worth_checking=None,
+    nested=True,
+    inside=None,
+    pending=(),
+    window=None,
+    known=None,
 ):
     """A ChainPlan with the chain found (and, with `nested`, the chains found among its
     independent tensors: a second RNN), a ChainPlan without segments and with a
@@ -40,7 +46,9 @@ def first_look(
     among them, and the searches do not leave them. `pending` lists tensors besides the
     root that hold a gradient still to be walked (a look resumed after a scan,
     `below.py`): they are searched from as the root is. `window`: the tensors to find
-    the repeating step in (default: the walk down from the root, `spine.descend`)."""
+    the repeating step in (default: the walk down from the root, `spine.descend`).
+    `known`: the chains an earlier look checked beside its own (`ChainPlan.beside`), not
+    checked again here. The plan's `beside` holds those this look checked."""
     if graph.wanted is not None or len(graph.grads) != 1 or len(graph.roots) != 1:
         return None
     if window is None:
@@ -53,13 +61,16 @@ def first_look(
     for built in top_steps(window, graph, inside):
         if inside is not None and not {id(built[1].upper), id(built[1].lower)} <= inside:
             continue
-        found = _checked_steps(*built, graph.capture, worth_checking, min_steps, inside)
+        found = _checked_steps(*built, graph.capture, worth_checking, min_steps, inside, known)
         if isinstance(found, ChainPlan):
             refusal, found = refusal or found, None  # too short to pay, at this phase
         if found is None:
             continue
         template, anchors, (count, tensors, nodes, outside) = found
-        independent = outside_readers(graph, anchors, tensors, outside, count, pending, inside)
+        beside = None if inside is not None else chains_beside(outside, count, graph.capture)
+        independent = outside_readers(
+            graph, anchors, tensors, outside, count, pending, inside, beside
+        )
         if independent is not None:
             break
     if independent is None:
@@ -74,6 +85,7 @@ def first_look(
         return None
     segment = Segment(template, anchors[count::-1], chain_columns, outside, chain_nodes)
     plan = ChainPlan([segment], independent)
+    plan.beside = {id(chain.anchors[0]): chain for chain in (beside or {}).values()}
     if nested:
         inside = set()  # the nested chains' tensors but their ends: never sent a gradient
         for inner, inner_independent in chains_among(graph, independent, min_steps):
@@ -155,10 +167,11 @@ def _read_from_elsewhere(independent, own, chain, segment):
     return False
 
 
-def _checked_steps(template, step, capture, worth_checking, min_steps, inside=None):
+def _checked_steps(template, step, capture, worth_checking, min_steps, inside=None, known=None):
     """(template, anchors, check_columns' result) of the chain below the top `step`, a
     ChainPlan with a refusal (too short to pay), or None (fewer than `min_steps` steps
-    check out)."""
+    check out). A chain in `known` (`columns.Beside` by its top anchor's id) with the same
+    template is not walked down nor checked again."""
     carried = _carried_state(template, step)
     if carried:
         # A state carried beside the chain (the lower layer of a stacked RNN, made in the
@@ -168,13 +181,18 @@ def _checked_steps(template, step, capture, worth_checking, min_steps, inside=No
         if built is None or _carried_state(*built):
             return None
         template, step = built
-    anchors = walk_route(template.route, step)
+    chain = known.get(id(step.upper)) if known else None
+    if chain is not None and chain.template.key == template.key and chain.anchors[1] is step.lower:
+        anchors, checked = chain.anchors, chain.checked
+    else:
+        anchors, checked = walk_route(template.route, step), None
     state_shape = template.shapes[0][0]
     if worth_checking is not None and not worth_checking(
         len(anchors) - 1, len(template.classes), state_shape, template.jacobian_kind
     ):
         return ChainPlan([], refusal=f"a chain of {len(anchors) - 1} steps: too short to pay")
-    checked = check_columns(template, anchors)
+    if checked is None:
+        checked = check_columns(template, anchors)
     return None if checked[0] < min_steps else (template, anchors, checked)
 
 
@@ -205,7 +223,7 @@ def top_steps(window, graph, inside=None):
     # the repeating part may still be an output layer of another shape).
     for upper in range(top, min(top + 2 * period, len(window) - period)):
         lower = window[upper + period]
-        belongs = _made_after(lower, inside)
+        belongs = made_after(lower, inside)
         built = build_template(lower, window[upper], belongs, graph.capture)
         if built is not None:
             yield built
@@ -232,10 +250,10 @@ def _carried_state(template, step):
 def _rebuilt_without(step, excluded, capture, inside=None):
     """The top step's (template, step) with the tensors in `excluded` (ids) taken as
     inputs from outside the step."""
-    made_after = _made_after(step.lower, inside)
+    belongs_after = made_after(step.lower, inside)
 
     def belongs(operand):
-        return "outside" if id(operand) in excluded else made_after(operand)
+        return "outside" if id(operand) in excluded else belongs_after(operand)
 
     return build_template(step.lower, step.upper, belongs, capture)
 
@@ -255,188 +273,3 @@ def period_of(classes):
         return None
     best = max(scores.values())
     return min(period for period, score in scores.items() if score >= 0.9 * best)
-
-
-def _made_after(lower, inside=None):
-    """`belongs` for the first look: a step's tensors are the inputs made after x_{i-1}
-    (and, with `inside`, among those ids)."""
-    lower_node = lower._ctx
-
-    def belongs(operand):
-        node = operand._ctx
-        if node is None or (inside is not None and id(operand) not in inside):
-            return "outside"
-        if lower_node is None or node.sequence > lower_node.sequence:
-            return "slot"
-        return "outside"
-
-    return belongs
-
-
-def walk_route(route, top):
-    """x_n, x_{n-1}, ...: the anchors below the top step, each reached from the one above
-    by the template's route of input indices, while creation numbers keep falling (an
-    in-place op can make a node's input younger than the node; the walk stops there)."""
-    anchors = [top.upper, top.lower]
-    tensor = top.lower
-    if tensor._ctx is None:
-        return anchors
-    newest = tensor._ctx.sequence
-    while True:
-        below = tensor
-        for k in route:  # `input_tensor`, inlined (one hop per op of every step)
-            node = below._ctx
-            if node is None or k >= len(node.inputs):
-                return anchors  # the route leads off the graph (a leaf, a constant)
-            below = node.inputs[k]
-            if not isinstance(below, Tensor):
-                return anchors
-        node = below._ctx
-        if node is None:
-            anchors.append(below)  # a leaf: x_0, if the step above it checks out
-            return anchors
-        if node.sequence >= newest:
-            return anchors
-        anchors.append(below)
-        tensor = below
-        newest = node.sequence
-
-
-def _cut(values, expected, good):
-    """The first index below `good` whose value is not `expected`, or where `values` ends
-    (else `good`)."""
-    if len(values) >= good and values.count(expected) == len(values):
-        return good
-    for index in range(min(good, len(values))):
-        if values[index] != expected:
-            return index
-    return min(good, len(values))
-
-
-_GET_CONTEXT = attrgetter("_ctx")
-_GET_INPUTS = attrgetter("inputs")
-_GET_NEEDS = attrgetter("needs_input_grad")
-_GET_HOOKS = attrgetter("_hooks")  # None for a tensor without hooks
-_GET_SHAPE = attrgetter("_data.shape")
-_GET_DTYPE = attrgetter("_data.dtype")
-
-
-def _nodes_of(operands):
-    """The node of every operand (None for a leaf or a value that is not a tensor)."""
-    return list(map(getattr, operands, itertools.repeat("_ctx"), itertools.repeat(None)))
-
-
-def slot_columns(template, anchors):
-    """The slot columns below the top, top-down: (count, tensors, nodes), `count` the
-    number of steps from the top whose every slot is made by the template's op class
-    (with the template's number of inputs), so that following the paths is safe."""
-    count = len(anchors) - 1
-    tensors = [anchors[:-1]]
-    nodes = [list(map(_GET_CONTEXT, anchors[:-1]))]
-    inputs = []
-    for slot, check in enumerate(template.checks):
-        if slot:
-            parent, k = template.paths[slot]
-            column = list(map(itemgetter(k), inputs[parent][:count]))
-            tensors.append(column)
-            nodes.append(_nodes_of(column))
-        count = _cut(list(map(type, nodes[slot])), check.op_class, count)
-        inputs.append(list(map(_GET_INPUTS, nodes[slot][:count])))
-        count = _cut(list(map(len, inputs[slot])), len(check.needs), count)
-    return count, [column[:count] for column in tensors], [column[:count] for column in nodes]
-
-
-def check_columns(template, anchors):
-    """Check the steps below the top step against `template`, one column at a time.
-
-    `anchors` are x_n, x_{n-1}, ... as `walk_route` found them; step i (from the top)
-    has upper anchor anchors[i] and lower anchor anchors[i + 1]. Returns (count, tensors,
-    nodes, outside): how many steps from the top match, the slot columns (tensors and
-    their nodes), and the columns of the outside inputs as (slot, k, [input of every
-    step]); all top-down. What is checked is what `build_template` built the template
-    from: the op class and options, needs_input_grad, shape and dtype (where a constant
-    input could change them), no hooks, the wiring by identity, and the creation numbers
-    (every slot made after x_{i-1} and before the op that reads it; every outside input
-    made before x_{i-1}). Readers from outside the chain are `outside_readers`' job.
-    """
-    good, tensors, nodes = slot_columns(template, anchors)
-    good = _check_flags(template, tensors, nodes, good)
-    lowers = anchors[1 : good + 1]
-    first = template.checks[0]
-    if good and (
-        lowers[good - 1].shape != first.shape or lowers[good - 1].data.dtype != first.dtype
-    ):
-        good -= 1  # x_0 of another shape or dtype: its step is walked instead
-    if good == 0:
-        return 0, tensors, nodes, []
-    bottom = lowers[good - 1]._ctx
-    sequences = [[node.sequence for node in column[:good]] for column in nodes]
-    lower_sequences = sequences[0][1:] + [-1 if bottom is None else bottom.sequence]
-    good = _check_order(template, tensors, nodes, sequences, lowers, lower_sequences, good)
-    return _outside_columns(template, nodes, lower_sequences, good, tensors)
-
-
-def _check_flags(template, tensors, nodes, good):
-    """needs_input_grad and no hooks; shape and dtype of slots with a constant input; the
-    op options."""
-    for slot, check in enumerate(template.checks):
-        column = tensors[slot]
-        good = _cut(list(map(_GET_NEEDS, nodes[slot])), check.needs, good)
-        good = _cut(list(map(_GET_HOOKS, column)), None, good)
-        if slot in template.const_slots:
-            # A slot's shape and dtype follow from its inputs' (and its options): only a
-            # constant input (x_t without grad, a Python number) can change them; x_0 is
-            # checked by the caller, the other inputs are checked slots or the same weight.
-            good = _cut(list(map(_GET_SHAPE, column)), check.shape, good)
-            good = _cut(list(map(_GET_DTYPE, column)), check.dtype, good)
-        for name, value in template.options[slot]:
-            same = [
-                steps.same_option(getattr(node, name, steps.MISSING), value) for node in nodes[slot]
-            ]
-            good = _cut(same, True, good)
-    return good
-
-
-def _check_order(template, tensors, nodes, sequences, lowers, lower_sequences, good):
-    """The creation numbers (each slot made before the op that reads it, after x_{i-1})
-    and the wiring that the paths do not prove, by identity."""
-    for slot in range(1, len(nodes)):
-        parent = template.parents[slot]
-        good = _cut(list(map(lt, sequences[slot], sequences[parent])), True, good)
-    for slot in template.tree_leaves:
-        good = _cut(list(map(gt, sequences[slot], lower_sequences)), True, good)
-    for slot, k in template.extra_prev:
-        column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
-        good = _cut(list(map(is_, column, lowers)), True, good)
-    for slot, k, other in template.extra_slot_inputs:
-        column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
-        good = _cut(list(map(is_, column, tensors[other])), True, good)
-        good = _cut(list(map(lt, sequences[other], sequences[slot])), True, good)
-    return good
-
-
-def _outside_columns(template, nodes, lower_sequences, good, tensors):
-    """The outside inputs' columns, each input made before x_{i-1} of its step; returns
-    (count, tensors, nodes, outside) as `check_columns` does."""
-    outside = []
-    for slot, check in enumerate(template.checks):
-        for k in check.outside_inputs:
-            if not good:
-                return 0, tensors, nodes, outside
-            column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
-            outside.append((slot, k, column))
-            first = column[0]
-            if all(map(is_, column, itertools.repeat(first))):
-                made = getattr(first, "_ctx", None)
-                if made is not None:
-                    # Made before x_{i-1} for every step: x_{i-1} of the lowest step decides.
-                    while good and made.sequence > lower_sequences[good - 1]:
-                        good -= 1
-                continue
-            # A per-step input made before the op that reads it (after x_{i-1} for the
-            # lower layer's state of a stacked RNN): `outside_readers` proves that it does
-            # not depend on the chain.
-            made = [-1 if node is None else node.sequence for node in _nodes_of(column)]
-            readers = [node.sequence for node in nodes[slot][:good]]
-            good = _cut(list(map(lt, made, readers)), True, good)
-    return good, tensors, nodes, outside

@@ -11,7 +11,7 @@ import itertools
 from operator import is_
 
 
-def outside_readers(graph, anchors, tensors, outside, count, pending=(), within=None):
+def outside_readers(graph, anchors, tensors, outside, count, pending=(), within=None, beside=None):
     """The tensors outside the top `count` steps, as two searches that see every reader
     of a chain tensor; None when a reader breaks the rules of a chain.
 
@@ -30,7 +30,9 @@ def outside_readers(graph, anchors, tensors, outside, count, pending=(), within=
     hold a gradient that the scan does not see (None). With `within` (ids: the
     independent tensors of an outer chain, for a chain found among them) the searches do
     not leave those tensors: the rest of the graph is the outer chain and its inputs'
-    ancestry, which reads none of them (the outer chain's own searches proved it).
+    ancestry, which reads none of them (the outer chain's own searches proved it). `beside`
+    (`columns.chains_beside`) gives the per-step input columns that are the anchors of a
+    chain checked column by column: the first search starts below that chain instead.
     """
     top = anchors[0]
     bottom = anchors[count]
@@ -39,10 +41,16 @@ def outside_readers(graph, anchors, tensors, outside, count, pending=(), within=
     chain_role = roles.of
     seen = {id(top)}
     starts = []
-    for _, _, column in outside:
+    for slot, k, column in outside:
         column = column[:count]
         if all(map(is_, column, itertools.repeat(column[0]))):
             column = column[:1]  # a weight shared by every step: one look is enough
+        chain = beside.get((slot, k)) if beside else None
+        if chain is not None:
+            below = _below_beside(chain, roles, top, seen)
+            if below is None:
+                return None
+            column = below + column[chain.covered :]
         for operand in column:
             if id(operand) not in seen:
                 if chain_role(operand) is not None:
@@ -54,14 +62,15 @@ def outside_readers(graph, anchors, tensors, outside, count, pending=(), within=
     if _search(starts, seen, roles, (), within) is None:
         return None
     roots = [root for root in graph.roots if id(root) not in seen]
-    for tensor in pending:
-        if id(tensor) in seen:
-            continue  # the root, or an input of the chain (walked after the scan)
-        role = chain_role(tensor)
-        if role == "inside":
+    if pending:
+        # One pass per check: a look below a scan has a gradient pending at every anchor.
+        members = roles.members or roles.build()
+        pending_roles = list(map(members.get, map(id, pending)))
+        if "inside" in pending_roles:
             return None
-        if role is None:
-            roots.append(tensor)
+        outside_chain = itertools.compress(pending, map(is_, pending_roles, itertools.repeat(None)))
+        # (Those seen: the root, or an input of the chain, walked after the scan.)
+        roots.extend(tensor for tensor in outside_chain if id(tensor) not in seen)
     seen.update(map(id, roots))
     found = _search(list(roots), seen, roles, ("anchor",), within)
     if found is None:
@@ -69,6 +78,28 @@ def outside_readers(graph, anchors, tensors, outside, count, pending=(), within=
     independent = [tensor for tensor in roots + found if _made_after_sequence(tensor, low)]
     independent.sort(key=_sequence_of, reverse=True)
     return independent
+
+
+def _below_beside(chain, roles, top, seen):
+    """Where the first search goes on from a column that is the anchors of a chain beside
+    this one (`columns.Beside`): that chain's bottom anchor and its outside inputs. Its
+    column check proved every input of its steps to be a tensor of the same step, the
+    anchor below, or one of those outside inputs, so its tensors are the column's whole
+    ancestry down to there: they are marked seen, after checking that none is a tensor
+    of this chain (None if one is)."""
+    count, tensors, _, outside = chain.checked
+    ids = set()
+    for column in tensors:  # column 0: its upper anchors
+        ids.update(map(id, column[:count]))
+    if id(top) in ids or not (roles.members or roles.build()).keys().isdisjoint(ids):
+        return None
+    seen.update(ids)
+    below = [chain.anchors[count]]
+    for _, _, column in outside:
+        column = column[:count]
+        shared = all(map(is_, column, itertools.repeat(column[0])))
+        below.extend(column[:1] if shared else column)
+    return below
 
 
 def _made_after_sequence(tensor, low):

@@ -296,10 +296,10 @@ class ScanScheduler:
                 pass  # walked below
             elif plan.index is None:  # the first look's chain: no index of the graph
                 execute_simple(graph, plan, chosen, self.name)
-                self.scan_below(graph)
+                self.scan_below(graph, plan.beside)
             else:
                 execute(graph, plan, chosen, self.name)
-                self.scan_below(graph)
+                self.scan_below(graph, plan.beside)
             graph.run_sequential()
         finally:
             if collecting:
@@ -318,19 +318,27 @@ class ScanScheduler:
                 chosen.append((segment, method, block_size))
         return chosen
 
-    def scan_below(self, graph):
+    def scan_below(self, graph, known=None):
         """After the scans, the chains below them (`below.py`: the lower layer of a
-        stacked RNN), each scanned once every gradient from above has arrived."""
+        stacked RNN), each scanned once every gradient from above has arrived; `known`:
+        the chains checked beside the first look's (not checked again)."""
+        known = dict(known or {})
 
         def walk_one(tensor):
             graph.visit(tensor, graph.pop_grad(tensor))
 
         while True:
             plan = next_chain_below(
-                graph, lambda: pending_tensors(graph), walk_one, self.min_steps, self.worth_checking
+                graph,
+                lambda: pending_tensors(graph),
+                walk_one,
+                self.min_steps,
+                self.worth_checking,
+                known,
             )
             if plan is None:
                 return
+            known.update(plan.beside)
             (segment,) = plan.segments
             method, block_size = self.choose(segment)
             if method == "sequential":

@@ -315,7 +315,9 @@ class ChainPlan:
     was found where a phase stopped early. `nested` maps id(segment) to the tensors to
     walk right before scanning it, for a chain found among the independent tensors of
     the first (a second RNN): those are walked in order, and a nested chain is scanned
-    on reaching its top anchor."""
+    on reaching its top anchor. `beside` holds the chains a first look checked column by
+    column beside its own (`columns.Beside`: the lower layer of a stacked RNN), for the
+    look that scans them next."""
 
     def __init__(self, segments, independent=(), index=None, refusal=None):
         self.segments = segments
@@ -323,6 +325,7 @@ class ChainPlan:
         self.index = index
         self.refusal = refusal
         self.nested = {}
+        self.beside = {}  # chains checked beside a first look's, by their top's id
 
 
 def shared_or_per_step(template, columns, count):

@@ -1,0 +1,236 @@
+"""The first look's column checks: the anchors of a chain walked down by its route, and
+every step checked against the template one *column* (one slot over every step) per check
+(first_look.py, steps 2 and 3; docs/scan.md, "How a chain is scanned").
+
+A check is one pass over a slot's tensors in every step (a `map` over the column), and
+the first step that differs ends the chain there: on a long chain the cost is the number
+of passes, each a C loop over objects that are mostly out of the caches.
+"""
+
+import itertools
+from operator import attrgetter, gt, is_, itemgetter, lt
+from typing import NamedTuple
+
+from ..tensor import Tensor
+from . import steps
+
+
+def made_after(lower, inside=None):
+    """`belongs` for the first look: a step's tensors are the inputs made after x_{i-1}
+    (and, with `inside`, among those ids)."""
+    lower_node = lower._ctx
+
+    def belongs(operand):
+        node = operand._ctx
+        if node is None or (inside is not None and id(operand) not in inside):
+            return "outside"
+        if lower_node is None or node.sequence > lower_node.sequence:
+            return "slot"
+        return "outside"
+
+    return belongs
+
+
+def walk_route(route, top):
+    """x_n, x_{n-1}, ...: the anchors below the top step, each reached from the one above
+    by the template's route of input indices, while creation numbers keep falling (an
+    in-place op can make a node's input younger than the node; the walk stops there)."""
+    anchors = [top.upper, top.lower]
+    tensor = top.lower
+    if tensor._ctx is None:
+        return anchors
+    newest = tensor._ctx.sequence
+    while True:
+        below = tensor
+        for k in route:  # `input_tensor`, inlined (one hop per op of every step)
+            node = below._ctx
+            if node is None or k >= len(node.inputs):
+                return anchors  # the route leads off the graph (a leaf, a constant)
+            below = node.inputs[k]
+            if not isinstance(below, Tensor):
+                return anchors
+        node = below._ctx
+        if node is None:
+            anchors.append(below)  # a leaf: x_0, if the step above it checks out
+            return anchors
+        if node.sequence >= newest:
+            return anchors
+        anchors.append(below)
+        tensor = below
+        newest = node.sequence
+
+
+def _cut(values, expected, good):
+    """The first index below `good` whose value is not `expected`, or where `values` ends
+    (else `good`)."""
+    if len(values) >= good and values.count(expected) == len(values):
+        return good
+    for index in range(min(good, len(values))):
+        if values[index] != expected:
+            return index
+    return min(good, len(values))
+
+
+_GET_CONTEXT = attrgetter("_ctx")
+_GET_INPUTS = attrgetter("inputs")
+_GET_NEEDS = attrgetter("needs_input_grad")
+_GET_HOOKS = attrgetter("_hooks")  # None for a tensor without hooks
+_GET_SHAPE = attrgetter("_data.shape")
+_GET_DTYPE = attrgetter("_data.dtype")
+
+
+def _nodes_of(operands):
+    """The node of every operand (None for a leaf or a value that is not a tensor)."""
+    return list(map(getattr, operands, itertools.repeat("_ctx"), itertools.repeat(None)))
+
+
+def slot_columns(template, anchors):
+    """The slot columns below the top, top-down: (count, tensors, nodes), `count` the
+    number of steps from the top whose every slot is made by the template's op class
+    (with the template's number of inputs), so that following the paths is safe."""
+    count = len(anchors) - 1
+    tensors = [anchors[:-1]]
+    nodes = [list(map(_GET_CONTEXT, anchors[:-1]))]
+    inputs = []
+    for slot, check in enumerate(template.checks):
+        if slot:
+            parent, k = template.paths[slot]
+            column = list(map(itemgetter(k), inputs[parent][:count]))
+            tensors.append(column)
+            nodes.append(_nodes_of(column))
+        count = _cut(list(map(type, nodes[slot])), check.op_class, count)
+        inputs.append(list(map(_GET_INPUTS, nodes[slot][:count])))
+        count = _cut(list(map(len, inputs[slot])), len(check.needs), count)
+    return count, [column[:count] for column in tensors], [column[:count] for column in nodes]
+
+
+def check_columns(template, anchors):
+    """Check the steps below the top step against `template`, one column at a time.
+
+    `anchors` are x_n, x_{n-1}, ... as `walk_route` found them; step i (from the top)
+    has upper anchor anchors[i] and lower anchor anchors[i + 1]. Returns (count, tensors,
+    nodes, outside): how many steps from the top match, the slot columns (tensors and
+    their nodes), and the columns of the outside inputs as (slot, k, [input of every
+    step]); all top-down. What is checked is what `build_template` built the template
+    from: the op class and options, needs_input_grad, shape and dtype (where a constant
+    input could change them), no hooks, the wiring by identity, and the creation numbers
+    (every slot made after x_{i-1} and before the op that reads it; every outside input
+    made before x_{i-1}). Readers from outside the chain are `outside_readers`' job.
+    """
+    good, tensors, nodes = slot_columns(template, anchors)
+    good = _check_flags(template, tensors, nodes, good)
+    lowers = anchors[1 : good + 1]
+    first = template.checks[0]
+    if good and (
+        lowers[good - 1].shape != first.shape or lowers[good - 1].data.dtype != first.dtype
+    ):
+        good -= 1  # x_0 of another shape or dtype: its step is walked instead
+    if good == 0:
+        return 0, tensors, nodes, []
+    bottom = lowers[good - 1]._ctx
+    sequences = [[node.sequence for node in column[:good]] for column in nodes]
+    lower_sequences = sequences[0][1:] + [-1 if bottom is None else bottom.sequence]
+    good = _check_order(template, tensors, nodes, sequences, lowers, lower_sequences, good)
+    return _outside_columns(template, nodes, lower_sequences, good, tensors)
+
+
+def _check_flags(template, tensors, nodes, good):
+    """needs_input_grad and no hooks; shape and dtype of slots with a constant input; the
+    op options."""
+    for slot, check in enumerate(template.checks):
+        column = tensors[slot]
+        good = _cut(list(map(_GET_NEEDS, nodes[slot])), check.needs, good)
+        good = _cut(list(map(_GET_HOOKS, column)), None, good)
+        if slot in template.const_slots:
+            # A slot's shape and dtype follow from its inputs' (and its options): only a
+            # constant input (x_t without grad, a Python number) can change them; x_0 is
+            # checked by the caller, the other inputs are checked slots or the same weight.
+            good = _cut(list(map(_GET_SHAPE, column)), check.shape, good)
+            good = _cut(list(map(_GET_DTYPE, column)), check.dtype, good)
+        for name, value in template.options[slot]:
+            same = [
+                steps.same_option(getattr(node, name, steps.MISSING), value) for node in nodes[slot]
+            ]
+            good = _cut(same, True, good)
+    return good
+
+
+def _check_order(template, tensors, nodes, sequences, lowers, lower_sequences, good):
+    """The creation numbers (each slot made before the op that reads it, after x_{i-1})
+    and the wiring that the paths do not prove, by identity."""
+    for slot in range(1, len(nodes)):
+        parent = template.parents[slot]
+        good = _cut(list(map(lt, sequences[slot], sequences[parent])), True, good)
+    for slot in template.tree_leaves:
+        good = _cut(list(map(gt, sequences[slot], lower_sequences)), True, good)
+    for slot, k in template.extra_prev:
+        column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
+        good = _cut(list(map(is_, column, lowers)), True, good)
+    for slot, k, other in template.extra_slot_inputs:
+        column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
+        good = _cut(list(map(is_, column, tensors[other])), True, good)
+        good = _cut(list(map(lt, sequences[other], sequences[slot])), True, good)
+    return good
+
+
+def _outside_columns(template, nodes, lower_sequences, good, tensors):
+    """The outside inputs' columns, each input made before x_{i-1} of its step; returns
+    (count, tensors, nodes, outside) as `check_columns` does."""
+    outside = []
+    for slot, check in enumerate(template.checks):
+        for k in check.outside_inputs:
+            if not good:
+                return 0, tensors, nodes, outside
+            column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
+            outside.append((slot, k, column))
+            first = column[0]
+            if all(map(is_, column, itertools.repeat(first))):
+                made = getattr(first, "_ctx", None)
+                if made is not None:
+                    # Made before x_{i-1} for every step: x_{i-1} of the lowest step decides.
+                    while good and made.sequence > lower_sequences[good - 1]:
+                        good -= 1
+                continue
+            # A per-step input made before the op that reads it (after x_{i-1} for the
+            # lower layer's state of a stacked RNN): `outside_readers` proves that it does
+            # not depend on the chain.
+            made = [-1 if node is None else node.sequence for node in _nodes_of(column)]
+            readers = [node.sequence for node in nodes[slot][:good]]
+            good = _cut(list(map(lt, made, readers)), True, good)
+    return good, tensors, nodes, outside
+
+
+class Beside(NamedTuple):
+    """A per-step input column of a chain whose tensors are the anchors of a chain of their
+    own (the lower layer's states of a stacked RNN, read by the upper layer's steps),
+    checked column by column as the first look checks its chain."""
+
+    template: object  # the Template of its top step
+    anchors: list  # x_n, x_{n-1}, ... as `walk_route` gives them
+    checked: tuple  # `check_columns`' result: (count, tensors, nodes, outside)
+    covered: int  # how many of the column's tensors, from the top, are its checked anchors
+
+
+def chains_beside(outside, count, capture):
+    """{(slot, k): Beside} for the per-step outside columns (slot, k, [input of every step],
+    top-down; the top `count` steps) whose tensors, made by ops, are the anchors of a
+    chain: its steps checked column by column once, here, so that the searches of
+    `readers.py` need not go through its tensors one by one (they start from its outside
+    inputs and its bottom instead), and so that the look that scans it later
+    (`below.py`) need not check it again."""
+    found = {}
+    for slot, k, column in outside:
+        column = column[:count]
+        if len(column) < 3 or column[1] is column[0] or column[1]._ctx is None:
+            continue  # a weight shared by every step, a leaf
+        lower = column[1]
+        built = steps.build_template(lower, column[0], made_after(lower), capture)
+        if built is None:
+            continue
+        template, step = built
+        anchors = walk_route(template.route, step)
+        checked = check_columns(template, anchors)
+        covered = _cut(list(map(is_, column, anchors[: checked[0] + 1])), True, len(column))
+        if covered >= 2:
+            found[(slot, k)] = Beside(template, anchors, checked, covered)
+    return found
