@@ -22,7 +22,7 @@ from operator import is_
 
 from . import steps
 from .columns import chains_beside, check_columns, made_after, walk_route
-from .readers import outside_readers
+from .readers import Aside, outside_readers
 from .spine import descend
 from .steps import ChainPlan, NotAChain, Segment, build_template, input_tensor
 
@@ -68,9 +68,13 @@ def first_look(
             continue
         template, anchors, (count, tensors, nodes, outside) = found
         beside = None if inside is not None else chains_beside(outside, count, graph.capture)
-        independent = outside_readers(
-            graph, anchors, tensors, outside, count, pending, inside, beside
-        )
+        # (Not beside a chain checked beside: that one may be the chain aside too.)
+        aside = chains_aside(graph, window, anchors, min_steps) if nested and not beside else None
+        readers = (graph, anchors, tensors, outside, count, pending, inside, beside)
+        independent = outside_readers(*readers, aside=aside)
+        if independent is None and aside is not None:
+            aside = None  # a chain aside is read from elsewhere: searched through instead
+            independent = outside_readers(*readers)
         if independent is not None:
             break
     if independent is None:
@@ -86,6 +90,9 @@ def first_look(
     segment = Segment(template, anchors[count::-1], chain_columns, outside, chain_nodes)
     plan = ChainPlan([segment], independent)
     plan.beside = {id(chain.anchors[0]): chain for chain in (beside or {}).values()}
+    for inner in aside.segments if aside is not None else ():
+        plan.segments.append(inner)
+        plan.nested[id(inner)] = []  # its readers: independent tensors, newer than its top
     if nested:
         inside = set()  # the nested chains' tensors but their ends: never sent a gradient
         for inner, inner_independent in chains_among(graph, independent, min_steps):
@@ -96,6 +103,40 @@ def first_look(
         if inside:
             plan.independent = [tensor for tensor in independent if id(tensor) not in inside]
     return plan
+
+
+ASIDE_TRIES = 4
+"""How many inputs beside the walk down from the output are looked from (`chains_aside`)."""
+
+
+def chains_aside(graph, window, anchors, min_steps):
+    """The chains read beside the walk down from the output above the chain found
+    (`anchors`: x_n first), as a `readers.Aside`, or None: a second RNN of the same loss,
+    `h1.sum() + (h2 * h2).sum()`. Each input of the walk's ops above x_n that the walk
+    does not follow is looked from (a first look from it alone), unless the walk down
+    from it meets the chain found (a loss at every step: the walk from the running sum
+    turns into the RNN). Each chain's look proved its readers as seen from that input;
+    the searches of the chain found see the rest of the graph (`outside_readers`)."""
+    near = set(map(id, anchors[: 8 * steps.MAX_PERIOD]))
+    segments = []
+    tries = 0
+    for position, tensor in enumerate(window):
+        if tensor is anchors[0] or tensor._ctx is None or tries == ASIDE_TRIES:
+            break
+        following = window[position + 1] if position + 1 < len(window) else None
+        node = tensor._ctx
+        for operand, needs in zip(node.inputs, node.needs_input_grad):
+            if not needs or operand is following or operand._ctx is None or id(operand) in near:
+                continue
+            tries += 1
+            below = list(descend(operand, 8 * steps.MAX_PERIOD))
+            if any(id(tensor) in near for tensor in below):
+                continue
+            view = RootView(operand, graph.capture)
+            plan = first_look(view, min_steps, nested=False, window=below)
+            if plan is not None and plan.segments:
+                segments.extend(plan.segments)
+    return Aside(segments) if segments else None
 
 
 class RootView:

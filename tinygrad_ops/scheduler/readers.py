@@ -11,7 +11,9 @@ import itertools
 from operator import is_
 
 
-def outside_readers(graph, anchors, tensors, outside, count, pending=(), within=None, beside=None):
+def outside_readers(
+    graph, anchors, tensors, outside, count, pending=(), within=None, beside=None, aside=None
+):
     """The tensors outside the top `count` steps, as two searches that see every reader
     of a chain tensor; None when a reader breaks the rules of a chain.
 
@@ -33,33 +35,29 @@ def outside_readers(graph, anchors, tensors, outside, count, pending=(), within=
     ancestry, which reads none of them (the outer chain's own searches proved it). `beside`
     (`columns.chains_beside`) gives the per-step input columns that are the anchors of a
     chain checked column by column: the first search starts below that chain instead.
+    `aside` (`Aside`): chains read beside this one from the output (a second RNN), proved
+    by their own looks: the searches do not enter them (their outside inputs and bottoms
+    are starts of the first search), may meet their top anchors only in the second, and
+    return those tops among the independent tensors (scanned on reaching them).
     """
     top = anchors[0]
     bottom = anchors[count]
     low = -1 if bottom._ctx is None else bottom._ctx.sequence
     roles = _Roles(anchors, tensors, count, low, top._ctx.sequence)
-    chain_role = roles.of
     seen = {id(top)}
-    starts = []
-    for slot, k, column in outside:
-        column = column[:count]
-        if all(map(is_, column, itertools.repeat(column[0]))):
-            column = column[:1]  # a weight shared by every step: one look is enough
-        chain = beside.get((slot, k)) if beside else None
-        if chain is not None:
-            below = _below_beside(chain, roles, top, seen)
-            if below is None:
-                return None
-            column = below + column[chain.covered :]
-        for operand in column:
-            if id(operand) not in seen:
-                if chain_role(operand) is not None:
-                    return None
-                seen.add(id(operand))
-                starts.append(operand)
+    columns = [(slot, k, column[:count]) for slot, k, column in outside]
+    aside_members = {}
+    if aside is not None:
+        aside_members = aside.members
+        if id(top) in aside_members or not roles.build().keys().isdisjoint(aside_members):
+            return None  # the chains overlap
+        columns.append((None, None, aside.starts))
+    starts = _first_starts(columns, beside, roles, seen, aside_members)
+    if starts is None:
+        return None
     if within is not None:
         starts = [tensor for tensor in starts if id(tensor) in within]
-    if _search(starts, seen, roles, (), within) is None:
+    if _search(starts, seen, roles, (), within, aside_members) is None:
         return None
     roots = [root for root in graph.roots if id(root) not in seen]
     if pending:
@@ -72,15 +70,41 @@ def outside_readers(graph, anchors, tensors, outside, count, pending=(), within=
         # (Those seen: the root, or an input of the chain, walked after the scan.)
         roots.extend(tensor for tensor in outside_chain if id(tensor) not in seen)
     seen.update(map(id, roots))
-    found = _search(list(roots), seen, roles, ("anchor",), within)
+    found = _search(list(roots), seen, roles, ("anchor",), within, aside_members)
     if found is None:
         return None
     independent = [tensor for tensor in roots + found if _made_after_sequence(tensor, low)]
+    if aside is not None:
+        independent.extend(aside.tops)
     independent.sort(key=_sequence_of, reverse=True)
     return independent
 
 
-def _below_beside(chain, roles, top, seen):
+def _first_starts(columns, beside, roles, seen, aside_members):
+    """The starts of the first search: the tensors of the outside input columns (slot, k,
+    [input of every step]; a weight shared by every step once), those below a chain
+    beside for its column, each marked seen; None if one is a tensor of the chain or of
+    a chain aside."""
+    starts = []
+    for slot, k, column in columns:
+        if all(map(is_, column, itertools.repeat(column[0]))):
+            column = column[:1]  # a weight shared by every step: one look is enough
+        chain = beside.get((slot, k)) if beside else None
+        if chain is not None:
+            below = _below_beside(chain, roles, seen)
+            if below is None:
+                return None
+            column = below + column[chain.covered :]
+        for operand in column:
+            if id(operand) not in seen:
+                if roles.of(operand) is not None or id(operand) in aside_members:
+                    return None
+                seen.add(id(operand))
+                starts.append(operand)
+    return starts
+
+
+def _below_beside(chain, roles, seen):
     """Where the first search goes on from a column that is the anchors of a chain beside
     this one (`columns.Beside`): that chain's bottom anchor and its outside inputs. Its
     column check proved every input of its steps to be a tensor of the same step, the
@@ -91,7 +115,7 @@ def _below_beside(chain, roles, top, seen):
     ids = set()
     for column in tensors:  # column 0: its upper anchors
         ids.update(map(id, column[:count]))
-    if id(top) in ids or not (roles.members or roles.build()).keys().isdisjoint(ids):
+    if id(roles.top) in ids or not (roles.members or roles.build()).keys().isdisjoint(ids):
         return None
     seen.update(ids)
     below = [chain.anchors[count]]
@@ -100,6 +124,32 @@ def _below_beside(chain, roles, top, seen):
         shared = all(map(is_, column, itertools.repeat(column[0])))
         below.extend(column[:1] if shared else column)
     return below
+
+
+class Aside:
+    """Chains read beside a chain from the output side (a second RNN of the same loss), for
+    its searches: `members` (the id of each of their tensors: "top" for a top anchor x_n,
+    else "inside"), `starts` (their bottoms x_0 and their outside inputs: the weights, the
+    per-step inputs) and `tops`; `segments`, those chains."""
+
+    def __init__(self, segments):
+        self.segments = segments
+        self.members = {}
+        self.starts = []
+        self.tops = []
+        for segment in segments:
+            for column in segment.columns:  # column 0: the upper anchors x_1 .. x_n
+                self.members.update(dict.fromkeys(map(id, column), "inside"))
+            top = segment.anchors[-1]
+            self.members[id(top)] = "top"
+            self.tops.append(top)
+            self.starts.append(segment.anchors[0])
+            for column in segment.outside:
+                self.starts.extend(column.operands)
+            for codes in segment.template.wiring:
+                self.starts.extend(
+                    code[1] for code in codes if isinstance(code, tuple) and code[0] == "shared"
+                )
 
 
 def _made_after_sequence(tensor, low):
@@ -111,6 +161,9 @@ def _sequence_of(tensor):
     return tensor._ctx.sequence
 
 
+_NO_CHAINS = {}  # `_search` without chains aside
+
+
 class _Roles:
     """The role of a tensor in the chain: "anchor", "inside" (a tensor of a step that is
     no anchor) or None. Chain tensors were made after x_0 and no later than x_n: only a
@@ -118,7 +171,7 @@ class _Roles:
 
     def __init__(self, anchors, tensors, count, low, high):
         self.anchors, self.tensors, self.count = anchors, tensors, count
-        self.bottom = anchors[count]
+        self.top, self.bottom = anchors[0], anchors[count]
         self.low, self.high = low, high
         self.members = None
 
@@ -141,10 +194,12 @@ class _Roles:
         return (self.members or self.build()).get(id(tensor))
 
 
-def _search(stack, seen, roles, allowed, within=None):
+def _search(stack, seen, roles, allowed, within=None, aside=_NO_CHAINS):
     """Every tensor below `stack` that needs a gradient, not entering the chain (nor
     leaving `within`): the list of those met, or None if a chain tensor whose role is not
-    `allowed` is met. (`_Roles.of`, inlined: this loop may meet every tensor of a graph.)"""
+    `allowed` is met. With `aside` (`Aside.members`), nor entering those chains: None if a
+    tensor of theirs is met, but for their tops where anchors are allowed. (`_Roles.of`,
+    inlined: this loop may meet every tensor of a graph.)"""
     found = []
     low, high, bottom = roles.low, roles.high, roles.bottom
     members = roles.members
@@ -155,7 +210,13 @@ def _search(stack, seen, roles, allowed, within=None):
             continue
         for operand, needs in zip(node.inputs, node.needs_input_grad):
             key = id(operand)
-            if not needs or key in seen:
+            if not needs:
+                continue
+            if key in aside:  # before `seen`: who reads them is what counts
+                if aside[key] != "top" or "anchor" not in allowed:
+                    return None
+                continue  # a chain's top anchor, read from the output side
+            if key in seen:
                 continue
             add(key)
             made = operand._ctx
