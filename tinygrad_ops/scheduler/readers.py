@@ -95,10 +95,16 @@ def _first_starts(columns, beside, roles, seen, aside_members):
             if below is None:
                 return None
             column = below + column[chain.covered :]
+        if len(column) > 1:
+            # A per-step input (x_t, another chain's states): one pass per check.
+            members = roles.members or roles.build()
+            ids = list(map(id, column))
+            if any(map(members.__contains__, ids)) or any(map(aside_members.__contains__, ids)):
+                return None
+        elif roles.of(column[0]) is not None or id(column[0]) in aside_members:
+            return None
         for operand in column:
             if id(operand) not in seen:
-                if roles.of(operand) is not None or id(operand) in aside_members:
-                    return None
                 seen.add(id(operand))
                 starts.append(operand)
     return starts
