@@ -25,6 +25,7 @@ from .ops import (
     MSELoss,
     RMSNorm,
 )
+from .ops.base import bump_version
 from .ops.checks import check_float
 from .ops.composed_losses import check_reduction, cross_entropy_general, warn_if_sizes_differ
 from .ops.dual import compute_dtype
@@ -264,7 +265,7 @@ def batch_norm(
     if update:
         for stat in stats:
             if stat is not None:
-                stat._version[0] += 1
+                bump_version(stat)
     return out
 
 

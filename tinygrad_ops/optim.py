@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .mode import replayed_whole
+from .ops.base import bump_version
 from .tensor import Tensor
 
 
@@ -91,7 +92,7 @@ class Optimizer:
         """
         data = parameter._data
         np.subtract(data, update, out=data)  # (a ufunc's default casting is "same_kind")
-        parameter._version[0] += 1
+        bump_version(parameter)
 
     # -- state dicts: parameters are referred to by their position, as in PyTorch ----------
 

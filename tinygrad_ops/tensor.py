@@ -191,7 +191,7 @@ class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, Inplac
         self._requires_grad = bool(requires_grad)
         self._grad = None
         self._ctx = None
-        self._version = [0]
+        self._version = [0, -1]
         self._hooks = None
         self.name = None
 
@@ -203,7 +203,7 @@ class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, Inplac
         tensor._grad = None
         tensor._requires_grad = requires_grad
         tensor._ctx = ctx
-        tensor._version = [0]
+        tensor._version = [0, -1]
         tensor._hooks = None
         tensor.name = None
         return tensor

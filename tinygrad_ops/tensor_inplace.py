@@ -14,7 +14,7 @@ import numpy as np
 
 from .autograd.inplace import apply_inplace
 from .mode import STATE
-from .ops.base import as_operand, is_tensor
+from .ops.base import as_operand, bump_version, is_tensor
 from .ops.elementwise import Add, Clip, Div, Mul, Relu, Sub
 from .tensor_math import check_bounds
 
@@ -83,7 +83,7 @@ class InplaceMethods:
             raise RuntimeError("copy_ into a tensor that requires grad: use tg.no_grad()")
         source = source.data if is_tensor(source) else np.asarray(source)
         np.copyto(self.data, source, casting="same_kind")
-        self._version[0] += 1
+        bump_version(self)
         if STATE.recorder is not None:
             STATE.recorder.record_write(self, source)
         return self

@@ -14,7 +14,7 @@ import numpy as np
 
 from .mode import STATE
 from .ops import indexing, movement
-from .ops.base import is_tensor
+from .ops.base import bump_version, is_tensor
 from .ops.checks import normalize_axis
 from .ops.shape import (
     BroadcastTo,
@@ -134,7 +134,7 @@ class ShapeMethods:
         if STATE.recorder is not None:
             STATE.recorder.refuse("an assignment into a tensor (x[...] = value)")
         self.data[normalize_index(index)[0]] = value.data if is_tensor(value) else value
-        self._version[0] += 1
+        bump_version(self)
 
     def matmul(self, other):
         return self @ other

@@ -124,6 +124,6 @@ class Function:
         node.ctx = ctx
         node.saved = ()
         node.needs_input_grad = ctx.needs_input_grad
-        node.sources = None
+        node.saved_output = None
         record(node, inputs)
         return new_tensor(result.data, True, node)

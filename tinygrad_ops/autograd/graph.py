@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..mode import STATE, enable_grad
-from ..ops.base import is_tensor, new_tensor, node_name
+from ..ops.base import bump_version, is_tensor, new_tensor, node_name
 from .order import as_recorded, topological_order
 
 
@@ -360,7 +360,7 @@ def accumulate_leaf(tensor, grad, create_graph, owned=False):
         tensor._grad = new_tensor(grad if owned else np.array(grad, copy=True))
     elif leaf_grad._data.flags.writeable and leaf_grad._data.shape == grad.shape:
         np.add(leaf_grad._data, grad, out=leaf_grad._data)
-        leaf_grad._version[0] += 1
+        bump_version(leaf_grad)
     else:
         leaf_grad._data = leaf_grad._data + grad
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..mode import STATE, no_grad
-from ..ops.base import is_tensor, new_tensor
+from ..ops.base import bump_version, is_tensor, new_tensor
 
 
 def apply_inplace(tensor, op_class, *operands, **options):
@@ -35,7 +35,7 @@ def apply_inplace(tensor, op_class, *operands, **options):
             # The op saves the old values for the other operand's gradient (a in
             # d(a*b)/db), and the array is overwritten below: give it its own copy.
             shadow.data = tensor.data.copy()
-            shadow._version = [0]
+            shadow._version = [0, -1]
         result = op_class.apply(shadow, *operands, **options)
     else:
         with no_grad():
@@ -47,7 +47,7 @@ def apply_inplace(tensor, op_class, *operands, **options):
         )
     _check_can_cast(result.data.dtype, tensor.data.dtype, operands)
     np.copyto(tensor.data, result.data, casting="same_kind")
-    tensor._version[0] += 1
+    bump_version(tensor)
     if STATE.recorder is not None:
         STATE.recorder.record_write(tensor, result)
     if recording:

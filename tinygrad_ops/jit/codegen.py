@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.graph import accumulate_leaf, unbroadcast
-from ..ops.base import new_tensor
+from ..ops.base import bump_version, new_tensor
 from ..ops.kernels import column_sum
 from ..tensor import Tensor
 from .rules import NAMESPACE as FUSED_NAMESPACE
@@ -36,6 +36,7 @@ _COMMON = {
     "subtract": np.subtract,
     "copyto": np.copyto,
     "accumulate_leaf": accumulate_leaf,
+    "bump_version": bump_version,
     "new_tensor": new_tensor,
     "unbroadcast": unbroadcast,
     "column_sum": column_sum,

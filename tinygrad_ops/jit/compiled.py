@@ -145,7 +145,7 @@ def forget_capture(recorder):
         if node is None:
             continue
         node.saved = None
-        node.sources = None
+        node.saved_output = None
         inputs = getattr(node, "inputs", None)
         if inputs is not None:
             node.inputs = tuple(

@@ -89,7 +89,7 @@ class FusedSGDStep(Kernel):
     def update(self, code, parameter, grad) -> list:
         return [
             f"subtract({parameter}._data, lr * {grad}, out={parameter}._data)",
-            f"{parameter}._version[0] += 1",
+            f"bump_version({parameter})",
         ]
 
     def emit_update(self, code, parameter, key):

@@ -287,7 +287,7 @@ class Write(Kernel):
         target, source = code.slot(self.target), code.slot(self.source)
         code.line(f'copyto({target}, {source}, casting="same_kind")  # in place')
         if self.tensor is not None:
-            code.line(f"{code.bind(self.tensor, 'tensor')}._version[0] += 1")
+            code.line(f"bump_version({code.bind(self.tensor, 'tensor')})")
 
     def reads(self):
         return (self.target, self.source)

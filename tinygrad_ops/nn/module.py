@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..mode import STATE, no_grad, replayed_whole
+from ..ops.base import bump_version
 from ..tensor import Tensor
 
 
@@ -278,7 +279,7 @@ class Module:
         for tensor in itertools.chain(self.parameters(), self.buffers()):
             if tensor.data.dtype.kind == "f":
                 tensor.data = tensor.data.astype(dtype)
-                tensor._version[0] += 1
+                bump_version(tensor)
                 if tensor.grad is not None:
                     tensor.grad = Tensor(tensor.grad.data.astype(dtype))
         return self

@@ -89,16 +89,17 @@ class Op:
     arrays the backward rule needs. `self.needs_input_grad` is known before `forward`,
     so an op saves only what its backward will read.
 
-    Saved inputs and the saved output are recognised by identity after `forward`: their
-    version counters are recorded (an in-place change makes backward raise), and a
-    `create_graph` backward gets them back as Tensors so that it is itself recorded.
+    Saved inputs and the saved output are recognised by identity when backward reads them:
+    one changed in place after the node was recorded makes backward raise (see
+    `bump_version`), and a `create_graph` backward gets them back as Tensors so that it is
+    itself recorded.
     """
 
     __slots__ = (
         "inputs",
         "needs_input_grad",
         "saved",
-        "sources",
+        "saved_output",
         "sequence",
         "graph_mode",
         "graph_output",
@@ -140,36 +141,63 @@ class Op:
         saved = self.saved
         if saved is None:
             raise RuntimeError(_FREED_MESSAGE.format(op=type(self).__name__))
-        sources = self.sources
-        if sources is None:
-            return saved
-        for _, _, version_box, version in sources:
-            if version_box[0] != version:
+        if LAST_CHANGE[0] > self.sequence and self.saved_output is not None:
+            changed = self.changed_saved_box()  # something changed in place since: look
+            if changed is not None:
                 raise RuntimeError(
                     f"one of the tensors needed for the gradient of {type(self).__name__} "
-                    f"has been modified by an in-place operation: it is at version "
-                    f"{version_box[0]}, expected version {version}. Use the out-of-place op "
-                    "(e.g. x.relu() instead of x.relu_()) or copy the tensor first."
+                    f"has been modified by an in-place operation after the op recorded it: "
+                    f"it is at version {changed[0]}. Use the out-of-place op (e.g. x.relu() "
+                    "instead of x.relu_()) or copy the tensor first."
                 )
         if not self.graph_mode:
             return saved
-        values = list(saved)
         output = getattr(self, "graph_output", None)
-        for index, source, _, _ in sources:
-            if source is not None:
-                values[index] = source
-            elif output is not None and output.data is saved[index]:
+        values = list(saved)
+        for index, value in enumerate(saved):
+            source = self._saved_source(value)
+            if source is None:
+                continue
+            if source is not self.saved_output:
+                values[index] = source  # an input
+            elif output is not None and output.data is value:
                 values[index] = output
             else:  # the output, unknown here: a constant (its own dependence is lost)
-                values[index] = Tensor._make(saved[index], False, None)
+                values[index] = Tensor._make(value, False, None)
         return tuple(values)
+
+    def _saved_source(self, value):
+        """Where saved `value` came from: the input Tensor whose array it is, `saved_output`
+        for the output's array, or None (another array or a number: nothing to watch)."""
+        if type(value) is not np.ndarray:
+            return None
+        output = self.saved_output
+        if output is not None and value is output[0]:
+            return output
+        for operand in self.inputs:
+            if isinstance(operand, Tensor) and value is operand._data:
+                return operand
+        return None
+
+    def changed_saved_box(self):
+        """The version box of a saved input or of the saved output that changed in place
+        after this node was recorded (it holds a later stamp than the node's sequence
+        number: see `bump_version`), or None."""
+        for value in self.saved:
+            source = self._saved_source(value)
+            if source is None:
+                continue
+            box = source[1] if source is self.saved_output else source._version
+            if box[1] > self.sequence:
+                return box
+        return None
 
     def release(self, husks=None):
         """Free the saved buffers (a later backward through this node raises) and let go of
         the input tensors' arrays (see `released_inputs`)."""
         if self.saved:
             self.saved = None
-            self.sources = None
+            self.saved_output = None
         for operand in self.inputs:  # (most nodes of a small graph hold nothing worth freeing)
             if getattr(getattr(operand, "_data", operand), "nbytes", 0) >= RELEASE_BYTES:
                 self.inputs = released_inputs(self.inputs, {} if husks is None else husks)
@@ -209,32 +237,11 @@ class Op:
             out._version = operands[0]._version
         if recording:
             record(node, operands)
-            node.sources = node._find_sources(operands, out_data, out) if node.saved else None
+            # (read only if something changes in place: see bump_version)
+            node.saved_output = (out_data, out._version) if node.saved else None
         if STATE.recorder is not None:
             STATE.recorder.record_op(node, operands, options, out, given)
         return out
-
-    def _find_sources(self, operands, out_data, out):
-        """Which saved values are input Tensors or the output, with their current versions.
-
-        The output is not held (that would make a reference cycle, output -> node ->
-        output): a create_graph pass gets it from the engine, which knows which tensor it
-        is visiting (`graph_output` holds it then).
-        """
-        sources = []
-        for index, value in enumerate(self.saved):
-            if type(value) is not np.ndarray:  # None, or a number: no version to watch
-                continue
-            if value is out_data:  # (a view's output shares its base's counter: read it)
-                version = out._version
-                sources.append((index, None, version, version[0]))
-                continue
-            for operand in operands:
-                if isinstance(operand, Tensor) and value is operand._data:
-                    version = operand._version
-                    sources.append((index, operand, version, version[0]))
-                    break
-        return sources or None
 
 
 # Inputs smaller than this stay referenced by a released node: replacing them would free
@@ -289,7 +296,27 @@ def record(node, inputs):
 
 # Creation order of the nodes: a node is always created after the nodes of its inputs, so
 # sorting by it gives a topological order (PyTorch's engine orders by a sequence number too).
+# In-place changes draw their stamps from the same count (see `bump_version`).
 _SEQUENCE = itertools.count()
+
+# The stamp of the newest in-place change: a node recorded after it (a larger sequence
+# number) has saved values that nothing has changed since, which backward sees at once.
+LAST_CHANGE = [-1]
+
+
+def bump_version(tensor):
+    """Note an in-place change of `tensor`'s values (every in-place write calls this).
+
+    A version box is `[version, stamp]`, shared by a tensor and its views: the version
+    counts the changes (as PyTorch's `_version`), the stamp says when the last one happened,
+    on the clock of the nodes' sequence numbers. A node recorded before the change (its
+    sequence number below the stamp) that saved these values refuses to backward.
+    Checking costs nothing until something changes in place: `saved_tensors` compares its
+    sequence number with `LAST_CHANGE` and looks at the boxes only when that is later.
+    """
+    box = tensor._version
+    box[0] += 1
+    box[1] = LAST_CHANGE[0] = next(_SEQUENCE)
 
 
 def node_name(node) -> str:

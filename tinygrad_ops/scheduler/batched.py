@@ -7,16 +7,16 @@ Jacobian rule then run once for all those steps.
 """
 
 import itertools
-from operator import attrgetter, is_, itemgetter, ne
+from operator import attrgetter, is_, itemgetter
 
 import numpy as np
 
-from ..ops.base import RELEASE_BYTES, Op, released_inputs
+from ..ops.base import LAST_CHANGE, RELEASE_BYTES, Op, released_inputs
 from .steps import op_attributes
 
 _BATCHED_CLASSES = {}
 _GET_SAVED = attrgetter("saved")
-_GET_SOURCES = attrgetter("sources")
+_GET_SEQUENCE = attrgetter("sequence")
 
 
 def _batched_class(op_class):
@@ -58,7 +58,7 @@ class BatchedSlot:
             raise SavedValuesError("a saved value was freed")
         if list(map(len, saved_per_node)).count(len(first.saved)) != count:
             raise ValueError("the steps saved different numbers of values")
-        _check_versions(list(map(_GET_SOURCES, nodes)))
+        _check_versions(nodes)
         # Freed together by ReleaseAll when Op.release would free every one of them.
         self.saves = any(saved_per_node)
         self.releasable = all(saved_per_node) and type(first).release is Op.release
@@ -108,24 +108,17 @@ class BatchedSlot:
         return batched
 
 
-def _check_versions(sources):
-    """Raise SavedValuesError when a saved input or output changed in place since it was
-    saved (each node's `sources`: (index, tensor, version counter, version then))."""
-    if sources.count(None) == len(sources):
+def _check_versions(nodes):
+    """Raise SavedValuesError when a saved input or output of one of `nodes` changed in
+    place after the node was recorded (`Op.changed_saved_box`). Nodes recorded after the
+    newest in-place change are intact without a look: one pass over the sequence numbers."""
+    last_change = LAST_CHANGE[0]
+    if last_change < min(map(_GET_SEQUENCE, nodes)):
         return
-    records = len(sources[0] or ())
-    if records and [len(entries) for entries in sources if entries].count(records) == len(sources):
-        # Every node has the same number of records: one pass per record position.
-        for position in range(records):
-            # Record: (index, tensor, version counter (a one-item list), version then).
-            records_here = list(map(itemgetter(position), sources))
-            now = map(itemgetter(0), map(itemgetter(2), records_here))
-            if True in map(ne, now, map(itemgetter(3), records_here)):
-                raise SavedValuesError("a saved value was changed in place")
-        return
-    changed = [record[2][0] != record[3] for entries in sources if entries for record in entries]
-    if True in changed:
-        raise SavedValuesError("a saved value was changed in place")
+    for node in nodes:
+        watched = node.sequence < last_change and node.saved_output is not None
+        if watched and node.changed_saved_box() is not None:
+            raise SavedValuesError("a saved value was changed in place")
 
 
 def _stack(values, stacks):
@@ -151,9 +144,10 @@ def _stack(values, stacks):
 class ReleaseAll:
     """Stands in `graph.visited` for the nodes of a scanned segment: the engine calls
     `release()` once (unless retain_graph) and the saved buffers of every node go at once,
-    as `Op.release` would free them one by one. (Their `sources` records stay until the
-    graph goes: they only refer to the node's inputs, which `node.inputs` holds anyway,
-    and freeing them costs as much again as freeing the buffers.)"""
+    as `Op.release` would free them one by one. (A column whose inputs all stay keeps its
+    `saved_output` records until the graph goes: they refer to output arrays that the
+    consumers' kept inputs hold anyway, and clearing them costs as much again as freeing
+    the buffers.)"""
 
     __slots__ = ("columns", "others")
 
@@ -170,6 +164,7 @@ class ReleaseAll:
                 continue
             for node in nodes:
                 node.saved = None
+                node.saved_output = None
                 node.inputs = released_inputs(node.inputs, husks)
         for nodes in self.others:
             for node in nodes:
