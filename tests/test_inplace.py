@@ -7,6 +7,7 @@ import torch
 from helpers import close, pair
 
 import tinygrad_ops as tg
+from tinygrad_ops import functional as F  # noqa: N812
 
 
 def test_manual_sgd_under_no_grad_updates_the_parameter_itself():
@@ -268,3 +269,33 @@ def test_inplace_under_no_grad_on_a_saved_tensor_is_still_detected():
         x.add_(1.0)
     with pytest.raises(RuntimeError, match=r"Mul.*in-place"):
         loss.backward()
+
+
+def test_version_checks_look_only_at_what_the_node_saved():
+    """The check is lazy (ops/base.bump_version): a change anywhere makes backward look, and
+    only a change of a saved input or output after the node was recorded refuses."""
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    other = tg.Tensor([5.0, 6.0])
+    mask_input = tg.Tensor([1.0, -1.0], requires_grad=True)
+    with tg.no_grad():
+        other += 1.0  # before the nodes: nothing they saved
+    y = (x * x).sum() + F.relu(mask_input).sum()
+    unsaved = x + 1.0  # Add saves nothing: changing its output is harmless
+    with tg.no_grad():
+        other *= 2.0  # after the nodes, but not theirs
+        unsaved *= 3.0
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+    np.testing.assert_allclose(mask_input.grad.numpy(), [1.0, 0.0])
+
+
+def test_version_check_sees_a_change_after_an_unrelated_one():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    first = x * 1.0
+    y = first.exp()  # saves its output
+    with tg.no_grad():
+        tg.Tensor([0.0]).add_(1.0)  # the newest change is not y's...
+        y.mul_(2.0)  # ...but this one is
+        tg.Tensor([0.0]).add_(1.0)
+    with pytest.raises(RuntimeError, match="Exp has been modified by an in-place operation"):
+        y.sum().backward()
