@@ -9,6 +9,8 @@ import pytest
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops import optim
+from tinygrad_ops.jit.guards import INTERPRETED_CHECKS
+from tinygrad_ops.jit.program import INTERPRETED_RUNS
 
 
 def batches(count, batch=16, features=6, classes=3, seed=1, dtype=np.float32):
@@ -148,6 +150,18 @@ def peak_memory(function, *args):
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def compiled_peaks(step, *args):
+    """The peak memory of a compiled call replayed from the kernel list (the first replay,
+    before the program is compiled) and of one replayed by the generated code (after the
+    program and its guards are compiled): [interpreted, compiled]."""
+    step(*args)  # the capture
+    peaks = [peak_memory(step, *args)]
+    for _ in range(INTERPRETED_RUNS + INTERPRETED_CHECKS + 2):
+        step(*args)
+    peaks.append(peak_memory(step, *args))
+    return peaks
 
 
 def manual_sgd_step(parameters, write):

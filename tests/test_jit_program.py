@@ -7,6 +7,7 @@ import numpy as np
 from jit_helpers import (
     assert_same,
     batches,
+    compiled_peaks,
     mlp,
     peak_memory,
     simple_setup,
@@ -59,8 +60,10 @@ def test_peak_memory_is_not_above_eager():
     y = np.arange(128) % 10
     for _ in range(3):
         eager(x, y)
-        compiled(x, y)
-    assert peak_memory(compiled, x, y) <= peak_memory(eager, x, y)
+    eager_peak = peak_memory(eager, x, y)
+    interpreted, replayed = compiled_peaks(compiled, x, y)
+    assert interpreted <= eager_peak
+    assert replayed <= eager_peak
 
 
 def test_two_programs_of_the_same_text_share_its_code_and_keep_their_own_objects():
@@ -90,9 +93,11 @@ def test_peak_memory_with_norms_and_dropout_is_not_above_eager():
         for norm in ("layer", "batch"):
             model = mlp(norm=norm, dropout=0.2)
             step = training_step(model, optim.Adam(model.parameters(), lr=0.01))
-            step = tg.compile(step) if compiled else step
+            if compiled:
+                peaks.append(compiled_peaks(tg.compile(step), x, y))
+                continue
             for _ in range(3):
                 step(x, y)
             peaks.append(peak_memory(step, x, y))
-    assert peaks[2] <= peaks[0]
-    assert peaks[3] <= peaks[1]
+    assert max(peaks[2]) <= peaks[0]
+    assert max(peaks[3]) <= peaks[1]

@@ -45,12 +45,50 @@ _COMMON = {
 }
 
 
+# How a gradient joins a pending one (`PendingGrads.accumulate`).
+FIRST = "first"  # the first to arrive: the slot takes it as it is
+IN_PLACE = "in place"  # added into the slot's array, which the replay owns
+NEW = "new"  # added into a new array (the slot's array is not the replay's to write)
+
+
+class PendingGrads:
+    """Which pending-gradient slots hold an array, and which of those arrays the replay
+    owns (may add into in place): the walk's ownership rule, followed once through the
+    program in order, for the generated lines (`Source`) and the interpreted run
+    (`Program.interpret`) alike, instead of at every step."""
+
+    def __init__(self):
+        self.arrived = set()
+        self.owned = set()
+
+    def accumulate(self, slot, owned) -> str:
+        """A gradient is added into `slot` (`owned`: whether its array may be written):
+        FIRST, IN_PLACE or NEW."""
+        if slot not in self.arrived:
+            self.arrived.add(slot)
+            if owned:
+                self.owned.add(slot)
+            else:
+                self.owned.discard(slot)
+            return FIRST
+        if slot in self.owned:
+            return IN_PLACE
+        self.owned.add(slot)
+        return NEW
+
+    def consume(self, slot) -> bool:
+        """The pending gradient in `slot` is taken: whether the replay owned it."""
+        self.arrived.discard(slot)
+        owned = slot in self.owned
+        self.owned.discard(slot)
+        return owned
+
+
 class Source:
     """The lines of one generated function and the objects they name.
 
-    It also tracks, while the kernels emit their lines in order, which pending gradients
-    have arrived and which the replay owns (may add into in place): the walk's ownership
-    rule, applied once here instead of at every step.
+    It also tracks (`pending`), while the kernels emit their lines in order, which pending
+    gradients have arrived and which the replay owns (may add into in place).
     """
 
     def __init__(self, slots):
@@ -59,8 +97,7 @@ class Source:
         self.namespace = dict(_COMMON)
         self.bound = {}  # id(value) -> its name
         self.depth = 1
-        self.arrived = set()  # pending-gradient slots holding an array
-        self.owned = set()  # ... of which the replay owns the array
+        self.pending = PendingGrads()
 
     def slot(self, number) -> str:
         """The name of slot `number` in the generated code."""
@@ -88,26 +125,18 @@ class Source:
         """slot's pending gradient (+)= expression, as the walk's `send` would: in place only
         into an array the replay owns. `owned`: whether the new array may be written."""
         name = self.slot(slot)
-        if slot not in self.arrived:
+        how = self.pending.accumulate(slot, owned)
+        if how == FIRST:
             self.line(f"{name} = {expression}")
-            self.arrived.add(slot)
-            if owned:
-                self.owned.add(slot)
-            else:
-                self.owned.discard(slot)
-        elif slot in self.owned:
+        elif how == IN_PLACE:
             self.line(f"add({name}, {expression}, out={name})")
         else:
             # asarray: two 0-d arrays add to a numpy scalar, which `out=` cannot write into.
             self.line(f"{name} = asarray({name} + {expression})")
-            self.owned.add(slot)
 
     def consume(self, slot) -> bool:
         """The pending gradient in `slot` is taken (by a rule or a leaf): whether it was owned."""
-        self.arrived.discard(slot)
-        owned = slot in self.owned
-        self.owned.discard(slot)
-        return owned
+        return self.pending.consume(slot)
 
     def send(self, edge, expression, node):
         """An input's gradient along `edge`: cast and summed down as the capture found

@@ -23,6 +23,8 @@ from ..tensor import Tensor
 from .codegen import compiled_code
 from .kernels import Call, ForgetGrad, LeafWrite
 
+INTERPRETED_CHECKS = 2  # calls checked by `differences` before the checks are compiled
+
 # The replayed zero_grad() methods: each sets the .grad of the parameters it holds to None.
 _ZERO_GRADS = (Optimizer.zero_grad.__wrapped__, Module.zero_grad.__wrapped__)
 
@@ -52,14 +54,20 @@ class Guards:
         self.generators = generators  # generators that were default_generator() at capture
         self.modules = [(module, module.training, members(module)) for module in modules]
         self.grads = []  # (leaf, whether its .grad was None as the capture began)
+        self.checks = 0
 
     @staticmethod
     def _by_identity(value):
         return describe_value(value)[0] == "object"
 
     def holds(self, values, keywords) -> bool:
-        """True when the program may replay this call (made at every call: `seal` writes
-        the checks out as one generated function, `self.source`, and puts it here)."""
+        """True when the program may replay this call (made at every call). The first
+        `INTERPRETED_CHECKS` checks ask `differences`; then `seal` writes the checks out as
+        one generated function, `self.source`, and puts it here (compiling it costs more
+        than an eager step: a program that is called again pays it, not the capture)."""
+        self.checks += 1
+        if self.checks <= INTERPRETED_CHECKS:
+            return not self.differences(values, keywords)
         self.seal()
         return self.holds(values, keywords)
 
@@ -102,8 +110,11 @@ class Guards:
         for module, training, held in self.modules:
             checks.extend(_module_checks(bind(module), training, held, bind))
         lines[:0] = [f"if {checks[0]}:", "    return False"]
-        for check in checks[1:]:
-            lines += [f"if {check}:", "    return False"]
+        if checks[1:]:
+            # One `if` over all of them (`or` stops at the first that fails, as separate
+            # ifs would): half the text for Python's compiler to read.
+            lines += ["if (", *(f"    {check} or" for check in checks[1:-1])]
+            lines += [f"    {checks[-1]}", "):", "    return False"]
         body = "".join(f"    {line}\n" for line in lines)
         self.source = f"def holds(values, keywords):\n{body}    return True\n"
         exec(compiled_code(self.source, "<tg.compile guards>"), namespace)  # (written above)

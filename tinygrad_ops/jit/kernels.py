@@ -11,6 +11,12 @@ into a `codegen.Source`), and the program compiles all of them into one function
 backward kernels' lines carry the walk's decisions, taken at capture: which gradient
 must be cast or summed down to its input's shape (`Edge`), and which pending gradient
 the replay owns and may add into in place (`Source.accumulate`).
+
+Before a program is compiled (its first replays, see `Program.run`), the kernels run
+themselves instead: `prepare` takes the same decisions once, `run(env, values)` does the
+work on `env`, the list of the slots' arrays. Only the kernels the recorder writes run
+so; the fused ones (fused.py, fused_optim.py, made when the program is compiled) only
+emit.
 """
 
 from __future__ import annotations
@@ -20,16 +26,48 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..ops.base import node_name
+from ..autograd.graph import accumulate_leaf, unbroadcast
+from ..ops.base import new_tensor, node_name
+from .codegen import FIRST, IN_PLACE
+
+
+def accumulate(env, slot, value, how):
+    """env[slot] (+)= value, as `Source.accumulate` writes it (`how` from PendingGrads)."""
+    if how == FIRST:
+        env[slot] = value
+    elif how == IN_PLACE:
+        np.add(env[slot], value, out=env[slot])
+    else:
+        env[slot] = np.asarray(env[slot] + value)
+
+
+def along(edge, value, node):
+    """A rule's result as `Source.send` passes it on along `edge`: wrapped as an array,
+    cast, summed down to the input's shape, as the capture found needed."""
+    if edge.wrap:
+        value = np.asarray(value)
+    if edge.cast:
+        value = value.astype(edge.dtype)
+    if edge.reduce:
+        value = unbroadcast(value, edge.shape, node, edge.index)
+    return value
 
 
 class Kernel:
     """One step of a program. `emit(code, number)` writes its lines; `frees` lists the
-    slots nobody reads afterwards (deleted after its lines, so their memory goes back)."""
+    slots nobody reads afterwards (deleted after its lines, so their memory goes back).
+    `prepare(pending)` and `run(env, values)` run it without generated code."""
 
     __slots__ = ("frees",)
 
     def emit(self, code, number):  # pragma: no cover - every kernel overrides it
+        raise NotImplementedError
+
+    def prepare(self, slots, pending):
+        """Take, once, the decisions `emit` writes into the lines (`pending`: a
+        codegen.PendingGrads followed in program order; `slots`: the program's)."""
+
+    def run(self, env, values):  # pragma: no cover - every recorded kernel overrides it
         raise NotImplementedError
 
     def reads(self) -> tuple:
@@ -56,7 +94,16 @@ class Forward(Kernel):
     capture's eager run has checked it for every replay.
     """
 
-    __slots__ = ("node", "inputs", "options", "output", "conversions", "release", "function")
+    __slots__ = (
+        "node",
+        "inputs",
+        "options",
+        "output",
+        "conversions",
+        "release",
+        "function",
+        "zero_d",
+    )
 
     def __init__(self, node, inputs, options, output, conversions=()):
         self.node = node
@@ -80,6 +127,18 @@ class Forward(Kernel):
         code.line(f"{code.slot(self.output)} = {call}  # {type(self.node).__name__}.forward")
         if self.release:
             code.line(f"{code.bind(self.node, 'node')}.saved = None")
+
+    def prepare(self, slots, pending):
+        self.zero_d = slots[self.output].shape == ()
+
+    def run(self, env, values):
+        arguments = [env[slot] for slot in self.inputs]
+        for position, dtype in self.conversions:
+            arguments[position] = arguments[position].astype(dtype)
+        result = self.function(*arguments)
+        env[self.output] = np.asarray(result) if self.zero_d else result
+        if self.release:
+            self.node.saved = None
 
     def reads(self):
         return self.inputs
@@ -115,7 +174,7 @@ class Edge(NamedTuple):
 class Backward(Kernel):
     """grads = node.backward(pending gradient of its output); each sent along its edge."""
 
-    __slots__ = ("node", "grad", "edges", "release")
+    __slots__ = ("node", "grad", "edges", "release", "hows")
 
     def __init__(self, node, grad, edges):
         self.node = node
@@ -136,6 +195,20 @@ class Backward(Kernel):
         for edge in self.edges:
             code.send(edge, f"r[{edge.index}]", self.node)
 
+    def prepare(self, slots, pending):
+        pending.consume(self.grad)
+        self.hows = [pending.accumulate(edge.slot, edge.owned) for edge in self.edges]
+
+    def run(self, env, values):
+        grad = env[self.grad]
+        env[self.grad] = None
+        results = self.node.backward(grad)
+        del grad
+        if self.release:
+            self.node.saved = None
+        for edge, how in zip(self.edges, self.hows):
+            accumulate(env, edge.slot, along(edge, results[edge.index], self.node), how)
+
     def reads(self):
         return (self.grad,)
 
@@ -155,7 +228,7 @@ class CustomBackward(Kernel):
     before this one; their results (`results`, one slot or None per input) go along the
     edges as any rule's."""
 
-    __slots__ = ("node", "results", "edges")
+    __slots__ = ("node", "results", "edges", "hows")
 
     def __init__(self, node, results, edges):
         self.node = node
@@ -166,6 +239,14 @@ class CustomBackward(Kernel):
     def emit(self, code, number):
         for edge in self.edges:
             code.send(edge, code.slot(self.results[edge.index]), self.node)
+
+    def prepare(self, slots, pending):
+        self.hows = [pending.accumulate(edge.slot, edge.owned) for edge in self.edges]
+
+    def run(self, env, values):
+        for edge, how in zip(self.edges, self.hows):
+            value = along(edge, env[self.results[edge.index]], self.node)
+            accumulate(env, edge.slot, value, how)
 
     def reads(self):
         return tuple(slot for slot in self.results if slot is not None)
@@ -181,7 +262,7 @@ class CustomBackward(Kernel):
 class Seed(Kernel):
     """The gradient backward starts from (d loss / d loss = 1), into its pending slot."""
 
-    __slots__ = ("slot", "source")
+    __slots__ = ("slot", "source", "how")
 
     def __init__(self, slot, source):
         self.slot = slot
@@ -190,6 +271,12 @@ class Seed(Kernel):
 
     def emit(self, code, number):
         code.accumulate(self.slot, code.slot(self.source), False)
+
+    def prepare(self, slots, pending):
+        self.how = pending.accumulate(self.slot, False)
+
+    def run(self, env, values):
+        accumulate(env, self.slot, env[self.source], self.how)
 
     def reads(self):
         return (self.source,)
@@ -216,7 +303,7 @@ class LeafWrite(Kernel):
     `tensor.grad` then goes into `result`, for the kernels that read the gradient. A leaf
     passed as argument `position` is that call's argument (`tensor` is None then)."""
 
-    __slots__ = ("tensor", "slot", "result", "label", "position")
+    __slots__ = ("tensor", "slot", "result", "label", "position", "owned")
 
     def __init__(self, tensor, slot, result, label, position=None):
         self.tensor = None if position is not None else tensor
@@ -239,6 +326,19 @@ class LeafWrite(Kernel):
             code.line(f"accumulate_leaf({tensor}, {grad}, False, False)  # {self.label}.grad")
         code.line(f"del {grad}")
         code.line(f"{code.slot(self.result)} = {tensor}._grad._data")
+
+    def prepare(self, slots, pending):
+        self.owned = pending.consume(self.slot)
+
+    def run(self, env, values):
+        tensor = self.tensor if self.position is None else values[self.position]
+        grad = env[self.slot]
+        env[self.slot] = None
+        if self.owned and tensor._grad is None:
+            tensor._grad = new_tensor(grad)
+        else:
+            accumulate_leaf(tensor, grad, False, self.owned)
+        env[self.result] = tensor._grad._data
 
     def reads(self):
         return (self.slot,)
@@ -268,6 +368,10 @@ class ForgetGrad(Kernel):
     def emit(self, code, number):
         code.line(f"{_leaf(code, self.tensor, self.position)}.grad = None")
 
+    def run(self, env, values):
+        tensor = self.tensor if self.position is None else values[self.position]
+        tensor.grad = None
+
     def describe(self, name):
         return f"{self.label}.grad = None"
 
@@ -288,6 +392,11 @@ class Write(Kernel):
         code.line(f'copyto({target}, {source}, casting="same_kind")  # in place')
         if self.tensor is not None:
             code.line(f"bump_version({code.bind(self.tensor, 'tensor')})")
+
+    def run(self, env, values):
+        np.copyto(env[self.target], env[self.source], casting="same_kind")
+        if self.tensor is not None:
+            self.tensor._version[0] += 1
 
     def reads(self):
         return (self.target, self.source)
@@ -315,6 +424,9 @@ class Call(Kernel):
     def emit(self, code, number):
         call = functools.partial(self.function, self.owner, *self.args, **self.kwargs)
         code.line(f"{code.bind(call, 'call')}()  # {self.describe(None)}")
+
+    def run(self, env, values):
+        self.function(self.owner, *self.args, **self.kwargs)
 
     def emit_otherwise(self, code):
         """`else:` and this call (for a fused kernel whose assumptions did not hold)."""

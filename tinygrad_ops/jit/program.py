@@ -5,11 +5,19 @@ the program is one call of it: fill the argument slots, run every kernel's lines
 order, build the results. No Tensor is made for an intermediate, no tape node is
 recorded, no graph is walked: the order was fixed once, at capture.
 `print(program)` lists the kernels; `print(program.source)` shows the function.
+
+Writing and compiling that function costs more than an eager step (Python's compiler,
+about 10 us a line), so a program does not pay for it at the capture: its first
+`INTERPRETED_RUNS` replays run the recorded kernels one by one from a list
+(`interpret`: the ops' own rules, the optimizer's own methods), and only a program
+replayed again is compiled, fused kernels and all, as tracing JITs compile the code that
+has proved hot. Both ways run the same numpy calls as eager: the same results.
 """
 
 from __future__ import annotations
 
-from .codegen import generate
+from ..tensor import Tensor
+from .codegen import PendingGrads, generate
 from .fused import FusedForward, fuse
 from .kernels import Backward, Forward
 from .scan_kernel import place_stacks
@@ -64,6 +72,20 @@ class Output:
             return "[" + ", ".join(items) + "]"
         return "(" + "".join(f"{item}, " for item in items) + ")"
 
+    def build(self, env, values):
+        """The value `expression` builds, from an interpreted run's arrays (`env`)."""
+        kind = self.kind
+        if kind == "slot":
+            return Tensor._make(env[self.value], False, None)
+        if kind == "argument":
+            return values[self.value]
+        if kind in ("tensor", "constant"):
+            return self.value
+        items = [item.build(env, values) for item in self.items]
+        if kind == "dict":
+            return dict(zip(self.value, items))
+        return items if kind == "list" else tuple(items)
+
     def slots(self):
         if self.kind == "slot":
             yield self.value
@@ -81,12 +103,16 @@ class Output:
         return f"({inner})" if self.kind == "tuple" else f"[{inner}]"
 
 
+INTERPRETED_RUNS = 1  # replays run from the kernel list before the program is compiled
+
+
 class Program:
     """Slots, kernels (each tagged with its phase), argument bindings and outputs.
 
     `arguments` lists (slot, position, whether a Tensor) for every tensor or array
     argument: its array goes into the slot at each call. `initial` holds the constants
-    and captured arrays.
+    and captured arrays. `kernels`, `phases` and `source` are the compiled program's
+    (reading them compiles it, if its replays have not yet).
     """
 
     def __init__(self, name, slots, initial, arguments, kernels, phases, output, scanned=()):
@@ -94,19 +120,71 @@ class Program:
         self.slots = slots
         self.initial = initial
         self.arguments = arguments
-        # (the nodes of scanned chains keep their general kernels: the scan reads their
-        # saved values from the nodes)
-        kernels, phases = place_stacks(fuse(kernels, slots, scanned), phases)
-        self.kernels = kernels
-        self.phases = phases
         self.output = output
-        plan_memory(kernels, slots, set(output.slots()), scanned)
-        self.replay, self.source = generate(name, slots, initial, arguments, kernels, output)
+        self.scanned = scanned
+        self.recorded = kernels, phases
+        self.runs = 0
+        self.compiled = None  # (kernels, phases, source), once compiled
+        # The interpreted plan: the recorded kernels, their stacks placed, their memory
+        # planned, their decisions taken. (`compile` plans the same kernels' frees again
+        # for its own list, and then the plan is dropped.)
+        plan, _ = place_stacks(kernels, phases)
+        plan_memory(plan, slots, set(output.slots()), scanned)
+        pending = PendingGrads()
+        for kernel in plan:
+            kernel.prepare(slots, pending)
+        self.plan = [(kernel.run, kernel.frees) for kernel in plan]
 
     def run(self, values):
         """Replay the program on the call's argument values (positional, then keywords);
-        returns what the function returned, built anew."""
-        return self.replay(values)
+        returns what the function returned, built anew. After `INTERPRETED_RUNS` calls
+        the program is compiled, and `run` becomes the generated function itself."""
+        self.runs += 1
+        if self.runs <= INTERPRETED_RUNS:
+            return self.interpret(values)
+        self.compile()
+        return self.run(values)
+
+    def interpret(self, values):
+        """Run the recorded kernels in order over `env`, the list of the slots' arrays."""
+        env = list(self.initial)
+        for slot, position, is_tensor in self.arguments:
+            env[slot] = values[position]._data if is_tensor else values[position]
+        for run, frees in self.plan:
+            run(env, values)
+            for slot in frees:
+                env[slot] = None
+        return self.output.build(env, values)
+
+    def compile(self):
+        """Fuse the recorded kernels (fused.py), place the stacks, plan the memory, write
+        the generated function and make it `run` (and `replay`)."""
+        if self.compiled is not None:
+            return
+        kernels, phases = self.recorded
+        kernels, phases = place_stacks(fuse(kernels, self.slots, self.scanned), phases)
+        plan_memory(kernels, self.slots, set(self.output.slots()), self.scanned)
+        arguments = self.slots, self.initial, self.arguments, kernels, self.output
+        replay, source = generate(self.name, *arguments)
+        self.compiled = kernels, phases, source
+        self.replay = self.run = replay
+        self.plan = None
+
+    @property
+    def kernels(self) -> list:
+        self.compile()
+        return self.compiled[0]
+
+    @property
+    def phases(self) -> list:
+        self.compile()
+        return self.compiled[1]
+
+    @property
+    def source(self) -> str:
+        """The generated function's text."""
+        self.compile()
+        return self.compiled[2]
 
     def name_of(self, slot) -> str:
         return f"%{slot}"
