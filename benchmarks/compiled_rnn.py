@@ -107,8 +107,8 @@ def time_rounds(steps, rounds):
     times) in seconds."""
     for whole, forward in steps.values():
         for function in (whole, forward) if forward else (whole,):
-            function()  # the compiled ones capture here
-            function()
+            for _ in range(4):  # the compiled ones capture, interpret, compile
+                function()
     timings = {name: ([], []) for name in steps}
     names = list(steps)
     for round_index in range(rounds):

@@ -138,8 +138,8 @@ def time_interleaved(steps, rounds, repeats):
     The order rotates every round, so that no engine always runs right after another.
     """
     timings = {name: [] for name in steps}
-    for step in steps.values():  # warm up
-        for _ in range(3):
+    for step in steps.values():  # warm up (a compiled step: captured, then compiled)
+        for _ in range(5):
             step()
     names = list(steps)
     for round_index in range(rounds):

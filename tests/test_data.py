@@ -1,5 +1,8 @@
 """Data sets, the train/test split and the batch iterator."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -15,6 +18,32 @@ def test_digits_are_the_bundled_scikit_learn_images():
     assert features.min() == 0.0
     assert features.max() == 1.0
     assert sorted(set(labels.tolist())) == list(range(10))
+
+
+def test_digits_read_from_the_file_are_scikit_learns_load_digits(monkeypatch):
+    """Read without importing scikit-learn, the same arrays as through its loader."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    features, labels = data.load_digits()
+    np.testing.assert_array_equal(features, (digits.data / 16.0).astype(np.float32))
+    np.testing.assert_array_equal(labels, digits.target)
+    monkeypatch.setattr(data, "bundled_digits_file", lambda: None)  # scikit-learn's loader
+    through_sklearn = data.load_digits()
+    np.testing.assert_array_equal(through_sklearn[0], features)
+    np.testing.assert_array_equal(through_sklearn[1], labels)
+    assert through_sklearn[1].dtype == np.int64
+
+
+def test_loading_the_digits_does_not_import_scikit_learn():
+    code = (
+        "import sys; from tinygrad_ops import data; data.load_digits(); "
+        "print('sklearn' in sys.modules, 'scipy' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == ["False", "False"]
 
 
 def test_moons_are_seeded():
