@@ -231,3 +231,24 @@ def test_mm_t_dim_and_numel_as_pytorch():
         x.t()
     with pytest.raises(RuntimeError, match="mm: both arguments must be matrices"):
         x.mm(x)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (4,), (1, 5, 1), (0, 3), ()])
+def test_size_is_numpys_count_and_pytorchs_call(shape):
+    ours, theirs = tg.zeros(shape), torch.zeros(shape)
+    assert ours.size == np.zeros(shape).size
+    assert isinstance(ours.size, int)
+    assert ours.size() == tuple(theirs.size())
+    for dim in range(-len(shape), len(shape)):
+        assert ours.size(dim) == theirs.size(dim)
+        assert ours.size(dim=dim) == theirs.size(dim=dim)
+
+
+def test_size_of_a_dim_that_is_not_there_raises_naming_it():
+    x = tg.zeros((2, 3))
+    with pytest.raises(ValueError, match="size: dim 2 is out of range for a 2-d tensor"):
+        x.size(2)
+    with pytest.raises(TypeError, match="size: dim must be an int, got True"):
+        x.size(True)
+    with pytest.raises(IndexError, match="a 0-d tensor has no dims"):
+        tg.Tensor(1.0).size(0)

@@ -27,7 +27,7 @@ from .tensor_functions import concatenate, maximum, stack, where
 from .tensor_inplace import InplaceMethods
 from .tensor_math import MathMethods
 from .tensor_reduce import ReduceMethods
-from .tensor_shape import ShapeMethods
+from .tensor_shape import ElementCount, ShapeMethods
 
 __all__ = ["ReleasedTensor", "Tensor", "concatenate", "from_numpy", "maximum", "stack", "where"]
 
@@ -293,8 +293,10 @@ class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, Inplac
         return self._data.dtype
 
     @property
-    def size(self) -> int:
-        return self._data.size
+    def size(self) -> ElementCount:
+        """The number of elements, as numpy's `size`; called, PyTorch's `size()`: the shape,
+        or `size(dim)`, the length of one dim (see `ElementCount`)."""
+        return ElementCount(self._data.shape)
 
     # -- autograd ------------------------------------------------------------------------------
 

@@ -27,6 +27,29 @@ from .ops.shape import (
 )
 
 
+class ElementCount(int):
+    """`Tensor.size`: numpy's number of elements, an int, that PyTorch's habits may also call:
+    `x.size()` is the shape and `x.size(dim)` the length of one dim, as `torch.Tensor.size`.
+
+    >>> import tinygrad_ops as tg
+    >>> x = tg.zeros((2, 3))
+    >>> x.size, x.size(), x.size(0), x.size(-1)
+    (6, (2, 3), 2, 3)
+    """
+
+    def __new__(cls, shape):
+        count = super().__new__(cls, math.prod(shape))
+        count.shape = shape
+        return count
+
+    def __call__(self, dim=None):
+        if dim is None:
+            return self.shape
+        if not self.shape:
+            raise IndexError(f"size({dim!r}): a 0-d tensor has no dims")
+        return self.shape[normalize_axis(dim, len(self.shape), "size", "dim")]
+
+
 class ShapeMethods:
     """Mixed into `Tensor` (see the module docstring)."""
 
