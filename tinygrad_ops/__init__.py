@@ -48,6 +48,7 @@ from .scheduler import (
 )
 from .serialize import CheckpointError, load, save
 from .tensor import Tensor, concatenate, from_numpy, maximum, stack, where
+from .tensor_functions import cat, minimum
 
 __version__ = "0.1.0"
 
@@ -61,6 +62,7 @@ __all__ = [
     "argsort",
     "available_schedulers",
     "backward_plan",
+    "cat",
     "chunk",
     "compile",
     "concatenate",
@@ -83,6 +85,7 @@ __all__ = [
     "masked_fill",
     "maximum",
     "meshgrid",
+    "minimum",
     "moveaxis",
     "movedim",
     "nn",

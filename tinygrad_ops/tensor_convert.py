@@ -55,6 +55,10 @@ class ConversionMethods:
         with no_grad():  # (still one recorded op for tg.compile's capture)
             return Cast.apply(self, dtype=dtype)
 
+    def type_as(self, other):
+        """This tensor converted to `other`'s dtype (as `astype(other.dtype)`)."""
+        return self.astype(other.dtype)
+
     def float(self):
         return self.astype(np.float32)
 

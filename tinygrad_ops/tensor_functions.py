@@ -1,11 +1,12 @@
 """The functions of several tensors that `tinygrad_ops` exports beside `Tensor`: stack,
-concatenate, where, maximum (each over one op, its operands coerced as the operators' are).
+concatenate (and PyTorch's `cat`), where, maximum, minimum (each over one op, its operands
+coerced as the operators' are).
 """
 
 import numpy as np
 
 from .ops.base import as_operand, is_tensor, new_tensor
-from .ops.elementwise import Maximum, Where
+from .ops.elementwise import Maximum, Minimum, Where
 from .ops.shape import Concatenate, Stack
 
 
@@ -14,24 +15,44 @@ def constant(array):
     return new_tensor(np.asarray(array))
 
 
-def stack(tensors, axis=0):
-    """Join tensors of the same shape along a new axis.
+def stack(tensors, axis=None, *, dim=None):
+    """Join tensors of the same shape along a new axis (`axis`, or PyTorch's `dim`; 0).
 
     >>> import tinygrad_ops as tg
-    >>> tg.stack([tg.Tensor([1.0, 2.0]), tg.Tensor([3.0, 4.0])]).shape
+    >>> tg.stack([tg.Tensor([1.0, 2.0]), tg.Tensor([3.0, 4.0])], dim=1).shape
     (2, 2)
     """
+    axis = _axis_or_dim("stack", axis, dim)
     return Stack.apply(*(_as_tensor_operand(t) for t in tensors), axis=axis)
 
 
-def concatenate(tensors, axis=0):
-    """Join tensors along an existing axis.
+def concatenate(tensors, axis=None, *, dim=None):
+    """Join tensors along an existing axis (`axis`, or PyTorch's `dim`; 0 by default).
 
     >>> import tinygrad_ops as tg
     >>> tg.concatenate([tg.Tensor([1.0]), tg.Tensor([2.0, 3.0])]).shape
     (3,)
     """
+    axis = _axis_or_dim("concatenate", axis, dim)
     return Concatenate.apply(*(_as_tensor_operand(t) for t in tensors), axis=axis)
+
+
+def cat(tensors, dim=0):
+    """`concatenate` under PyTorch's name: `tg.cat([a, b], dim=1)`.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.cat([tg.zeros((2, 1)), tg.ones((2, 2))], dim=1).shape
+    (2, 3)
+    """
+    return concatenate(tensors, axis=dim)
+
+
+def _axis_or_dim(op_name, axis, dim):
+    if axis is not None and dim is not None:
+        raise TypeError(f"{op_name}: pass axis or dim, not both")
+    if axis is None:
+        return 0 if dim is None else dim
+    return axis
 
 
 def where(condition, x, y):
@@ -54,6 +75,16 @@ def maximum(a, b):
     array([3., 5.], dtype=float32)
     """
     return Maximum.apply(_as_tensor_operand(a), _as_tensor_operand(b))
+
+
+def minimum(a, b):
+    """The elementwise minimum (ties share the gradient equally, as PyTorch).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.minimum(tg.Tensor([1.0, 5.0]), tg.Tensor([3.0, 2.0])).numpy()
+    array([1., 2.], dtype=float32)
+    """
+    return Minimum.apply(_as_tensor_operand(a), _as_tensor_operand(b))
 
 
 def _as_tensor_operand(value):

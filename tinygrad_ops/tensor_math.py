@@ -83,6 +83,9 @@ class MathMethods:
     def abs(self):
         return Abs.apply(self)
 
+    def __abs__(self):
+        return Abs.apply(self)
+
     def tanh(self):
         return Tanh.apply(self)
 

@@ -16,10 +16,10 @@ import numpy as np
 
 from .mode import STATE
 from .ops.base import is_tensor, values_read
-from .ops.checks import ddof_argument, normalize_axis, reduction_arguments
+from .ops.checks import check_float, ddof_argument, normalize_axis, reduction_arguments
 from .ops.cumulative import Cumprod, Cumsum, LogCumSumExp
 from .ops.indexing import ValuesIndices
-from .ops.reduce import Max, Min, Sum, keepdims_shape, normalize_axes
+from .ops.reduce import Max, Min, Sum, VectorNorm, keepdims_shape, normalize_axes
 from .tensor_functions import constant, where
 
 
@@ -111,6 +111,28 @@ class ReduceMethods:
     def amin(self, dim=None, keepdim=False):
         """The minimum over `dim`, values only (as `amax`)."""
         return self.min(axis=_all_if_empty(dim), keepdims=keepdim)
+
+    def norm(self, p="fro", dim=None, keepdim=False):
+        """The vector p-norm over `dim` (every element by default), as `torch.norm`:
+        p = 2 or "fro" the Euclidean norm (its gradient at a zero vector is 0, as
+        PyTorch's), any p > 0, and inf / -inf for the largest / smallest |a|.
+
+        >>> import tinygrad_ops as tg
+        >>> x = tg.Tensor([[3.0, 4.0], [0.0, 0.0]])
+        >>> x.norm().item(), x.norm(dim=1).tolist(), x.norm(p=1, dim=1).tolist()
+        (5.0, [5.0, 0.0], [7.0, 0.0])
+        """
+        check_float("norm", self.data)
+        p = 2.0 if isinstance(p, str) and p == "fro" else p
+        if not isinstance(p, (int, float)) or isinstance(p, bool) or math.isnan(p):
+            raise TypeError(f"norm: p must be a number, 'fro' or inf, got {p!r}")
+        if self.dtype == np.float16:  # summed in float32, as PyTorch (squares overflow at 256)
+            return self.astype(np.float32).norm(p, dim, keepdim).astype(np.float16)
+        if math.isinf(p):
+            return self.abs().amax(dim, keepdim) if p > 0 else self.abs().amin(dim, keepdim)
+        if p <= 0:
+            raise ValueError(f"norm: p must be positive or +-inf, got {p}")
+        return VectorNorm.apply(self, p=float(p), axis=dim, keepdims=keepdim)
 
     def _max_or_min(self, op_name, arg_function, op, dim, keepdim, axis, keepdims):
         if is_tensor(dim):  # x.max(other), as torch.max(x, other)

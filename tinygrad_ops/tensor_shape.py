@@ -135,6 +135,17 @@ class ShapeMethods:
         """`reshape` under PyTorch's other name (a copy where numpy cannot view)."""
         return self.reshape(*shape)
 
+    def view_as(self, other):
+        """This tensor in `other`'s shape (`reshape(other.shape)`)."""
+        return self.reshape(other.shape)
+
+    def reshape_as(self, other):
+        return self.reshape(other.shape)
+
+    def expand_as(self, other):
+        """This tensor broadcast to `other`'s shape (`expand(*other.shape)`)."""
+        return self.expand(*other.shape)
+
     def expand_dims(self, axis):
         return self.reshape(expanded_shape(self.shape, axis))
 
@@ -147,6 +158,48 @@ class ShapeMethods:
 
     def __getitem__(self, index):
         return GetItem.apply(self, index=index)
+
+    # -- indexing along one dim, PyTorch's names (each one GetItem) ------------------------------
+
+    def narrow(self, dim, start, length):
+        """`length` elements along `dim` from `start` (negative: from the end), as PyTorch's.
+
+        >>> import tinygrad_ops as tg
+        >>> tg.arange(6).reshape(2, 3).narrow(1, 1, 2).tolist()
+        [[1, 2], [4, 5]]
+        """
+        axis = normalize_axis(dim, self.ndim, "narrow", "dim")
+        size = self.shape[axis]
+        begin = start + size if start < 0 else start
+        if not 0 <= begin <= size or length < 0 or begin + length > size:
+            raise IndexError(
+                f"narrow: start {start} and length {length} do not fit dim {dim} of size {size}"
+            )
+        return self[(slice(None),) * axis + (slice(begin, begin + length),)]
+
+    def unbind(self, dim=0):
+        """The slices along `dim`, as a tuple (`dim` removed from each), as PyTorch's."""
+        if not self.ndim:
+            raise IndexError("unbind: a 0-d tensor has no dim to split along")
+        axis = normalize_axis(dim, self.ndim, "unbind", "dim")
+        return tuple(self[(slice(None),) * axis + (index,)] for index in range(self.shape[axis]))
+
+    def index_select(self, dim, index):
+        """The entries at `index` (a 1-d integer tensor) along `dim`, as PyTorch's (a
+        negative index is out of range there too)."""
+        axis = normalize_axis(dim, self.ndim, "index_select", "dim")
+        indices = index.data if is_tensor(index) else np.asarray(index)
+        if indices.ndim > 1 or indices.dtype.kind not in "iu":
+            raise TypeError(
+                f"index_select: index must be a 0-d or 1-d integer tensor, got {indices.dtype} "
+                f"of shape {indices.shape}"
+            )
+        size = self.shape[axis] if self.ndim else 1
+        if indices.size and (indices.min() < 0 or indices.max() >= size):
+            raise IndexError(f"index_select: an index is out of range for dim {dim} of size {size}")
+        if not is_tensor(index) or indices.ndim == 0:
+            index = indices.reshape(-1)
+        return self[(slice(None),) * axis + (index,)]
 
     def __setitem__(self, index, value):
         if STATE.grad_enabled and self._requires_grad:

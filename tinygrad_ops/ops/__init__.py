@@ -50,7 +50,7 @@ from .pointwise import (
     Softsign,
 )
 from .pool import MaxPool2d
-from .reduce import Max, Min, Sum
+from .reduce import Max, Min, Sum, VectorNorm
 from .shape import BroadcastTo, Concatenate, GetItem, Reshape, ScatterAdd, Stack, Transpose
 from .unary import (
     Acos,
@@ -91,7 +91,7 @@ PRIMITIVES = (
     Log1p, Expm1, Sign, Floor, Ceil, Round, Trunc,
     LogAddExp, CopySign, Fmod, Remainder, RoundedDivide, Xlogy,
     # reductions, cumulative reductions
-    Sum, Max, Min, Cumsum, Cumprod, LogCumSumExp,
+    Sum, Max, Min, VectorNorm, Cumsum, Cumprod, LogCumSumExp,
     # shape
     Reshape, Transpose, BroadcastTo, GetItem, ScatterAdd, Stack, Concatenate,
     # linear algebra

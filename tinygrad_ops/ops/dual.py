@@ -84,6 +84,11 @@ def raw(value):
     return value.data if _is_tensor(value) else value
 
 
+def sign(value):
+    """`np.sign` for arrays, `Tensor.sign` for Tensors (its gradient is zero)."""
+    return value.sign() if _is_tensor(value) else np.sign(value)
+
+
 def exp(value):
     """`np.exp` for arrays, `Tensor.exp` for Tensors (a backward rule may get either)."""
     return value.exp() if _is_tensor(value) else np.exp(value)

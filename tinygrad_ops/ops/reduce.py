@@ -113,3 +113,42 @@ class Min(_Extremum):
     __slots__ = ()
     reduce = np.min
     op_name = "min"
+
+
+class VectorNorm(Op):
+    """out = (sum over axes of |a|^p)^(1/p) (p=2: the Euclidean norm);
+    da = g * sign(a) |a|^(p-1) / out^(p-1), and 0 where out is 0 (PyTorch's subgradient)
+
+    p = 1 gives da = g * sign(a); p = inf is `abs().amax()` (see `Tensor.norm`).
+    """
+
+    __slots__ = ("kept_shape", "axes", "p")
+
+    def forward(self, a, p=2.0, axis=None, keepdims=False):
+        self.axes = axes = normalize_axes(axis, a.ndim, "norm")
+        self.kept_shape = keepdims_shape(a.shape, axes)
+        self.p = p
+        self.save_for_backward(a)
+        out = self.norm(a)
+        return out if keepdims else np.squeeze(out, axis=axes)
+
+    def norm(self, a):
+        """The norm with the reduced axes kept, of an array or a Tensor (a create_graph
+        backward recomputes it from the input Tensor, so that it is recorded)."""
+        if self.p == 2:
+            return (a * a).sum(axis=self.axes, keepdims=True) ** 0.5
+        if self.p == 1:
+            return abs(a).sum(axis=self.axes, keepdims=True)
+        return (abs(a) ** self.p).sum(axis=self.axes, keepdims=True) ** (1 / self.p)
+
+    def backward(self, grad_output):
+        (a,) = self.saved_tensors
+        grad = grad_output.reshape(self.kept_shape)
+        if self.p == 1:
+            return (grad * dual.sign(a),)
+        norm = self.norm(a)
+        if self.p == 2:
+            scale = a / norm
+        else:
+            scale = dual.sign(a) * abs(a) ** (self.p - 1) / norm ** (self.p - 1)
+        return (grad * dual.where(dual.raw(norm) == 0, 0.0, scale),)

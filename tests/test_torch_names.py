@@ -1,0 +1,138 @@
+"""PyTorch's names for what the engine already did (tensor_functions.py, tensor_shape.py,
+tensor_reduce.py's norm, tensor_convert.py's type_as): values and gradients against
+PyTorch in float64, and a clear error for each misuse."""
+
+import numpy as np
+import pytest
+import torch
+from helpers import TIES, case, check_op, same_case
+
+import tinygrad_ops as tg
+
+INDEX = np.array([2, 0, 2])
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "specs", "options"),
+    [
+        same_case("norm", lambda x: x.norm(), (3, 4)),
+        same_case("norm_fro_dims", lambda x: x.norm("fro", dim=(0, 1)), (3, 4)),
+        same_case("norm_dim", lambda x: x.norm(dim=1), (3, 4)),
+        same_case("norm_keepdim", lambda x: x.norm(dim=-1, keepdim=True), (2, 3, 4)),
+        same_case("norm_p1", lambda x: x.norm(p=1, dim=0), (3, 4)),
+        same_case("norm_p3", lambda x: x.norm(p=3, dim=1), (3, 4)),
+        same_case("norm_p0.5", lambda x: x.norm(p=0.5), (5,)),
+        same_case("norm_inf", lambda x: x.norm(p=float("inf"), dim=1), (3, 4)),
+        same_case("norm_minus_inf", lambda x: x.norm(p=-float("inf")), (3, 4)),
+        same_case("norm_0d", lambda x: x.norm(), ()),
+        same_case("abs_builtin", lambda x: abs(x), (3,)),
+        same_case("view_as", lambda x, y: x.view_as(y), (2, 6), (3, 4)),
+        same_case("reshape_as", lambda x, y: x.reshape_as(y) * y, (12,), (3, 4)),
+        same_case("expand_as", lambda x, y: x.expand_as(y) * y, (1, 4), (3, 4)),
+        same_case("narrow", lambda x: x.narrow(1, 1, 2), (3, 4)),
+        same_case("narrow_negative_start", lambda x: x.narrow(0, -2, 2), (3, 4)),
+        same_case("unbind", lambda x: x.unbind(1)[2] * x.unbind(1)[0], (3, 4)),
+        same_case("unbind_default_dim", lambda x: x.unbind()[1], (3, 4)),
+        case("minimum", tg.minimum, torch.minimum, (3, 4), (4,)),
+        case("minimum_ties", tg.minimum, torch.minimum, TIES, TIES[::-1].copy()),
+    ],
+)
+def test_torch_names_match_torch(ours, theirs, specs, options):
+    check_op(ours, theirs, *specs, **options)
+
+
+def test_norm_of_a_zero_vector_has_pytorchs_zero_gradient():
+    for p in (2, 3, "fro"):
+        ours = tg.Tensor(np.zeros((2, 3)), requires_grad=True)
+        theirs = torch.zeros((2, 3), dtype=torch.float64, requires_grad=True)
+        ours.norm(p=p, dim=1).sum().backward()
+        theirs.norm(p=p, dim=1).sum().backward()
+        np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+def test_norm_second_derivative_matches_torch():
+    values = np.array([[3.0, -4.0, 1.0], [0.5, 2.0, -1.0]])
+    ours = tg.Tensor(values, requires_grad=True)
+    theirs = torch.tensor(values, requires_grad=True)
+    (grad,) = tg.grad(ours.norm(dim=1).sum(), [ours], create_graph=True)
+    (torch_grad,) = torch.autograd.grad(theirs.norm(dim=1).sum(), [theirs], create_graph=True)
+    (grad * grad).sum().backward()
+    (torch_grad * torch_grad).sum().backward()
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), atol=1e-12)
+
+
+def test_float16_norm_is_summed_in_float32():
+    values = np.full(1000, 20.0, dtype=np.float16)  # squares sum to 400,000 > float16's max
+    out = tg.Tensor(values).norm()
+    assert out.dtype == np.float16
+    assert out.item() == torch.tensor(values).norm().item()
+
+
+def test_norm_refuses_what_pytorch_refuses():
+    with pytest.raises(TypeError, match="norm: the input must be a floating-point tensor"):
+        tg.Tensor(np.arange(3)).norm()
+    with pytest.raises(TypeError, match="norm: p must be a number, 'fro' or inf"):
+        tg.Tensor([1.0]).norm(p="nuc")
+    with pytest.raises(ValueError, match="norm: p must be positive"):
+        tg.Tensor([1.0]).norm(p=0)
+
+
+def test_index_select_matches_torch_and_refuses_negative_indices():
+    check_op(
+        lambda x: x.index_select(1, tg.Tensor(INDEX)),
+        lambda x: x.index_select(1, torch.tensor(INDEX)),
+        (3, 4),
+    )
+    check_op(
+        lambda x: x.index_select(0, INDEX), lambda x: x.index_select(0, torch.tensor(INDEX)), (3, 2)
+    )
+    x = tg.Tensor(np.zeros((3, 4)))
+    with pytest.raises(IndexError, match="index_select: an index is out of range for dim 1"):
+        x.index_select(1, tg.Tensor(np.array([-1])))
+    with pytest.raises(TypeError, match="index must be a 0-d or 1-d integer tensor"):
+        x.index_select(0, tg.Tensor(np.array([[0]])))
+    with pytest.raises(TypeError, match="index must be a 0-d or 1-d integer tensor"):
+        x.index_select(0, tg.Tensor([0.0]))
+
+
+def test_narrow_and_unbind_name_what_is_out_of_range():
+    x = tg.Tensor(np.zeros((3, 4)))
+    with pytest.raises(IndexError, match="narrow: start 3 and length 2 do not fit dim 1 of size 4"):
+        x.narrow(1, 3, 2)
+    with pytest.raises(ValueError, match="narrow: dim 2 is out of range"):
+        x.narrow(2, 0, 1)
+    with pytest.raises(IndexError, match="unbind: a 0-d tensor"):
+        tg.Tensor(1.0).unbind()
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cat_and_stack_take_pytorchs_dim(dim):
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(6.0, 12.0).reshape(2, 3)
+    check_op(lambda x, y: tg.cat([x, y], dim=dim), lambda x, y: torch.cat([x, y], dim=dim), a, b)
+    check_op(
+        lambda x, y: tg.stack([x, y], dim=dim), lambda x, y: torch.stack([x, y], dim=dim), a, b
+    )
+    check_op(
+        lambda x, y: tg.concatenate([x, y], dim=dim),
+        lambda x, y: torch.concatenate([x, y], dim=dim),
+        a,
+        b,
+    )
+
+
+def test_cat_and_stack_default_to_dim_0_and_refuse_axis_with_dim():
+    a = tg.Tensor(np.zeros((2, 3)))
+    assert tg.cat([a, a]).shape == (4, 3)
+    assert tg.stack([a, a]).shape == (2, 2, 3)
+    assert tg.stack([a, a], 2).shape == (2, 3, 2)
+    with pytest.raises(TypeError, match="stack: pass axis or dim, not both"):
+        tg.stack([a, a], axis=0, dim=1)
+
+
+def test_type_as_takes_the_other_dtype():
+    x, y = tg.Tensor([1.5, 2.5], requires_grad=True), tg.Tensor(np.zeros(2))
+    out = x.type_as(y)
+    assert out.dtype == np.float64
+    out.sum().backward()
+    assert x.grad.dtype == np.float32
+    assert tg.Tensor([1.7]).type_as(tg.Tensor(np.array([1]))).dtype == np.int64
