@@ -73,3 +73,23 @@ def test_reading_the_program_compiles_it():
     assert step.program.compiled is None
     assert "def replay(values)" in step.program.source
     assert step.program.compiled is not None
+
+
+def test_an_in_place_write_stamps_the_version_in_both_tiers():
+    """A replayed write into a captured tensor notes the change (`bump_version`) as eager
+    does: its count and its stamp on the node clock move at every call."""
+    buffer = tg.zeros(3)
+
+    @tg.compile
+    def step(x):
+        with tg.no_grad():
+            buffer.add_(x)
+        return buffer * 2
+
+    x = tg.Tensor(np.ones(3))
+    for call in range(1, 6):  # capture, interpreted, compiled ...
+        count, stamp = buffer._version
+        step(x)
+        assert buffer._version[0] == count + 1, call
+        assert buffer._version[1] > stamp, call
+    np.testing.assert_array_equal(buffer.numpy(), np.full(3, 5.0))

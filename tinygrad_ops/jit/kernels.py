@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..autograd.graph import accumulate_leaf, unbroadcast
-from ..ops.base import new_tensor, node_name
+from ..ops.base import bump_version, new_tensor, node_name
 from .codegen import FIRST, IN_PLACE
 
 
@@ -396,7 +396,7 @@ class Write(Kernel):
     def run(self, env, values):
         np.copyto(env[self.target], env[self.source], casting="same_kind")
         if self.tensor is not None:
-            self.tensor._version[0] += 1
+            bump_version(self.tensor)
 
     def reads(self):
         return (self.target, self.source)
