@@ -18,7 +18,8 @@ whole graph:
 When the first look finds nothing, the full analysis (`finder.py`) decides.
 """
 
-from operator import is_
+import itertools
+from operator import is_, not_
 
 from . import steps
 from .columns import chains_beside, check_columns, made_after, walk_route
@@ -101,8 +102,14 @@ def first_look(
             inside.update(id(tensor) for column in inner.columns for tensor in column)
             inside.discard(id(inner.anchors[-1]))
         if inside:
-            plan.independent = [tensor for tensor in independent if id(tensor) not in inside]
+            plan.independent = list(_not_among(independent, inside))
     return plan
+
+
+def _not_among(tensors, ids):
+    """The tensors whose id is not in `ids`, in order (one C pass: the independent tensors
+    of a chain can be every tensor of another one)."""
+    return itertools.compress(tensors, map(not_, map(ids.__contains__, map(id, tensors))))
 
 
 ASIDE_TRIES = 4
@@ -165,8 +172,9 @@ def chains_among(graph, independent, min_steps, tries=2):
         if inner is None:
             continue
         (segment,) = inner.segments
-        chain = {id(tensor) for column in segment.columns for tensor in column}
-        chain.update(map(id, segment.anchors[1:]))
+        chain = set(map(id, segment.anchors[1:]))
+        for column in segment.columns:
+            chain.update(map(id, column))
         # All independent but x_0 (made before the outer chain's x_0, it may be older).
         if not chain <= members or chain & taken:
             continue
@@ -199,9 +207,7 @@ def _read_from_elsewhere(independent, own, chain, segment):
     a tensor of the chain other than its ends (x_n and x_0 may be read anywhere)."""
     inside = chain - {id(segment.anchors[0]), id(segment.anchors[-1])}
     skip = chain | set(map(id, own))
-    for tensor in independent:
-        if id(tensor) in skip:
-            continue
+    for tensor in _not_among(independent, skip):
         for operand in tensor._ctx.inputs:
             if id(operand) in inside:
                 return True

@@ -8,7 +8,7 @@ gradients are the injections e_i, but no tensor inside a step).
 """
 
 import itertools
-from operator import is_
+from operator import attrgetter, is_, lt
 
 
 def outside_readers(
@@ -73,10 +73,14 @@ def outside_readers(
     found = _search(list(roots), seen, roles, ("anchor",), within, aside_members)
     if found is None:
         return None
-    independent = [tensor for tensor in roots + found if _made_after_sequence(tensor, low)]
+    met = roots + found
+    # Made after x_0 (a leaf has no sequence: -1), newest first; C passes, as `met` may be
+    # every tensor of another chain.
+    made = map(getattr, map(_GET_CONTEXT, met), itertools.repeat("sequence"), itertools.repeat(-1))
+    independent = list(itertools.compress(met, map(lt, itertools.repeat(low), made)))
     if aside is not None:
         independent.extend(aside.tops)
-    independent.sort(key=_sequence_of, reverse=True)
+    independent.sort(key=_GET_SEQUENCE, reverse=True)
     return independent
 
 
@@ -158,13 +162,8 @@ class Aside:
                 )
 
 
-def _made_after_sequence(tensor, low):
-    node = tensor._ctx
-    return node is not None and node.sequence > low
-
-
-def _sequence_of(tensor):
-    return tensor._ctx.sequence
+_GET_CONTEXT = attrgetter("_ctx")
+_GET_SEQUENCE = attrgetter("_ctx.sequence")
 
 
 _NO_CHAINS = {}  # `_search` without chains aside
