@@ -120,3 +120,58 @@ def _backward(library, variant, scheduler):
         spy = SpyScheduler(scheduler)
         loss.backward(scheduler=spy)
     return spy, weights
+
+
+def loss_every_step(library, on_pre_activation, seed=0):
+    """A tanh RNN with a readout and a loss at every step, read from its state, or (with
+    `on_pre_activation`) from inside its step."""
+    generator = np.random.default_rng(seed)
+    shapes = [(3, HIDDEN), (HIDDEN, HIDDEN), (HIDDEN, 2)]
+    weights = [tensor(library, generator.standard_normal(shape) / 2) for shape in shapes]
+    inputs = generator.standard_normal((STEPS, BATCH, 3))
+    targets = generator.standard_normal((STEPS, BATCH, 2))
+    h = tensor(library, np.zeros((BATCH, HIDDEN)), requires_grad=False)
+    loss = None
+    for step in range(STEPS):
+        pre = tensor(library, inputs[step], requires_grad=False) @ weights[0] + h @ weights[1]
+        h = pre.tanh()
+        read = pre if on_pre_activation else h
+        mse = tg.functional.mse_loss if library == "tg" else torch.nn.functional.mse_loss
+        term = mse(read @ weights[2], tensor(library, targets[step], requires_grad=False))
+        loss = term if loss is None else loss + term
+    return loss, weights
+
+
+def test_a_loss_at_every_step_is_not_searched_through(monkeypatch):
+    """The running sum of the losses is found from the output's other input, with the
+    RNN's tensors outside its steps; no search goes through it one by one."""
+    sizes = []
+
+    def counted(*arguments):
+        found = search(*arguments)
+        sizes.append(None if found is None else len(found))
+        return found
+
+    monkeypatch.setattr(readers, "_search", counted)
+    loss, _ = loss_every_step("tg", False)
+    plan = independent_of(loss)
+    assert [segment.jacobian_kind for segment in plan.segments] == ["dense", "diagonal"]
+    assert max(sizes) <= 6, sizes
+
+
+@pytest.mark.parametrize("on_pre_activation", [False, True])
+def test_a_loss_at_every_step_gives_the_walks_gradients(on_pre_activation):
+    """Read from the state, or from inside the step (then the losses read inside the
+    chain, which is walked: the gradients are the same either way)."""
+    results = {}
+    for scheduler in ("sequential", "blelloch", "blocked"):
+        loss, weights = loss_every_step("tg", on_pre_activation)
+        chosen = scheduler if scheduler == "sequential" else tg.scheduler.ScanScheduler(scheduler)
+        loss.backward(scheduler=chosen)
+        results[scheduler] = [weight.grad.numpy() for weight in weights]
+    loss, weights = loss_every_step("torch", on_pre_activation)
+    loss.backward()
+    for scheduler in ("blelloch", "blocked"):
+        for mine, walked, theirs in zip(results[scheduler], results["sequential"], weights):
+            np.testing.assert_allclose(mine, walked, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(mine, theirs.grad.numpy(), rtol=1e-9, atol=1e-11)

@@ -25,7 +25,7 @@ from . import steps
 from .columns import chains_beside, check_columns, made_after, walk_route
 from .readers import Aside, outside_readers
 from .spine import descend
-from .steps import ChainPlan, NotAChain, Segment, build_template, input_tensor
+from .steps import AllBut, ChainPlan, NotAChain, Segment, build_template, input_tensor
 
 
 def first_look(
@@ -60,7 +60,9 @@ def first_look(
     # a chain whose tensors are read inside its steps).
     refusal = found = independent = None
     for built in top_steps(window, graph, inside):
-        if inside is not None and not {id(built[1].upper), id(built[1].lower)} <= inside:
+        if inside is not None and not (
+            id(built[1].upper) in inside and id(built[1].lower) in inside
+        ):
             continue
         found = _checked_steps(*built, graph.capture, worth_checking, min_steps, inside, known)
         if isinstance(found, ChainPlan):
@@ -70,7 +72,9 @@ def first_look(
         template, anchors, (count, tensors, nodes, outside) = found
         beside = None if inside is not None else chains_beside(outside, count, graph.capture)
         # (Not beside a chain checked beside: that one may be the chain aside too.)
-        aside = chains_aside(graph, window, anchors, min_steps) if nested and not beside else None
+        aside = None
+        if nested and not beside:
+            aside = chains_aside(graph, window, (anchors, tensors, count), min_steps)
         readers = (graph, anchors, tensors, outside, count, pending, inside, beside)
         independent = outside_readers(*readers, aside=aside)
         if independent is None and aside is not None:
@@ -116,14 +120,17 @@ ASIDE_TRIES = 4
 """How many inputs beside the walk down from the output are looked from (`chains_aside`)."""
 
 
-def chains_aside(graph, window, anchors, min_steps):
-    """The chains read beside the walk down from the output above the chain found
-    (`anchors`: x_n first), as a `readers.Aside`, or None: a second RNN of the same loss,
-    `h1.sum() + (h2 * h2).sum()`. Each input of the walk's ops above x_n that the walk
-    does not follow is looked from (a first look from it alone), unless the walk down
-    from it meets the chain found (a loss at every step: the walk from the running sum
-    turns into the RNN). Each chain's look proved its readers as seen from that input;
-    the searches of the chain found see the rest of the graph (`outside_readers`)."""
+def chains_aside(graph, window, found, min_steps):
+    """The chains read beside the walk down from the output above the chain `found`
+    ((anchors x_n first, the slot columns top-down, the number of steps)), as a
+    `readers.Aside`, or None: a second RNN of the same loss, `h1.sum() + (h2 * h2).sum()`,
+    and the running sum of a loss at every step. Each input of the walk's ops above x_n
+    that the walk does not follow is looked from (a first look from it alone); where the
+    walk down from it meets the chain found (the running sum's newest term reads the
+    RNN), the look follows that same input down from the op that reads it instead, the
+    chain found outside its steps. Each look proved its chain's readers as seen from
+    there; the searches of the chain found see the rest of the graph (`outside_readers`)."""
+    anchors = found[0]
     near = set(map(id, anchors[: 8 * steps.MAX_PERIOD]))
     segments = []
     tries = 0
@@ -132,18 +139,36 @@ def chains_aside(graph, window, anchors, min_steps):
             break
         following = window[position + 1] if position + 1 < len(window) else None
         node = tensor._ctx
-        for operand, needs in zip(node.inputs, node.needs_input_grad):
+        for index, (operand, needs) in enumerate(zip(node.inputs, node.needs_input_grad)):
             if not needs or operand is following or operand._ctx is None or id(operand) in near:
                 continue
             tries += 1
-            below = list(descend(operand, 8 * steps.MAX_PERIOD))
-            if any(id(tensor) in near for tensor in below):
-                continue
-            view = RootView(operand, graph.capture)
-            plan = first_look(view, min_steps, nested=False, window=below)
+            plan = _look_aside(graph, tensor, index, found, near, min_steps)
             if plan is not None and plan.segments:
                 segments.extend(plan.segments)
     return Aside(segments) if segments else None
+
+
+def _look_aside(graph, reader, index, found, near, min_steps):
+    """The first look from input `index` of `reader` (`chains_aside`), or None."""
+    operand = reader._ctx.inputs[index]
+    below = list(descend(operand, 8 * steps.MAX_PERIOD))
+    if not any(map(near.__contains__, map(id, below))):
+        return first_look(RootView(operand, graph.capture), min_steps, nested=False, window=below)
+    # Input `index` from `reader` down, while it is made by an op and not the chain's.
+    below = [reader]
+    while len(below) < 8 * steps.MAX_PERIOD:
+        node = below[-1]._ctx
+        following = node.inputs[index] if node is not None and index < len(node.inputs) else None
+        if getattr(following, "_ctx", None) is None or id(following) in near:
+            break
+        below.append(following)
+    anchors, tensors, count = found
+    chain = set(map(id, anchors[: count + 1]))
+    for column in tensors:
+        chain.update(map(id, column[:count]))
+    view = RootView(reader, graph.capture)
+    return first_look(view, min_steps, nested=False, inside=AllBut(chain), window=below)
 
 
 class RootView:

@@ -35,10 +35,11 @@ def outside_readers(
     ancestry, which reads none of them (the outer chain's own searches proved it). `beside`
     (`columns.chains_beside`) gives the per-step input columns that are the anchors of a
     chain checked column by column: the first search starts below that chain instead.
-    `aside` (`Aside`): chains read beside this one from the output (a second RNN), proved
-    by their own looks: the searches do not enter them (their outside inputs and bottoms
-    are starts of the first search), may meet their top anchors only in the second, and
-    return those tops among the independent tensors (scanned on reaching them).
+    `aside` (`Aside`): chains read beside this one from the output (a second RNN, the
+    running sum of a loss at every step), proved by their own looks: the searches do not
+    enter them, may meet their top anchors only in the second, and go on from their
+    bottoms and outside inputs in the second (they may read this chain's anchors); their
+    tops are returned among the independent tensors (scanned on reaching them).
     """
     top = anchors[0]
     bottom = anchors[count]
@@ -51,7 +52,6 @@ def outside_readers(
         aside_members = aside.members
         if id(top) in aside_members or not roles.build().keys().isdisjoint(aside_members):
             return None  # the chains overlap
-        columns.append((None, None, aside.starts))
     starts = _first_starts(columns, beside, roles, seen, aside_members)
     if starts is None:
         return None
@@ -59,7 +59,16 @@ def outside_readers(
         starts = [tensor for tensor in starts if id(tensor) in within]
     if _search(starts, seen, roles, (), within, aside_members) is None:
         return None
-    roots = [root for root in graph.roots if id(root) not in seen]
+    # (A root may be the top of a chain aside: the running sum of a loss at every step.)
+    roots = [root for root in graph.roots if id(root) not in seen and id(root) not in aside_members]
+    if aside is not None:
+        below = _below_aside(aside, roles)
+        if below is None:
+            return None
+        for tensor in below:
+            if id(tensor) not in seen:
+                seen.add(id(tensor))
+                roots.append(tensor)
     if pending:
         # One pass per check: a look below a scan has a gradient pending at every anchor.
         members = roles.members or roles.build()
@@ -82,6 +91,18 @@ def outside_readers(
         independent.extend(aside.tops)
     independent.sort(key=_GET_SEQUENCE, reverse=True)
     return independent
+
+
+def _below_aside(aside, roles):
+    """Where the second search goes on below the chains aside: their bottoms and outside
+    inputs but this chain's anchors (a chain aside may read them: the readouts of a loss
+    at every step, scanned before this chain, send them their injections); None when
+    one is a tensor inside this chain's steps."""
+    members = roles.members or roles.build()
+    chain_roles = list(map(members.get, map(id, aside.starts)))
+    if "inside" in chain_roles:
+        return None
+    return list(itertools.compress(aside.starts, map(is_, chain_roles, itertools.repeat(None))))
 
 
 def _first_starts(columns, beside, roles, seen, aside_members):

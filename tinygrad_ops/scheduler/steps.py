@@ -308,6 +308,17 @@ class Segment:
         return f"{self.length} steps of [{names}]"
 
 
+class AllBut:
+    """The ids of every tensor but the given ones: the `inside` of a first look that must
+    stay out of a chain already found (`first_look.chains_aside`)."""
+
+    def __init__(self, ids):
+        self.ids = ids
+
+    def __contains__(self, key):
+        return key not in self.ids
+
+
 class ChainPlan:
     """What the finder found: the segments, the independent tensors (walked before any
     segment: per-step losses and their sum), and the graph index the full analysis built
