@@ -5,9 +5,11 @@ PyTorch in float64, and a clear error for each misuse."""
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as TF  # noqa: N812
 from helpers import TIES, case, check_op, same_case
 
 import tinygrad_ops as tg
+from tinygrad_ops import functional as F  # noqa: N812
 
 INDEX = np.array([2, 0, 2])
 
@@ -136,3 +138,47 @@ def test_type_as_takes_the_other_dtype():
     out.sum().backward()
     assert x.grad.dtype == np.float32
     assert tg.Tensor([1.7]).type_as(tg.Tensor(np.array([1]))).dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "specs", "options"),
+    [
+        case("normalize", F.normalize, TF.normalize, (3, 4)),
+        case(
+            "normalize_p1_dim0",
+            lambda x: F.normalize(x, p=1, dim=0),
+            lambda x: TF.normalize(x, p=1, dim=0),
+            (3, 4),
+        ),
+        case("normalize_zero_row", F.normalize, TF.normalize, np.array([[3.0, 4.0], [0.0, 0.0]])),
+        case("cosine_similarity", F.cosine_similarity, TF.cosine_similarity, (3, 4), (3, 4)),
+        case(
+            "cosine_similarity_broadcast_dim",
+            lambda a, b: F.cosine_similarity(a, b, dim=-1),
+            lambda a, b: TF.cosine_similarity(a, b, dim=-1),
+            (2, 3, 4),
+            (3, 4),
+        ),
+        case("bmm", tg.bmm, torch.bmm, (2, 3, 4), (2, 4, 5)),
+        case("dot", tg.dot, torch.dot, (4,), (4,)),
+        case("outer", tg.outer, torch.outer, (3,), (4,)),
+        same_case("method_bmm", lambda a, b: a.bmm(b), (2, 3, 4), (2, 4, 1)),
+        same_case("method_outer", lambda a, b: a.outer(b), (3,), (2,)),
+    ],
+)
+def test_vector_functions_match_torch(ours, theirs, specs, options):
+    check_op(ours, theirs, *specs, **options)
+
+
+def test_products_refuse_the_shapes_pytorch_refuses():
+    matrix, batch = tg.Tensor(np.zeros((2, 3))), tg.Tensor(np.zeros((2, 3, 4)))
+    with pytest.raises(RuntimeError, match=r"bmm: both arguments must be 3-D .* \(2, 3\)"):
+        tg.bmm(matrix, batch)
+    with pytest.raises(RuntimeError, match="bmm: the batch sizes differ: 2 and 3"):
+        batch.bmm(tg.Tensor(np.zeros((3, 4, 2))))
+    with pytest.raises(RuntimeError, match="dot: both arguments must be 1-D of one length"):
+        tg.dot(tg.Tensor([1.0, 2.0]), tg.Tensor([1.0, 2.0, 3.0]))
+    with pytest.raises(RuntimeError, match="outer: both arguments must be 1-D"):
+        tg.outer(matrix, tg.Tensor([1.0]))
+    with pytest.raises(TypeError, match="cosine_similarity: x2 must be a Tensor"):
+        F.cosine_similarity(matrix, [1.0, 2.0, 3.0])

@@ -48,7 +48,7 @@ from .scheduler import (
 )
 from .serialize import CheckpointError, load, save
 from .tensor import Tensor, concatenate, from_numpy, maximum, stack, where
-from .tensor_functions import cat, minimum
+from .tensor_functions import bmm, cat, dot, minimum, outer
 
 __version__ = "0.1.0"
 
@@ -62,12 +62,14 @@ __all__ = [
     "argsort",
     "available_schedulers",
     "backward_plan",
+    "bmm",
     "cat",
     "chunk",
     "compile",
     "concatenate",
     "detect_anomaly",
     "diagonal",
+    "dot",
     "einsum",
     "enable_grad",
     "eye",
@@ -94,6 +96,7 @@ __all__ = [
     "ones",
     "ones_like",
     "optim",
+    "outer",
     "rand",
     "randn",
     "register_scheduler",

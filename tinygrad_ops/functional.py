@@ -414,6 +414,12 @@ __all__ += [
     "smooth_l1_loss",
 ]
 
+# Unit vectors and their angles (tinygrad_ops/ops/similarity.py)
+
+from .ops.similarity import cosine_similarity, normalize  # noqa: E402 (a section of its own)
+
+__all__ += ["cosine_similarity", "normalize"]
+
 # Elementwise activations (tinygrad_ops/ops/pointwise.py)
 
 from .ops.pointwise import (  # noqa: E402 (a section of its own, kept apart)

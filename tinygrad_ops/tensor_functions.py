@@ -1,6 +1,6 @@
 """The functions of several tensors that `tinygrad_ops` exports beside `Tensor`: stack,
 concatenate (and PyTorch's `cat`), where, maximum, minimum (each over one op, its operands
-coerced as the operators' are).
+coerced as the operators' are), and PyTorch's names for products: bmm, dot, outer.
 """
 
 import numpy as np
@@ -85,6 +85,35 @@ def minimum(a, b):
     array([1., 2.], dtype=float32)
     """
     return Minimum.apply(_as_tensor_operand(a), _as_tensor_operand(b))
+
+
+def bmm(input, mat2):
+    """Batched matrix products (`input.bmm(mat2)`): both 3-D, one batch size, as PyTorch's."""
+    return _as_tensor(input, "bmm").bmm(mat2)
+
+
+def dot(input, other):
+    """The dot product of two 1-D tensors (`input.dot(other)`), as PyTorch's.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.dot(tg.Tensor([1.0, 2.0]), tg.Tensor([3.0, 4.0])).item()
+    11.0
+    """
+    return _as_tensor(input, "dot").dot(other)
+
+
+def outer(input, vec2):
+    """The outer product of two 1-D tensors (`input.outer(vec2)`)."""
+    return _as_tensor(input, "outer").outer(vec2)
+
+
+def _as_tensor(value, op_name):
+    if is_tensor(value):
+        return value
+    operand = as_operand(value)
+    if operand is None or isinstance(operand, (bool, int, float)):
+        raise TypeError(f"{op_name}: expected a Tensor or an array, got {type(value).__name__}")
+    return operand if is_tensor(operand) else new_tensor(np.asarray(operand))
 
 
 def _as_tensor_operand(value):

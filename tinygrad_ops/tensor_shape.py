@@ -224,6 +224,41 @@ class ShapeMethods:
             )
         return self @ other
 
+    def bmm(self, other):
+        """Batched matrix products of two 3-D tensors with one batch size, as PyTorch's."""
+        other_shape = getattr(other, "shape", None)
+        if self.ndim != 3 or other_shape is None or len(other_shape) != 3:
+            raise RuntimeError(
+                f"bmm: both arguments must be 3-D (batch, n, m), got shapes {self.shape} and "
+                f"{getattr(other, 'shape', type(other).__name__)}"
+            )
+        if self.shape[0] != other_shape[0]:
+            raise RuntimeError(
+                f"bmm: the batch sizes differ: {self.shape[0]} and {other_shape[0]} "
+                f"(shapes {self.shape} and {other_shape}; `@` broadcasts them)"
+            )
+        return self @ other
+
+    def dot(self, other):
+        """The dot product of two 1-D tensors of one length, as PyTorch's (not numpy's)."""
+        other_shape = getattr(other, "shape", None)
+        if self.ndim != 1 or other_shape is None or other_shape != self.shape:
+            raise RuntimeError(
+                f"dot: both arguments must be 1-D of one length, got shapes {self.shape} and "
+                f"{getattr(other, 'shape', type(other).__name__)}"
+            )
+        return self @ other
+
+    def outer(self, other):
+        """The outer product of two 1-D tensors: out[i, j] = a[i] b[j]."""
+        other_shape = getattr(other, "shape", None)
+        if self.ndim != 1 or other_shape is None or len(other_shape) != 1:
+            raise RuntimeError(
+                f"outer: both arguments must be 1-D, got shapes {self.shape} and "
+                f"{getattr(other, 'shape', type(other).__name__)}"
+            )
+        return self.reshape(-1, 1) * other.reshape(1, -1)
+
     def t(self):
         """The transpose of a matrix (a 0-d or 1-d tensor as it is), as PyTorch's `t()`."""
         if self.ndim > 2:
