@@ -88,7 +88,12 @@ def minimum(a, b):
 
 
 def bmm(input, mat2):
-    """Batched matrix products (`input.bmm(mat2)`): both 3-D, one batch size, as PyTorch's."""
+    """Batched matrix products (`input.bmm(mat2)`): both 3-D, one batch size, as PyTorch's.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.bmm(tg.ones((2, 3, 4)), tg.ones((2, 4, 5))).shape
+    (2, 3, 5)
+    """
     return _as_tensor(input, "bmm").bmm(mat2)
 
 
@@ -103,7 +108,12 @@ def dot(input, other):
 
 
 def outer(input, vec2):
-    """The outer product of two 1-D tensors (`input.outer(vec2)`)."""
+    """The outer product of two 1-D tensors (`input.outer(vec2)`).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.outer(tg.Tensor([1.0, 2.0]), tg.Tensor([3.0, 4.0, 5.0])).shape
+    (2, 3)
+    """
     return _as_tensor(input, "outer").outer(vec2)
 
 
