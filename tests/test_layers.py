@@ -20,7 +20,7 @@ LAYERS = [
     ("tensor", [
         "tinygrad_ops.tensor", "tinygrad_ops.tensor_convert", "tinygrad_ops.tensor_shape",
         "tinygrad_ops.tensor_math", "tinygrad_ops.tensor_reduce", "tinygrad_ops.tensor_inplace",
-        "tinygrad_ops.tensor_functions", "tinygrad_ops.creation",
+        "tinygrad_ops.tensor_functions", "tinygrad_ops.torch_functions", "tinygrad_ops.creation",
     ]),
     ("schedulers", ["tinygrad_ops.scheduler"]),
     ("library", [

@@ -7,6 +7,8 @@
 array([7.], dtype=float32)
 """
 
+import builtins
+
 from . import functional, nn, optim
 from .autograd.backward import grad
 from .autograd.function import Function
@@ -116,3 +118,13 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+# PyTorch's module-level functions (`tg.exp(x)`, `tg.max(outputs, 1)`) and dtype names
+# (`tg.float32`, `tg.long`): see torch_functions.py. Those named like a Python builtin
+# (sum, max, abs, ...) stay out of `__all__`, so that `from tinygrad_ops import *` keeps
+# the builtins; `tg.sum` is there all the same.
+from .torch_functions import DTYPES, FUNCTIONS
+
+globals().update(FUNCTIONS)
+globals().update(DTYPES)
+__all__ += [name for name in FUNCTIONS if name not in dir(builtins)]

@@ -1,0 +1,86 @@
+"""tinygrad_ops/torch_functions.py: PyTorch's module-level functions are the Tensor methods
+(values and gradients against torch's functions in float64), and the dtype names."""
+
+import builtins
+
+import numpy as np
+import pytest
+import torch
+
+import tinygrad_ops as tg
+from tinygrad_ops.torch_functions import EXAMPLES
+
+VALUES = np.array([[0.5, -1.5, 2.0], [3.0, 0.25, -0.75]])
+# name -> (args after the tensor, kwargs), for torch.<name> and tg.<name> alike
+CALLS = {
+    "sum": ((), {"dim": 1}),
+    "mean": ((0,), {}),
+    "max": ((1,), {}),
+    "min": ((), {}),
+    "argmax": ((), {"dim": 1}),
+    "softmax": ((), {"dim": 1}),
+    "log_softmax": ((-1,), {}),
+    "clamp": ((), {"min": 0.0}),
+    "clip": ((-1.0, 1.0), {}),
+    "pow": ((3,), {}),
+    "transpose": ((0, 1), {}),
+    "unsqueeze": ((1,), {}),
+    "permute": (((1, 0),), {}),
+    "norm": ((), {"dim": 1}),
+    "cumsum": ((1,), {}),
+    "std": ((1,), {}),
+    "var": ((), {}),
+    "prod": ((1,), {}),
+    "logsumexp": ((1,), {}),
+    "amax": ((0,), {}),
+    "reshape": (((6,),), {}),
+    "flatten": ((), {}),
+    "matmul": ((), {}),
+    "mm": ((), {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_module_function_matches_torch(name):
+    args, kwargs = CALLS.get(name, ((), {}))
+    data = np.abs(VALUES) + 0.5 if name in ("log", "sqrt") else VALUES
+    ours = tg.Tensor(data.copy(), requires_grad=True)
+    theirs = torch.tensor(data.copy(), requires_grad=True)
+    if name in ("matmul", "mm"):
+        args_ours, args_theirs = (ours.T,), (theirs.T,)
+    else:
+        args_ours = args_theirs = args
+    out = getattr(tg, name)(ours, *args_ours, **kwargs)
+    expected = getattr(torch, name)(theirs, *args_theirs, **kwargs)
+    if isinstance(expected, tuple):  # (values, indices)
+        out, expected = out[0], expected[0]
+    if not isinstance(expected, torch.Tensor):  # numel
+        assert out == expected
+        return
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), atol=1e-12)
+    if expected.requires_grad and expected.dtype.is_floating_point:
+        weights = np.random.default_rng(0).standard_normal(tuple(expected.shape))
+        (out * tg.Tensor(weights)).sum().backward()
+        (expected * torch.tensor(weights)).sum().backward()
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), atol=1e-12)
+
+
+def test_module_function_names_its_first_argument():
+    with pytest.raises(TypeError, match=r"tg\.exp: the first argument must be a Tensor, got list"):
+        tg.exp([1.0, 2.0])
+
+
+def test_star_import_keeps_pythons_builtins():
+    namespace = {}
+    exec("from tinygrad_ops import *", namespace)
+    for name in ("sum", "max", "min", "abs", "all", "any", "round", "pow"):
+        assert name not in namespace
+        assert getattr(tg, name) is not getattr(builtins, name)
+    assert namespace["exp"] is tg.exp
+
+
+def test_pytorch_dtype_names_are_numpys_dtypes():
+    assert tg.Tensor([1.0], dtype=tg.float64).dtype == np.float64
+    assert tg.zeros((2,), dtype=tg.long).dtype == np.int64
+    assert tg.Tensor([1.0]).dtype == tg.float32
+    assert (tg.half, tg.double) == (np.float16, np.float64)

@@ -1,0 +1,106 @@
+"""PyTorch's module-level functions over one tensor: `tg.exp(x)` is `x.exp()`,
+`tg.max(outputs, 1)` is `outputs.max(1)` (the `(values, indices)` of the CIFAR tutorial's
+`_, predicted = torch.max(outputs, 1)`), `tg.sum(x, dim=1)` is `x.sum(dim=1)`.
+
+Each is the Tensor method of the same name, called on the first argument with the rest:
+one table, `EXAMPLES`, names them with the example their docstring runs. The dtypes under
+PyTorch's names (`tg.float32`, `tg.long`, ...) are numpy's.
+"""
+
+import numpy as np
+
+from .ops.base import is_tensor
+
+# name -> the example in its docstring (x = [[1., -2.], [3., 4.]], run as a doctest).
+EXAMPLES = {
+    "abs": ("tg.abs(x).tolist()", "[[1.0, 2.0], [3.0, 4.0]]"),
+    "all": ("tg.all(x > 0).item()", "False"),
+    "amax": ("tg.amax(x, 1).tolist()", "[1.0, 4.0]"),
+    "amin": ("tg.amin(x, 1).tolist()", "[-2.0, 3.0]"),
+    "any": ("tg.any(x > 3).item()", "True"),
+    "argmax": ("tg.argmax(x, dim=1).tolist()", "[0, 1]"),
+    "argmin": ("tg.argmin(x, dim=1).tolist()", "[1, 0]"),
+    "ceil": ("tg.ceil(x / 2).tolist()", "[[1.0, -1.0], [2.0, 2.0]]"),
+    "clamp": ("tg.clamp(x, min=0.0).tolist()", "[[1.0, 0.0], [3.0, 4.0]]"),
+    "clip": ("tg.clip(x, -1.0, 1.0).tolist()", "[[1.0, -1.0], [1.0, 1.0]]"),
+    "clone": ("tg.clone(x).tolist()", "[[1.0, -2.0], [3.0, 4.0]]"),
+    "cos": ("tg.cos(x * 0).tolist()", "[[1.0, 1.0], [1.0, 1.0]]"),
+    "cumsum": ("tg.cumsum(x, dim=1).tolist()", "[[1.0, -1.0], [3.0, 7.0]]"),
+    "detach": ("tg.detach(x).requires_grad", "False"),
+    "exp": ("tg.exp(x * 0).tolist()", "[[1.0, 1.0], [1.0, 1.0]]"),
+    "flatten": ("tg.flatten(x).tolist()", "[1.0, -2.0, 3.0, 4.0]"),
+    "floor": ("tg.floor(x / 2).tolist()", "[[0.0, -1.0], [1.0, 2.0]]"),
+    "isfinite": ("tg.isfinite(x).all().item()", "True"),
+    "isinf": ("tg.isinf(x).any().item()", "False"),
+    "isnan": ("tg.isnan(x).any().item()", "False"),
+    "log": ("tg.log(x.abs()).tolist()[0][0]", "0.0"),
+    "log_softmax": ("tg.log_softmax(x * 0, dim=1).exp().tolist()", "[[0.5, 0.5], [0.5, 0.5]]"),
+    "logsumexp": ("tg.logsumexp(x * 0, 1).exp().tolist()", "[2.0, 2.0]"),
+    "matmul": ("tg.matmul(x, x).tolist()", "[[-5.0, -10.0], [15.0, 10.0]]"),
+    "max": ("tg.max(x, 1)[1].tolist()", "[0, 1]"),
+    "mean": ("tg.mean(x, dim=0).tolist()", "[2.0, 1.0]"),
+    "min": ("tg.min(x).item()", "-2.0"),
+    "mm": ("tg.mm(x, x).tolist()", "[[-5.0, -10.0], [15.0, 10.0]]"),
+    "norm": ("tg.norm(x, dim=1).tolist()[1]", "5.0"),
+    "numel": ("tg.numel(x)", "4"),
+    "permute": ("tg.permute(x, (1, 0)).tolist()", "[[1.0, 3.0], [-2.0, 4.0]]"),
+    "pow": ("tg.pow(x, 2).tolist()", "[[1.0, 4.0], [9.0, 16.0]]"),
+    "prod": ("tg.prod(x, 1).tolist()", "[-2.0, 12.0]"),
+    "relu": ("tg.relu(x).tolist()", "[[1.0, 0.0], [3.0, 4.0]]"),
+    "reshape": ("tg.reshape(x, (4,)).tolist()", "[1.0, -2.0, 3.0, 4.0]"),
+    "round": ("tg.round(x / 4).tolist()", "[[0.0, -0.0], [1.0, 1.0]]"),
+    "sigmoid": ("tg.sigmoid(x * 0).tolist()", "[[0.5, 0.5], [0.5, 0.5]]"),
+    "sign": ("tg.sign(x).tolist()", "[[1.0, -1.0], [1.0, 1.0]]"),
+    "sin": ("tg.sin(x * 0).abs().tolist()", "[[0.0, 0.0], [0.0, 0.0]]"),
+    "softmax": ("tg.softmax(x * 0, dim=1).tolist()", "[[0.5, 0.5], [0.5, 0.5]]"),
+    "sqrt": ("tg.sqrt(x.abs()).tolist()[1][1]", "2.0"),
+    "square": ("tg.square(x).tolist()", "[[1.0, 4.0], [9.0, 16.0]]"),
+    "squeeze": ("tg.squeeze(x[None]).shape", "(2, 2)"),
+    "std": ("tg.std(x[1]).item()", "0.7071067690849304"),
+    "sum": ("tg.sum(x, dim=1).tolist()", "[-1.0, 7.0]"),
+    "t": ("tg.t(x).tolist()", "[[1.0, 3.0], [-2.0, 4.0]]"),
+    "tanh": ("tg.tanh(x.abs() * 0).tolist()", "[[0.0, 0.0], [0.0, 0.0]]"),
+    "transpose": ("tg.transpose(x, 0, 1).tolist()", "[[1.0, 3.0], [-2.0, 4.0]]"),
+    "unsqueeze": ("tg.unsqueeze(x, 0).shape", "(1, 2, 2)"),
+    "var": ("tg.var(x[1]).item()", "0.5"),
+}
+
+
+def _function(name, call, result):
+    """The module-level function `name`: the Tensor method on its first argument."""
+
+    def function(input, *args, **kwargs):
+        if not is_tensor(input):
+            raise TypeError(
+                f"tg.{name}: the first argument must be a Tensor, got {type(input).__name__} "
+                f"(tg.tensor(...) makes one)"
+            )
+        return getattr(input, name)(*args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = (
+        f"`tg.{name}(x, ...)` is `x.{name}(...)`, as PyTorch's `torch.{name}`.\n\n"
+        f">>> import tinygrad_ops as tg\n"
+        f">>> x = tg.Tensor([[1.0, -2.0], [3.0, 4.0]])\n"
+        f">>> {call}\n{result}\n"
+    )
+    return function
+
+
+FUNCTIONS = {name: _function(name, *example) for name, example in EXAMPLES.items()}
+globals().update(FUNCTIONS)  # (each is a module attribute, so that doctest finds its example)
+
+# PyTorch's names of the dtypes: `tg.Tensor(data, dtype=tg.float32)`, `x.dtype == tg.long`.
+DTYPES = {
+    "float16": np.dtype(np.float16),
+    "half": np.dtype(np.float16),
+    "float32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64),
+    "double": np.dtype(np.float64),
+    "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
+    "long": np.dtype(np.int64),
+    "uint8": np.dtype(np.uint8),
+}
