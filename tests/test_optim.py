@@ -218,3 +218,78 @@ def test_scheduler_state_dict_round_trip():
     restored = optim.StepLR(restored_optimizer, step_size=2)
     restored.load_state_dict(scheduler.state_dict())
     assert restored.get_last_lr() == scheduler.get_last_lr() == [0.1]
+
+
+def _tiny_problem(seed=0):
+    generator = np.random.default_rng(seed)
+    weight = generator.standard_normal((3, 2))
+    x, y = generator.standard_normal((4, 3)), generator.standard_normal((4, 2))
+    return weight, x, y
+
+
+def test_zero_grad_without_none_zeroes_in_place_as_pytorch():
+    weight, x, y = _tiny_problem()
+    ours, theirs = (
+        tg.Tensor(weight.copy(), requires_grad=True),
+        torch.tensor(weight.copy(), requires_grad=True),
+    )
+    ours_opt = optim.SGD([ours], lr=0.1, momentum=0.9)
+    theirs_opt = torch.optim.SGD([theirs], lr=0.1, momentum=0.9)
+    grad_object = None
+    for _ in range(3):
+        ours_opt.zero_grad(set_to_none=False)
+        theirs_opt.zero_grad(set_to_none=False)
+        if grad_object is not None:  # the same tensor, its values zeros (PyTorch's too)
+            assert ours.grad is grad_object
+            np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+        F.mse_loss(tg.Tensor(x) @ ours, tg.Tensor(y)).backward()
+        torch.nn.functional.mse_loss(torch.tensor(x) @ theirs, torch.tensor(y)).backward()
+        grad_object = ours.grad
+        ours_opt.step()
+        theirs_opt.step()
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), atol=1e-12)
+
+
+def test_module_zero_grad_without_none_zeroes_in_place():
+    layer = nn.Linear(3, 2)
+    layer(tg.Tensor(np.ones((1, 3), np.float32))).sum().backward()
+    grad = layer.weight.grad
+    layer.zero_grad(set_to_none=False)
+    assert layer.weight.grad is grad
+    assert not grad.numpy().any()
+    layer.zero_grad()
+    assert layer.weight.grad is None
+
+
+def test_compiled_step_with_zero_grad_in_place_matches_eager():
+    weight, x, y = _tiny_problem(1)
+    results = []
+    for compiled in (False, True):
+        parameter = tg.Tensor(weight.copy(), requires_grad=True)
+        optimizer = optim.Adam([parameter], lr=0.05)
+
+        def step(inputs, targets, parameter=parameter, optimizer=optimizer):
+            optimizer.zero_grad(set_to_none=False)
+            loss = F.mse_loss(inputs @ parameter, targets)
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        run = tg.compile(step) if compiled else step
+        losses = [run(tg.Tensor(x * k), tg.Tensor(y)).item() for k in (1.0, 0.5, 2.0, 1.5, 1.0)]
+        results.append((losses, parameter.numpy().copy(), parameter.grad.numpy().copy()))
+    eager, replayed = results
+    assert eager[0] == replayed[0]
+    np.testing.assert_array_equal(eager[1], replayed[1])
+    np.testing.assert_array_equal(eager[2], replayed[2])
+
+
+def test_module_zero_grad_without_none_is_refused_under_capture():
+    layer = nn.Linear(2, 1)
+
+    def step(inputs):
+        layer.zero_grad(set_to_none=False)
+        return layer(inputs).sum()
+
+    with pytest.raises(tg.CompileError, match=r"model.zero_grad\(set_to_none=False\)"):
+        tg.compile(step)(tg.Tensor(np.ones((1, 2), np.float32)))

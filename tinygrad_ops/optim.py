@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from .autograd.graph import clear_leaf_grad
 from .mode import replayed_whole
 from .ops.base import bump_version
 from .tensor import Tensor
@@ -69,11 +70,15 @@ class Optimizer:
             self.param_groups.append({**self.defaults, **group, "params": group_params})
 
     @replayed_whole
-    def zero_grad(self):
-        """Forget every parameter's gradient (set it to None, as PyTorch does by default)."""
+    def zero_grad(self, set_to_none=True):
+        """Forget every parameter's gradient: set it to None (PyTorch's default), or with
+        `set_to_none=False` fill it with zeros in place (`clear_leaf_grad`)."""
         for group in self.param_groups:
             for parameter in group["params"]:
-                parameter._grad = None  # (the slot: None needs none of the property's checks)
+                if set_to_none:
+                    parameter._grad = None  # (the slot: None needs none of the property's checks)
+                else:
+                    clear_leaf_grad(parameter, set_to_none=False)
 
     def step(self):  # pragma: no cover - every optimizer overrides it
         raise NotImplementedError

@@ -365,6 +365,23 @@ def accumulate_leaf(tensor, grad, create_graph, owned=False):
         leaf_grad._data = leaf_grad._data + grad
 
 
+def clear_leaf_grad(tensor, set_to_none=True):
+    """What `zero_grad` does to one parameter: `.grad` becomes None (PyTorch's default), or
+    with `set_to_none=False` its values become zeros in place, the gradient tensor cut from
+    any graph that made it (as PyTorch's `grad.detach_(); grad.zero_()`)."""
+    grad = tensor._grad
+    if set_to_none or grad is None:
+        tensor._grad = None
+        return
+    grad._ctx = None
+    grad._requires_grad = False
+    if grad._data.flags.writeable:
+        grad._data[...] = 0
+        bump_version(grad)
+    else:  # an array the engine must not write into (one the user assigned, read-only)
+        grad._data = np.zeros_like(grad._data)
+
+
 class HookHandle:
     """Returned by `register_hook`; `remove()` unregisters the hook."""
 

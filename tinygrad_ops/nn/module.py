@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..autograd.graph import clear_leaf_grad
 from ..mode import STATE, no_grad, replayed_whole
 from ..ops.base import bump_version
 from ..tensor import Tensor
@@ -267,10 +268,19 @@ class Module:
         return self.train(False)
 
     @replayed_whole
-    def zero_grad(self):
-        """Forget every parameter's gradient (set it to None, as PyTorch does by default)."""
+    def zero_grad(self, set_to_none=True):
+        """Forget every parameter's gradient: set it to None (PyTorch's default), or with
+        `set_to_none=False` fill it with zeros in place."""
+        if not set_to_none and STATE.recorder is not None:
+            STATE.recorder.refuse(
+                "model.zero_grad(set_to_none=False): a replay would not repeat it; use "
+                "optimizer.zero_grad(set_to_none=False)"
+            )
         for parameter in self.parameters():
-            parameter.grad = None
+            if set_to_none:
+                parameter.grad = None
+            else:
+                clear_leaf_grad(parameter, set_to_none=False)
 
     def to(self, dtype):
         """Convert every floating parameter and buffer to `dtype`, in place (the Parameter
