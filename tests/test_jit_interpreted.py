@@ -5,6 +5,8 @@ every replay interpreted (the program never compiled), so that both ways of repl
 are checked over the same steps, norms, dropout, optimizers, scans and stacks.
 """
 
+import gc
+
 import numpy as np
 import pytest
 from jit_helpers import simple_setup
@@ -93,3 +95,33 @@ def test_an_in_place_write_stamps_the_version_in_both_tiers():
         assert buffer._version[0] == count + 1, call
         assert buffer._version[1] > stamp, call
     np.testing.assert_array_equal(buffer.numpy(), np.full(3, 5.0))
+
+
+def test_the_capture_pauses_the_garbage_collector_and_restores_it():
+    """Paused while the capture runs (its objects all live on), restored after it, also
+    when the capture is refused; left off when it was off."""
+    seen = []
+
+    @tg.compile
+    def step(x):
+        seen.append(gc.isenabled())
+        return x * 2
+
+    @tg.compile
+    def refused_step(x):
+        seen.append(gc.isenabled())
+        return (x * 2).sum().item()
+
+    x = tg.Tensor(np.ones(2))
+    assert gc.isenabled()
+    step(x)
+    with pytest.raises(tg.CompileError):
+        refused_step(x)
+    assert seen == [False, False]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        step(tg.Tensor(np.ones(3)))  # a new shape: captured again
+    finally:
+        gc.enable()
+    assert seen == [False, False, False]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import types
 
 from ..mode import STATE
@@ -44,9 +45,24 @@ class CompiledFunction:
         return self.capture(args, kwargs, values, keywords)
 
     def capture(self, args, kwargs, values, keywords):
-        """Run the function eagerly with a recorder watching; keep the program it wrote."""
+        """Run the function eagerly with a recorder watching; keep the program it wrote.
+
+        Python's cyclic garbage collector is paused meanwhile (and restored as it was):
+        a capture makes thousands of objects that all live on (slots, kernels, the nodes'
+        records), and each collection pass over them found nothing to free; for a
+        2,048-step RNN those passes took longer than the capture's own work."""
         if STATE.recorder is not None:
             raise CompileError(f"{self.__name__}: a compiled function called while capturing")
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self.record(args, kwargs, values, keywords)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def record(self, args, kwargs, values, keywords):
+        """The capture itself (see `capture`)."""
         names = [f"argument {position}" for position in range(len(args))] + list(keywords)
         recorder = Recorder(values, names)
         guards = Guards(values, keywords, [], [], [])  # the world as the capture starts
