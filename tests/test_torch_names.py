@@ -172,9 +172,11 @@ def test_vector_functions_match_torch(ours, theirs, specs, options):
 
 def test_products_refuse_the_shapes_pytorch_refuses():
     matrix, batch = tg.Tensor(np.zeros((2, 3))), tg.Tensor(np.zeros((2, 3, 4)))
-    with pytest.raises(RuntimeError, match=r"bmm: both arguments must be 3-D .* \(2, 3\)"):
+    with pytest.raises(RuntimeError, match=r"bmm: both arguments must be 3-D .* \(2, 3\) and"):
         tg.bmm(matrix, batch)
-    with pytest.raises(RuntimeError, match="bmm: the batch sizes differ: 2 and 3"):
+    with pytest.raises(
+        RuntimeError, match=r"one batch size, got shapes \(2, 3, 4\) and \(3, 4, 2\)"
+    ):
         batch.bmm(tg.Tensor(np.zeros((3, 4, 2))))
     with pytest.raises(RuntimeError, match="dot: both arguments must be 1-D of one length"):
         tg.dot(tg.Tensor([1.0, 2.0]), tg.Tensor([1.0, 2.0, 3.0]))

@@ -217,46 +217,25 @@ class ShapeMethods:
 
     def mm(self, other):
         """The product of two matrices (2-D only, as PyTorch's `mm`; `@` broadcasts)."""
-        if self.ndim != 2 or getattr(other, "ndim", None) != 2:
-            raise RuntimeError(
-                f"mm: both arguments must be matrices (2-D), got shapes {self.shape} and "
-                f"{getattr(other, 'shape', type(other).__name__)}"
-            )
+        _check_product("mm", "both arguments must be matrices (2-D)", self, other, _matrices)
         return self @ other
 
     def bmm(self, other):
         """Batched matrix products of two 3-D tensors with one batch size, as PyTorch's."""
-        other_shape = getattr(other, "shape", None)
-        if self.ndim != 3 or other_shape is None or len(other_shape) != 3:
-            raise RuntimeError(
-                f"bmm: both arguments must be 3-D (batch, n, m), got shapes {self.shape} and "
-                f"{getattr(other, 'shape', type(other).__name__)}"
-            )
-        if self.shape[0] != other_shape[0]:
-            raise RuntimeError(
-                f"bmm: the batch sizes differ: {self.shape[0]} and {other_shape[0]} "
-                f"(shapes {self.shape} and {other_shape}; `@` broadcasts them)"
-            )
+        requirement = "both arguments must be 3-D (batch, n, m) with one batch size"
+        _check_product("bmm", requirement, self, other, _batches)
         return self @ other
 
     def dot(self, other):
         """The dot product of two 1-D tensors of one length, as PyTorch's (not numpy's)."""
-        other_shape = getattr(other, "shape", None)
-        if self.ndim != 1 or other_shape is None or other_shape != self.shape:
-            raise RuntimeError(
-                f"dot: both arguments must be 1-D of one length, got shapes {self.shape} and "
-                f"{getattr(other, 'shape', type(other).__name__)}"
-            )
+        _check_product(
+            "dot", "both arguments must be 1-D of one length", self, other, _same_vectors
+        )
         return self @ other
 
     def outer(self, other):
         """The outer product of two 1-D tensors: out[i, j] = a[i] b[j]."""
-        other_shape = getattr(other, "shape", None)
-        if self.ndim != 1 or other_shape is None or len(other_shape) != 1:
-            raise RuntimeError(
-                f"outer: both arguments must be 1-D, got shapes {self.shape} and "
-                f"{getattr(other, 'shape', type(other).__name__)}"
-            )
+        _check_product("outer", "both arguments must be 1-D", self, other, _vectors)
         return self.reshape(-1, 1) * other.reshape(1, -1)
 
     def t(self):
@@ -338,3 +317,29 @@ class ShapeMethods:
 
     def nonzero(self, as_tuple=False):
         return indexing.nonzero(self, as_tuple)
+
+
+def _check_product(op_name, requirement, first, second, accepts):
+    """Raise naming both shapes unless `accepts(first's shape, second's shape)`."""
+    second_shape = getattr(second, "shape", None)
+    if second_shape is None or not accepts(first.shape, tuple(second_shape)):
+        raise RuntimeError(
+            f"{op_name}: {requirement}, got shapes {first.shape} and "
+            f"{type(second).__name__ if second_shape is None else tuple(second_shape)}"
+        )
+
+
+def _matrices(first, second):
+    return len(first) == 2 and len(second) == 2
+
+
+def _batches(first, second):
+    return len(first) == 3 and len(second) == 3 and first[0] == second[0]
+
+
+def _same_vectors(first, second):
+    return len(first) == 1 and first == second
+
+
+def _vectors(first, second):
+    return len(first) == 1 and len(second) == 1

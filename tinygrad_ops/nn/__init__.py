@@ -35,6 +35,7 @@ from .activation import (
 from .cnn import SmallCNN, Unflatten
 from .container import Sequential
 from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
+from .gated import GRU, LSTM, GRUCell, LSTMCell
 from .init import get_rng_state, manual_seed, set_rng_state
 from .linear import Linear
 from .loss import (
@@ -57,6 +58,8 @@ __all__ = [
     "CELU",
     "ELU",
     "GELU",
+    "GRU",
+    "LSTM",
     "MLP",
     "RNN",
     "SELU",
@@ -70,12 +73,14 @@ __all__ = [
     "CrossEntropyLoss",
     "Dropout",
     "Flatten",
+    "GRUCell",
     "Hardsigmoid",
     "Hardswish",
     "HuberLoss",
     "Identity",
     "KLDivLoss",
     "L1Loss",
+    "LSTMCell",
     "LayerNorm",
     "LeakyReLU",
     "Linear",
