@@ -13,7 +13,8 @@ the walk, auto / best, auto / walk, and look / walk: the chain finder's first lo
 the minimum of the rounds, is that of a training loop after its first steps. A WARNING
 line marks every figure that misses its bound (auto within 1.15x of the best scheduler;
 within 1.05x of the walk where nothing is scanned; the best scan at least 3x the walk at
-hidden 4 and 8 and 2048 steps, 2x for the per-step-loss forms). Then auto against the walk
+hidden 4 and 8 and 2048 steps, 2x for the per-step-loss forms; the median speedup column
+is the same ratio from the medians of the rounds). Then auto against the walk
 on a graph with no chain (a small MLP, where auto's gate is all it adds), and the
 crossover plot of the benchmark's form.
 
@@ -29,6 +30,7 @@ skipped (shown as "-").
 import argparse
 import gc
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -107,13 +109,15 @@ def time_case(name, steps, hidden, rounds, max_memory_mb):
     chains = found_chains(name, steps, hidden)
     kinds = {kind for _, kind in chains}
     runnable = [s for s in SCHEDULERS if not skip_reason(steps, hidden, s, kinds, max_memory_mb)]
-    best = dict.fromkeys(runnable + ["look"], float("inf"))
+    samples = {scheduler: [] for scheduler in runnable + ["look"]}
     # A short chain takes about a millisecond: more rounds where one run's noise is large.
     for _ in range(rounds * min(8, max(1, 1024 // steps))):
         for scheduler in runnable:
-            best[scheduler] = min(best[scheduler], time_backward(name, steps, hidden, scheduler))
-        best["look"] = min(best["look"], time_look(name, steps, hidden))
-    return chains, {scheduler: best.get(scheduler) for scheduler in SCHEDULERS + ["look"]}
+            samples[scheduler].append(time_backward(name, steps, hidden, scheduler))
+        samples["look"].append(time_look(name, steps, hidden))
+    row = {scheduler: min(samples.get(scheduler, [None])) for scheduler in SCHEDULERS + ["look"]}
+    row["medians"] = {scheduler: statistics.median(times) for scheduler, times in samples.items()}
+    return chains, row
 
 
 def summarise(name, steps, hidden, chains, row):
@@ -126,6 +130,10 @@ def summarise(name, steps, hidden, chains, row):
         "found": ", ".join(f"{length} {kind}" for length, kind in chains) or "no",
         "best_scan": best_scan or "-",
         "speedup": walk / scans[best_scan] if best_scan else None,
+        # The same from the medians of the rounds (a loaded machine moves the minima too).
+        "median_speedup": (
+            row["medians"]["sequential"] / row["medians"][best_scan] if best_scan else None
+        ),
         "auto_best": row["auto"] / best_time,
         "auto_walk": row["auto"] / walk,
         "look_walk": row["look"] / walk,
@@ -148,7 +156,8 @@ def sweep(names, hiddens, lengths, rounds, max_memory_mb, log):
     all_warnings = []
     header = (
         f"{'formulation':16} {'hidden':>6} {'steps':>6} {'walk ms':>8} {'found':>14} "
-        f"{'best scan':>13} {'speedup':>7} {'auto/best':>9} {'auto/walk':>9} {'look/walk':>9}"
+        f"{'best scan':>13} {'speedup':>7} {'auto/best':>9} {'auto/walk':>9} {'look/walk':>9} "
+        f"{'median speedup':>14}"
     )
     log(header)
     for name in names:
@@ -158,11 +167,13 @@ def sweep(names, hiddens, lengths, rounds, max_memory_mb, log):
                 figures, warnings = summarise(name, steps, hidden, chains, row)
                 results[(name, hidden, steps)] = (row, figures)
                 speedup = "-" if figures["speedup"] is None else f"{figures['speedup']:.2f}"
+                median = figures["median_speedup"]
+                median = "-" if median is None else f"{median:.2f}"
                 log(
                     f"{name:16} {hidden:6d} {steps:6d} {row['sequential'] * 1e3:8.2f} "
                     f"{figures['found']:>14} {figures['best_scan']:>13} {speedup:>7} "
                     f"{figures['auto_best']:9.2f} {figures['auto_walk']:9.2f} "
-                    f"{figures['look_walk']:9.2f}"
+                    f"{figures['look_walk']:9.2f} {median:>14}"
                 )
                 for warning in warnings:
                     log(warning)
