@@ -8,7 +8,7 @@ gradients are the injections e_i, but no tensor inside a step).
 """
 
 import itertools
-from operator import attrgetter, is_, lt
+from operator import attrgetter, is_, lt, not_
 
 
 def outside_readers(
@@ -70,14 +70,16 @@ def outside_readers(
                 seen.add(id(tensor))
                 roots.append(tensor)
     if pending:
-        # One pass per check: a look below a scan has a gradient pending at every anchor.
-        members = roles.members or roles.build()
-        pending_roles = list(map(members.get, map(id, pending)))
-        if "inside" in pending_roles:
-            return None
-        outside_chain = itertools.compress(pending, map(is_, pending_roles, itertools.repeat(None)))
-        # (Those seen: the root, or an input of the chain, walked after the scan.)
-        roots.extend(tensor for tensor in outside_chain if id(tensor) not in seen)
+        # A look below a scan has a gradient pending at every anchor (an injection each):
+        # those are told apart in one pass, the others looked up one by one.
+        anchor_ids = set(map(id, anchors[1 : count + 1]))
+        is_anchor = map(anchor_ids.__contains__, map(id, pending))
+        for tensor in itertools.compress(pending, map(not_, is_anchor)):
+            role = roles.of(tensor)
+            if role == "inside":
+                return None
+            if role is None and id(tensor) not in seen:
+                roots.append(tensor)  # (those seen: the root, or an input of the chain)
     seen.update(map(id, roots))
     found = _search(list(roots), seen, roles, ("anchor",), within, aside_members)
     if found is None:

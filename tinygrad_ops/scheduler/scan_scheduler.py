@@ -184,6 +184,17 @@ class SegmentRun:
 
     # -- the whole segment ---------------------------------------------------------------------
 
+    def _injections(self, pending, missing):
+        """The gradients waiting at the anchors x_0 .. x_{n-1} (`pending`, None where none
+        arrived: `missing`), stacked, zeros where none arrived."""
+        if not any(missing):  # one at every anchor (a chain below a scan): one stack
+            return np.array(pending, dtype=self.dtype)
+        injections = np.zeros((self.count,) + self.state_shape, dtype=self.dtype)
+        for index, value in enumerate(pending):
+            if value is not None:
+                injections[index] = value
+        return injections
+
     def run(self, method, block_size):
         recorder = STATE.recorder  # tg.compile's capture records the scan as one kernel
         if recorder is not None and recorder.scanning is None:
@@ -196,14 +207,10 @@ class SegmentRun:
         seed = graph.pop_grad(top)
         state_zero = np.zeros(self.state_shape, dtype=self.dtype)
         seed = state_zero if seed is None else np.asarray(seed)
-        grads = graph.grads
-        pending = [grads.pop(id(anchor), None) for anchor in anchors[:-1]]
-        injected = not all(map(is_, pending, itertools.repeat(None)))
-        injections = np.zeros((count,) + self.state_shape, dtype=self.dtype)
-        if injected:
-            for index, value in enumerate(pending):
-                if value is not None:
-                    injections[index] = value
+        pending = list(map(graph.grads.pop, map(id, anchors[:-1]), itertools.repeat(None)))
+        missing = list(map(is_, pending, itertools.repeat(None)))
+        injected = not all(missing)
+        injections = self._injections(pending, missing) if injected else None
         diagonal = self.segment.jacobian_kind == "diagonal"
         if injected:
             operator = (
