@@ -9,13 +9,13 @@ top, and the first look, run from there with every other pending gradient as a s
 its searches, proves the lower chain as it proves a chain from the output.
 """
 
+from operator import attrgetter
+
 from .first_look import RootView, first_look, top_step
 from .spine import descend
 from .steps import MAX_PERIOD
 
-
-def _sequence(tensor):
-    return tensor._ctx.sequence
+_sequence = attrgetter("_ctx.sequence")
 
 
 def pending_tensors(graph):

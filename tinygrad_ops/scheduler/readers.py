@@ -69,17 +69,8 @@ def outside_readers(
             if id(tensor) not in seen:
                 seen.add(id(tensor))
                 roots.append(tensor)
-    if pending:
-        # A look below a scan has a gradient pending at every anchor (an injection each):
-        # those are told apart in one pass, the others looked up one by one.
-        anchor_ids = set(map(id, anchors[1 : count + 1]))
-        is_anchor = map(anchor_ids.__contains__, map(id, pending))
-        for tensor in itertools.compress(pending, map(not_, is_anchor)):
-            role = roles.of(tensor)
-            if role == "inside":
-                return None
-            if role is None and id(tensor) not in seen:
-                roots.append(tensor)  # (those seen: the root, or an input of the chain)
+    if pending and not _add_pending(pending, anchors[1 : count + 1], roles, seen, roots):
+        return None
     seen.update(map(id, roots))
     found = _search(list(roots), seen, roles, ("anchor",), within, aside_members)
     if found is None:
@@ -95,6 +86,22 @@ def outside_readers(
     return independent
 
 
+def _add_pending(pending, anchors, roles, seen, roots):
+    """Add to `roots` the `pending` tensors outside the chain and not `seen` (those seen:
+    the root, or an input of the chain, walked after the scan); False when one is inside
+    a step. A look below a scan has a gradient pending at every anchor (`anchors`: an
+    injection each): those are told apart in one pass, the others looked up one by one."""
+    anchor_ids = set(map(id, anchors))
+    is_anchor = map(anchor_ids.__contains__, map(id, pending))
+    for tensor in itertools.compress(pending, map(not_, is_anchor)):
+        role = roles.of(tensor)
+        if role == "inside":
+            return False
+        if role is None and id(tensor) not in seen:
+            roots.append(tensor)
+    return True
+
+
 def _below_aside(aside, roles):
     """Where the second search goes on below the chains aside: their bottoms and outside
     inputs but this chain's anchors (a chain aside may read them: the readouts of a loss
@@ -105,6 +112,9 @@ def _below_aside(aside, roles):
     if "inside" in chain_roles:
         return None
     return list(itertools.compress(aside.starts, map(is_, chain_roles, itertools.repeat(None))))
+
+
+SHORT = 16  # a column this short is looked up tensor by tensor (no dict of the chain built)
 
 
 def _first_starts(columns, beside, roles, seen, aside_members):
@@ -122,13 +132,15 @@ def _first_starts(columns, beside, roles, seen, aside_members):
             if below is None:
                 return None
             column = below + column[chain.covered :]
-        if len(column) > 1:
+        if len(column) > SHORT:
             # A per-step input (x_t, another chain's states): one pass per check.
             members = roles.members or roles.build()
             ids = list(map(id, column))
             if any(map(members.__contains__, ids)) or any(map(aside_members.__contains__, ids)):
                 return None
-        elif roles.of(column[0]) is not None or id(column[0]) in aside_members:
+        elif any(
+            roles.of(operand) is not None or id(operand) in aside_members for operand in column
+        ):
             return None
         for operand in column:
             if id(operand) not in seen:
@@ -148,7 +160,7 @@ def _below_beside(chain, roles, seen):
     ids = set()
     for column in tensors:  # column 0: its upper anchors
         ids.update(map(id, column[:count]))
-    if id(roles.top) in ids or not (roles.members or roles.build()).keys().isdisjoint(ids):
+    if not roles.disjoint_from(ids):
         return None
     seen.update(ids)
     below = [chain.anchors[count]]
@@ -212,6 +224,15 @@ class _Roles:
         members[id(self.bottom)] = "anchor"
         self.members = members
         return members
+
+    def disjoint_from(self, ids):
+        """Whether no tensor of the chain (its anchors, its steps' tensors) has its id in
+        `ids` (a set): one pass per column, without building the dict of its tensors."""
+        if self.members is not None:
+            return id(self.top) not in ids and self.members.keys().isdisjoint(ids)
+        if id(self.bottom) in ids:
+            return False
+        return all(ids.isdisjoint(map(id, column[: self.count])) for column in self.tensors)
 
     def of(self, tensor):
         if tensor is self.bottom:

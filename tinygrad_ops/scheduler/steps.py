@@ -15,7 +15,7 @@ input belongs to the step).
 """
 
 import itertools
-from operator import is_
+from operator import attrgetter, is_
 from typing import NamedTuple
 
 import numpy as np
@@ -25,6 +25,7 @@ from ..ops.base import Op
 from ..tensor import Tensor
 from . import jacobians
 
+_GET_SHAPE = attrgetter("_data.shape")
 MIN_STEPS = 2  # a segment shorter than this is not worth a scan
 MAX_PERIOD = 16  # the most ops per step that the period search tries
 
@@ -352,8 +353,8 @@ def shared_or_per_step(template, columns, count):
         if all(map(is_, operands, itertools.repeat(first))):
             shared.append((slot, k, first))
             continue
-        shape = first.shape
-        if any(operand.shape != shape for operand in operands):
+        shapes = list(map(_GET_SHAPE, operands))
+        if shapes.count(shapes[0]) != len(shapes):
             return None  # per-step inputs of different shapes cannot be stacked
         per_step.append((slot, k, operands))
     wiring = [list(codes) for codes in template.wiring]
