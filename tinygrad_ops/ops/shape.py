@@ -6,6 +6,7 @@ from . import dual
 from .base import Op, is_tensor
 from .checks import normalize_axis
 from .dtypes import promote
+from .jacobian import Dense
 
 
 class Reshape(Op):
@@ -139,6 +140,33 @@ class GetItem(Op):
 
     def backward(self, grad_output):
         return (dual.scatter_add(grad_output, self.index, self.input_shape, self.basic),)
+
+    def jacobian_kind(self, index):
+        """'dense' for a slice of the last axis only (`x[..., a:b]`: the gates of a GRU or
+        an LSTM cut from one product), which keeps the rows apart; other indexing is
+        walked, not scanned (docs/scan.md, "Adding an op to the chains")."""
+        last_axis_slice = (
+            self.basic
+            and type(self.index) is tuple
+            and len(self.index) == 2
+            and self.index[0] is Ellipsis
+            and type(self.index[1]) is slice
+        )
+        return "dense" if last_axis_slice else None
+
+    def jacobian(self, index):
+        """J: the (d_out, d_in) matrix that picks the sliced columns, the same for every row
+        (g_input = g_output J puts each gradient back in its column)."""
+        width = self.input_shape[-1]
+        columns = np.arange(width)[self.index[-1]]
+        selection = np.zeros((len(columns), width), dtype=self.output_dtype)
+        selection[np.arange(len(columns)), columns] = 1
+        return Dense(selection)
+
+    def batched_options(self, steps):
+        """The options of a node that stands for `steps` steps stacked on a leading axis
+        (the scan schedulers'): the input's shape gains that axis."""
+        return {"input_shape": (steps,) + tuple(self.input_shape)}
 
 
 class ScatterAdd(Op):

@@ -91,6 +91,10 @@ class BatchedSlot:
         batched = _batched_class(self.op_class)()
         for name, value in self.attributes:
             setattr(batched, name, value)
+        stacked_options = getattr(batched, "batched_options", None)
+        if stacked_options is not None:  # options that hold a step's shape (GetItem's)
+            for name, value in stacked_options(stop - start).items():
+                setattr(batched, name, value)
         if start == 0 and stop == self.count:
             batched.stacked = tuple(self.stacked)
         else:

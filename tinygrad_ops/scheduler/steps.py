@@ -206,10 +206,13 @@ MISSING = object()  # an option a node does not have
 
 
 def _simple(value):
-    """Numbers, names, dtypes and tuples of them: options compared by value."""
+    """Numbers, names, dtypes, slices and `...` (an index), and tuples of them: options
+    compared by value."""
     if type(value) is tuple:
         return all(map(_simple, value))
-    return type(value) in _SIMPLE_OPTIONS
+    if type(value) is slice:
+        return all(map(_simple, (value.start, value.stop, value.step)))
+    return type(value) in _SIMPLE_OPTIONS or value is Ellipsis
 
 
 def same_option(value, expected):
@@ -220,7 +223,17 @@ def same_option(value, expected):
 
 
 def option_key(value):
-    return value if _simple(value) else ("object", id(value))
+    """A hashable key for an option: its value (a slice as its three numbers), or the
+    object's identity."""
+    return _hashable(value) if _simple(value) else ("object", id(value))
+
+
+def _hashable(value):
+    if type(value) is tuple:
+        return tuple(map(_hashable, value))
+    if type(value) is slice:  # (unhashable before Python 3.12)
+        return ("slice", value.start, value.stop, value.step)
+    return value
 
 
 class Step:

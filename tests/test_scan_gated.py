@@ -1,0 +1,101 @@
+"""nn.GRU's recurrence is a chain the scans take: its gates are cut from one product by a
+slice of the last axis (`GetItem`'s Jacobian rule, a selection matrix), and every
+scheduler gives the walk's gradients (1e-10 relative) and PyTorch's. nn.LSTM carries two
+states (h and c) and is walked."""
+
+import numpy as np
+import pytest
+import torch
+from helpers import SpyScheduler, assert_parameter_grads_match
+
+import tinygrad_ops as tg
+from tinygrad_ops import nn
+from tinygrad_ops.ops.shape import GetItem
+from tinygrad_ops.scheduler.batched import _batched_class
+
+torch.set_num_threads(1)
+STEPS, BATCH, HIDDEN = 12, 3, 4
+
+
+def gru_pair(num_layers):
+    torch.manual_seed(0)
+    theirs = torch.nn.GRU(3, HIDDEN, num_layers=num_layers).double()
+    ours = nn.GRU(3, HIDDEN, num_layers=num_layers).double()
+    ours.load_state_dict({key: value.numpy() for key, value in theirs.state_dict().items()})
+    return ours, theirs
+
+
+def losses(ours, theirs):
+    inputs = np.random.default_rng(3).standard_normal((STEPS, BATCH, 3))
+    output, last = ours(tg.Tensor(inputs))
+    expected, expected_last = theirs(torch.tensor(inputs))
+    if isinstance(last, tuple):  # an LSTM's (h, c)
+        last, expected_last = last[0], expected_last[0]
+    return (output * output).sum() + last.sum(), (expected * expected).sum() + expected_last.sum()
+
+
+def test_the_plan_finds_the_gru_chain():
+    ours, _ = gru_pair(1)
+    loss = ours(tg.Tensor(np.ones((STEPS, BATCH, 3))))[1].sum()
+    plan = tg.backward_plan(loss, scheduler="blelloch")
+    assert [(segment.length, segment.jacobian_kind) for segment in plan.segments] == [
+        (STEPS - 1, "dense")
+    ], str(plan)
+
+
+@pytest.mark.parametrize("scheduler", ["blelloch", "blocked", "hillis-steele", "auto"])
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_every_scheduler_gives_the_walks_gradients_on_a_gru(scheduler, num_layers):
+    walked, theirs = gru_pair(num_layers)
+    loss, expected = losses(walked, theirs)
+    loss.backward(scheduler="sequential")
+    expected.backward()
+    ours, _ = gru_pair(num_layers)
+    loss, _ = losses(ours, theirs)
+    if scheduler != "auto":
+        scheduler = tg.scheduler.ScanScheduler(scheduler, block_size=4)
+    spy = SpyScheduler(scheduler)
+    loss.backward(scheduler=spy)
+    for (name, mine), (_, reference) in zip(
+        ours.named_parameters(), walked.named_parameters(), strict=True
+    ):
+        np.testing.assert_allclose(
+            mine.grad.numpy(), reference.grad.numpy(), rtol=1e-10, err_msg=name
+        )
+    assert_parameter_grads_match(ours, theirs, rtol=1e-10)
+    if scheduler != "auto":  # (auto may walk a chain this short: either way right)
+        assert [len(segment.tensors) - 1 for segment in spy.graph.scanned_segments][:1] == [
+            STEPS - 1
+        ]
+
+
+def test_only_a_slice_of_the_last_axis_has_a_jacobian_rule():
+    x = tg.Tensor(np.ones((3, 8)), requires_grad=True)
+    assert x[..., 2:5]._ctx.jacobian_kind(0) == "dense"
+    assert x[1:]._ctx.jacobian_kind(0) is None  # mixes the rows (takes some of them)
+    assert x[:, 1]._ctx.jacobian_kind(0) is None  # drops the last axis
+
+
+def test_the_slice_jacobian_picks_the_columns():
+    """g_input = g_output J for the rule's J, as the op's own backward gives."""
+    x = tg.Tensor(np.arange(24.0).reshape(3, 8), requires_grad=True)
+    y = x[..., 2:7:2]
+    upstream = np.random.default_rng(0).standard_normal((3, 3))
+    y.backward(tg.Tensor(upstream))
+    batched = _batched_class(GetItem)()  # the rule runs on a batched node (scan_scheduler)
+    for name in ("index", "basic", "input_shape"):
+        setattr(batched, name, getattr(y._ctx, name))
+    batched.output_dtype = np.dtype(np.float64)
+    np.testing.assert_array_equal(upstream @ batched.jacobian(0).matrix, x.grad.numpy())
+
+
+def test_an_lstm_is_walked_and_right():
+    torch.manual_seed(0)
+    theirs = torch.nn.LSTM(3, HIDDEN).double()
+    ours = nn.LSTM(3, HIDDEN).double()
+    ours.load_state_dict({key: value.numpy() for key, value in theirs.state_dict().items()})
+    loss, expected = losses(ours, theirs)
+    assert tg.backward_plan(loss, scheduler="blelloch").segments == []
+    loss.backward(scheduler="blelloch")
+    expected.backward()
+    assert_parameter_grads_match(ours, theirs, rtol=1e-10)
