@@ -24,9 +24,10 @@ def pending_tensors(graph):
     return [tensors[key] for key in graph.grads if tensors[key]._ctx is not None]
 
 
-TRIES = 16
+TRIES = 2 * MAX_PERIOD
 """How many of the newest pending tensors are looked from, each walked when no repeating
-step starts there (the ops of the first step of the chain just scanned, below x_0)."""
+step starts there (the ops of the first step of the chain just scanned, below x_0: up to
+MAX_PERIOD on its walk down, more beside it, 19 for a GRU's)."""
 
 
 def next_chain_below(graph, pending_of, walk_one, min_steps, worth_checking=None, known=None):
