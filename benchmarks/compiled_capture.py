@@ -18,27 +18,18 @@ import time
 import numpy as np
 
 import tinygrad_ops as tg
-from tinygrad_ops import functional as F  # noqa: N812 (the conventional name)
+from tinygrad_ops.cli.train import make_step
 from tinygrad_ops.jit import codegen
 
 CALLS = 10
 
 
 def build(seed):
-    """A new model, its Adam, and the train command's step over them."""
+    """A new model, its Adam, and the train command's step over them (not compiled)."""
     tg.manual_seed(seed)
     model = tg.nn.Sequential(tg.nn.Linear(64, 128), tg.nn.ReLU(), tg.nn.Linear(128, 10))
     optimizer = tg.optim.Adam(model.parameters(), lr=1e-3)
-
-    def step(x, y):
-        logits = model(x)
-        loss = F.cross_entropy(logits, y)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        return loss, logits
-
-    return step
+    return make_step(model, optimizer, compiled=False)
 
 
 def timed(function, *args):
