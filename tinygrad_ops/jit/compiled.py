@@ -180,7 +180,10 @@ def compile(function=None, *, max_programs=4):
     The first call runs `function` eagerly and records every numpy kernel it runs: the
     ops' forward and backward rules, the leaf writes, the optimizer's step. Later calls
     replay that flat program over the new arguments, building no Tensor, tape node or
-    graph walk, and give bit for bit the eager results. `print(step.program)` lists it.
+    graph walk, and give bit for bit the eager results: the first replay runs the
+    recorded kernels from a list, the later ones one generated function, compiled at the
+    second replay (Python's compiler costs more than an eager step: the capture does not
+    pay it). `print(step.program)` lists the kernels, `step.program.source` the function.
 
     What is frozen: Python runs once. Side effects (printing, appending to a list),
     Python numbers computed inside, tensors created inside from numbers or numpy
