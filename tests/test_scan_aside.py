@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from helpers import SpyScheduler
+from rnn_formulations import Library
 
 import tinygrad_ops as tg
 from tinygrad_ops.autograd import BackwardGraph
@@ -21,9 +22,21 @@ STEPS, BATCH, HIDDEN = 10, 3, 4
 
 
 def tensor(library, array, requires_grad=True):
-    if library == "tg":
-        return tg.Tensor(array, requires_grad=requires_grad)
-    return torch.tensor(array, requires_grad=requires_grad)
+    return Library(library, np.float64).tensor(array, requires_grad)
+
+
+@pytest.fixture
+def search_sizes(monkeypatch):
+    """How many tensors each search of the chains' readers met (`readers._search`)."""
+    sizes = []
+
+    def counted(*arguments):
+        found = search(*arguments)
+        sizes.append(None if found is None else len(found))
+        return found
+
+    monkeypatch.setattr(readers, "_search", counted)
+    return sizes
 
 
 def two_rnns(library, variant, seed=0):
@@ -54,21 +67,13 @@ def independent_of(loss):
     return find_chains(graph, 2)
 
 
-def test_the_second_rnn_is_not_searched_through(monkeypatch):
+def test_the_second_rnn_is_not_searched_through(search_sizes):
     """No search of the first chain's readers goes through the second RNN's tensors one by
     one, and they are not among its independent tensors: only the loss's own ops and the
     second RNN's top state are."""
-    sizes = []
-
-    def counted(*arguments):
-        found = search(*arguments)
-        sizes.append(None if found is None else len(found))
-        return found
-
-    monkeypatch.setattr(readers, "_search", counted)
     loss, _ = two_rnns("tg", "plain")
     independent = independent_of(loss).independent
-    assert max(sizes) <= 6, sizes
+    assert max(search_sizes) <= 6, search_sizes
     # the sums, h2 * h2, and the second RNN's top state (its scan starts there)
     assert len(independent) <= 6, [type(t._ctx).__name__ for t in independent]
 
@@ -142,21 +147,13 @@ def loss_every_step(library, on_pre_activation, seed=0):
     return loss, weights
 
 
-def test_a_loss_at_every_step_is_not_searched_through(monkeypatch):
+def test_a_loss_at_every_step_is_not_searched_through(search_sizes):
     """The running sum of the losses is found from the output's other input, with the
     RNN's tensors outside its steps; no search goes through it one by one."""
-    sizes = []
-
-    def counted(*arguments):
-        found = search(*arguments)
-        sizes.append(None if found is None else len(found))
-        return found
-
-    monkeypatch.setattr(readers, "_search", counted)
     loss, _ = loss_every_step("tg", False)
     plan = independent_of(loss)
     assert [segment.jacobian_kind for segment in plan.segments] == ["dense", "diagonal"]
-    assert max(sizes) <= 6, sizes
+    assert max(search_sizes) <= 6, search_sizes
 
 
 @pytest.mark.parametrize("on_pre_activation", [False, True])
