@@ -29,8 +29,21 @@ from ..ops.kernels import column_sum
 from ..tensor import Tensor
 from .rules import NAMESPACE as FUSED_NAMESPACE
 
+
+def write_leaf(tensor, grad, owned):
+    """tensor.grad (+)= grad, the engine's own leaf write (`accumulate_leaf`, whose first
+    case, a leaf without a gradient taking an array the walk owns as it is, comes first
+    here); returns the array of `tensor.grad`, for the kernels that read the gradient."""
+    if owned and tensor._grad is None:
+        tensor._grad = new_tensor(grad)
+    else:
+        accumulate_leaf(tensor, grad, False, owned)
+    return tensor._grad._data
+
+
 # What every generated function may call without binding it.
 _COMMON = {
+    "write_leaf": write_leaf,
     "asarray": np.asarray,
     "add": np.add,
     "subtract": np.subtract,

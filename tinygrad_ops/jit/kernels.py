@@ -26,9 +26,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..autograd.graph import accumulate_leaf, unbroadcast
-from ..ops.base import bump_version, new_tensor, node_name
-from .codegen import FIRST, IN_PLACE
+from ..autograd.graph import unbroadcast
+from ..ops.base import bump_version, node_name
+from .codegen import FIRST, IN_PLACE, write_leaf
 
 
 def accumulate(env, slot, value, how):
@@ -298,10 +298,9 @@ def _leaf(code, tensor, position) -> str:
 
 class LeafWrite(Kernel):
     """tensor.grad (+)= its total gradient: the engine's own leaf write (`accumulate_leaf`,
-    whose first case, a leaf without a gradient taking an array it may keep, is written
-    out). The array of
-    `tensor.grad` then goes into `result`, for the kernels that read the gradient. A leaf
-    passed as argument `position` is that call's argument (`tensor` is None then)."""
+    through `codegen.write_leaf`). The array of `tensor.grad` then goes into `result`, for
+    the kernels that read the gradient. A leaf passed as argument `position` is that
+    call's argument (`tensor` is None then)."""
 
     __slots__ = ("tensor", "slot", "result", "label", "position", "owned")
 
@@ -316,16 +315,10 @@ class LeafWrite(Kernel):
     def emit(self, code, number):
         tensor = _leaf(code, self.tensor, self.position)
         grad = code.slot(self.slot)
-        owned = code.consume(self.slot)
-        if owned:  # the first gradient of an owned array: the leaf takes it as it is
-            code.line(f"if {tensor}._grad is None:  # {self.label}.grad")
-            code.line(f"    {tensor}._grad = new_tensor({grad})")
-            code.line("else:")
-            code.line(f"    accumulate_leaf({tensor}, {grad}, False, True)")
-        else:
-            code.line(f"accumulate_leaf({tensor}, {grad}, False, False)  # {self.label}.grad")
+        owned = code.consume(self.slot)  # (whether the leaf may take the array as it is)
+        call = f"write_leaf({tensor}, {grad}, {owned})"
+        code.line(f"{code.slot(self.result)} = {call}  # {self.label}.grad")
         code.line(f"del {grad}")
-        code.line(f"{code.slot(self.result)} = {tensor}._grad._data")
 
     def prepare(self, slots, pending):
         self.owned = pending.consume(self.slot)
@@ -334,11 +327,7 @@ class LeafWrite(Kernel):
         tensor = self.tensor if self.position is None else values[self.position]
         grad = env[self.slot]
         env[self.slot] = None
-        if self.owned and tensor._grad is None:
-            tensor._grad = new_tensor(grad)
-        else:
-            accumulate_leaf(tensor, grad, False, self.owned)
-        env[self.result] = tensor._grad._data
+        env[self.result] = write_leaf(tensor, grad, self.owned)
 
     def reads(self):
         return (self.slot,)
