@@ -2,8 +2,10 @@
 `GRUCell`/`GRU`, with PyTorch's gate order, parameter names and shapes (so that a state
 dict carries over) and its default init, every weight U(-1/√hidden, 1/√hidden).
 
-Each is composed of Linear, sigmoid, tanh and products: backward is those ops' rules,
-walked (a gated step is not one of the chains the scan schedulers take).
+Each is composed of Linear, slices, sigmoid, tanh and products: backward is those ops'
+rules. A GRU's state is one tensor, and its steps are a chain the scan schedulers find
+(tests/test_scan_gated.py); an LSTM's state is two (h and c each feed the other's next
+step), so its backward is walked.
 
 LSTM (gates i, f, g, o in that order: rows 0..H-1, H..2H-1, ... of W_ih and W_hh)
     i, f, o = σ(x W_iᵀ + b_i + h W_hᵀ + b_h) (their rows);  g = tanh(... its rows)
