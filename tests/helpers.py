@@ -213,3 +213,14 @@ class SpyScheduler:
     def run(self, graph):
         self.graph = graph
         self.inner.run(graph)
+
+
+def spied_backward(loss, library, scheduler):
+    """`loss.backward()`: torch's plainly (None back), ours through a SpyScheduler over
+    `scheduler` (returned, with the graph it saw)."""
+    if library == "torch":
+        loss.backward()
+        return None
+    spy = SpyScheduler(scheduler)
+    loss.backward(scheduler=spy)
+    return spy

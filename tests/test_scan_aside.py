@@ -7,7 +7,7 @@ before. Every case gives the walk's gradients (1e-10 relative) and PyTorch's."""
 import numpy as np
 import pytest
 import torch
-from helpers import SpyScheduler
+from helpers import spied_backward
 from rnn_formulations import Library
 
 import tinygrad_ops as tg
@@ -118,13 +118,7 @@ def test_the_anchor_case_gives_the_walks_gradients():
 
 def _backward(library, variant, scheduler):
     loss, weights = two_rnns(library, variant)
-    spy = None
-    if library == "torch":
-        loss.backward()
-    else:
-        spy = SpyScheduler(scheduler)
-        loss.backward(scheduler=spy)
-    return spy, weights
+    return spied_backward(loss, library, scheduler), weights
 
 
 def loss_every_step(library, on_pre_activation, seed=0):

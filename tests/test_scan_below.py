@@ -6,7 +6,7 @@ Every case gives the walk's gradients (1e-10 relative) and PyTorch's."""
 import numpy as np
 import pytest
 import torch
-from helpers import SpyScheduler, assert_parameter_grads_match
+from helpers import SpyScheduler, assert_parameter_grads_match, spied_backward
 
 import tinygrad_ops as tg
 from tinygrad_ops import nn
@@ -68,12 +68,7 @@ def stacked(library, variant, seed=0):
 
 def gradients(library, variant, scheduler=None):
     loss, parameters = stacked(library, variant)
-    spy = None
-    if library == "torch":
-        loss.backward()
-    else:
-        spy = SpyScheduler(scheduler)
-        loss.backward(scheduler=spy)
+    spy = spied_backward(loss, library, scheduler)
     grads = [parameter.grad for parameter in parameters]
     return [np.asarray(grad.numpy()) for grad in grads], spy
 
