@@ -188,18 +188,17 @@ class ShapeMethods:
         """The entries at `index` (a 1-d integer tensor) along `dim`, as PyTorch's (a
         negative index is out of range there too)."""
         axis = normalize_axis(dim, self.ndim, "index_select", "dim")
-        indices = index.data if is_tensor(index) else np.asarray(index)
-        if indices.ndim > 1 or indices.dtype.kind not in "iu":
+        data = index.data if is_tensor(index) else np.asarray(index)
+        if data.ndim > 1 or data.dtype.kind not in "iu":
             raise TypeError(
-                f"index_select: index must be a 0-d or 1-d integer tensor, got {indices.dtype} "
-                f"of shape {indices.shape}"
+                f"index_select: index must be a 0-d or 1-d integer tensor, got {data.dtype} "
+                f"of shape {data.shape}"
             )
+        indices = indexing.as_index(data, "index_select").reshape(-1)  # (values read: noted)
         size = self.shape[axis] if self.ndim else 1
         if indices.size and (indices.min() < 0 or indices.max() >= size):
             raise IndexError(f"index_select: an index is out of range for dim {dim} of size {size}")
-        if not is_tensor(index) or indices.ndim == 0:
-            index = indices.reshape(-1)
-        return self[(slice(None),) * axis + (index,)]
+        return self[(slice(None),) * axis + (indices,)]
 
     def __setitem__(self, index, value):
         if STATE.grad_enabled and self._requires_grad:
