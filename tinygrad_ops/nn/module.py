@@ -277,10 +277,7 @@ class Module:
                 "optimizer.zero_grad(set_to_none=False)"
             )
         for parameter in self.parameters():
-            if set_to_none:
-                parameter.grad = None
-            else:
-                clear_leaf_grad(parameter, set_to_none=False)
+            clear_leaf_grad(parameter, set_to_none)
 
     def to(self, dtype):
         """Convert every floating parameter and buffer to `dtype`, in place (the Parameter
