@@ -118,9 +118,7 @@ def outer(input, vec2):
 
 
 def _as_tensor(value, op_name):
-    if is_tensor(value):
-        return value
-    operand = as_operand(value)
+    operand = as_operand(value)  # (a Tensor as it is)
     if operand is None or isinstance(operand, (bool, int, float)):
         raise TypeError(f"{op_name}: expected a Tensor or an array, got {type(value).__name__}")
     return operand if is_tensor(operand) else new_tensor(np.asarray(operand))
