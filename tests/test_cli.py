@@ -38,7 +38,10 @@ def short_run(tmp_path_factory):
 def test_a_short_run_writes_checkpoint_plot_and_graph(short_run, capsys):
     code, out = short_run
     assert code == 0
-    assert (out / "training.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    plot = (out / "training.svg").read_text(encoding="utf-8")
+    assert plot.startswith("<svg")
+    assert plot.count("<polyline") == 4
+    assert not (out / "training.png").exists()
     assert (out / "graph.svg").exists()
     checkpoint = tg.load(out / "checkpoint.npz")
     assert checkpoint["epoch"] == 2
@@ -47,6 +50,15 @@ def test_a_short_run_writes_checkpoint_plot_and_graph(short_run, capsys):
     assert checkpoint["config"]["hidden"] == [16, 16]
     assert "0.weight" in checkpoint["model"]
     assert set(checkpoint["rng"]) == {"init", "loader"}
+
+
+def test_plot_format_png_draws_the_curves_with_matplotlib(tmp_path):
+    code = cli.main(
+        ["train", *SMALL, "--epochs", "1", "--plot-format", "png", "--out", str(tmp_path)]
+    )
+    assert code == 0
+    assert (tmp_path / "training.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (tmp_path / "training.svg").exists()
 
 
 def test_the_run_reports_the_test_accuracy(tmp_path, capsys):

@@ -134,15 +134,15 @@ def tutorial(folder):
 
 
 def demo_training(folder):
-    """README's picture: the curves `make demo` writes (runs/demo/training.png)."""
+    """README's picture: the curves `make demo` writes (runs/demo/training.svg)."""
     from tinygrad_ops import cli
 
     with tempfile.TemporaryDirectory() as out:
         code = cli.main(["train", "--dataset", "digits", "--no-progress", "--out", out])
         if code != 0:
             raise SystemExit(f"the demo training failed (exit code {code})")
-        shutil.copyfile(Path(out) / "training.png", folder / "demo_training.png")
-    print("wrote demo_training.png")
+        shutil.copyfile(Path(out) / "training.svg", folder / "demo_training.svg")
+    print("wrote demo_training.svg")
 
 
 # The layers of docs/architecture.md, top to bottom (tests/test_layers.py checks the imports).
@@ -194,7 +194,7 @@ PICTURES = {
     softmax: ("softmax.svg", "softmax.png"),
     layernorm: ("layernorm.svg", "layernorm.png"),
     tutorial: ("tutorial_scalar.svg", "tutorial_scalar_backward.svg", "tutorial_broadcast.svg"),
-    demo_training: ("demo_training.png",),
+    demo_training: ("demo_training.svg",),
     html_walk: ("html_walk.png",),
     layers: ("layers.svg", "layers.png"),  # needs headless Chromium (see viz/html_browser.py)
 }

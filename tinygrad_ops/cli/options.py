@@ -31,7 +31,7 @@ CNN_DROPOUT = 0.35
 MODELS = ("mlp", "cnn")
 CHECKPOINT = "checkpoint.npz"
 BEST = "best.npz"
-PLOT = "training.png"
+PLOT = "training"  # .svg, or .png with --plot-format png
 GRAPH = "graph"
 # The settings a checkpoint must share with a --resume run: all but --epochs (they define
 # the data, the model and the meaning of the optimizer's and the scheduler's state).
@@ -237,7 +237,8 @@ def _add_output_options(output):
         "--out",
         default=os.path.join("runs", "train"),
         metavar="DIR",
-        help=f"folder for {CHECKPOINT}, {BEST}, {PLOT} and the graph (created if needed)",
+        help=f"folder for {CHECKPOINT}, {BEST}, {PLOT}.svg (the curves) and the graph "
+        "(created if needed)",
     )
     output.add_argument(
         "--resume",
@@ -250,6 +251,13 @@ def _add_output_options(output):
         choices=("svg", "png", "pdf", "dot"),
         default="svg",
         help="file format of the compute graph picture",
+    )
+    output.add_argument(
+        "--plot-format",
+        choices=("svg", "png"),
+        default="svg",
+        help="file format of the loss and accuracy curves: svg (written directly, in a "
+        "millisecond) or png (drawn with matplotlib, about a second)",
     )
     output.add_argument(
         "--no-progress", action="store_true", help="no progress bar (the per-epoch lines remain)"

@@ -26,8 +26,9 @@ from .build import Splits, build_model, build_optimizer, build_scheduler, split_
 from .options import BEST, CHECKPOINT, GRAPH, PLOT, UsageError, config_from_args
 from .options import add_train_arguments as add_arguments
 from .report import Progress, describe, draw_graph, is_terminal, plot_history
+from .svg_plot import plot_history_svg
 
-# scikit-learn (data sets), matplotlib (the plot), tqdm (the progress bar) and viz (the
+# scikit-learn (data sets), matplotlib (the PNG plot), tqdm (the progress bar) and viz (the
 # graph) are imported where they are used: `--help` and option errors stay fast.
 
 __all__ = [
@@ -236,17 +237,18 @@ def train_epochs(training, progress=True, log=print, compiled=True):
         progress.close()
 
 
-def finish(training, graph_format="svg", log=print):
-    """Measure the held-out test set once (last and best epoch), write the plot and the
-    graph; returns the summary."""
+def finish(training, graph_format="svg", log=print, plot_format="svg"):
+    """Measure the held-out test set once (last and best epoch), write the plot (SVG, or
+    PNG through matplotlib) and the graph; returns the summary."""
     splits = training.splits
     test_loss, test_accuracy = evaluate(training.model, splits.test_x, splits.test_y)
     best_model, best_checkpoint = run_checkpoint.load_model(training.best_path)
     best_epoch = best_checkpoint["epoch"]
     _, best_accuracy = evaluate(best_model, splits.test_x, splits.test_y)
-    plot_path = os.path.join(training.out, PLOT)
+    plot_path = os.path.join(training.out, f"{PLOT}.{plot_format}")
     title = f"{training.config['dataset']}: {describe(training.model)}"
-    plot_history(training.history, plot_path, title=title)
+    draw = plot_history if plot_format == "png" else plot_history_svg
+    draw(training.history, plot_path, title=title)
     graph_path = draw_graph(
         training.model,
         splits.train_x[:4],
@@ -274,13 +276,22 @@ def finish(training, graph_format="svg", log=print):
     }
 
 
-def train(config, out, resume=False, progress=True, graph_format="svg", log=print, compiled=True):
+def train(
+    config,
+    out,
+    resume=False,
+    progress=True,
+    graph_format="svg",
+    log=print,
+    compiled=True,
+    plot_format="svg",
+):
     """Run a training as the `train` command does; returns a summary dict. `compiled`
     runs the steps under tg.compile (the same numbers as eager)."""
     started = time.perf_counter()
     training = prepare(config, out, resume=resume, log=log)
     train_epochs(training, progress=progress, log=log, compiled=compiled)
-    summary = finish(training, graph_format=graph_format, log=log)
+    summary = finish(training, graph_format=graph_format, log=log, plot_format=plot_format)
     summary["seconds"] = time.perf_counter() - started
     written = [summary["checkpoint"], summary["best"], summary["plot"], summary["graph"]]
     log(f"wrote {', '.join(filter(None, written))} ({summary['seconds']:.1f} s)")
@@ -301,6 +312,7 @@ def run(args):
             progress=not args.no_progress and is_terminal(),
             graph_format=args.graph_format,
             compiled=not args.no_compile,
+            plot_format=args.plot_format,
         )
     return 0
 
