@@ -270,12 +270,8 @@ class Module:
     @replayed_whole
     def zero_grad(self, set_to_none=True):
         """Forget every parameter's gradient: set it to None (PyTorch's default), or with
-        `set_to_none=False` fill it with zeros in place."""
-        if not set_to_none and STATE.recorder is not None:
-            STATE.recorder.refuse(
-                "model.zero_grad(set_to_none=False): a replay would not repeat it; use "
-                "optimizer.zero_grad(set_to_none=False)"
-            )
+        `set_to_none=False` fill it with zeros in place (under tg.compile, replayed by
+        calling it again, either way)."""
         for parameter in self.parameters():
             clear_leaf_grad(parameter, set_to_none)
 

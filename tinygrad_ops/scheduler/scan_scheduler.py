@@ -205,11 +205,12 @@ class SegmentRun:
         count = self.count
         top = anchors[-1]
         seed = graph.pop_grad(top)
-        state_zero = np.zeros(self.state_shape, dtype=self.dtype)
-        seed = state_zero if seed is None else np.asarray(seed)
-        pending = list(map(graph.grads.pop, map(id, anchors[:-1]), itertools.repeat(None)))
-        missing = list(map(is_, pending, itertools.repeat(None)))
-        injected = not all(missing)
+        seed = np.zeros(self.state_shape, dtype=self.dtype) if seed is None else np.asarray(seed)
+        injected = False
+        if graph.grads:  # (none pending anywhere: none at the anchors, no pass over them)
+            pending = list(map(graph.grads.pop, map(id, anchors[:-1]), itertools.repeat(None)))
+            missing = list(map(is_, pending, itertools.repeat(None)))
+            injected = not all(missing)
         injections = self._injections(pending, missing) if injected else None
         diagonal = self.segment.jacobian_kind == "diagonal"
         if injected:
