@@ -98,7 +98,12 @@ class BackwardGraph:
         # The modes, read once per pass (each read of the thread-local switches costs ~35 ns).
         self.anomaly = STATE.anomaly
         self.recorder = STATE.recorder  # tg.compile's capture, else None
-        self._queue = None  # the running walk's queue (run_sequential), else None
+        # The pending tensors, queued as they receive a first gradient: nodes in a max-heap
+        # on their creation numbers (`run_sequential` pops the newest), leaves in arrival
+        # order (visited last). A scheduler that takes gradients itself leaves stale entries,
+        # which the walk passes over.
+        self.heap = []
+        self.leaves = []
         self._order = None
         # With wanted inputs, only tensors on a path to one of them need a gradient.
         self.relevant = None
@@ -123,15 +128,18 @@ class BackwardGraph:
         if self.relevant is not None and key not in self.relevant:
             return
         previous = self.grads.get(key)
-        if previous is None:
-            self.grads[key] = grad
-            self.tensors[key] = tensor
-            if owned:  # (a popped gradient's key has left `owned`: see pop_grad and visit)
-                self.owned.add(key)
-            if self._queue is not None:
-                self._queue.push(tensor, key)
-        else:
+        if previous is not None:
             self.grads[key] = self._accumulate(key, previous, grad)
+            return
+        self.grads[key] = grad
+        self.tensors[key] = tensor
+        if owned:  # (a popped gradient's key has left `owned`: see pop_grad and visit)
+            self.owned.add(key)
+        node = tensor._ctx
+        if node is None:
+            self.leaves.append(tensor)
+        else:
+            heapq.heappush(self.heap, (-node.sequence, key))
 
     def _accumulate(self, key, previous, grad):
         """previous + grad: in place into `previous` when the walk owns it."""
@@ -147,20 +155,19 @@ class BackwardGraph:
     def visit(self, tensor, grad):
         """Deliver the total gradient of `tensor`: hooks, capture, leaf write, or the op's
         backward rule, whose results are unbroadcast, checked, and sent to the parents."""
-        key = id(tensor)
-        owned = key in self.owned
-        self.owned.discard(key)
         for observer in self.observers:
             observer.visiting(tensor, grad)
+        shared = False  # whether `grad` is also held elsewhere (a hook's result, tg.grad's)
         if tensor._hooks:
             grad = _run_hooks(tensor, grad, self.create_graph)
-            owned = False
-        if self.capture is not None and key in self.capture:
-            self.captured[key] = grad
-            owned = False
+            shared = True
+        if self.capture is not None and id(tensor) in self.capture:
+            self.captured[id(tensor)] = grad
+            shared = True
         node = tensor._ctx
         if node is None:
             if self.accumulate_into_leaves:
+                owned = not shared and id(tensor) in self.owned
                 accumulate_leaf(tensor, grad, self.create_graph, owned)
                 if self.recorder is not None:
                     self.recorder.record_leaf(tensor)
@@ -174,22 +181,20 @@ class BackwardGraph:
         into its inputs; repeat. Leaves have no rule; they are visited at the end.
 
         All the consumers of a node were created after it, so when it is the newest pending
-        node their gradients have all arrived (see `WalkQueue`).
+        node their gradients have all arrived (`send` queues it on `heap`).
         """
-        queue = self._queue = WalkQueue()
-        try:
-            for key in list(self.grads):  # the dict's order: leaves come in a fixed order
-                queue.push(self.tensors[key], key)
-            heap = queue.heap
-            while heap:
-                key = heapq.heappop(heap)[1]  # the pending node created last
-                self.visit(self.tensors[key], self.grads.pop(key))
-            for leaf in queue.leaves:
-                grad = self.grads.pop(id(leaf), None)
-                if grad is not None:
-                    self.visit(leaf, grad)
-        finally:
-            self._queue = None
+        heap = self.heap
+        while heap:
+            key = heapq.heappop(heap)[1]  # the pending node created last
+            grad = self.grads.pop(key, None)
+            if grad is not None:  # (None: a scheduler has taken it already)
+                self.owned.discard(key)  # (a node's rule never writes into its gradient)
+                self.visit(self.tensors[key], grad)
+        for leaf in self.leaves:
+            grad = self.grads.pop(id(leaf), None)
+            if grad is not None:
+                self.visit(leaf, grad)  # (a leaf takes `grad` without a copy if it is owned)
+                self.owned.discard(id(leaf))
 
     def input_grads(self, node, grad, output=None):
         """Run `node`'s backward rule on `grad`; return (input, gradient, owned) for every
@@ -256,24 +261,6 @@ def needed_grads(node, grads):
         grad = grads[index]
         if grad is not None and node.needs_input_grad[index]:
             yield index, as_recorded(operand, node), grad
-
-
-class WalkQueue:
-    """The pending tensors of the reference walk: nodes in a max-heap on their creation
-    numbers (the newest first), leaves in arrival order (visited last)."""
-
-    __slots__ = ("heap", "leaves")
-
-    def __init__(self):
-        self.heap = []
-        self.leaves = []
-
-    def push(self, tensor, key):
-        """Queue a tensor that has just received its first gradient."""
-        if tensor._ctx is None:
-            self.leaves.append(tensor)
-        else:
-            heapq.heappush(self.heap, (-tensor._ctx.sequence, key))
 
 
 def made_by_rule(array, upstream, grads, node) -> bool:

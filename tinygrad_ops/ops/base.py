@@ -195,11 +195,14 @@ class Op:
     def release(self, husks=None):
         """Free the saved buffers (a later backward through this node raises) and let go of
         the input tensors' arrays (see `released_inputs`)."""
-        if self.saved:
-            self.saved = None
-            self.saved_output = None
+        self.saved = self.saved_output = None
         for operand in self.inputs:  # (most nodes of a small graph hold nothing worth freeing)
-            if getattr(getattr(operand, "_data", operand), "nbytes", 0) >= RELEASE_BYTES:
+            kind = type(operand)
+            if kind is Tensor:
+                operand = operand._data
+            elif kind is not np.ndarray:
+                continue  # a number
+            if operand.nbytes >= RELEASE_BYTES:
                 self.inputs = released_inputs(self.inputs, {} if husks is None else husks)
                 return
 
