@@ -142,3 +142,29 @@ def test_scan_from_prefix_hands_every_prefix_to_the_sink(method):
 def test_blocked_scan_rejects_a_block_size_below_one():
     with pytest.raises(ValueError, match="block_size"):
         scans.blocked_scan((np.ones((3, 2, 2)),), scans.MatrixProduct(), block_size=0)
+
+
+def test_adding_a_diagonal_to_a_jacobian_leaves_an_ops_own_matrix_alone():
+    """`jacobians.add` writes I + J into a product it has just made (a residual step's
+    Jacobian), never into an op's own matrix (a weight's), and gives the same values."""
+    from tinygrad_ops.scheduler import jacobians
+
+    generator = np.random.default_rng(0)
+    weight = generator.standard_normal((3, 3))
+    kept = weight.copy()
+    values = generator.standard_normal((5, 2, 3))
+    expected = np.eye(3) * values[..., None, :] + weight
+
+    own = jacobians.add(jacobians.Dense(weight), jacobians.Diagonal(values))
+    assert np.array_equal(weight, kept)
+    np.testing.assert_allclose(own.matrix, expected, rtol=0, atol=1e-15)
+
+    made = jacobians.compose(jacobians.IDENTITY, jacobians.Dense(weight))
+    made = jacobians.compose(jacobians.Diagonal(np.ones((5, 2, 3))), made)
+    summed = jacobians.add(jacobians.Diagonal(values), made)
+    assert np.array_equal(weight, kept)
+    np.testing.assert_allclose(summed.matrix, expected, rtol=0, atol=1e-15)
+    # A diagonal that broadcasts over the rows, onto a float32 product.
+    single = jacobians.compose(jacobians.IDENTITY, jacobians.Dense(weight.astype(np.float32)))
+    summed = jacobians.add(single, jacobians.Diagonal(np.float32(2.0)))
+    np.testing.assert_allclose(summed.matrix, weight + 2 * np.eye(3), rtol=1e-6)

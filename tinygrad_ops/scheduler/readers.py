@@ -50,7 +50,8 @@ def outside_readers(
     aside_members = {}
     if aside is not None:
         aside_members = aside.members
-        if id(top) in aside_members or not roles.build().keys().isdisjoint(aside_members):
+        # (One pass per column: a dict of this chain's tensors is not built for it.)
+        if id(top) in aside_members or not roles.disjoint_from(aside_members.keys()):
             return None  # the chains overlap
     starts = _first_starts(columns, beside, roles, seen, aside_members)
     if starts is None:
@@ -227,7 +228,8 @@ class _Roles:
 
     def disjoint_from(self, ids):
         """Whether no tensor of the chain (its anchors, its steps' tensors) has its id in
-        `ids` (a set): one pass per column, without building the dict of its tensors."""
+        `ids` (a set or a dict's keys): one pass per column, without building the dict of
+        its tensors."""
         if self.members is not None:
             return id(self.top) not in ids and self.members.keys().isdisjoint(ids)
         if id(self.bottom) in ids:
@@ -237,6 +239,8 @@ class _Roles:
     def of(self, tensor):
         if tensor is self.bottom:
             return "anchor"
+        if tensor is self.top:
+            return None  # in no column of the dict (a look below a scan has it pending)
         node = tensor._ctx
         if node is None or not self.low < node.sequence <= self.high:
             return None
