@@ -149,3 +149,37 @@ def test_a_two_layer_nn_rnn_is_two_scanned_chains():
     expected, expected_last = theirs(torch.tensor(inputs))
     ((expected * expected).sum() + expected_last.sum()).backward()
     assert_parameter_grads_match(ours, theirs, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["benchmark", "residual", "stacked"])
+def test_the_role_of_a_tensor_found_by_bisection_is_the_dicts(name):
+    """`readers._Roles.of` finds a tensor's role (anchor, inside a step, neither) by
+    bisection over the anchors' creation numbers, without the dict of the chain's
+    tensors: the same role as that dict gives, for every tensor of the graph."""
+    from rnn_formulations import build
+
+    from tinygrad_ops.autograd import BackwardGraph
+    from tinygrad_ops.autograd.order import topological_order
+    from tinygrad_ops.scheduler.finder import find_chains
+    from tinygrad_ops.scheduler.readers import _Roles
+
+    loss, _ = build(name, "tg", steps=12, hidden=3)
+    graph = BackwardGraph([loss], None, False, True)
+    graph.send(loss, np.ones_like(loss.data))
+    (segment,) = find_chains(graph, full=False).segments[:1]
+    anchors = segment.anchors[::-1]
+    tensors = [column[::-1] for column in segment.columns]
+    count = segment.length
+    low = -1 if anchors[count]._ctx is None else anchors[count]._ctx.sequence
+    bisected = _Roles(anchors, tensors, count, low, anchors[0]._ctx.sequence)
+    from_dict = _Roles(anchors, tensors, count, low, anchors[0]._ctx.sequence)
+    from_dict.build()
+    every = topological_order([loss])
+    roles = [(bisected.of(tensor), from_dict.of(tensor)) for tensor in every]
+    assert all(mine == theirs for mine, theirs in roles)
+    assert {"anchor", "inside", None} <= {role for role, _ in roles}
+    assert bisected.members is None
+    # In C passes for a column of tensors (a few in the chain's span, or many).
+    for tensors in (every[:3] + every[-3:] + [2.0], every):
+        expected = [from_dict.of(tensor) if hasattr(tensor, "_ctx") else None for tensor in tensors]
+        assert bisected.of_all(tensors) == expected

@@ -40,22 +40,25 @@ def walk_route(route, top):
     if tensor._ctx is None:
         return anchors
     newest = tensor._ctx.sequence
+    append = anchors.append
     while True:
         below = tensor
-        for k in route:  # `input_tensor`, inlined (one hop per op of every step)
+        try:
+            for k in route:  # `input_tensor`, inlined (one hop per op of every step)
+                below = below._ctx.inputs[k]
             node = below._ctx
-            if node is None or k >= len(node.inputs):
-                return anchors  # the route leads off the graph (a leaf, a constant)
-            below = node.inputs[k]
-            if not isinstance(below, Tensor):
-                return anchors
-        node = below._ctx
+        except (AttributeError, IndexError):
+            # The route leads off the graph: a leaf or a constant has no node (None, or no
+            # `_ctx` at all), or a node has fewer inputs. (Asked as one exception, not at
+            # every hop: this loop runs once per op of every step.)
+            return anchors
         if node is None:
-            anchors.append(below)  # a leaf: x_0, if the step above it checks out
+            if isinstance(below, Tensor):
+                append(below)  # a leaf: x_0, if the step above it checks out
             return anchors
         if node.sequence >= newest:
             return anchors
-        anchors.append(below)
+        append(below)
         tensor = below
         newest = node.sequence
 

@@ -8,7 +8,8 @@ gradients are the injections e_i, but no tensor inside a step).
 """
 
 import itertools
-from operator import attrgetter, is_, lt, not_
+from bisect import bisect_right
+from operator import and_, attrgetter, ge, is_, lt, not_, or_
 
 
 def outside_readers(
@@ -108,8 +109,7 @@ def _below_aside(aside, roles):
     inputs but this chain's anchors (a chain aside may read them: the readouts of a loss
     at every step, scanned before this chain, send them their injections); None when
     one is a tensor inside this chain's steps."""
-    members = roles.members or roles.build()
-    chain_roles = list(map(members.get, map(id, aside.starts)))
+    chain_roles = roles.of_all(aside.starts)
     if "inside" in chain_roles:
         return None
     return list(itertools.compress(aside.starts, map(is_, chain_roles, itertools.repeat(None))))
@@ -135,9 +135,9 @@ def _first_starts(columns, beside, roles, seen, aside_members):
             column = below + column[chain.covered :]
         if len(column) > SHORT:
             # A per-step input (x_t, another chain's states): one pass per check.
-            members = roles.members or roles.build()
-            ids = list(map(id, column))
-            if any(map(members.__contains__, ids)) or any(map(aside_members.__contains__, ids)):
+            if roles.of_all(column).count(None) != len(column):
+                return None
+            if any(map(aside_members.__contains__, map(id, column))):
                 return None
         elif any(
             roles.of(operand) is not None or id(operand) in aside_members for operand in column
@@ -239,12 +239,40 @@ class _Roles:
     def of(self, tensor):
         if tensor is self.bottom:
             return "anchor"
-        if tensor is self.top:
-            return None  # in no column of the dict (a look below a scan has it pending)
         node = tensor._ctx
         if node is None or not self.low < node.sequence <= self.high:
             return None
-        return (self.members or self.build()).get(id(tensor))
+        if self.members is not None:
+            return self.members.get(id(tensor))
+        # Without the dict (built for the searches, which may meet every tensor): the one
+        # step whose span of creation numbers holds the tensor's (a step's tensors are made
+        # after its lower anchor, no later than its upper one, as the column checks
+        # proved), found by bisection over the anchors, is the only place to look.
+        step = bisect_right(self.anchors, -node.sequence, 0, self.count, key=_minus_sequence)
+        step -= 1
+        if any(column[step] is tensor for column in self.tensors[1:]):
+            return "inside"
+        return "anchor" if step and self.anchors[step] is tensor else None
+
+    def of_all(self, tensors):
+        """`of` for each of `tensors`, in C passes where few were made in the chain's span
+        (a column of per-step inputs: x_t, another chain's tensors); the dict of the
+        chain's tensors where many were."""
+        contexts = map(getattr, tensors, itertools.repeat("_ctx"), itertools.repeat(None))
+        sequences = list(map(getattr, contexts, itertools.repeat("sequence"), itertools.repeat(-1)))
+        after_low = map(lt, itertools.repeat(self.low), sequences)
+        flags = list(map(and_, after_low, map(ge, itertools.repeat(self.high), sequences)))
+        flags = list(map(or_, flags, map(is_, tensors, itertools.repeat(self.bottom))))
+        looked_up = flags.count(True)
+        if not looked_up:
+            return [None] * len(tensors)
+        if looked_up > SHORT and self.members is None:
+            self.build()
+        return [self.of(tensor) if flag else None for tensor, flag in zip(tensors, flags)]
+
+
+def _minus_sequence(tensor):
+    return -tensor._ctx.sequence
 
 
 def _search(stack, seen, roles, allowed, within=None, aside=_NO_CHAINS):
@@ -256,6 +284,7 @@ def _search(stack, seen, roles, allowed, within=None, aside=_NO_CHAINS):
     found = []
     low, high, bottom = roles.low, roles.high, roles.bottom
     members = roles.members
+    looked_up = 0
     add = seen.add
     while stack:
         node = stack.pop()._ctx
@@ -274,9 +303,12 @@ def _search(stack, seen, roles, allowed, within=None, aside=_NO_CHAINS):
             add(key)
             made = operand._ctx
             if operand is bottom or (made is not None and low < made.sequence <= high):
-                if members is None:
-                    members = roles.members or roles.build()
-                role = members.get(key)
+                if members is None and looked_up < SHORT:
+                    looked_up += 1  # the first few by bisection (`_Roles.of`), then a dict
+                    role = roles.of(operand)
+                else:
+                    members = members or roles.members or roles.build()
+                    role = members.get(key)
                 if role is not None:
                     if role not in allowed:
                         return None
