@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..mode import STATE, enable_grad
-from ..ops.base import bump_version, is_tensor, new_tensor, node_name
+from ..ops.base import LAST_CHANGE, bump_version, is_tensor, new_tensor, node_name
 from .order import as_recorded, topological_order
 
 
@@ -157,17 +157,15 @@ class BackwardGraph:
         backward rule, whose results are unbroadcast, checked, and sent to the parents."""
         for observer in self.observers:
             observer.visiting(tensor, grad)
-        shared = False  # whether `grad` is also held elsewhere (a hook's result, tg.grad's)
         if tensor._hooks:
             grad = _run_hooks(tensor, grad, self.create_graph)
-            shared = True
         if self.capture is not None and id(tensor) in self.capture:
-            self.captured[id(tensor)] = grad
-            shared = True
+            self.captured[id(tensor)] = grad  # (tg.grad: leaves' .grad are left alone)
         node = tensor._ctx
         if node is None:
             if self.accumulate_into_leaves:
-                owned = not shared and id(tensor) in self.owned
+                # Without a copy if the walk owns it (never a hook's result, held elsewhere).
+                owned = not tensor._hooks and id(tensor) in self.owned
                 accumulate_leaf(tensor, grad, self.create_graph, owned)
                 if self.recorder is not None:
                     self.recorder.record_leaf(tensor)
@@ -209,13 +207,15 @@ class BackwardGraph:
             else:  # tg.compile's capture runs the rule itself
                 grads = self.recorder.run_rule(node, grad, output)
             results = []
+            # Whether anything changed in place since `node` was recorded (see bump_version):
+            # an input that did has a new history, and `node` read the one before it.
+            changed = LAST_CHANGE[0] > node.sequence
             for index, operand in enumerate(node.inputs):
                 input_grad = grads[index]
                 if input_grad is None or not node.needs_input_grad[index]:
                     continue
-                history = operand._ctx
-                if history is not None and history.sequence > node.sequence:
-                    operand = as_recorded(operand, node)  # changed in place since node read it
+                if changed:
+                    operand = as_recorded(operand, node)
                 data = operand._data
                 if type(input_grad) is not np.ndarray:
                     input_grad = np.asarray(input_grad)
@@ -223,8 +223,13 @@ class BackwardGraph:
                     input_grad = input_grad.astype(data.dtype)  # (builtin dtypes are shared)
                 if input_grad.shape != data.shape:  # a sum makes a new array: the walk owns it
                     input_grad, owned = unbroadcast(input_grad, data.shape, node, index), True
-                else:  # (asked only where it saves a copy: a leaf's .grad takes an owned array)
-                    owned = operand._ctx is None and made_by_rule(input_grad, grad, grads, node)
+                else:  # (asked only where it saves a copy: a leaf's .grad takes its first
+                    # gradient when owned; a second one is added into the first, owned or not)
+                    owned = (
+                        operand._ctx is None
+                        and id(operand) not in self.grads
+                        and made_by_rule(input_grad, grad, grads, node)
+                    )
                 if self.anomaly:
                     _check_finite(node, index, input_grad)
                 results.append((operand, input_grad, owned))
