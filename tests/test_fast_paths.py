@@ -13,6 +13,7 @@ import torch.nn.functional as TF  # noqa: N812 (the usual names)
 import tinygrad_ops as tg
 import tinygrad_ops.functional as F  # noqa: N812
 from tinygrad_ops.ops import kernels
+from tinygrad_ops.ops.base import Op
 
 
 def _pair(array, requires_grad=True):
@@ -199,3 +200,23 @@ def test_a_view_op_that_saves_its_output_records_the_shared_version():
     assert y._version[0] == 1
     DoubleView.apply(y).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 2), 2.0))
+
+
+class _TwiceTheSameArray(Op):
+    """A broken rule: one fresh array for both inputs, yet fresh_gradients = True."""
+
+    def forward(self, a, b):
+        return a + b
+
+    def backward(self, grad_output):
+        gradient = grad_output * 1.0
+        return gradient, gradient
+
+
+def test_the_suite_catches_an_op_that_breaks_its_fresh_gradients_promise():
+    """tests/conftest.py checks every rule the suite runs: two leaves owning one array would
+    add into each other's .grad (a silently wrong number)."""
+    a = tg.Tensor([1.0, 2.0], requires_grad=True)
+    b = tg.Tensor([3.0, 4.0], requires_grad=True)
+    with pytest.raises(AssertionError, match="one array for two inputs"):
+        _TwiceTheSameArray.apply(a, b).sum().backward()

@@ -109,8 +109,9 @@ class Op:
     # Ops whose output is a numpy view of their input share the input's version counter.
     is_view = False
     # The rule's results are arrays it has just made (or views, the upstream gradient, or
-    # read-only arrays, which the walk recognises): the walk may add into them in place.
-    # False for a rule that may return an array it keeps elsewhere (see made_by_rule).
+    # read-only arrays, which the walk recognises): never an array it saved, never one
+    # array for two inputs, so the walk may add into them in place. False for a rule that
+    # may return an array it keeps elsewhere (see made_by_rule).
     fresh_gradients = True
     # Ops that promote their operands' dtypes set a function of the operands (ops/dtypes.py).
     promotion = None
