@@ -20,7 +20,7 @@ would not be recorded node by node.
 
 import gc
 import itertools
-from operator import is_
+from operator import attrgetter, is_
 
 import numpy as np
 
@@ -42,6 +42,20 @@ def _per_step_sum(grad, count, shape, node, index):
         grad = np.broadcast_to(grad, (count,) + grad.shape[1:])
     summed = unbroadcast(grad, (count,) + padded, node, index)
     return summed.reshape((count,) + tuple(shape))
+
+
+_GET_DTYPE = attrgetter("_data.dtype")
+
+
+def _send_rows(graph, operands, rows):
+    """Send row i of the stack `rows` to `operands[i]` (in its dtype): a per-step input
+    that needs a gradient (the lower layer's states, read by the upper layer's steps),
+    thousands of them, so the sends are one `map` and the rows are cast only if a
+    dtype differs."""
+    dtypes = list(map(_GET_DTYPE, operands))
+    if dtypes.count(rows.dtype) != len(dtypes):
+        rows = list(map(np.ndarray.astype, rows, dtypes))
+    list(map(graph.send, operands, rows))
 
 
 class SegmentRun:
@@ -151,8 +165,7 @@ class SegmentRun:
                     operands = self.outside_columns[(slot, k)][start:stop]
                     shape = operands[0].shape
                     per_step = _per_step_sum(result, count, shape, batched.first, k)
-                    for operand, value in zip(operands, per_step):
-                        graph.send(operand, value.astype(operand.data.dtype, copy=False))
+                    _send_rows(graph, operands, per_step)
                 elif code[0] == "shared":
                     operand = code[1]
                     value = unbroadcast(np.asarray(result), operand.shape, batched.first, k)
