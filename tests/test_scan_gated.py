@@ -71,8 +71,56 @@ def test_every_scheduler_gives_the_walks_gradients_on_a_gru(scheduler, num_layer
 def test_only_a_slice_of_the_last_axis_has_a_jacobian_rule():
     x = tg.Tensor(np.ones((3, 8)), requires_grad=True)
     assert x[..., 2:5]._ctx.jacobian_kind(0) == "dense"
+    assert x[:, 2:5]._ctx.jacobian_kind(0) == "dense"
+    assert x[:, ::-2]._ctx.jacobian_kind(0) == "dense"
+    assert x.chunk(2, dim=-1)[1]._ctx.jacobian_kind(0) == "dense"
+    assert x.narrow(1, 2, 3)._ctx.jacobian_kind(0) == "dense"
+    assert tg.Tensor(np.ones(8), requires_grad=True)[2:5]._ctx.jacobian_kind(0) == "dense"
     assert x[1:]._ctx.jacobian_kind(0) is None  # mixes the rows (takes some of them)
+    assert x[1:, 2:5]._ctx.jacobian_kind(0) is None
     assert x[:, 1]._ctx.jacobian_kind(0) is None  # drops the last axis
+    assert x[:, None, 2:5]._ctx.jacobian_kind(0) is None
+    assert x[:, [1, 2]]._ctx.jacobian_kind(0) is None  # an index array
+    cube = tg.Tensor(np.ones((2, 3, 8)), requires_grad=True)
+    assert cube[:, 1:2]._ctx.jacobian_kind(0) is None  # a slice of the middle axis
+    assert cube[:, :, 1:2]._ctx.jacobian_kind(0) == "dense"
+
+
+def sliced_rnn(library, steps, form, seed=0):
+    """h = tanh(pieces of (h @ U) + x_t @ W): a recurrence through slices of the last axis
+    written three ways (`x[:, a:b]`, `chunk(dim=-1)`, `x[..., a:b]` of a strided slice)."""
+    generator = np.random.default_rng(seed)
+    make = tg.Tensor if library == "tg" else torch.tensor
+    weight = make(generator.standard_normal((3, HIDDEN)) * 0.5, requires_grad=True)
+    recurrent = make(generator.standard_normal((HIDDEN, 2 * HIDDEN)) * 0.4, requires_grad=True)
+    h = make(np.zeros((BATCH, HIDDEN)))
+    for x in generator.standard_normal((steps, BATCH, 3)):
+        both = h @ recurrent
+        if form == "columns":
+            piece = both[:, 1 : HIDDEN + 1]
+        elif form == "chunk":
+            first, second = both.chunk(2, dim=-1)
+            piece = first * second
+        else:
+            piece = both[..., ::2]
+        h = (piece + make(x) @ weight).tanh()
+    return h.sum(), [weight, recurrent]
+
+
+@pytest.mark.parametrize("form", ["columns", "chunk", "strided"])
+@pytest.mark.parametrize("scheduler", ["blelloch", "blocked", "hillis-steele"])
+def test_a_chain_through_any_slice_of_the_last_axis_is_scanned_right(form, scheduler):
+    loss, walked = sliced_rnn("tg", STEPS, form)
+    loss.backward(scheduler="sequential")
+    loss, ours = sliced_rnn("tg", STEPS, form)
+    spy = SpyScheduler(tg.scheduler.ScanScheduler(scheduler, block_size=4))
+    loss.backward(scheduler=spy)
+    assert [len(segment.tensors) - 1 for segment in spy.graph.scanned_segments] == [STEPS - 1]
+    expected, theirs = sliced_rnn("torch", STEPS, form)
+    expected.backward()
+    for mine, reference, torch_reference in zip(ours, walked, theirs, strict=True):
+        np.testing.assert_allclose(mine.grad.numpy(), reference.grad.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(mine.grad.numpy(), torch_reference.grad.numpy(), rtol=1e-10)
 
 
 def test_the_slice_jacobian_picks_the_columns():

@@ -142,17 +142,11 @@ class GetItem(Op):
         return (dual.scatter_add(grad_output, self.index, self.input_shape, self.basic),)
 
     def jacobian_kind(self, index):
-        """'dense' for a slice of the last axis only (`x[..., a:b]`: the gates of a GRU or
-        an LSTM cut from one product), which keeps the rows apart; other indexing is
-        walked, not scanned (docs/scan.md, "Adding an op to the chains")."""
-        last_axis_slice = (
-            self.basic
-            and type(self.index) is tuple
-            and len(self.index) == 2
-            and self.index[0] is Ellipsis
-            and type(self.index[1]) is slice
-        )
-        return "dense" if last_axis_slice else None
+        """'dense' for a slice of the last axis only (`x[..., a:b]`, `x[:, a:b]` of a 2-d x,
+        `x.chunk(3, dim=-1)`: the gates of a GRU or an LSTM cut from one product), which
+        keeps the rows apart; other indexing is walked, not scanned (docs/scan.md,
+        "Adding an op to the chains")."""
+        return "dense" if self.basic and last_axis_slice(self.index, self.input_shape) else None
 
     def jacobian(self, index):
         """J: the (d_out, d_in) matrix that picks the sliced columns, the same for every row
@@ -165,8 +159,36 @@ class GetItem(Op):
 
     def batched_options(self, steps):
         """The options of a node that stands for `steps` steps stacked on a leading axis
-        (the scan schedulers'): the input's shape gains that axis."""
-        return {"input_shape": (steps,) + tuple(self.input_shape)}
+        (the scan schedulers'): the input's shape gains that axis, and the slice is of the
+        last axis whatever the count of axes before it (`x[:, a:b]` becomes `x[..., a:b]`)."""
+        options = {"input_shape": (steps,) + tuple(self.input_shape)}
+        column_slice = last_axis_slice(self.index, self.input_shape) if self.basic else None
+        if column_slice is not None:
+            options["index"] = (Ellipsis, column_slice)
+        return options
+
+
+def last_axis_slice(index, shape):
+    """The slice of `index` when it slices the last axis of an array of `shape` and takes
+    everything of the others (`x[..., a:b]`, `x[:, a:b]` of a 2-d x, `x[a:b]` of a 1-d
+    x), else None.
+
+    >>> last_axis_slice((slice(None), slice(2, 5)), (4, 8))
+    slice(2, 5, None)
+    >>> last_axis_slice((slice(1, None), slice(2, 5)), (4, 8)) is None  # takes some rows
+    True
+    """
+    items = index if type(index) is tuple else (index,)
+    if not items or type(items[-1]) is not slice or not shape:
+        return None
+    leading = items[:-1]
+    if len(leading) == 1 and leading[0] is Ellipsis:
+        return items[-1]
+    if len(items) != len(shape):
+        return None
+    if all(type(item) is slice and item == slice(None) for item in leading):
+        return items[-1]
+    return None
 
 
 class ScatterAdd(Op):
