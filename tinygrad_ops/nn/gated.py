@@ -38,11 +38,20 @@ def _make_weights(module, gates, input_size, hidden_size, bias, suffix, dtype, g
         module.register_parameter("bias_hh" + suffix, None)
 
 
+def _blocks(value, count):
+    """`value`'s last dim cut into `count` equal blocks (the gates): the pieces of
+    `value.chunk(count, dim=-1)`, which the scans take as well, without chunk's argument
+    checks (measured: a GRU's forward and backward over 64 steps at hidden 8 took 10%
+    longer with chunk, 29.5-31 ms against 26-27 ms)."""
+    size = value.shape[-1] // count
+    return [value[..., block * size : (block + 1) * size] for block in range(count)]
+
+
 def lstm_step(x, h, c, weights):
     """One LSTM step: (h', c') from (h, c); `weights` = (W_ih, W_hh, b_ih, b_hh)."""
     weight_ih, weight_hh, bias_ih, bias_hh = weights
     gates = F.linear(x, weight_ih, bias_ih) + F.linear(h, weight_hh, bias_hh)
-    i, f, g, o = gates.chunk(4, dim=-1)
+    i, f, g, o = _blocks(gates, 4)
     c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
     return F.sigmoid(o) * F.tanh(c), c
 
@@ -50,8 +59,8 @@ def lstm_step(x, h, c, weights):
 def gru_step(x, h, weights):
     """One GRU step: h' from h; `weights` = (W_ih, W_hh, b_ih, b_hh)."""
     weight_ih, weight_hh, bias_ih, bias_hh = weights
-    input_r, input_z, input_n = F.linear(x, weight_ih, bias_ih).chunk(3, dim=-1)
-    hidden_r, hidden_z, hidden_n = F.linear(h, weight_hh, bias_hh).chunk(3, dim=-1)
+    input_r, input_z, input_n = _blocks(F.linear(x, weight_ih, bias_ih), 3)
+    hidden_r, hidden_z, hidden_n = _blocks(F.linear(h, weight_hh, bias_hh), 3)
     r = F.sigmoid(input_r + hidden_r)
     z = F.sigmoid(input_z + hidden_z)
     n = F.tanh(input_n + r * hidden_n)
