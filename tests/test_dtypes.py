@@ -109,6 +109,20 @@ def test_python_numbers_do_not_upcast_tensors(name):
         )
 
 
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
+def test_numpy_array_operands_promote_as_torch_tensors(name):
+    """`x * array` (an operator's operand converted by as_operand): a 0-d float64 array
+    does not widen a float32 tensor, a float64 array with dims does, as torch's tensors."""
+    ours, theirs = BINARY[name]
+    for (dtype_a, zero_a), (dtype_b, zero_b) in itertools.product(OPERANDS, repeat=2):
+        (a, torch_a), (b, torch_b) = make_pair(dtype_a, zero_a), make_pair(dtype_b, zero_b)
+        same_result(
+            lambda: ours(a, b.numpy()),  # noqa: B023
+            lambda: theirs(torch_a, torch_b),  # noqa: B023
+            numpy_extension(name, dtype_a, dtype_b),
+        )
+
+
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_unary_ops_give_float32_for_integers_as_torch(name):
     ours, theirs = UNARY[name]

@@ -137,15 +137,25 @@ def binary_operator(op_class, reflected=False):
     Tensors and Python numbers go as they are; numpy scalars become Python numbers (so that
     they do not widen the tensor), lists become tensors; anything else is NotImplemented
     (Python then tries the other operand's operator). The method is this closure itself,
-    one call between `a * b` and `Mul.apply` (the hot path of every expression).
+    one call between `a * b` and `Mul.apply` (the hot path of every expression); it tells
+    `apply` when type promotion has nothing to do (a float tensor with a Python number or
+    with a tensor of its own dtype), which it sees from the operand's type at no cost.
     """
 
     def operator(self, other):
-        if type(other) not in _FAST_OPERANDS and not isinstance(other, Tensor):
+        kind = type(other)
+        if kind not in _FAST_OPERANDS and not isinstance(other, Tensor):
             other = as_operand(other)
             if other is None:
                 return NotImplemented
-        return op_class.apply(other, self) if reflected else op_class.apply(self, other)
+        # A float tensor with a Python number or a tensor of its dtype: nothing to promote.
+        dtype = self._data.dtype
+        promoted = dtype in _FLOATS and (
+            kind is float or kind is int or (kind is Tensor and other._data.dtype is dtype)
+        )
+        if reflected:
+            return op_class.apply(other, self, promoted=promoted)
+        return op_class.apply(self, other, promoted=promoted)
 
     operator.op_class = op_class  # (read by tinygrad_ops.opdocs)
     return operator
@@ -433,6 +443,7 @@ class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, Inplac
 # Operand types an operator passes on as they are (checked first, for speed). Exact types:
 # np.float64 subclasses float but must go through as_operand (it would upcast float32).
 _FAST_OPERANDS = frozenset((Tensor, float, int))
+_FLOATS = frozenset(np.dtype(dtype) for dtype in FLOAT_DTYPES)
 
 
 class ReleasedTensor(Tensor):

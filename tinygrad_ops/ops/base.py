@@ -208,10 +208,14 @@ class Op:
                 return
 
     @classmethod
-    def apply(cls, *operands, **options):
-        """Run the op on Tensors (or plain numbers/arrays, taken as constants) and record it."""
+    def apply(cls, *operands, promoted=False, **options):
+        """Run the op on Tensors (or plain numbers/arrays, taken as constants) and record it.
+
+        `promoted=True` says the operands share their result dtype already, so that type
+        promotion has nothing to do (the operators know it for `a * b` of one float dtype).
+        """
         given = operands  # (tg.compile replays a promotion of numpy arguments)
-        if cls.promotion is not None:  # PyTorch's type promotion (ops/dtypes.py)
+        if cls.promotion is not None and not promoted:  # PyTorch's (ops/dtypes.py)
             operands = cls.promotion(operands)
         node = cls()
         node.saved = ()
