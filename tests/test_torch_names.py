@@ -35,6 +35,17 @@ INDEX = np.array([2, 0, 2])
         same_case("narrow_negative_start", lambda x: x.narrow(0, -2, 2), (3, 4)),
         same_case("unbind", lambda x: x.unbind(1)[2] * x.unbind(1)[0], (3, 4)),
         same_case("unbind_default_dim", lambda x: x.unbind()[1], (3, 4)),
+        same_case("diag_of_a_vector", lambda x: x.diag() * 2, (3,)),
+        same_case("diag_of_a_vector_above", lambda x: x.diag(1) * 2, (3,)),
+        same_case("diag_of_a_vector_below", lambda x: x.diag(-2) * 2, (3,)),
+        same_case("diag_of_a_matrix", lambda x: x.diag(), (3, 4)),
+        same_case("diag_of_a_matrix_above", lambda x: x.diag(2), (3, 4)),
+        same_case("diag_of_a_matrix_below", lambda x: x.diag(-1), (3, 4)),
+        same_case("diag_past_the_matrix", lambda x: x.diag(5), (3, 4)),
+        case("tg_diag", tg.diag, torch.diag, (4,)),
+        same_case("trace", lambda x: x.trace(), (3, 3)),
+        same_case("trace_of_a_wide_matrix", lambda x: x.trace(), (2, 5)),
+        case("tg_trace", tg.trace, torch.trace, (4, 3)),
         case("minimum", tg.minimum, torch.minimum, (3, 4), (4,)),
         case("minimum_ties", tg.minimum, torch.minimum, TIES, TIES[::-1].copy()),
     ],
@@ -184,3 +195,62 @@ def test_products_refuse_the_shapes_pytorch_refuses():
         tg.outer(matrix, tg.Tensor([1.0]))
     with pytest.raises(TypeError, match="cosine_similarity: x2 must be a Tensor"):
         F.cosine_similarity(matrix, [1.0, 2.0, 3.0])
+
+
+def test_diag_of_a_vector_keeps_nans_and_infs_on_the_diagonal():
+    """Zeros off the diagonal whatever the vector holds (x * eye would spread a NaN)."""
+    values = np.array([np.nan, -np.inf, -1.0])
+    ours, theirs = tg.Tensor(values).diag(1), torch.tensor(values).diag(1)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    assert not np.signbit(ours.numpy()[np.eye(4, k=1) == 0]).any()  # no -0.0
+
+
+def test_diag_and_trace_of_integers_as_torch():
+    values = np.array([[1, 2], [3, 4]], dtype=np.int32)
+    assert tg.Tensor(values).trace().dtype == np.int64  # as torch's sum of ints
+    np.testing.assert_array_equal(tg.Tensor(values[0]).diag().numpy(), np.diag(values[0]))
+
+
+def test_diag_and_trace_refuse_what_pytorch_refuses():
+    with pytest.raises(ValueError, match="diag: expects a 1-d or 2-d tensor, got shape"):
+        tg.ones(2, 2, 2).diag()
+    with pytest.raises(TypeError, match="diag: diagonal must be an int, got float"):
+        tg.ones(2).diag(1.0)
+    with pytest.raises(ValueError, match="trace: expects a matrix"):
+        tg.ones(3).trace()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32", "int64", "bool"])
+def test_new_tensors_take_the_dtype_and_values_pytorch_gives(dtype):
+    ours, theirs = tg.Tensor(np.ones(3, dtype)), torch.ones(3, dtype=getattr(torch, dtype))
+    pairs = [
+        (ours.new_zeros(2, 3), theirs.new_zeros(2, 3)),
+        (ours.new_zeros((2,)), theirs.new_zeros((2,))),
+        (ours.new_ones(4), theirs.new_ones(4)),
+        (ours.new_full((2, 2), 3), theirs.new_full((2, 2), 3)),
+        (ours.new_tensor([1, 0, 2]), theirs.new_tensor([1, 0, 2])),
+        (ours.new_zeros(2, dtype=np.float64), theirs.new_zeros(2, dtype=torch.float64)),
+    ]
+    for mine, expected in pairs:
+        assert str(mine.dtype) == str(expected.dtype).removeprefix("torch.")
+        np.testing.assert_array_equal(mine.numpy(), expected.numpy())
+    assert ours.new_empty(2, 5).shape == (2, 5)
+
+
+def test_new_tensors_are_leaves_and_refuse_bad_sizes():
+    x = tg.Tensor([1.0, 2.0])
+    made = x.new_zeros(3, requires_grad=True)
+    assert made.requires_grad
+    assert made.is_leaf
+    values = np.array([1.0, 2.0])
+    copy = x.new_tensor(values)
+    values[0] = 5.0
+    assert copy.tolist() == [1.0, 2.0]  # a copy, as torch's new_tensor
+    with pytest.raises(ValueError, match="new_zeros: negative size -1"):
+        x.new_zeros(-1)
+    with pytest.raises(TypeError, match="new_ones: sizes must be ints"):
+        x.new_ones(2.5)
+    with pytest.raises(TypeError, match="new_full: fill_value must be a number"):
+        x.new_full((2,), "seven")
+    with pytest.raises(TypeError, match="only floating-point tensors can require grad"):
+        tg.Tensor(np.arange(2)).new_zeros(2, requires_grad=True)

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 
+from .ops.checks import checked_shape, varargs_shape
 from .tensor import DEFAULT_DTYPE, from_numpy
 
 # The one shared generator, as PyTorch's default generator: `manual_seed(n)` reseeds it, so
@@ -76,22 +77,6 @@ def _fresh(array, requires_grad=False):
     return tensor
 
 
-def _shape(shape):
-    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-
-
-def _checked_shape(shape, op_name):
-    """`shape` as a tuple of non-negative ints, or an error naming the op and the size
-    (numpy's own says "negative dimensions are not allowed" without saying where)."""
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    for size in shape:
-        if not isinstance(size, (int, np.integer)) or isinstance(size, (bool, np.bool_)):
-            raise TypeError(f"{op_name}: sizes must be ints, got {size!r} in shape {shape}")
-        if size < 0:
-            raise ValueError(f"{op_name}: negative size {size} in shape {shape}")
-    return tuple(int(size) for size in shape)
-
-
 def zeros(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
     """A tensor of zeros.
 
@@ -99,7 +84,9 @@ def zeros(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
     >>> tg.zeros(2, 3).shape
     (2, 3)
     """
-    return _fresh(np.zeros(_checked_shape(_shape(shape), "zeros"), dtype=dtype), requires_grad)
+    return _fresh(
+        np.zeros(checked_shape(varargs_shape(shape), "zeros"), dtype=dtype), requires_grad
+    )
 
 
 def ones(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
@@ -109,7 +96,7 @@ def ones(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):
     >>> tg.ones(2).numpy()
     array([1., 1.], dtype=float32)
     """
-    return _fresh(np.ones(_checked_shape(_shape(shape), "ones"), dtype=dtype), requires_grad)
+    return _fresh(np.ones(checked_shape(varargs_shape(shape), "ones"), dtype=dtype), requires_grad)
 
 
 def full(shape, value, dtype=None, requires_grad=False):
@@ -122,7 +109,7 @@ def full(shape, value, dtype=None, requires_grad=False):
     >>> tg.full((2,), 7).dtype
     dtype('int64')
     """
-    shape = _checked_shape(shape, "full")
+    shape = checked_shape(shape, "full")
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if not isinstance(value, (bool, int, float, np.bool_, np.number)):
@@ -171,7 +158,7 @@ def randn(*shape, seed=None, generator=None, dtype=DEFAULT_DTYPE, requires_grad=
     >>> tg.manual_seed(1); bool((tg.randn(2).numpy() == first).all())
     True
     """
-    shape = _checked_shape(_shape(shape), "randn")
+    shape = checked_shape(varargs_shape(shape), "randn")
     data = _generator(seed, generator, "randn").standard_normal(shape).astype(dtype)
     return _fresh(data, requires_grad)
 
@@ -184,7 +171,7 @@ def rand(*shape, seed=None, generator=None, dtype=DEFAULT_DTYPE, requires_grad=F
     >>> sample.shape, bool(((sample.numpy() >= 0) & (sample.numpy() < 1)).all())
     ((2, 3), True)
     """
-    shape = _checked_shape(_shape(shape), "rand")
+    shape = checked_shape(varargs_shape(shape), "rand")
     data = _generator(seed, generator, "rand").random(shape).astype(dtype)
     return _fresh(data, requires_grad)
 

@@ -11,6 +11,8 @@ float, int, `np.asarray`). `Tensor` inherits them (see `tensor.py`).
 import numpy as np
 
 from .mode import STATE, no_grad
+from .ops import base
+from .ops.checks import checked_shape, varargs_shape
 from .ops.elementwise import Cast
 
 
@@ -39,6 +41,63 @@ class ConversionMethods:
         if STATE.recorder is not None:
             STATE.recorder.read_value(self, ".tolist()")
         return self.data.tolist()
+
+    # -- new tensors like this one (PyTorch's new_*: this dtype unless one is given) ------------
+
+    def new_zeros(self, *size, dtype=None, requires_grad=False):
+        """Zeros of `size` (ints, or one tuple) with this tensor's dtype.
+
+        >>> import numpy as np, tinygrad_ops as tg
+        >>> tg.Tensor(np.ones(3)).new_zeros(2, 2).dtype
+        dtype('float64')
+        """
+        return self._new_filled("new_zeros", varargs_shape(size), 0, dtype, requires_grad)
+
+    def new_ones(self, *size, dtype=None, requires_grad=False):
+        """Ones of `size` (ints, or one tuple) with this tensor's dtype.
+
+        >>> import tinygrad_ops as tg
+        >>> tg.Tensor([1.0]).new_ones((2,)).tolist()
+        [1.0, 1.0]
+        """
+        return self._new_filled("new_ones", varargs_shape(size), 1, dtype, requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, requires_grad=False):
+        """`fill_value` everywhere in a tensor of `size` with this tensor's dtype.
+
+        >>> import tinygrad_ops as tg
+        >>> tg.Tensor([1.0]).new_full((2,), 7).tolist()
+        [7.0, 7.0]
+        """
+        if not isinstance(fill_value, (bool, int, float, np.bool_, np.number)):
+            raise TypeError(
+                f"new_full: fill_value must be a number, got {type(fill_value).__name__}"
+            )
+        return self._new_filled("new_full", size, fill_value, dtype, requires_grad)
+
+    def new_empty(self, *size, dtype=None, requires_grad=False):
+        """A tensor of `size` with this tensor's dtype, its values unspecified (zeros here).
+
+        >>> import tinygrad_ops as tg
+        >>> tg.Tensor([1.0]).new_empty(3).shape
+        (3,)
+        """
+        return self._new_filled("new_empty", varargs_shape(size), 0, dtype, requires_grad)
+
+    def new_tensor(self, data, dtype=None, requires_grad=False):
+        """A copy of `data` as a tensor with this tensor's dtype (unless given).
+
+        >>> import numpy as np, tinygrad_ops as tg
+        >>> tg.Tensor(np.ones(1)).new_tensor([1, 2]).dtype
+        dtype('float64')
+        """
+        return base.Tensor(data, requires_grad, self.dtype if dtype is None else dtype)
+
+    def _new_filled(self, op_name, size, value, dtype, requires_grad):
+        shape = checked_shape(size, op_name)
+        tensor = base.new_tensor(np.full(shape, value, self.dtype if dtype is None else dtype))
+        tensor.requires_grad = requires_grad  # (refused for an integer dtype, by name)
+        return tensor
 
     def detach(self):
         """The same data, cut from the tape (shares memory and the version counter)."""

@@ -36,6 +36,18 @@ class ReduceMethods:
         axis, keepdims = reduction_arguments("sum", axis, keepdims, dim, keepdim)
         return Sum.apply(self, axis=axis, keepdims=keepdims)
 
+    def trace(self):
+        """The sum of a matrix's main diagonal, as PyTorch's trace;  dx = g on the diagonal,
+        zeros elsewhere.
+
+        >>> import tinygrad_ops as tg
+        >>> tg.Tensor([[1.0, 2.0], [3.0, 4.0]]).trace().item()
+        5.0
+        """
+        if self.ndim != 2:
+            raise ValueError(f"trace: expects a matrix (2-d), got shape {self.shape}")
+        return self.diagonal().sum()
+
     def mean(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         """The mean over `axis` (all axes by default): sum / count."""
         axis, keepdims = reduction_arguments("mean", axis, keepdims, dim, keepdim)

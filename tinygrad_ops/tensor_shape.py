@@ -277,6 +277,9 @@ class ShapeMethods:
     def diagonal(self, offset=0, dim1=0, dim2=1):
         return movement.diagonal(self, offset, dim1, dim2)
 
+    def diag(self, diagonal=0):
+        return movement.diag(self, diagonal)
+
     def unfold(self, dimension, size, step):
         return movement.unfold(self, dimension, size, step)
 

@@ -98,3 +98,24 @@ def ddof_argument(op_name, ddof, correction, unbiased=None):
     if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, float, np.number)):
         raise TypeError(f"{op_name}: ddof (correction) must be a number, got {ddof!r}")
     return ddof
+
+
+def varargs_shape(sizes):
+    """A shape given as `f(2, 3)` or as `f((2, 3))` (PyTorch takes both): the tuple of sizes."""
+    return tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+
+
+def checked_shape(shape, op_name):
+    """`shape` as a tuple of non-negative ints, or an error naming the op and the size
+    (numpy's own says "negative dimensions are not allowed" without saying where).
+
+    >>> checked_shape((2, 3), "zeros"), checked_shape(4, "zeros")
+    ((2, 3), (4,))
+    """
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    for size in shape:
+        if not isinstance(size, (int, np.integer)) or isinstance(size, (bool, np.bool_)):
+            raise TypeError(f"{op_name}: sizes must be ints, got {size!r} in shape {shape}")
+        if size < 0:
+            raise ValueError(f"{op_name}: negative size {size} in shape {shape}")
+    return tuple(int(size) for size in shape)

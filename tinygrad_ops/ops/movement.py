@@ -14,6 +14,7 @@ import numpy as np
 
 from .base import is_tensor, new_tensor, values_read
 from .checks import normalize_axis
+from .indexing import scatter
 from .windows import Pad, SlidingWindows
 
 PAD_MODES = ("constant", "reflect", "replicate", "circular")
@@ -286,6 +287,36 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     positions = np.arange(length)
     index = (Ellipsis, positions + max(-offset, 0), positions + max(offset, 0))
     return moved[index]
+
+
+def diag(input, diagonal=0):
+    """PyTorch's diag: of a matrix, its diagonal number `diagonal` (above the main one when
+    positive), as `diagonal(x, diagonal)`; of a vector, the square matrix that holds it on
+    that diagonal, zeros elsewhere;  dx = g's diagonal (of a vector), g on the diagonal and
+    zeros elsewhere (of a matrix).
+
+    >>> import tinygrad_ops as tg
+    >>> diag(tg.Tensor([1.0, 2.0])).numpy()
+    array([[1., 0.],
+           [0., 2.]], dtype=float32)
+    >>> diag(tg.Tensor([[1.0, 2.0], [3.0, 4.0]]), 1).numpy()
+    array([2.], dtype=float32)
+    """
+    x = _tensor(input, "diag")
+    if not isinstance(diagonal, (int, np.integer)) or isinstance(diagonal, (bool, np.bool_)):
+        raise TypeError(f"diag: diagonal must be an int, got {type(diagonal).__name__}")
+    if x.ndim == 2:
+        return x.diagonal(int(diagonal))
+    if x.ndim != 1:
+        raise ValueError(f"diag: expects a 1-d or 2-d tensor, got shape {x.shape}")
+    # The vector written into a flat zero matrix at the diagonal's positions (a scatter: an
+    # x * eye product would spread a NaN or an inf of x over its row, and make -0.0s).
+    length, offset = x.shape[0], int(diagonal)
+    size = length + abs(offset)
+    positions = np.arange(length)
+    flat = (positions + max(-offset, 0)) * size + positions + max(offset, 0)
+    zeros = new_tensor(np.zeros(size * size, dtype=x.dtype))
+    return scatter(zeros, 0, new_tensor(flat), x).reshape(size, size)
 
 
 def unfold(input, dimension, size, step):
