@@ -254,3 +254,26 @@ def test_new_tensors_are_leaves_and_refuse_bad_sizes():
         x.new_full((2,), "seven")
     with pytest.raises(TypeError, match="only floating-point tensors can require grad"):
         tg.Tensor(np.arange(2)).new_zeros(2, requires_grad=True)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [[1, 2], [1.0, 2], [True, False], 3, 3.5, True, [[1, 2], [3, 4.5]], [], [[True, 2]],
+     (1, 2), np.arange(3), np.float64(2.0), np.ones(2, np.float16)],
+    ids=repr,
+)  # fmt: skip
+def test_tg_tensor_infers_dtypes_as_torch_tensor(data):
+    ours, theirs = tg.tensor(data), torch.tensor(data)
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.")
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_tg_tensor_copies_and_takes_requires_grad_and_dtype():
+    values = np.array([1.0, 2.0])
+    made = tg.tensor(values, requires_grad=True)
+    values[0] = 5.0
+    assert made.tolist() == [1.0, 2.0]
+    assert made.requires_grad
+    assert tg.tensor([1, 2], dtype=np.float64).dtype == np.float64
+    with pytest.raises(TypeError, match="only floating-point tensors can require grad"):
+        tg.tensor([1, 2], requires_grad=True)  # int64, as torch (which refuses too)

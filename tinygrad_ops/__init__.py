@@ -111,6 +111,7 @@ __all__ = [
     "sort",
     "split",
     "stack",
+    "tensor",
     "topk",
     "tril",
     "triu",
@@ -118,6 +119,12 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+# PyTorch's factory `tg.tensor([1, 2])` (int64, as torch.tensor). It takes the package's
+# attribute `tensor` from the submodule of that name, which stays importable by its path
+# (`from tinygrad_ops.tensor import Tensor`; `import tinygrad_ops.tensor as m` gets this
+# function: use `sys.modules["tinygrad_ops.tensor"]` for the module).
+from .creation import tensor
 
 # PyTorch's module-level functions (`tg.exp(x)`, `tg.max(outputs, 1)`) and dtype names
 # (`tg.float32`, `tg.long`): see torch_functions.py. Those named like a Python builtin

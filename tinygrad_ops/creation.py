@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from .ops.checks import checked_shape, varargs_shape
-from .tensor import DEFAULT_DTYPE, from_numpy
+from .tensor import DEFAULT_DTYPE, Tensor, from_numpy
 
 # The one shared generator, as PyTorch's default generator: `manual_seed(n)` reseeds it, so
 # `tg.manual_seed(0)` then randn, rand, dropout and layers' initial weights repeat exactly.
@@ -75,6 +75,30 @@ def _fresh(array, requires_grad=False):
     tensor = from_numpy(array)
     tensor.requires_grad = requires_grad
     return tensor
+
+
+def tensor(data, dtype=None, requires_grad=False):
+    """PyTorch's `torch.tensor`: a copy of `data`, its dtype inferred as PyTorch infers it:
+    Python floats make float32, ints int64, bools bool; an array keeps its dtype.
+    (`tg.Tensor(...)`, like the constructor `torch.Tensor(...)`, makes every Python number
+    float32.)
+
+    >>> import tinygrad_ops as tg
+    >>> tg.tensor([1, 2]).dtype, tg.tensor([1.0, 2]).dtype, tg.tensor(True).dtype
+    (dtype('int64'), dtype('float32'), dtype('bool'))
+    """
+    if dtype is None and isinstance(data, (bool, int, float, list, tuple)):
+        dtype = _python_dtype(data)
+    return Tensor(data, requires_grad, dtype)
+
+
+def _python_dtype(data):
+    """PyTorch's dtype for Python numbers: bool if all are bools, int64 if all are ints,
+    else (a float among them, or no number at all) None, the default float32."""
+    kind = np.array(data).dtype.kind
+    if kind == "b":
+        return np.bool_
+    return np.int64 if kind in "iu" else None
 
 
 def zeros(*shape, dtype=DEFAULT_DTYPE, requires_grad=False):

@@ -17,8 +17,10 @@ import sys
 from pathlib import Path
 
 from . import functional, ops
-from . import tensor as tensor_module
 from .tensor import Tensor
+
+# The module tensor.py itself: the package's attribute `tensor` is the factory tg.tensor.
+tensor_module = sys.modules[Tensor.__module__]
 
 # Attributes and conversions of Tensor that are not ops (they record nothing).
 TENSOR_NON_OPS = {
