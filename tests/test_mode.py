@@ -208,3 +208,57 @@ def test_grad_mode_is_restored_after_an_exception():
     with pytest.raises(ValueError, match="boom"):
         failing()
     assert tg.is_grad_enabled()
+
+
+def test_set_grad_enabled_as_a_call_a_block_and_a_decorator_as_torch():
+    x = tg.Tensor([1.0], requires_grad=True)
+    try:
+        tg.set_grad_enabled(False)  # at once, as torch.set_grad_enabled(False)
+        assert not (x * 2).requires_grad
+    finally:
+        tg.set_grad_enabled(True)
+    assert (x * 2).requires_grad
+    with tg.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert tg.is_grad_enabled()
+
+    @tg.set_grad_enabled(False)
+    def evaluate():
+        return (x * 2).requires_grad
+
+    assert tg.is_grad_enabled()  # decorating changes nothing outside the function
+    assert evaluate() is False
+    assert tg.is_grad_enabled()
+    with pytest.raises(TypeError, match="set_grad_enabled: mode must be a bool"):
+        tg.set_grad_enabled(None)
+
+
+def test_set_grad_enabled_in_one_thread_leaves_the_others_recording():
+    seen = []
+    stopped = threading.Event()
+
+    def evaluator():
+        tg.set_grad_enabled(False)
+        stopped.set()
+
+    thread = threading.Thread(target=evaluator)
+    thread.start()
+    thread.join()
+    assert stopped.is_set()
+    seen.append((tg.Tensor([1.0], requires_grad=True) * 2).requires_grad)
+    assert seen == [True]
+
+
+def test_inference_mode_records_nothing_and_takes_a_mode():
+    x = tg.Tensor([1.0], requires_grad=True)
+    with tg.inference_mode():
+        assert not (x * 2).requires_grad
+    with tg.inference_mode(False):
+        assert (x * 2).requires_grad
+
+    @tg.inference_mode()
+    def evaluate():
+        return (x * 2).requires_grad
+
+    assert evaluate() is False
+    assert tg.is_grad_enabled()

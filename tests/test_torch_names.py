@@ -277,3 +277,35 @@ def test_tg_tensor_copies_and_takes_requires_grad_and_dtype():
     assert tg.tensor([1, 2], dtype=np.float64).dtype == np.float64
     with pytest.raises(TypeError, match="only floating-point tensors can require grad"):
         tg.tensor([1, 2], requires_grad=True)  # int64, as torch (which refuses too)
+
+
+def test_comparison_methods_are_the_operators():
+    ours, theirs = tg.Tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 3.0])
+    other = [3.0, 2.0, 1.0]
+    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        for operand, torch_operand in ((2.0, 2.0), (tg.Tensor(other), torch.tensor(other))):
+            result = getattr(ours, name)(operand)
+            expected = getattr(theirs, name)(torch_operand)
+            np.testing.assert_array_equal(result.numpy(), expected.numpy())
+            assert result.dtype == np.bool_
+    assert tg.eq(ours, 2.0).tolist() == [False, True, False]
+    with pytest.raises(TypeError, match="eq: cannot compare a Tensor with str"):
+        ours.eq("two")
+
+
+def test_allclose_equal_is_tensor_is_floating_point_as_torch():
+    a, b = np.array([1.0, np.nan]), np.array([1.0 + 1e-7, np.nan])
+    for equal_nan in (False, True):
+        assert tg.Tensor(a).allclose(tg.Tensor(b), equal_nan=equal_nan) == torch.allclose(
+            torch.tensor(a), torch.tensor(b), equal_nan=equal_nan
+        )
+    assert tg.allclose(tg.ones(2), tg.ones(2) * 1.1, rtol=0.2)
+    assert tg.equal(tg.ones(2), tg.ones(2))
+    assert not tg.equal(tg.ones(2), tg.ones(3))  # another shape: False, not an error
+    assert not tg.ones(2).equal(tg.zeros(2))
+    assert tg.is_tensor(tg.ones(1))
+    assert not tg.is_tensor(np.ones(1))
+    assert tg.ones(1).is_floating_point()
+    assert not tg.tensor([1]).is_floating_point()
+    with pytest.raises(TypeError, match="allclose: expects a Tensor to compare with, got list"):
+        tg.ones(2).allclose([1.0, 1.0])

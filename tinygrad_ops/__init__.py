@@ -15,8 +15,16 @@ from .autograd.function import Function
 from .creation import arange, eye, full, ones, ones_like, rand, randn, zeros, zeros_like
 from .gradcheck import GradcheckError, gradcheck
 from .jit import CompileError, compile
-from .mode import detect_anomaly, enable_grad, is_grad_enabled, no_grad
+from .mode import (
+    detect_anomaly,
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .nn.init import manual_seed
+from .ops.base import is_tensor
 from .ops.einsum import einsum
 from .ops.indexing import (
     argsort,
@@ -83,7 +91,9 @@ __all__ = [
     "get_default_scheduler",
     "grad",
     "gradcheck",
+    "inference_mode",
     "is_grad_enabled",
+    "is_tensor",
     "load",
     "manual_seed",
     "masked_fill",
@@ -108,6 +118,7 @@ __all__ = [
     "scatter",
     "scatter_add",
     "set_default_scheduler",
+    "set_grad_enabled",
     "sort",
     "split",
     "stack",

@@ -85,6 +85,54 @@ class enable_grad(_GradMode):  # noqa: N801 (PyTorch's name)
     enabled = True
 
 
+class inference_mode(no_grad):  # noqa: N801 (PyTorch's name)
+    """PyTorch's `inference_mode()` for evaluation loops: here the same as `no_grad`.
+
+    >>> import tinygrad_ops as tg
+    >>> with tg.inference_mode():
+    ...     (tg.Tensor([1.0], requires_grad=True) * 2).requires_grad
+    False
+    """
+
+    def __init__(self, mode=True):
+        self.enabled = not mode
+
+
+class set_grad_enabled(_GradMode):  # noqa: N801 (PyTorch's name)
+    """Turn recording on or off at once (`tg.set_grad_enabled(False)`), or inside a `with`
+    block, restoring the previous mode at its end, as PyTorch's.
+
+    >>> import tinygrad_ops as tg
+    >>> with tg.set_grad_enabled(False):
+    ...     tg.is_grad_enabled()
+    False
+    >>> tg.is_grad_enabled()
+    True
+    """
+
+    def __init__(self, mode):
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled: mode must be a bool, got {type(mode).__name__}")
+        self.enabled = mode
+        self.previous = STATE.grad_enabled
+        STATE.grad_enabled = mode
+
+    def __enter__(self):
+        pass  # (set already, by the call)
+
+    def __call__(self, function):
+        """As a decorator: the mode holds inside `function` only (the call's change undone)."""
+        STATE.grad_enabled = self.previous
+        mode = self.enabled
+
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return function(*args, **kwargs)
+
+        return wrapper
+
+
 class detect_anomaly:  # noqa: N801 (PyTorch's name)
     """Inside this context a backward rule that produces NaN or inf raises a RuntimeError
     naming the op and the line of the forward pass that created it.

@@ -161,6 +161,24 @@ def binary_operator(op_class, reflected=False):
     return operator
 
 
+def comparison_method(name, operator):
+    """`x.<name>(y)` (`x.eq(y)` is `x == y`), raising TypeError where the operator would
+    give NotImplemented."""
+
+    def method(self, other):
+        result = operator(self, other)
+        if result is NotImplemented:
+            raise TypeError(f"{name}: cannot compare a Tensor with {type(other).__name__}")
+        return result
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"`x.{name}(y)` is `x {_SYMBOLS[name]} y`: a boolean tensor."
+    return method
+
+
+_SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
 class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, InplaceMethods):
     """An n-dimensional array that records the operations applied to it.
 
@@ -438,6 +456,11 @@ class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, Inplac
 
     def __ne__(self, other):
         return self._compare(other, np.not_equal)
+
+    # PyTorch's names of the comparisons, as methods: `predicted.eq(labels).sum()`.
+    eq, ne = comparison_method("eq", __eq__), comparison_method("ne", __ne__)
+    lt, le = comparison_method("lt", __lt__), comparison_method("le", __le__)
+    gt, ge = comparison_method("gt", __gt__), comparison_method("ge", __ge__)
 
 
 # Operand types an operator passes on as they are (checked first, for speed). Exact types:

@@ -42,6 +42,35 @@ class ConversionMethods:
             STATE.recorder.read_value(self, ".tolist()")
         return self.data.tolist()
 
+    # -- questions about the values (PyTorch's names; plain Python answers, off the tape) ------
+
+    def is_floating_point(self) -> bool:
+        """True for a float16/32/64 tensor.
+
+        >>> import tinygrad_ops as tg
+        >>> tg.Tensor([1.0]).is_floating_point(), tg.tensor([1]).is_floating_point()
+        (True, False)
+        """
+        return self.dtype.kind == "f"
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+        """Whether |x - other| <= atol + rtol * |other| everywhere (as torch.allclose).
+
+        >>> import tinygrad_ops as tg
+        >>> tg.Tensor([1.0, 2.0]).allclose(tg.Tensor([1.0, 2.0 + 1e-9]))
+        True
+        """
+        return bool(np.allclose(self.numpy(), _values(other, "allclose"), rtol, atol, equal_nan))
+
+    def equal(self, other) -> bool:
+        """Whether `other` has this shape and these values (as torch.equal).
+
+        >>> import tinygrad_ops as tg
+        >>> tg.Tensor([1.0, 2.0]).equal(tg.Tensor([1.0, 2.0])), tg.ones(2).equal(tg.ones(3))
+        (True, False)
+        """
+        return bool(np.array_equal(self.numpy(), _values(other, "equal")))
+
     # -- new tensors like this one (PyTorch's new_*: this dtype unless one is given) ------------
 
     def new_zeros(self, *size, dtype=None, requires_grad=False):
@@ -202,3 +231,9 @@ class ConversionMethods:
         if STATE.recorder is not None:
             STATE.recorder.read_value(self, "np.asarray()")
         return self.data if dtype is None else self.data.astype(dtype)
+
+
+def _values(other, op_name):
+    if isinstance(other, base.Tensor):
+        return other.numpy()
+    raise TypeError(f"{op_name}: expects a Tensor to compare with, got {type(other).__name__}")

@@ -48,7 +48,12 @@ def bind_tensor(tensor_class):
 
 
 def is_tensor(value) -> bool:
-    """True for a Tensor (the bound class)."""
+    """True for a Tensor (the bound class), as `torch.is_tensor`.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.is_tensor(tg.ones(2)), tg.is_tensor([1.0])
+    (True, False)
+    """
     return isinstance(value, Tensor)
 
 
