@@ -375,3 +375,62 @@ def test_flatten_and_activations_match_pytorch():
             atol=1e-12,
             err_msg=type(ours).__name__,
         )
+
+
+class _Deep(nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = layers
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x).tanh()
+        return x
+
+
+def test_module_list_registers_its_layers_as_torch_names_them():
+    tg.manual_seed(0)
+    ours = _Deep(nn.ModuleList([nn.Linear(3, 4), nn.Linear(4, 2)]))
+    theirs = torch.nn.Module()
+    theirs.layers = torch.nn.ModuleList([torch.nn.Linear(3, 4), torch.nn.Linear(4, 2)])
+    assert [name for name, _ in ours.named_parameters()] == [
+        name for name, _ in theirs.named_parameters()
+    ]
+    ours.layers.append(nn.Linear(2, 2))
+    assert len(ours.layers) == 3
+    assert len(ours.layers[1:]) == 2
+    assert isinstance(ours.layers[-1], nn.Linear)
+    optimizer = tg.optim.SGD(ours.parameters(), lr=0.1)
+    before = ours.layers[0].weight.numpy().copy()
+    ours(tg.ones(2, 3)).sum().backward()
+    optimizer.step()
+    assert not np.array_equal(before, ours.layers[0].weight.numpy())  # it trains
+    with pytest.raises(NotImplementedError, match="ModuleList has no forward"):
+        ours.layers(tg.ones(2, 3))
+    with pytest.raises(TypeError, match="ModuleList: got a int, not a Module"):
+        nn.ModuleList([1])
+
+
+def test_module_dict_registers_its_layers_under_their_keys():
+    heads = nn.ModuleDict({"left": nn.Linear(2, 1)})
+    heads["right"] = nn.Linear(2, 3)
+    assert [name for name, _ in heads.named_parameters()] == [
+        "left.weight", "left.bias", "right.weight", "right.bias"
+    ]  # fmt: skip
+    assert "left" in heads
+    assert list(heads) == ["left", "right"]
+    assert len(heads) == 2
+    with pytest.raises(TypeError, match="ModuleDict: 'x' is a str, not a Module"):
+        heads["x"] = "layer"
+
+
+@pytest.mark.parametrize(
+    "layers",
+    [[nn.Linear(2, 2)], (nn.Linear(2, 2),), {"a": nn.Linear(2, 2)}, [nn.Parameter(np.ones(2))]],
+    ids=["list", "tuple", "dict", "parameters"],
+)
+def test_a_plain_container_of_layers_is_refused_not_silently_left_untrained(layers):
+    """PyTorch silently leaves such layers out of parameters(): they never train."""
+    with pytest.raises(TypeError, match="is not registered, so the optimizer would never see"):
+        _Deep(layers)
+    _Deep([1, 2])  # a list of anything else is a plain attribute, as ever

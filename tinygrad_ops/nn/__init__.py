@@ -33,7 +33,7 @@ from .activation import (
     Tanh,
 )
 from .cnn import SmallCNN, Unflatten
-from .container import Sequential
+from .container import ModuleDict, ModuleList, Sequential
 from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
 from .gated import GRU, LSTM, GRUCell, LSTMCell
 from .init import get_rng_state, manual_seed, set_rng_state
@@ -91,6 +91,8 @@ __all__ = [
     "MaxPool2d",
     "Mish",
     "Module",
+    "ModuleDict",
+    "ModuleList",
     "NLLLoss",
     "Parameter",
     "RMSNorm",

@@ -128,6 +128,7 @@ class Module:
                 )
             self._buffers[name] = value
         else:
+            _refuse_hidden_layers(name, value, self)
             if "_modules" in self.__dict__ and name in self._modules:
                 del self._modules[name]
             object.__setattr__(self, name, value)
@@ -419,6 +420,20 @@ class Module:
             return f"{type(self).__name__}({extra})"
         head = f"{type(self).__name__}({extra}"
         return head + "\n" + "\n".join(lines) + "\n)"
+
+
+def _refuse_hidden_layers(name, value, module):
+    """A plain list, tuple or dict of layers is not registered, in PyTorch either: their
+    parameters would never train, and nothing would say so. Refuse it, naming the fix."""
+    if isinstance(value, (list, tuple, dict)):
+        items = value.values() if isinstance(value, dict) else value
+        if any(isinstance(item, (Module, Parameter)) for item in items):
+            container = "ModuleDict" if isinstance(value, dict) else "ModuleList"
+            raise TypeError(
+                f"{type(module).__name__}.{name}: a plain {type(value).__name__} of layers or "
+                f"Parameters is not registered, so the optimizer would never see their "
+                f"parameters; use nn.{container}(...) (or nn.Sequential)"
+            )
 
 
 def _check_name(name, module):
