@@ -162,8 +162,7 @@ def binary_operator(op_class, reflected=False):
 
 
 def comparison_method(name, operator):
-    """`x.<name>(y)` (`x.eq(y)` is `x == y`), raising TypeError where the operator would
-    give NotImplemented."""
+    """`x.<name>(y)` (`x.eq(y)` is `x == y`); a TypeError where the operator gives up."""
 
     def method(self, other):
         result = operator(self, other)
