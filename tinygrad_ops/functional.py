@@ -33,6 +33,7 @@ from .ops.indexing import as_index
 from .ops.losses import check_class_dim
 from .ops.pointwise import GeluTanh
 from .tensor import Tensor
+from .tensor_functions import where
 
 __all__ = [
     "batch_norm",
@@ -390,7 +391,42 @@ __all__ += ["avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "max_pool1d", "max_p
 from .ops.indexing import one_hot  # noqa: E402 (a section of its own, kept apart)
 from .ops.movement import pad  # noqa: E402
 
-__all__ += ["one_hot", "pad"]
+__all__ += ["embedding", "one_hot", "pad"]
+
+
+def embedding(input, weight, padding_idx=None):
+    """out[...] = weight[input[...]]: the rows of `weight` (num_embeddings, dim) that the
+    integer `input` names;  dweight = each output row's g added into its row (none into
+    row `padding_idx`, as PyTorch's).
+
+    >>> import tinygrad_ops as tg
+    >>> from tinygrad_ops import functional as F
+    >>> F.embedding(tg.tensor([2, 0]), tg.Tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]])).tolist()
+    [[4.0, 5.0], [0.0, 1.0]]
+    """
+    indices = input.data if isinstance(input, Tensor) else np.asarray(input)
+    if indices.dtype.kind not in "iu":
+        raise TypeError(
+            f"embedding: the indices must be an integer tensor, got dtype {indices.dtype}"
+        )
+    if weight.ndim != 2:
+        raise ValueError(f"embedding: weight must be 2-d (rows, dim), got shape {weight.shape}")
+    count = weight.shape[0]
+    if indices.size and (indices.min() < 0 or indices.max() >= count):
+        bad = indices.min() if indices.min() < 0 else indices.max()
+        raise IndexError(f"embedding: index {bad} is out of range for {count} embeddings")
+    rows = weight[as_index(indices, "embedding")]
+    if padding_idx is None:
+        return rows
+    pads = (indices == _padding_row(padding_idx, count))[..., None]
+    return where(pads, rows.detach(), rows)  # the same values; no gradient to that row
+
+
+def _padding_row(padding_idx, count):
+    if not -count <= padding_idx < count:
+        raise ValueError(f"embedding: padding_idx {padding_idx} is out of range for {count}")
+    return padding_idx % count
+
 
 # Losses composed of primitives (tinygrad_ops/ops/composed_losses.py; the "opsnew" section)
 

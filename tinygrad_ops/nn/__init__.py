@@ -35,6 +35,7 @@ from .activation import (
 from .cnn import SmallCNN, Unflatten
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
+from .embedding import Embedding
 from .gated import GRU, LSTM, GRUCell, LSTMCell
 from .init import get_rng_state, manual_seed, set_rng_state
 from .linear import Linear
@@ -72,6 +73,7 @@ __all__ = [
     "Conv2d",
     "CrossEntropyLoss",
     "Dropout",
+    "Embedding",
     "Flatten",
     "GRUCell",
     "Hardsigmoid",
