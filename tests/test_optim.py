@@ -326,3 +326,51 @@ def test_compiled_step_with_module_zero_grad_in_place_matches_eager(zero_first):
     for eager_arrays, replayed_arrays in zip(eager, replayed):
         for a, b in zip(eager_arrays, replayed_arrays):
             np.testing.assert_array_equal(a, b)
+
+
+def _torch_and_our_lrs(ours_factory, theirs_factory, epochs=8):
+    ours_optimizer = tg.optim.SGD([tg.nn.Parameter(tg.zeros(1))], lr=0.8)
+    theirs_optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.8)
+    ours, theirs = ours_factory(ours_optimizer), theirs_factory(theirs_optimizer)
+    ours_lrs, theirs_lrs = [], []
+    for _ in range(epochs):
+        ours_lrs.append(ours.get_last_lr()[0])
+        theirs_lrs.append(theirs.get_last_lr()[0])
+        ours_optimizer.step()
+        theirs_optimizer.step()
+        ours.step()
+        theirs.step()
+    return ours_lrs, theirs_lrs
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["ExponentialLR", "MultiStepLR", "LambdaLR", "StepLR", "CosineAnnealingLR"],
+)
+def test_lr_schedulers_follow_torchs(name):
+    from tinygrad_ops.optim import lr_scheduler  # PyTorch's path
+
+    options = {
+        "ExponentialLR": {"gamma": 0.7},
+        "MultiStepLR": {"milestones": [2, 5], "gamma": 0.5},
+        "LambdaLR": {"lr_lambda": lambda epoch: 0.9**epoch + 0.1},
+        "StepLR": {"step_size": 3, "gamma": 0.5},
+        "CosineAnnealingLR": {"T_max": 6, "eta_min": 0.1},
+    }[name]
+    ours, theirs = _torch_and_our_lrs(
+        lambda optimizer: getattr(lr_scheduler, name)(optimizer, **options),
+        lambda optimizer: getattr(torch.optim.lr_scheduler, name)(optimizer, **options),
+    )
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+def test_lambda_lr_takes_one_function_per_group_and_refuses_a_wrong_count():
+    first, second = tg.nn.Parameter(tg.zeros(1)), tg.nn.Parameter(tg.zeros(1))
+    optimizer = tg.optim.SGD([{"params": [first]}, {"params": [second], "lr": 2.0}], lr=1.0)
+    scheduler = tg.optim.LambdaLR(optimizer, [lambda epoch: 1.0, lambda epoch: 0.5**epoch])
+    scheduler.step()
+    assert scheduler.get_last_lr() == [1.0, 1.0]
+    with pytest.raises(ValueError, match="LambdaLR: 1 functions for 2 parameter groups"):
+        tg.optim.LambdaLR(optimizer, [lambda epoch: 1.0])
+    with pytest.raises(ValueError, match="MultiStepLR: milestones must be increasing"):
+        tg.optim.MultiStepLR(optimizer, [3, 1])

@@ -1,4 +1,4 @@
-"""Optimizers (SGD, Adam, AdamW) and learning-rate schedulers (StepLR, CosineAnnealingLR).
+"""Optimizers (SGD, Adam, AdamW); the learning-rate schedulers are in `lr_scheduler`.
 
 Each optimizer follows the update rule of its PyTorch namesake step for step (the
 pseudocode in PyTorch's documentation for torch.optim.SGD / Adam / AdamW), so the same
@@ -15,10 +15,10 @@ import math
 
 import numpy as np
 
-from .autograd.graph import clear_leaf_grad
-from .mode import replayed_whole
-from .ops.base import bump_version
-from .tensor import Tensor
+from ..autograd.graph import clear_leaf_grad
+from ..mode import replayed_whole
+from ..ops.base import bump_version
+from ..tensor import Tensor
 
 
 class Optimizer:
@@ -337,104 +337,26 @@ class AdamW(Adam):
 
 
 # ----------------------------------------------------------------------------------------------
-# Learning-rate schedulers: call `scheduler.step()` once per epoch, after the optimizer's.
+# Learning-rate schedulers live in lr_scheduler.py (PyTorch's path); the names are here too.
+from .lr_scheduler import (  # noqa: E402 (below the optimizers they schedule)
+    CosineAnnealingLR,
+    ExponentialLR,
+    LambdaLR,
+    LRScheduler,
+    MultiStepLR,
+    StepLR,
+)
 
-
-class LRScheduler:
-    """Base class: sets every group's lr to `lr_at(base_lr, epoch)`; `step()` advances
-    one epoch. A new schedule only needs `lr_at`.
-
-    >>> import tinygrad_ops as tg
-    >>> class Halving(tg.optim.LRScheduler):
-    ...     def lr_at(self, base_lr, epoch):
-    ...         return base_lr / 2**epoch
-    >>> scheduler = Halving(tg.optim.SGD([tg.nn.Parameter(tg.zeros(1))], lr=1.0))
-    >>> scheduler.step()
-    >>> scheduler.get_last_lr()
-    [0.5]
-    """
-
-    def __init__(self, optimizer):
-        self.optimizer = optimizer
-        for group in optimizer.param_groups:
-            group.setdefault("initial_lr", group["lr"])
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
-        self.last_epoch = 0
-        self._apply()
-
-    def lr_at(self, base_lr, epoch):  # pragma: no cover - every scheduler overrides it
-        raise NotImplementedError
-
-    def _apply(self):
-        for group, base_lr in zip(self.optimizer.param_groups, self.base_lrs):
-            group["lr"] = self.lr_at(base_lr, self.last_epoch)
-
-    @replayed_whole
-    def step(self):
-        self.last_epoch += 1
-        self._apply()
-
-    def get_last_lr(self):
-        """The learning rate of each group, as set by the last step."""
-        return [group["lr"] for group in self.optimizer.param_groups]
-
-    def state_dict(self):
-        return {"last_epoch": self.last_epoch, "base_lrs": list(self.base_lrs)}
-
-    def load_state_dict(self, state_dict):
-        self.last_epoch = int(state_dict["last_epoch"])
-        self.base_lrs = [float(lr) for lr in state_dict["base_lrs"]]
-        self._apply()
-
-
-class StepLR(LRScheduler):
-    """lr = base_lr * gamma ** (epoch // step_size), as torch.optim.lr_scheduler.StepLR.
-
-    >>> import tinygrad_ops as tg
-    >>> p = tg.nn.Parameter(tg.Tensor([1.0]))
-    >>> scheduler = tg.optim.StepLR(tg.optim.SGD([p], lr=1.0), step_size=2, gamma=0.5)
-    >>> lrs = []
-    >>> for epoch in range(4):
-    ...     lrs.append(scheduler.get_last_lr()[0])
-    ...     scheduler.step()
-    >>> lrs
-    [1.0, 1.0, 0.5, 0.5]
-    """
-
-    def __init__(self, optimizer, step_size, gamma=0.1):
-        if step_size < 1:
-            raise ValueError(f"StepLR: step_size must be >= 1, got {step_size}")
-        self.step_size = step_size
-        self.gamma = gamma
-        super().__init__(optimizer)
-
-    def lr_at(self, base_lr, epoch):
-        return base_lr * self.gamma ** (epoch // self.step_size)
-
-
-class CosineAnnealingLR(LRScheduler):
-    """lr = eta_min + (base_lr - eta_min) (1 + cos(pi epoch / T_max)) / 2 (Loshchilov &
-    Hutter 2017, without restarts). This is the closed form that PyTorch's recursive
-    CosineAnnealingLR follows; the two agree to rounding.
-
-    >>> import tinygrad_ops as tg
-    >>> p = tg.nn.Parameter(tg.Tensor([1.0]))
-    >>> scheduler = tg.optim.CosineAnnealingLR(tg.optim.SGD([p], lr=1.0), T_max=2)
-    >>> scheduler.step()
-    >>> scheduler.get_last_lr()
-    [0.5]
-    """
-
-    def __init__(self, optimizer, T_max, eta_min=0.0):
-        if T_max < 1:
-            raise ValueError(f"CosineAnnealingLR: T_max must be >= 1, got {T_max}")
-        self.T_max = T_max
-        self.eta_min = eta_min
-        super().__init__(optimizer)
-
-    def lr_at(self, base_lr, epoch):
-        cosine = (1 + math.cos(math.pi * epoch / self.T_max)) / 2
-        return self.eta_min + (base_lr - self.eta_min) * cosine
-
-
-__all__ = ["SGD", "Adam", "AdamW", "CosineAnnealingLR", "LRScheduler", "Optimizer", "StepLR"]
+__all__ = [
+    "SGD",
+    "Adam",
+    "AdamW",
+    "CosineAnnealingLR",
+    "ExponentialLR",
+    "LRScheduler",
+    "LambdaLR",
+    "MultiStepLR",
+    "Optimizer",
+    "StepLR",
+    "lr_scheduler",
+]
