@@ -193,6 +193,7 @@ cost per node varies with the graph's shape by about that much around its calibr
 (on a stacked RNN it took 0.9-1.0x the walk)."""
 
 _PROBE_OPS_PER_STEP = 5  # before the analysis a step's ops are unknown: an RNN cell's five
+_PROBE_HOPS = 32  # how far down from the output the gate looks for the widest tensor
 
 CHECK_MARGIN = 0.85
 """A chain is checked only when its best scan, checks included, is estimated this much
@@ -398,10 +399,13 @@ class AutoScheduler(ScanScheduler):
         # walked before the width probe and the cost model's figures (the MLP of a
         # training step, where they cost 30% of its backward).
         shallowest = 0.6 * 8 * _PROBE_OPS_PER_STEP
-        if not deeper_than(graph.roots, shallowest, walks):
+        # Walked only as far as the width probe reads (its 32 ops) until the gate knows it
+        # will look: where the tensors near the output are too wide to pay, the 128 ops
+        # the first look reads were 1-2% of a walk at hidden 64 paid for nothing.
+        if not deeper_than(graph.roots, shallowest, walks, at_least=_PROBE_HOPS + 2):
             return False, f"the graph is not {shallowest:.0f} ops deep: walked"
         costs = calibrate()
-        shape, kind = probe_shape(graph.roots, walks=walks)
+        shape, kind = probe_shape(graph.roots, _PROBE_HOPS, walks, at_least=_PROBE_HOPS + 2)
         what = "the full analysis" if full else "the first look"
         if shape is None:
             return False, "no tensor made by an op near the output: walked"
