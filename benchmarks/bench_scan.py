@@ -110,14 +110,18 @@ def skip_reason(steps, hidden, scheduler, kinds, max_memory_mb):
 
 def time_case(name, steps, hidden, rounds, max_memory_mb):
     """Per scheduler the minimum CPU time over `rounds` rounds, each round running every
-    scheduler once (interleaved: a slow spell of the machine hits them all)."""
+    scheduler once (interleaved: a slow spell of the machine hits them all), in an order
+    that turns from round to round."""
     chains = found_chains(name, steps, hidden)
     kinds = {kind for _, kind in chains}
     runnable = [s for s in SCHEDULERS if not skip_reason(steps, hidden, s, kinds, max_memory_mb)]
     samples = {scheduler: [] for scheduler in runnable + ["look"]}
     # A short chain takes about a millisecond: more rounds where one run's noise is large.
-    for _ in range(rounds * min(8, max(1, 1024 // steps))):
-        for scheduler in runnable:
+    for round_number in range(rounds * min(8, max(1, 1024 // steps))):
+        # The order turns by one each round, so that no scheduler always runs after the
+        # same one (what the one before leaves in the caches and the allocator).
+        shift = round_number % len(runnable)
+        for scheduler in runnable[shift:] + runnable[:shift]:
             samples[scheduler].append(time_backward(name, steps, hidden, scheduler))
         samples["look"].append(time_look(name, steps, hidden))
     row = {scheduler: min(samples.get(scheduler, [None])) for scheduler in SCHEDULERS + ["look"]}
