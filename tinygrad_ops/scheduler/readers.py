@@ -257,7 +257,11 @@ class _Roles:
     def of_all(self, tensors):
         """`of` for each of `tensors`, in C passes where few were made in the chain's span
         (a column of per-step inputs: x_t, another chain's tensors); the dict of the
-        chain's tensors where many were."""
+        chain's tensors where many were (as soon as the first ones are: a per-step input
+        made inside the chain's span, the states of an RNN that a loss's readouts read)."""
+        if self.members is not None or any(map(self._in_span, tensors[:2])):
+            members = self.members or self.build()
+            return list(map(members.get, map(id, tensors)))  # (a C pass)
         contexts = map(getattr, tensors, itertools.repeat("_ctx"), itertools.repeat(None))
         sequences = list(map(getattr, contexts, itertools.repeat("sequence"), itertools.repeat(-1)))
         after_low = map(lt, itertools.repeat(self.low), sequences)
@@ -266,9 +270,14 @@ class _Roles:
         looked_up = flags.count(True)
         if not looked_up:
             return [None] * len(tensors)
-        if looked_up > SHORT and self.members is None:
-            self.build()
+        if looked_up > SHORT:
+            return list(map(self.build().get, map(id, tensors)))  # (a C pass)
         return [self.of(tensor) if flag else None for tensor, flag in zip(tensors, flags)]
+
+    def _in_span(self, tensor):
+        """Whether `tensor` may be a chain tensor: x_0, or made in the chain's span."""
+        node = getattr(tensor, "_ctx", None)
+        return tensor is self.bottom or (node is not None and self.low < node.sequence <= self.high)
 
 
 def _minus_sequence(tensor):
