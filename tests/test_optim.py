@@ -374,3 +374,42 @@ def test_lambda_lr_takes_one_function_per_group_and_refuses_a_wrong_count():
         tg.optim.LambdaLR(optimizer, [lambda epoch: 1.0])
     with pytest.raises(ValueError, match="MultiStepLR: milestones must be increasing"):
         tg.optim.MultiStepLR(optimizer, [3, 1])
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("RMSprop", {"lr": 0.01}),
+        ("RMSprop", {"lr": 0.01, "alpha": 0.9, "weight_decay": 0.1, "momentum": 0.8}),
+        ("RMSprop", {"lr": 0.02, "centered": True, "momentum": 0.5, "eps": 1e-6}),
+        ("Adagrad", {"lr": 0.1}),
+        ("Adagrad", {"lr": 0.1, "lr_decay": 0.05, "weight_decay": 0.2}),
+        ("Adagrad", {"lr": 0.1, "initial_accumulator_value": 0.5, "eps": 1e-6}),
+    ],
+    ids=lambda value: value if isinstance(value, str) else "-".join(sorted(value)),
+)
+def test_rmsprop_and_adagrad_follow_torch_step_for_step(name, options):
+    values = np.random.default_rng(0).standard_normal((3, 4))
+    ours = tg.nn.Parameter(tg.Tensor(values.copy()))
+    theirs = torch.nn.Parameter(torch.tensor(values.copy()))
+    ours_optimizer = getattr(tg.optim, name)([ours], **options)
+    theirs_optimizer = getattr(torch.optim, name)([theirs], **options)
+    for step in range(6):
+        ours_optimizer.zero_grad()
+        theirs_optimizer.zero_grad()
+        ((ours * ours).sum() * (step + 1) + ours.sum()).backward()
+        ((theirs * theirs).sum() * (step + 1) + theirs.sum()).backward()
+        ours_optimizer.step()
+        theirs_optimizer.step()
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-12, atol=1e-14)
+    assert set(ours_optimizer.state_dict()["state"][0]) <= {
+        "square_avg", "grad_avg", "momentum_buffer", "step", "sum"
+    }  # fmt: skip
+
+
+def test_rmsprop_and_adagrad_refuse_negative_settings():
+    p = tg.nn.Parameter(tg.zeros(1))
+    with pytest.raises(ValueError, match=r"invalid alpha: -0\.5"):
+        tg.optim.RMSprop([p], alpha=-0.5)
+    with pytest.raises(ValueError, match="invalid lr_decay: -1"):
+        tg.optim.Adagrad([p], lr_decay=-1)

@@ -336,6 +336,107 @@ class AdamW(Adam):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
 
 
+class RMSprop(Optimizer):
+    """RMSprop (Hinton's lecture 6e) as torch.optim.RMSprop:
+
+        g = grad + weight_decay * p;   v = alpha v + (1 - alpha) g²
+        centered: a = alpha a + (1 - alpha) g,  v~ = v - a²   (else v~ = v)
+        u = g / (sqrt(v~) + eps);   b = momentum b + u, u = b   (with momentum)
+        p = p - lr u
+
+    >>> import tinygrad_ops as tg
+    >>> p = tg.nn.Parameter(tg.Tensor([1.0]))
+    >>> optimizer = tg.optim.RMSprop([p], lr=0.01)
+    >>> (p * p).sum().backward()
+    >>> optimizer.step()
+    >>> round(p.item(), 4)  # 1 - 0.01 * 2 / sqrt(0.01 * 4)
+    0.9
+    """
+
+    def __init__(
+        self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False
+    ):
+        for name, value in (("lr", lr), ("alpha", alpha), ("eps", eps), ("momentum", momentum)):
+            _check_non_negative(name, value)
+        _check_non_negative("weight_decay", weight_decay)
+        defaults = {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay}
+        super().__init__(params, {**defaults, "momentum": momentum, "centered": centered})
+
+    @replayed_whole
+    def step(self):
+        for group in self.param_groups:
+            for parameter, grad in self._parameters_with_grads(group):
+                self._update(parameter, grad, group)
+
+    def _update(self, parameter, grad, group):
+        alpha = group["alpha"]
+        if group["weight_decay"] != 0:
+            grad = grad + group["weight_decay"] * parameter._data
+        state = self.state.setdefault(id(parameter), {})
+        if not state:
+            state["square_avg"] = np.zeros_like(parameter._data)
+        square_avg = state["square_avg"]
+        square_avg[...] = alpha * square_avg + (1 - alpha) * grad * grad
+        if group["centered"]:
+            grad_avg = state.setdefault("grad_avg", np.zeros_like(parameter._data))
+            grad_avg[...] = alpha * grad_avg + (1 - alpha) * grad
+            update = grad / (np.sqrt(square_avg - grad_avg * grad_avg) + group["eps"])
+        else:
+            update = grad / (np.sqrt(square_avg) + group["eps"])
+        if group["momentum"] > 0:
+            buffer = state.setdefault("momentum_buffer", np.zeros_like(parameter._data))
+            buffer[...] = group["momentum"] * buffer + update
+            update = buffer
+        self._subtract(parameter, group["lr"] * update)
+
+
+class Adagrad(Optimizer):
+    """Adagrad (Duchi, Hazan & Singer 2011) as torch.optim.Adagrad:
+
+        g = grad + weight_decay * p;   lr_t = lr / (1 + (t - 1) lr_decay)
+        s = s + g²;   p = p - lr_t g / (sqrt(s) + eps)
+
+    >>> import tinygrad_ops as tg
+    >>> p = tg.nn.Parameter(tg.Tensor([1.0]))
+    >>> optimizer = tg.optim.Adagrad([p], lr=0.1)
+    >>> (p * p).sum().backward()
+    >>> optimizer.step()
+    >>> round(p.item(), 6)  # 1 - 0.1 * 2 / sqrt(4)
+    0.9
+    """
+
+    def __init__(
+        self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0,
+        eps=1e-10,
+    ):  # fmt: skip
+        for name, value in (("lr", lr), ("lr_decay", lr_decay), ("eps", eps)):
+            _check_non_negative(name, value)
+        _check_non_negative("weight_decay", weight_decay)
+        _check_non_negative("initial_accumulator_value", initial_accumulator_value)
+        defaults = {"lr": lr, "lr_decay": lr_decay, "weight_decay": weight_decay, "eps": eps}
+        super().__init__(
+            params, {**defaults, "initial_accumulator_value": initial_accumulator_value}
+        )
+
+    @replayed_whole
+    def step(self):
+        for group in self.param_groups:
+            for parameter, grad in self._parameters_with_grads(group):
+                self._update(parameter, grad, group)
+
+    def _update(self, parameter, grad, group):
+        state = self.state.setdefault(id(parameter), {})
+        if not state:
+            state["step"] = 0
+            state["sum"] = np.full_like(parameter._data, group["initial_accumulator_value"])
+        state["step"] += 1
+        if group["weight_decay"] != 0:
+            grad = grad + group["weight_decay"] * parameter._data
+        lr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+        state["sum"] += grad * grad
+        self._subtract(parameter, lr * grad / (np.sqrt(state["sum"]) + group["eps"]))
+
+
 # ----------------------------------------------------------------------------------------------
 # Learning-rate schedulers live in lr_scheduler.py (PyTorch's path); the names are here too.
 from .lr_scheduler import (  # noqa: E402 (below the optimizers they schedule)
@@ -349,6 +450,7 @@ from .lr_scheduler import (  # noqa: E402 (below the optimizers they schedule)
 
 __all__ = [
     "SGD",
+    "Adagrad",
     "Adam",
     "AdamW",
     "CosineAnnealingLR",
@@ -357,6 +459,7 @@ __all__ = [
     "LambdaLR",
     "MultiStepLR",
     "Optimizer",
+    "RMSprop",
     "StepLR",
     "lr_scheduler",
 ]
