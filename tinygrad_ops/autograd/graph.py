@@ -98,12 +98,12 @@ class BackwardGraph:
         # The modes, read once per pass (each read of the thread-local switches costs ~35 ns).
         self.anomaly = STATE.anomaly
         self.recorder = STATE.recorder  # tg.compile's capture, else None
-        # The pending tensors, queued as they receive a first gradient: nodes in a max-heap
-        # on their creation numbers (`run_sequential` pops the newest), leaves in arrival
-        # order (visited last). A scheduler that takes gradients itself leaves stale entries,
-        # which the walk passes over.
-        self.heap = []
-        self.leaves = []
+        # While `run_sequential` walks: the pending tensors, queued as they receive a first
+        # gradient (`send`): nodes in a max-heap on their creation numbers (the walk
+        # pops the newest), leaves in arrival order (visited last). None otherwise, so a
+        # scan scheduler's sends queue nothing.
+        self.heap = None
+        self.leaves = None
         self._order = None
         # With wanted inputs, only tensors on a path to one of them need a gradient.
         self.relevant = None
@@ -135,11 +135,12 @@ class BackwardGraph:
         self.tensors[key] = tensor
         if owned:  # (a popped gradient's key has left `owned`: see pop_grad and visit)
             self.owned.add(key)
-        node = tensor._ctx
-        if node is None:
-            self.leaves.append(tensor)
-        else:
-            heapq.heappush(self.heap, (-node.sequence, key))
+        if self.heap is not None:  # the walk is running: queue the tensor (see __init__)
+            node = tensor._ctx
+            if node is None:
+                self.leaves.append(tensor)
+            else:
+                heapq.heappush(self.heap, (-node.sequence, key))
 
     def _accumulate(self, key, previous, grad):
         """previous + grad: in place into `previous` when the walk owns it."""
@@ -181,18 +182,21 @@ class BackwardGraph:
         All the consumers of a node were created after it, so when it is the newest pending
         node their gradients have all arrived (`send` queues it on `heap`).
         """
-        heap = self.heap
+        heap = self.heap = []
+        self.leaves = []
+        for key in list(self.grads):  # sent before the walk (the seeds, what a scan left):
+            grad = self.grads.pop(key)  # sent again, so that `send` queues them
+            self.send(self.tensors[key], grad, key in self.owned)
         while heap:
             key = heapq.heappop(heap)[1]  # the pending node created last
-            grad = self.grads.pop(key, None)
-            if grad is not None:  # (None: a scheduler has taken it already)
-                self.owned.discard(key)  # (a node's rule never writes into its gradient)
-                self.visit(self.tensors[key], grad)
+            self.owned.discard(key)  # (a node's rule never writes into its gradient)
+            self.visit(self.tensors[key], self.grads.pop(key))
         for leaf in self.leaves:
             grad = self.grads.pop(id(leaf), None)
             if grad is not None:
                 self.visit(leaf, grad)  # (a leaf takes `grad` without a copy if it is owned)
                 self.owned.discard(id(leaf))
+        self.heap = self.leaves = None  # the walk is over
 
     def input_grads(self, node, grad, output=None):
         """Run `node`'s backward rule on `grad`; return (input, gradient, owned) for every
