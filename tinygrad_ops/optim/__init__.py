@@ -80,8 +80,16 @@ class Optimizer:
                 else:
                     clear_leaf_grad(parameter, set_to_none=False)
 
-    def step(self):  # pragma: no cover - every optimizer overrides it
-        raise NotImplementedError
+    @replayed_whole
+    def step(self):
+        """One update of every parameter that has a gradient, by the optimizer's `_update`
+        (SGD and Adam write their loops out, with their options read once per group)."""
+        for group in self.param_groups:
+            for parameter, grad in self._parameters_with_grads(group):
+                self._update(parameter, grad, group)
+
+    def _update(self, parameter, grad, group):  # pragma: no cover - each optimizer has one
+        raise NotImplementedError(f"{type(self).__name__} must define _update or step")
 
     def _parameters_with_grads(self, group):
         for parameter in group["params"]:  # (the slots, past the properties' checks)
@@ -362,12 +370,6 @@ class RMSprop(Optimizer):
         defaults = {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay}
         super().__init__(params, {**defaults, "momentum": momentum, "centered": centered})
 
-    @replayed_whole
-    def step(self):
-        for group in self.param_groups:
-            for parameter, grad in self._parameters_with_grads(group):
-                self._update(parameter, grad, group)
-
     def _update(self, parameter, grad, group):
         alpha = group["alpha"]
         if group["weight_decay"] != 0:
@@ -417,12 +419,6 @@ class Adagrad(Optimizer):
         super().__init__(
             params, {**defaults, "initial_accumulator_value": initial_accumulator_value}
         )
-
-    @replayed_whole
-    def step(self):
-        for group in self.param_groups:
-            for parameter, grad in self._parameters_with_grads(group):
-                self._update(parameter, grad, group)
 
     def _update(self, parameter, grad, group):
         state = self.state.setdefault(id(parameter), {})
