@@ -299,3 +299,29 @@ def test_version_check_sees_a_change_after_an_unrelated_one():
         tg.Tensor([0.0]).add_(1.0)
     with pytest.raises(RuntimeError, match="Exp has been modified by an in-place operation"):
         y.sum().backward()
+
+
+@pytest.mark.parametrize("method", ["zero_", "fill_"])
+def test_zero_and_fill_overwrite_nans_and_infs_as_torch(method):
+    """They were recorded as a * 0 (+ value): a NaN or an inf stayed NaN, silently."""
+    values = np.array([np.nan, np.inf, -np.inf, 1.5])
+    arguments = () if method == "zero_" else (2.0,)
+    ours, theirs = tg.Tensor(values.copy()), torch.tensor(values.copy())
+    getattr(ours, method)(*arguments)
+    getattr(theirs, method)(*arguments)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    # Recorded on a non-leaf: no gradient reaches the old values, as torch's.
+    leaf = tg.Tensor(values.copy(), requires_grad=True)
+    torch_leaf = torch.tensor(values.copy(), requires_grad=True)
+    hidden, torch_hidden = leaf * 1, torch_leaf * 1
+    getattr(hidden, method)(*arguments)
+    getattr(torch_hidden, method)(*arguments)
+    (hidden * 3 + leaf).sum().backward()
+    (torch_hidden * 3 + torch_leaf).sum().backward()
+    np.testing.assert_array_equal(hidden.numpy(), torch_hidden.detach().numpy())
+    np.testing.assert_array_equal(leaf.grad.numpy(), torch_leaf.grad.numpy())
+
+
+def test_fill_refuses_what_is_not_a_number():
+    with pytest.raises(TypeError, match="fill_: value must be a number, got str"):
+        tg.zeros(2).fill_("one")

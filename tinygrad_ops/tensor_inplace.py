@@ -15,7 +15,7 @@ import numpy as np
 from .autograd.inplace import apply_inplace
 from .mode import STATE
 from .ops.base import as_operand, bump_version, is_tensor
-from .ops.elementwise import Add, Clip, Div, Mul, Relu, Sub
+from .ops.elementwise import Add, Clip, Div, Fill, Mul, Relu, Sub
 from .tensor_math import check_bounds
 
 
@@ -69,13 +69,14 @@ class InplaceMethods:
         return self._inplace(Clip, low=min, high=check_bounds("clamp_", min, max))
 
     def zero_(self):
-        """a = 0 in place (recorded as a * 0: no gradient flows to the old values)."""
-        return self._inplace(Mul, 0.0)
+        """a = 0 in place, NaNs and infs included (no gradient flows to the old values)."""
+        return self.fill_(0)
 
     def fill_(self, value):
-        """a = value in place (recorded as a * 0 + value: no gradient to the old values)."""
-        self._inplace(Mul, 0.0)
-        return self._inplace(Add, value)
+        """a = value in place, NaNs and infs included (no gradient flows to the old values)."""
+        if not isinstance(value, (bool, int, float, np.bool_, np.number)):
+            raise TypeError(f"fill_: value must be a number, got {type(value).__name__}")
+        return self._inplace(Fill, value)
 
     def copy_(self, source):
         """Overwrite the data with `source` (not recorded: use under tg.no_grad())."""

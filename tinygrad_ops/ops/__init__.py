@@ -23,6 +23,7 @@ from .elementwise import (
     Cast,
     Clip,
     Div,
+    Fill,
     Maximum,
     Minimum,
     Mul,
@@ -85,7 +86,7 @@ from .windows import AddWindows, Pad, SlidingWindows
 PRIMITIVES = (
     # elementwise
     Add, Sub, Mul, Div, Neg, Pow, PowScalar, Exp, Log, Sqrt, Abs, Tanh, Sigmoid, Relu,
-    Maximum, Minimum, Where, Clip, Cast,
+    Maximum, Minimum, Where, Clip, Cast, Fill,
     # functions of one tensor (ops/unary.py), of two (ops/binary.py)
     Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log2, Log10, Exp2,
     Log1p, Expm1, Sign, Floor, Ceil, Round, Trunc,

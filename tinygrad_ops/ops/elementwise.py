@@ -404,3 +404,18 @@ class Cast(Op):
 
     def backward(self, grad_output):
         return (grad_output.astype(self.input_dtype),)
+
+
+class Fill(Op):
+    """out = value everywhere, in a's shape and dtype (`fill_`, `zero_`: a NaN or an inf in
+    a is overwritten, where a * 0 would keep it);  da = 0 (the old values are gone)"""
+
+    __slots__ = ()
+
+    def forward(self, a, value):
+        return np.full_like(a, value)
+
+    def backward(self, grad_output):
+        # Zeros, as PyTorch's (not g * 0, which a NaN in g would keep): a constant, even in a
+        # create_graph pass.
+        return np.zeros(grad_output.shape, dtype=grad_output.dtype), None
