@@ -262,3 +262,10 @@ def test_inference_mode_records_nothing_and_takes_a_mode():
 
     assert evaluate() is False
     assert tg.is_grad_enabled()
+
+    @tg.inference_mode(False)
+    def train_step():
+        return (x * 2).requires_grad
+
+    with tg.no_grad():
+        assert train_step() is True  # its own mode, not inference_mode()'s default

@@ -50,9 +50,11 @@ class _GradMode:
         STATE.grad_enabled = self.previous
 
     def __call__(self, function):
+        enabled = self.enabled  # (this instance's mode: `inference_mode(False)` records)
+
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
-            with self.__class__():
+            with _GradModeSetter(enabled):
                 return function(*args, **kwargs)
 
         return wrapper
@@ -123,14 +125,7 @@ class set_grad_enabled(_GradMode):  # noqa: N801 (PyTorch's name)
     def __call__(self, function):
         """As a decorator: the mode holds inside `function` only (the call's change undone)."""
         STATE.grad_enabled = self.previous
-        mode = self.enabled
-
-        @functools.wraps(function)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return function(*args, **kwargs)
-
-        return wrapper
+        return super().__call__(function)
 
 
 class detect_anomaly:  # noqa: N801 (PyTorch's name)
