@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from .ops.checks import checked_shape, varargs_shape
+from .ops.checks import check_number, checked_shape, varargs_shape
 from .tensor import DEFAULT_DTYPE, Tensor, from_numpy
 
 # The one shared generator, as PyTorch's default generator: `manual_seed(n)` reseeds it, so
@@ -136,8 +136,7 @@ def full(shape, value, dtype=None, requires_grad=False):
     shape = checked_shape(shape, "full")
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
-    if not isinstance(value, (bool, int, float, np.bool_, np.number)):
-        raise TypeError(f"full: fill_value must be a number, got {type(value).__name__}")
+    check_number("full", value, "fill_value")
     if dtype is None:
         dtype = _inferred_dtype(value)
     return _fresh(np.full(shape, value, dtype=dtype), requires_grad)

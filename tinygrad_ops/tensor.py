@@ -20,6 +20,7 @@ from .autograd.backward import tensor_backward
 from .autograd.graph import HookHandle, accumulate_leaf
 from .mode import STATE
 from .ops.base import as_operand, bind_tensor, placeholder
+from .ops.dtypes import FLOATS
 from .ops.elementwise import Add, Div, Mul, Neg, Pow, PowScalar, Sub
 from .ops.linalg import MatMul
 from .tensor_convert import ConversionMethods
@@ -150,7 +151,7 @@ def binary_operator(op_class, reflected=False):
                 return NotImplemented
         # A float tensor with a Python number or a tensor of its dtype: nothing to promote.
         dtype = self._data.dtype
-        promoted = dtype in _FLOATS and (
+        promoted = dtype in FLOATS and (
             kind is float or kind is int or (kind is Tensor and other._data.dtype is dtype)
         )
         if reflected:
@@ -465,7 +466,6 @@ class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, Inplac
 # Operand types an operator passes on as they are (checked first, for speed). Exact types:
 # np.float64 subclasses float but must go through as_operand (it would upcast float32).
 _FAST_OPERANDS = frozenset((Tensor, float, int))
-_FLOATS = frozenset(np.dtype(dtype) for dtype in FLOAT_DTYPES)
 
 
 class ReleasedTensor(Tensor):

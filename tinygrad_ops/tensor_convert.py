@@ -12,7 +12,7 @@ import numpy as np
 
 from .mode import STATE, no_grad
 from .ops import base
-from .ops.checks import checked_shape, varargs_shape
+from .ops.checks import check_number, checked_shape, varargs_shape
 from .ops.elementwise import Cast
 
 
@@ -98,10 +98,7 @@ class ConversionMethods:
         >>> tg.Tensor([1.0]).new_full((2,), 7).tolist()
         [7.0, 7.0]
         """
-        if not isinstance(fill_value, (bool, int, float, np.bool_, np.number)):
-            raise TypeError(
-                f"new_full: fill_value must be a number, got {type(fill_value).__name__}"
-            )
+        check_number("new_full", fill_value, "fill_value")
         return self._new_filled("new_full", size, fill_value, dtype, requires_grad)
 
     def new_empty(self, *size, dtype=None, requires_grad=False):

@@ -15,6 +15,7 @@ import numpy as np
 from .autograd.inplace import apply_inplace
 from .mode import STATE
 from .ops.base import as_operand, bump_version, is_tensor
+from .ops.checks import check_number
 from .ops.elementwise import Add, Clip, Div, Fill, Mul, Relu, Sub
 from .tensor_math import check_bounds
 
@@ -74,8 +75,7 @@ class InplaceMethods:
 
     def fill_(self, value):
         """a = value in place, NaNs and infs included (no gradient flows to the old values)."""
-        if not isinstance(value, (bool, int, float, np.bool_, np.number)):
-            raise TypeError(f"fill_: value must be a number, got {type(value).__name__}")
+        check_number("fill_", value)
         return self._inplace(Fill, value)
 
     def copy_(self, source):

@@ -119,3 +119,15 @@ def checked_shape(shape, op_name):
         if size < 0:
             raise ValueError(f"{op_name}: negative size {size} in shape {shape}")
     return tuple(int(size) for size in shape)
+
+
+def check_number(op_name, value, what="value"):
+    """A fill value must be a Python or numpy number (a bool counts), or a TypeError naming
+    the op and the argument.
+
+    >>> check_number("fill_", "one")
+    Traceback (most recent call last):
+    TypeError: fill_: value must be a number, got str
+    """
+    if not isinstance(value, (bool, int, float, np.bool_, np.number)):
+        raise TypeError(f"{op_name}: {what} must be a number, got {type(value).__name__}")

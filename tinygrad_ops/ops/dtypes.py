@@ -29,7 +29,7 @@ from . import base
 DEFAULT_FLOAT = np.dtype(np.float32)
 _PYTHON_DTYPES = {bool: np.dtype(bool), int: np.dtype(np.int64), float: DEFAULT_FLOAT}
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
-_FLOATS = frozenset(np.dtype(dtype) for dtype in (np.float16, np.float32, np.float64))
+FLOATS = frozenset(np.dtype(dtype) for dtype in (np.float16, np.float32, np.float64))
 
 
 def _join(first, second):
@@ -95,12 +95,12 @@ def promote(operands):
             if second_type is tensor_type:
                 if first._data.dtype is second._data.dtype:
                     return operands  # one dtype: nothing to promote
-            elif (second_type is float or second_type is int) and first._data.dtype in _FLOATS:
+            elif (second_type is float or second_type is int) and first._data.dtype in FLOATS:
                 return operands  # a Python number never widens a float tensor
         elif (
             second_type is tensor_type
             and (first_type is float or first_type is int)
-            and second._data.dtype in _FLOATS
+            and second._data.dtype in FLOATS
         ):
             return operands
     return _promote(operands, False)
@@ -116,7 +116,7 @@ def promote_float(operands):
     for value in operands:
         if type(value) is base.Tensor:
             # A float Tensor, and nothing to promote: the result is that float dtype.
-            if value._data.dtype in _FLOATS and (
+            if value._data.dtype in FLOATS and (
                 len(operands) == 1 or promote(operands) is operands
             ):
                 return operands
