@@ -21,6 +21,7 @@ from ..creation import zeros
 from ..tensor import DEFAULT_DTYPE, stack
 from .init import fan_in_bound, uniform
 from .module import Module, Parameter
+from .rnn import check_layer_options
 
 
 def _make_weights(module, gates, input_size, hidden_size, bias, suffix, dtype, generator):
@@ -148,13 +149,7 @@ class _GatedNetwork(Module):
         generator=None,
     ):
         super().__init__()
-        name = type(self).__name__
-        if dropout:
-            raise ValueError(f"{name}: dropout between layers is not implemented (use dropout=0)")
-        if bidirectional:
-            raise ValueError(f"{name}: bidirectional=True is not implemented")
-        if num_layers < 1:
-            raise ValueError(f"{name}: num_layers must be at least 1, got {num_layers}")
+        check_layer_options(type(self).__name__, num_layers, dropout, bidirectional)
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.num_layers = num_layers

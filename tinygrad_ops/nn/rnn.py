@@ -7,6 +7,17 @@ from .init import fan_in_bound, uniform
 from .module import Module, Parameter
 
 
+def check_layer_options(name, num_layers, dropout, bidirectional=False):
+    """The stacked recurrent layers' options this engine does not have (dropout between
+    layers, both directions) and a layer count of at least one, or a ValueError naming them."""
+    if dropout:
+        raise ValueError(f"{name}: dropout between layers is not implemented (use dropout=0)")
+    if bidirectional:
+        raise ValueError(f"{name}: bidirectional=True is not implemented")
+    if num_layers < 1:
+        raise ValueError(f"{name}: num_layers must be at least 1, got {num_layers}")
+
+
 class RNNCell(Module):
     """h' = tanh(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh) (or relu), with PyTorch's parameter
     names and shapes (W_ih: (hidden, input), W_hh: (hidden, hidden)); every weight
@@ -99,10 +110,7 @@ class RNN(Module):
         super().__init__()
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"RNN: nonlinearity must be 'tanh' or 'relu', not {nonlinearity!r}")
-        if dropout:
-            raise ValueError("RNN: dropout between layers is not implemented (use dropout=0)")
-        if num_layers < 1:
-            raise ValueError(f"RNN: num_layers must be at least 1, got {num_layers}")
+        check_layer_options("RNN", num_layers, dropout)
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.num_layers = num_layers
