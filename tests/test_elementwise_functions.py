@@ -238,3 +238,45 @@ def test_xlogy_at_zeros_negatives_and_nan_matches_torch():
     np.testing.assert_array_equal(out.numpy(), expected.detach().numpy())
     for mine, reference in zip(ours, theirs, strict=True):
         np.testing.assert_array_equal(mine.grad.numpy(), reference.grad.numpy())
+
+
+STEP_FUNCTIONS = {
+    "floor": (lambda x: x.floor(), torch.floor),
+    "ceil": (lambda x: x.ceil(), torch.ceil),
+    "round": (lambda x: x.round(), torch.round),
+    "trunc": (lambda x: x.trunc(), torch.trunc),
+    "sign": (lambda x: x.sign(), torch.sign),
+}
+STEP_UPSTREAM = np.array([np.nan, np.inf, -np.inf])  # what `g * 0.0` turned into NaN
+
+
+@pytest.mark.parametrize("name", sorted(STEP_FUNCTIONS))
+def test_step_functions_give_zero_gradients_for_nan_and_inf_upstream(name):
+    """A step function's gradient is 0 whatever the upstream gradient, as PyTorch's."""
+    ours, theirs = STEP_FUNCTIONS[name]
+    x = tg.Tensor(np.array([1.5, -2.5, 0.25]), requires_grad=True)
+    ours(x).backward(tg.Tensor(STEP_UPSTREAM))
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(3))
+    torch_x = torch.tensor([1.5, -2.5, 0.25], dtype=torch.float64, requires_grad=True)
+    theirs(torch_x).backward(torch.tensor(STEP_UPSTREAM))
+    np.testing.assert_array_equal(torch_x.grad.numpy(), np.zeros(3))
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        (lambda a, b: a.copysign(b), torch.copysign),
+        (lambda a, b: a // b, lambda a, b: torch.div(a, b, rounding_mode="floor")),
+    ],
+    ids=["copysign", "floor-divide"],
+)
+def test_binary_step_gradients_are_zero_for_nan_and_inf_upstream(ours, theirs):
+    """copysign's second operand and both operands of a rounded quotient get 0."""
+    values, others = np.array([1.5, -2.5, 0.25]), np.array([2.0, -3.0, 1.0])
+    a, b = (tg.Tensor(v.copy(), requires_grad=True) for v in (values, others))
+    torch_a, torch_b = (torch.tensor(v.copy(), requires_grad=True) for v in (values, others))
+    ours(a, b).backward(tg.Tensor(STEP_UPSTREAM))
+    theirs(torch_a, torch_b).backward(torch.tensor(STEP_UPSTREAM))
+    np.testing.assert_array_equal(a.grad.numpy(), torch_a.grad.numpy())
+    np.testing.assert_array_equal(b.grad.numpy(), torch_b.grad.numpy())
+    assert not np.isnan(b.grad.numpy()).any()

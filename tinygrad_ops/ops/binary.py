@@ -67,7 +67,7 @@ class CopySign(Op):
 
     def backward(self, grad_output):
         ratio = self.saved_tensors[0] if self.needs_input_grad[0] else None
-        return (grad_output * ratio if ratio is not None else None), grad_output * 0.0
+        return (grad_output * ratio if ratio is not None else None), dual.zeros_like(grad_output)
 
 
 class _Modulo(Op):
@@ -149,7 +149,7 @@ class RoundedDivide(Op):
             return _apply("div", function, a, b)
 
     def backward(self, grad_output):
-        return grad_output * 0.0, grad_output * 0.0
+        return dual.zeros_like(grad_output), dual.zeros_like(grad_output)
 
 
 class Xlogy(Op):

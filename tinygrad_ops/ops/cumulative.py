@@ -35,7 +35,11 @@ def reverse_cumsum(values, axis):
     >>> reverse_cumsum(np.array([1.0, 2.0, 3.0]), 0)
     array([6., 5., 3.])
     """
-    return values.sum(axis=axis, keepdims=True) - cumsum(values, axis) + values
+    # The cumsum of the reversed values, reversed back: exact where `total - cumsum + values`
+    # cancels (1e16 + 1 - 1e16) and NaN-free where it subtracts inf from inf.
+    if is_tensor(values):
+        return values.flip(axis).cumsum(axis).flip(axis)
+    return np.flip(np.cumsum(np.flip(values, axis), axis), axis)
 
 
 def cumsum(values, axis):

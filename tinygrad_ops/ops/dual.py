@@ -3,7 +3,7 @@
 Backward rules run on numpy arrays in a plain backward and on Tensors under
 `create_graph=True` (see `ops/base.py`). Operators and methods such as `.sum`, `.reshape`
 and `.swapaxes` exist on both; these helpers cover the rest (`where`, `log`, `exp`,
-`broadcast_to`, `scatter_add`, `raw`, the float16 casts).
+`broadcast_to`, `scatter_add`, `zeros_like`, `raw`, the float16 casts).
 
 How the two kinds of backward work in the fused ops
     A plain backward receives numpy arrays. The rules then take a fast path: they reuse the
@@ -76,6 +76,15 @@ def scatter_add_array(grad, index, shape, basic):
     else:
         np.add.at(out, index, grad)
     return out
+
+
+def zeros_like(value):
+    """Zeros of `value`'s shape and dtype: the gradient of a step function (floor, sign, a
+    rounded quotient), 0 also where the upstream gradient is NaN or inf, as PyTorch's
+    (`g * 0.0` is NaN there). Under create_graph a constant: its own gradient is 0."""
+    if _is_tensor(value):
+        return value.new_zeros(value.shape)
+    return np.zeros_like(value)
 
 
 def raw(value):
