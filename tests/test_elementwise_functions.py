@@ -280,3 +280,26 @@ def test_binary_step_gradients_are_zero_for_nan_and_inf_upstream(ours, theirs):
     np.testing.assert_array_equal(a.grad.numpy(), torch_a.grad.numpy())
     np.testing.assert_array_equal(b.grad.numpy(), torch_b.grad.numpy())
     assert not np.isnan(b.grad.numpy()).any()
+
+
+FLAT_ACTIVATIONS = {
+    "hardsigmoid": (F.hardsigmoid, TF.hardsigmoid),
+    "hardswish": (F.hardswish, TF.hardswish),
+    "relu6": (F.relu6, TF.relu6),
+    "leaky_relu": (F.leaky_relu, TF.leaky_relu),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLAT_ACTIVATIONS))
+def test_flat_activations_give_zero_gradients_for_nan_and_inf_upstream(name):
+    """Where the function is flat its gradient is 0 whatever arrives from above, as in
+    PyTorch's kernels (the slope times g was NaN for a NaN or inf upstream gradient)."""
+    ours, theirs = FLAT_ACTIVATIONS[name]
+    values = np.array([-np.inf, np.nan, 1e300, -1e300, -5.0, 7.0, 0.5])
+    upstream = np.array([np.inf, -np.inf, np.nan, np.nan, np.inf, np.nan, 1.0])
+    x = tg.Tensor(values.copy(), requires_grad=True)
+    torch_x = torch.tensor(values.copy(), requires_grad=True)
+    with np.errstate(invalid="ignore"):  # (forward: -inf * 0 in hardswish, as PyTorch's NaN)
+        ours(x).backward(tg.Tensor(upstream))
+    theirs(torch_x).backward(torch.tensor(upstream))
+    np.testing.assert_allclose(x.grad.numpy(), torch_x.grad.numpy(), rtol=1e-7)

@@ -37,7 +37,15 @@ class Activation(Op):
     def backward(self, grad_output):
         x, out = self.saved_tensors
         with np.errstate(over="ignore", invalid="ignore"):
-            return (grad_output * self.slope(x, out, **self.options),)
+            grad = grad_output * self.slope(x, out, **self.options)
+        flat = self.flat(dual.raw(x))
+        # 0 where f is flat, also for a NaN or inf upstream (g * 0 is NaN), as PyTorch's kernels
+        return (grad if flat is None else dual.where(flat, 0.0, grad),)
+
+    def flat(self, x):
+        """Where f is flat (a boolean array: there dx = 0, and `slope` need not say it), for
+        the functions that are flat somewhere; None for the others."""
+        return None
 
     def formula(self, x, **options):  # pragma: no cover - every subclass overrides it
         raise NotImplementedError
@@ -123,8 +131,10 @@ class Hardsigmoid(Activation):
         return np.minimum(np.maximum(x + 3.0, 0.0), 6.0) / 6.0
 
     def slope(self, x, out):
-        inside = (dual.raw(x) > -3.0) & (dual.raw(x) < 3.0)
-        return dual.where(inside, 1.0 / 6.0, 0.0)
+        return 1.0 / 6.0  # (0 where flat: see Activation.backward)
+
+    def flat(self, x):
+        return ~((x > -3.0) & (x < 3.0))  # (NaN too, as PyTorch's kernel)
 
 
 class Hardswish(Activation):
@@ -137,8 +147,11 @@ class Hardswish(Activation):
         return x * np.minimum(np.maximum(x + 3.0, 0.0), 6.0) / 6.0
 
     def slope(self, x, out):
-        middle = dual.where(dual.raw(x) < 3.0, x / 3.0 + 0.5, 1.0)  # (PyTorch's kernel)
-        return dual.where(dual.raw(x) <= -3.0, 0.0, middle)
+        # (PyTorch's kernel; 0 for x <= -3: see Activation.backward)
+        return dual.where(dual.raw(x) < 3.0, x / 3.0 + 0.5, 1.0)
+
+    def flat(self, x):
+        return x <= -3.0
 
 
 class LogSigmoid(Activation):
@@ -180,8 +193,10 @@ class Relu6(Activation):
         return np.minimum(np.maximum(x, 0.0), 6.0)
 
     def slope(self, x, out):
-        outside = (dual.raw(x) <= 0.0) | (dual.raw(x) >= 6.0)
-        return dual.where(outside, 0.0, 1.0)
+        return 1.0  # (0 where flat: see Activation.backward)
+
+    def flat(self, x):
+        return (x <= 0.0) | (x >= 6.0)
 
 
 _GELU_BETA = math.sqrt(2.0 / math.pi)
