@@ -287,6 +287,15 @@ FLAT_ACTIVATIONS = {
     "hardswish": (F.hardswish, TF.hardswish),
     "relu6": (F.relu6, TF.relu6),
     "leaky_relu": (F.leaky_relu, TF.leaky_relu),
+    "clip": (lambda x: x.clip(-1.0, 1.0), lambda x: x.clamp(-1.0, 1.0)),
+    "maximum": (
+        lambda x: x.maximum(tg.Tensor(np.full(7, 0.5))),
+        lambda x: torch.maximum(x, torch.full((7,), 0.5, dtype=torch.float64)),
+    ),
+    "minimum": (
+        lambda x: x.minimum(tg.Tensor(np.full(7, 0.5))),
+        lambda x: torch.minimum(x, torch.full((7,), 0.5, dtype=torch.float64)),
+    ),
 }
 
 

@@ -3,7 +3,7 @@
 Backward rules run on numpy arrays in a plain backward and on Tensors under
 `create_graph=True` (see `ops/base.py`). Operators and methods such as `.sum`, `.reshape`
 and `.swapaxes` exist on both; these helpers cover the rest (`where`, `log`, `exp`,
-`broadcast_to`, `scatter_add`, `zeros_like`, `raw`, the float16 casts).
+`broadcast_to`, `scatter_add`, `zeros_like`, `masked`, `raw`, the float16 casts).
 
 How the two kinds of backward work in the fused ops
     A plain backward receives numpy arrays. The rules then take a fast path: they reuse the
@@ -85,6 +85,13 @@ def zeros_like(value):
     if _is_tensor(value):
         return value.new_zeros(value.shape)
     return np.zeros_like(value)
+
+
+def masked(grad, factor):
+    """grad * factor, with exact zeros where `factor` is 0 even if `grad` is NaN or inf
+    there: the rules of max, min and clip select the gradient, as PyTorch's (a product
+    alone would give NaN). `factor` is an array (a mask or the shares of a tie)."""
+    return where(factor == 0, 0.0, grad * factor)
 
 
 def raw(value):

@@ -322,8 +322,8 @@ class Maximum(Op):
         share_a, share_b = self.saved_tensors
         needs_a, needs_b = self.needs_input_grad
         return (
-            grad_output * share_a if needs_a else None,
-            grad_output * share_b if needs_b else None,
+            dual.masked(grad_output, share_a) if needs_a else None,
+            dual.masked(grad_output, share_b) if needs_b else None,
         )
 
 
@@ -390,7 +390,7 @@ class Clip(Op):
 
     def backward(self, grad_output):
         (inside,) = self.saved_tensors
-        return (grad_output * inside,)
+        return (dual.masked(grad_output, inside),)
 
 
 class Cast(Op):
