@@ -37,21 +37,40 @@ CALLS = {
     "flatten": ((), {}),
     "matmul": ((), {}),
     "mm": ((), {}),
+    "cummax": ((1,), {}),
+    "logcumsumexp": ((1,), {}),
+    "fmod": ((0.7,), {}),
+    "remainder": ((0.7,), {}),
+    "narrow": ((1, 0, 2), {}),
+    "swapaxes": ((0, 1), {}),
+}
+# The functions defined on part of the line: their inputs are moved there.
+DOMAINS = {
+    "log": lambda v: np.abs(v) + 0.5,
+    "sqrt": lambda v: np.abs(v) + 0.5,
+    "rsqrt": lambda v: np.abs(v) + 0.5,
+    "log1p": lambda v: np.abs(v) + 0.5,
+    "log2": lambda v: np.abs(v) + 0.5,
+    "log10": lambda v: np.abs(v) + 0.5,
+    "acosh": lambda v: np.abs(v) + 1.5,
+    "atanh": lambda v: v / 4,
 }
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_module_function_matches_torch(name):
     args, kwargs = CALLS.get(name, ((), {}))
-    data = np.abs(VALUES) + 0.5 if name in ("log", "sqrt") else VALUES
+    data = DOMAINS.get(name, np.asarray)(VALUES)
     ours = tg.Tensor(data.copy(), requires_grad=True)
     theirs = torch.tensor(data.copy(), requires_grad=True)
     if name in ("matmul", "mm"):
         args_ours, args_theirs = (ours.T,), (theirs.T,)
-    elif name in ("allclose", "equal", "eq"):  # against a copy that differs in one value
+    elif name in ("allclose", "equal", "eq", "logaddexp"):  # against a copy, one value off
         other = data.copy()
         other[0, 0] += 1e-9
         args_ours, args_theirs = (tg.Tensor(other),), (torch.tensor(other),)
+    elif name == "index_select":
+        args_ours, args_theirs = (0, tg.tensor([1, 0, 1])), (0, torch.tensor([1, 0, 1]))
     else:
         args_ours = args_theirs = args
     out = getattr(tg, name)(ours, *args_ours, **kwargs)
