@@ -44,6 +44,12 @@ class Library:
     def mse(self, x, target):
         return self.F.mse_loss(x, target)
 
+    def cat(self, tensors):
+        """The tensors joined along their last axis."""
+        if self.name == "tg":
+            return self.tg.cat(tensors, dim=-1)
+        return self.torch.cat(tensors, dim=-1)
+
     def dropout(self, x, p, generator):
         """Dropout with the mask drawn from `generator` as this engine draws it."""
         if self.name == "tg":
@@ -204,6 +210,44 @@ def elementwise(lib, generator, steps, hidden, batch):
     return h.sum(), [layer.W, scale]
 
 
+def _lstm_weights(lib, generator, hidden):
+    """W (input x 4 hidden), U (hidden x 4 hidden), b: the gates i, f, g, o side by side."""
+    weight = lib.tensor(generator.standard_normal((INPUT_SIZE, 4 * hidden)) * 0.5)
+    recurrent = lib.tensor(generator.standard_normal((hidden, 4 * hidden)) / np.sqrt(hidden))
+    bias = lib.tensor(generator.standard_normal(4 * hidden) * 0.1)
+    return weight, recurrent, bias
+
+
+def _lstm_cell(lib, x, h, c, weights):
+    """(h', c') of one LSTM step (nn.LSTM's equations, tinygrad_ops/nn/gated.py)."""
+    weight, recurrent, bias = weights
+    gates = x @ weight + h @ recurrent + bias
+    size = h.shape[-1]
+    i, f, g, o = (gates[..., k * size : (k + 1) * size] for k in range(4))
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c.tanh(), c
+
+
+def lstm(lib, generator, steps, hidden, batch):
+    """An LSTM with two states h and c, as nn.LSTM records it, loss h.sum()."""
+    weights = _lstm_weights(lib, generator, hidden)
+    h = c = _start(lib, batch, hidden)
+    for x in _inputs(lib, generator, steps, batch):
+        h, c = _lstm_cell(lib, x, h, c, weights)
+    return h.sum(), list(weights)
+
+
+def lstm_joint(lib, generator, steps, hidden, batch):
+    """The same LSTM carrying one joint state s = [h | c]: h and c sliced off s at each step,
+    s' = cat(h', c') (one tensor per step: a chain), loss on the last h."""
+    weights = _lstm_weights(lib, generator, hidden)
+    state = _start(lib, batch, 2 * hidden)
+    for x in _inputs(lib, generator, steps, batch):
+        h, c = _lstm_cell(lib, x, state[..., :hidden], state[..., hidden:], weights)
+        state = lib.cat([h, c])
+    return state[..., :hidden].sum(), list(weights)
+
+
 FORMULATIONS = {
     "benchmark": benchmark_form,
     "swapped": operands_swapped,
@@ -216,6 +260,8 @@ FORMULATIONS = {
     "dropout": dropout,
     "two-rnns": two_rnns,
     "elementwise": elementwise,
+    "lstm": lstm,
+    "lstm-joint": lstm_joint,
 }
 
 

@@ -254,3 +254,21 @@ class Concatenate(Op):
             grad_output[prefix + (slice(start, stop),)]
             for start, stop in zip(self.bounds[:-1], self.bounds[1:])
         )
+
+    def jacobian_kind(self, index):
+        """'dense' when joined along the last axis (the rows kept apart: a joint state
+        [h | c] made of two, docs/scan.md "Adding an op to the chains"), else None."""
+        return "dense" if self.axis == len(self.inputs[0].shape) - 1 else None
+
+    def jacobian(self, index):
+        """J through input `index`: the (d_out, d_in) matrix that puts its columns where
+        they landed, the same for every row (g_input = g_output J takes them back)."""
+        start, stop = self.bounds[index], self.bounds[index + 1]
+        placement = np.zeros((self.bounds[-1], stop - start), dtype=self.output_dtype)
+        placement[np.arange(start, stop), np.arange(stop - start)] = 1
+        return Dense(placement)
+
+    def batched_options(self, steps):
+        """The options of a node that stands for `steps` steps stacked on a leading axis
+        (the scan schedulers'): the axis moves one on."""
+        return {"axis": self.axis + 1}

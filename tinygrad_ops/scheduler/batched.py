@@ -180,6 +180,19 @@ def _nbytes(operand):
     return data.nbytes if isinstance(data, np.ndarray) else 0
 
 
+_GET_INPUTS = attrgetter("inputs")
+_GET_DATA_NBYTES = attrgetter("_data.nbytes")  # a Tensor's array's size
+
+
+def _largest(operands):
+    """The largest size in bytes among `operands` (tensors, arrays or numbers): one C pass
+    when they are all tensors (the x_t of every step), else one call per operand."""
+    try:
+        return max(map(_GET_DATA_NBYTES, operands))
+    except AttributeError:  # an array or a number among them
+        return max(map(_nbytes, operands))
+
+
 def _keeps_its_inputs(nodes):
     """Whether `released_inputs` would keep every node's inputs as they are (each small, or
     a parameter), so that releasing the column only drops the saved buffers. Decided on
@@ -190,6 +203,8 @@ def _keeps_its_inputs(nodes):
     if not all(map(is_, released_inputs(first.inputs, {}), first.inputs)):
         return False
     for index, needs in enumerate(first.needs_input_grad):
-        if not needs and max(_nbytes(node.inputs[index]) for node in nodes) >= RELEASE_BYTES:
-            return False
+        if not needs:
+            operands = list(map(itemgetter(index), map(_GET_INPUTS, nodes)))
+            if _largest(operands) >= RELEASE_BYTES:
+                return False
     return True

@@ -8,7 +8,7 @@ of passes, each a C loop over objects that are mostly out of the caches.
 """
 
 import itertools
-from operator import attrgetter, gt, is_, itemgetter, lt
+from operator import attrgetter, eq, gt, is_, itemgetter, lt
 from typing import NamedTuple
 
 from ..tensor import Tensor
@@ -61,6 +61,25 @@ def walk_route(route, top):
         append(below)
         tensor = below
         newest = node.sequence
+
+
+def top_anchors(route, top, count=3):
+    """The first `count` anchors x_n, x_{n-1}, ... that `walk_route` would give (fewer
+    where the chain ends sooner), without walking the whole chain."""
+    anchors = [top.upper, top.lower]
+    while len(anchors) < count:
+        tensor = anchors[-1]
+        below = tensor
+        try:
+            for k in route:
+                below = below._ctx.inputs[k]
+            node = below._ctx
+        except (AttributeError, IndexError):
+            break
+        if node is None or node.sequence >= tensor._ctx.sequence:
+            break  # (a leaf x_0 ends the look: too short for `reads_the_chain` anyway)
+        anchors.append(below)
+    return anchors
 
 
 def _cut(values, expected, good):
@@ -151,11 +170,27 @@ def _check_flags(template, tensors, nodes, good):
             good = _cut(list(map(_GET_SHAPE, column)), check.shape, good)
             good = _cut(list(map(_GET_DTYPE, column)), check.dtype, good)
         for name, value in template.options[slot]:
-            same = [
-                steps.same_option(getattr(node, name, steps.MISSING), value) for node in nodes[slot]
-            ]
-            good = _cut(same, True, good)
+            missing = itertools.repeat(steps.MISSING)
+            options = list(map(getattr, nodes[slot], itertools.repeat(name), missing))
+            if not _all_same(options, value):
+                same = list(map(steps.same_option, options, itertools.repeat(value)))
+                good = _cut(same, True, good)
     return good
+
+
+def _all_same(options, value):
+    """Whether every one of `options` is `steps.same_option` as `value`, in C passes: the
+    same object in every step (a name, a small number), or equal and of its type (a
+    slice's index tuple, made afresh by every step's GetItem); False when unsure (then
+    they are compared one by one)."""
+    if all(map(is_, options, itertools.repeat(value))):
+        return True
+    if not steps.is_simple(value) or list(map(type, options)).count(type(value)) != len(options):
+        return False
+    try:
+        return all(map(eq, options, itertools.repeat(value)))
+    except (TypeError, ValueError):  # an array among an index's items: one by one
+        return False
 
 
 def _check_order(template, tensors, nodes, sequences, lowers, lower_sequences, good):

@@ -22,8 +22,8 @@ import itertools
 from operator import is_, not_
 
 from . import steps
-from .columns import chains_beside, check_columns, made_after, walk_route
-from .readers import Aside, outside_readers
+from .columns import chains_beside, check_columns, made_after, top_anchors, walk_route
+from .readers import Aside, outside_readers, reads_the_chain
 from .spine import descend
 from .steps import AllBut, ChainPlan, NotAChain, Segment, build_template, input_tensor
 
@@ -257,6 +257,8 @@ def _checked_steps(template, step, capture, worth_checking, min_steps, inside=No
     if chain is not None and chain.template.key == template.key and chain.anchors[1] is step.lower:
         anchors, checked = chain.anchors, chain.checked
     else:
+        if reads_the_chain(template, top_anchors(template.route, step)):
+            return None  # (before the route and the columns of thousands of steps)
         anchors, checked = walk_route(template.route, step), None
     state_shape = template.shapes[0][0]
     if worth_checking is not None and not worth_checking(

@@ -11,6 +11,10 @@ import itertools
 from bisect import bisect_right
 from operator import and_, attrgetter, ge, is_, lt, not_, or_
 
+from . import steps
+from .columns import check_columns
+from .steps import among
+
 
 def outside_readers(
     graph, anchors, tensors, outside, count, pending=(), within=None, beside=None, aside=None
@@ -58,7 +62,7 @@ def outside_readers(
     if starts is None:
         return None
     if within is not None:
-        starts = [tensor for tensor in starts if id(tensor) in within]
+        starts = list(itertools.compress(starts, among(within, map(id, starts))))
     if _search(starts, seen, roles, (), within, aside_members) is None:
         return None
     # (A root may be the top of a chain aside: the running sum of a loss at every step.)
@@ -86,6 +90,40 @@ def outside_readers(
         independent.extend(aside.tops)
     independent.sort(key=_GET_SEQUENCE, reverse=True)
     return independent
+
+
+PROBE_LIMIT = 4 * steps.MAX_PERIOD  # the most tensors `reads_the_chain` looks at
+
+
+def reads_the_chain(template, anchors):
+    """Whether a per-step input of the top step is made from a tensor of the top two steps
+    (an LSTM's c_t, made from the gates of h_{t-1}: two states, each read by the other's
+    next step, and no chain of one of them), looked for among the tensors made after
+    x_{n-2} only. The first search of `outside_readers` would refuse such a chain, but
+    only once every step's columns were checked: here the top two steps' are, and the
+    look at the next phase comes at once."""
+    count, tensors, _, outside = check_columns(template, anchors[:3])
+    if count < 2:
+        return False
+    chain = set(map(id, anchors[:3]))
+    for column in tensors:
+        chain.update(map(id, column[:2]))
+    low = -1 if anchors[2]._ctx is None else anchors[2]._ctx.sequence
+    for _, _, column in outside:
+        if column[0] is column[1]:
+            continue  # a weight shared by the steps
+        pending = [column[0]]
+        seen = set()
+        while pending and len(seen) < PROBE_LIMIT:
+            tensor = pending.pop()
+            node = getattr(tensor, "_ctx", None)
+            if node is None or node.sequence <= low or id(tensor) in seen:
+                continue
+            if id(tensor) in chain:
+                return True
+            seen.add(id(tensor))
+            pending.extend(node.inputs)
+    return False
 
 
 def _add_pending(pending, anchors, roles, seen, roots):

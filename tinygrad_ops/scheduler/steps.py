@@ -15,7 +15,7 @@ input belongs to the step).
 """
 
 import itertools
-from operator import attrgetter, is_
+from operator import attrgetter, is_, not_
 from typing import NamedTuple
 
 import numpy as np
@@ -206,13 +206,19 @@ MISSING = object()  # an option a node does not have
 
 
 def _simple(value):
-    """Numbers, names, dtypes, slices and `...` (an index), and tuples of them: options
+    """Numbers, names, dtypes, slices and `...` (an index), and tuples and lists of them: options
     compared by value."""
-    if type(value) is tuple:
+    if type(value) is tuple or type(value) is list:  # (Concatenate's bounds: a list)
         return all(map(_simple, value))
     if type(value) is slice:
         return all(map(_simple, (value.start, value.stop, value.step)))
     return type(value) in _SIMPLE_OPTIONS or value is Ellipsis
+
+
+def is_simple(value):
+    """Whether an option is compared by value (`same_option`): numbers, names, dtypes,
+    slices, `...`, and tuples and lists of them."""
+    return _simple(value)
 
 
 def same_option(value, expected):
@@ -231,6 +237,8 @@ def option_key(value):
 def _hashable(value):
     if type(value) is tuple:
         return tuple(map(_hashable, value))
+    if type(value) is list:
+        return ("list",) + tuple(map(_hashable, value))
     if type(value) is slice:  # (unhashable before Python 3.12)
         return ("slice", value.start, value.stop, value.step)
     return value
@@ -331,6 +339,14 @@ class AllBut:
 
     def __contains__(self, key):
         return key not in self.ids
+
+
+def among(ids, keys):
+    """Whether each of `keys` is in `ids` (a set or an `AllBut`), as an iterator: one C
+    pass over thousands of ids (a chain's per-step inputs)."""
+    if type(ids) is AllBut:
+        return map(not_, map(ids.ids.__contains__, keys))
+    return map(ids.__contains__, keys)
 
 
 class ChainPlan:
