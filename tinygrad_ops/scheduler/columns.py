@@ -103,7 +103,10 @@ _GET_DTYPE = attrgetter("_data.dtype")
 
 def _nodes_of(operands):
     """The node of every operand (None for a leaf or a value that is not a tensor)."""
-    return list(map(getattr, operands, itertools.repeat("_ctx"), itertools.repeat(None)))
+    try:
+        return list(map(_GET_CONTEXT, operands))  # all tensors (a slot's column): faster
+    except AttributeError:  # a number or an array among them
+        return list(map(getattr, operands, itertools.repeat("_ctx"), itertools.repeat(None)))
 
 
 def slot_columns(template, anchors):
