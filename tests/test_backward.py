@@ -275,3 +275,36 @@ def test_unknown_scheduler_lists_the_known_ones():
     x = tg.Tensor([1.0], requires_grad=True)
     with pytest.raises(ValueError, match="sequential"):
         (x * 2).sum().backward(scheduler="no-such-scheduler")
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        lambda x: x.tanh(),
+        lambda x: x.sigmoid(),
+        lambda x: x.exp(),
+        lambda x: x.sqrt(),
+        lambda x: x.tanh() * x,
+    ],
+    ids=["tanh", "sigmoid", "exp", "sqrt", "tanh-times-x"],
+)
+def test_second_derivatives_of_0d_tensors_match_torch(function):
+    """numpy gives a scalar, not a 0-d array, for a 0-d input: an op that saved its output
+    saved that scalar, which a create_graph backward took for a constant (the second
+    derivative of tanh at a 0-d x was 0)."""
+    x = tg.Tensor(np.array(0.7), requires_grad=True)
+    (first,) = tg.grad(function(x), [x], create_graph=True)
+    (second,) = tg.grad(first, [x])
+    xt = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    (first_t,) = torch.autograd.grad(function(xt), [xt], create_graph=True)
+    (second_t,) = torch.autograd.grad(first_t, [xt])
+    np.testing.assert_allclose(first.numpy(), first_t.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(second.numpy(), second_t.numpy(), rtol=1e-12)
+
+
+def test_an_in_place_change_of_a_saved_0d_output_is_refused():
+    x = tg.Tensor(np.array(0.7), requires_grad=True)
+    y = x.tanh()  # Tanh saves its output
+    y += 1.0
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.backward()

@@ -243,8 +243,8 @@ class Op:
         # Known before forward, so that forward saves only what backward will read.
         node.needs_input_grad = needs_input_grad
         out_data = node.forward(*arrays, **options)
-        if type(out_data) is not np.ndarray:
-            out_data = np.asarray(out_data)
+        if type(out_data) is not np.ndarray:  # a numpy scalar (numpy's result for 0-d inputs)
+            out_data = as_output_array(node, out_data)
         out = Tensor._make(out_data, recording, node if recording else None)
         if cls.is_view and out_data.base is not None and isinstance(operands[0], Tensor):
             out._version = operands[0]._version
@@ -255,6 +255,16 @@ class Op:
         if STATE.recorder is not None:
             STATE.recorder.record_op(node, operands, options, out, given)
         return out
+
+
+def as_output_array(node, value):
+    """The 0-d array of an op's numpy-scalar result, also in what the op saved: a saved
+    output is recognised by identity (a create_graph backward reads the output Tensor for
+    it; a saved scalar would be a constant there, and the second derivative would lose it)."""
+    array = np.asarray(value)
+    if node.saved:
+        node.saved = tuple(array if saved is value else saved for saved in node.saved)
+    return array
 
 
 # Inputs smaller than this stay referenced by a released node: replacing them would free
