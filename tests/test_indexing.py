@@ -236,3 +236,26 @@ def test_second_order_through_gather_and_scatter_add():
 def test_errors_name_the_op_and_argument(call, error, message):
     with pytest.raises(error, match=message):
         call(tg.Tensor(np.zeros((2, 3))))
+
+
+@pytest.mark.parametrize(
+    ("shape", "index"),
+    [((3,), 0), ((2, 3), (1, 2)), ((2, 3), (Ellipsis, 1, 2)), ((), ())],
+    ids=["1-d", "2-d", "ellipsis", "0-d"],
+)
+def test_one_element_is_a_view_that_in_place_ops_write_through(shape, index):
+    """numpy gives a scalar copy for one element; PyTorch a view: `x[0].add_(5)` writes
+    into x (it left x unchanged, silently)."""
+    values = np.arange(1.0, 1.0 + np.prod(shape, dtype=int)).reshape(shape)
+    ours, theirs = tg.Tensor(values.copy()), torch.tensor(values.copy())
+    ours[index].add_(5.0)
+    theirs[index].add_(5.0)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_an_in_place_op_on_one_element_of_a_recorded_tensor_is_refused():
+    """Not silently a copy: the engine refuses in-place ops on views of tensors that
+    require grad (x[0] of a 2-d x raised already; of a 1-d x it changed a copy)."""
+    y = tg.Tensor([1.0, 2.0], requires_grad=True) * 1.0
+    with pytest.raises(RuntimeError, match="is a view"):
+        y[0].mul_(2.0)

@@ -124,6 +124,14 @@ def normalize_index(index):
     return result, basic
 
 
+def _single_element_view(index):
+    """The index of one element, written so that numpy gives a 0-d view, not a scalar copy
+    (`x[0]` of a 1-d x is a view in PyTorch: `x[0].add_(1)` writes into x). A trailing
+    Ellipsis does it; one that was there already stands for no dims."""
+    items = index if isinstance(index, tuple) else (index,)
+    return tuple(item for item in items if item is not Ellipsis) + (Ellipsis,)
+
+
 class GetItem(Op):
     """out = a[index];  da = zeros with g added at index (repeated indices add up)"""
 
@@ -134,9 +142,12 @@ class GetItem(Op):
         self.index, self.basic = normalize_index(index)
         self.input_shape = a.shape
         try:
-            return a[self.index]
+            out = a[self.index]
         except IndexError as error:
             raise IndexError(f"getitem: {error} (tensor shape {a.shape})") from None
+        if self.basic and type(out) is not np.ndarray:  # one element: a 0-d view of it
+            out = a[_single_element_view(self.index)]
+        return out
 
     def backward(self, grad_output):
         return (dual.scatter_add(grad_output, self.index, self.input_shape, self.basic),)
