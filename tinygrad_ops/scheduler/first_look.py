@@ -59,12 +59,18 @@ def first_look(
     # may be the loss's y * y, a Mul like the step's own; a phase may find the steps of
     # a chain whose tensors are read inside its steps).
     refusal = found = independent = None
+    read = 0  # the phases whose top step's inputs were made from the chain
     for built in top_steps(window, graph, inside):
         if inside is not None and not (
             id(built[1].upper) in inside and id(built[1].lower) in inside
         ):
             continue
         found = _checked_steps(*built, graph.capture, worth_checking, min_steps, inside, known)
+        if found is READS_THE_CHAIN:
+            read += 1
+            if read == READ_REFUSALS:
+                break  # (an LSTM's two states: every phase is read so)
+            continue
         if isinstance(found, ChainPlan):
             refusal, found = refusal or found, None  # too short to pay, at this phase
         if found is None:
@@ -239,11 +245,18 @@ def _read_from_elsewhere(independent, own, chain, segment):
     return False
 
 
+READS_THE_CHAIN = "reads the chain"  # `_checked_steps`: a top step's input made from it
+READ_REFUSALS = 4
+"""After this many phases refused so (`readers.reads_the_chain`), the first look stops:
+the chains found in the tests met at most 2 before theirs; an LSTM's two states meet one
+at nearly every phase (14 of its 34), each costing a template and a look at two steps."""
+
+
 def _checked_steps(template, step, capture, worth_checking, min_steps, inside=None, known=None):
     """(template, anchors, check_columns' result) of the chain below the top `step`, a
-    ChainPlan with a refusal (too short to pay), or None (fewer than `min_steps` steps
-    check out). A chain in `known` (`columns.Beside` by its top anchor's id) with the same
-    template is not walked down nor checked again."""
+    ChainPlan with a refusal (too short to pay), READS_THE_CHAIN, or None (fewer than
+    `min_steps` steps check out). A chain in `known` (`columns.Beside` by its top
+    anchor's id) with the same template is not walked down nor checked again."""
     carried = _carried_state(template, step)
     if carried:
         # A state carried beside the chain (the lower layer of a stacked RNN, made in the
@@ -258,7 +271,7 @@ def _checked_steps(template, step, capture, worth_checking, min_steps, inside=No
         anchors, checked = chain.anchors, chain.checked
     else:
         if reads_the_chain(template, top_anchors(template.route, step)):
-            return None  # (before the route and the columns of thousands of steps)
+            return READS_THE_CHAIN  # (before the route and the columns of thousands of steps)
         anchors, checked = walk_route(template.route, step), None
     state_shape = template.shapes[0][0]
     if worth_checking is not None and not worth_checking(
