@@ -259,3 +259,67 @@ def test_an_in_place_op_on_one_element_of_a_recorded_tensor_is_refused():
     y = tg.Tensor([1.0, 2.0], requires_grad=True) * 1.0
     with pytest.raises(RuntimeError, match="is a view"):
         y[0].mul_(2.0)
+
+
+SETITEM_CASES = {
+    "int": (0, (4,)),
+    "slice": ((slice(None), slice(1, 3)), (3, 2)),
+    "ellipsis": ((Ellipsis, 2), (3,)),
+    "broadcast-row": (slice(0, 2), (4,)),
+    "bool-mask": (np.array([True, False, True]), (2, 4)),
+    "int-array": ((np.array([2, 0]), slice(None)), (2, 4)),
+    "scalar-value": ((1, 1), ()),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SETITEM_CASES))
+@pytest.mark.parametrize("who", ["value", "target", "both"])
+def test_assignment_is_recorded_and_matches_torch(case, who):
+    """`x[index] = value` is recorded when x or value requires grad, as PyTorch's: the
+    gradient reaches value (it was dropped: a tensor filled step by step, `out[t] = h`,
+    passed nothing back to h) and x's other elements."""
+    index, value_shape = SETITEM_CASES[case]
+    generator = np.random.default_rng(0)
+    target, value = generator.standard_normal((3, 4)), generator.standard_normal(value_shape)
+    weights = generator.standard_normal((3, 4))
+
+    def run(lib, tensor):
+        leaf_target = tensor(target.copy(), requires_grad=who != "value")
+        leaf_value = tensor(value.copy(), requires_grad=who != "target")
+        out = leaf_target * 1.0  # a non-leaf: assigning into it is recorded in place
+        out[index] = leaf_value * 2.0
+        (out * tensor(weights)).sum().backward()
+        grads = [leaf.grad for leaf in (leaf_target, leaf_value) if leaf.requires_grad]
+        return out, grads
+
+    ours, our_grads = run(tg, tg.Tensor)
+    theirs, their_grads = run(torch, torch.tensor)
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-12)
+    for mine, reference in zip(our_grads, their_grads, strict=True):
+        np.testing.assert_allclose(mine.numpy(), reference.numpy(), rtol=1e-12)
+
+
+def test_assignment_into_a_plain_tensor_makes_it_part_of_the_graph():
+    """The loop that fills a preallocated tensor, as RNN code does."""
+    w = tg.Tensor([1.0, 2.0], requires_grad=True)
+    outputs = tg.zeros(3, 2)
+    for step in range(3):
+        outputs[step] = w * (step + 1)
+    assert outputs.requires_grad
+    outputs.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), [6.0, 6.0])
+
+
+def test_assignment_into_a_leaf_that_requires_grad_is_refused():
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        x[0] = 5.0
+    with tg.no_grad():
+        x[0] = 5.0  # the way to change a parameter in place
+    np.testing.assert_allclose(x.numpy(), [5.0, 2.0])
+
+
+def test_assignment_of_a_value_of_the_wrong_shape_names_the_op():
+    out = tg.zeros(3, 4) * tg.Tensor(1.0, requires_grad=True)
+    with pytest.raises(ValueError, match=r"setitem: .*value shape \(5,\)"):
+        out[0] = tg.Tensor(np.ones(5))

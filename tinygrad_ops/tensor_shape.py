@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .autograd.inplace import apply_inplace
 from .mode import STATE
 from .ops import indexing, movement
 from .ops.base import bump_version, is_tensor
@@ -20,6 +21,7 @@ from .ops.shape import (
     BroadcastTo,
     GetItem,
     Reshape,
+    SetItem,
     Transpose,
     expanded_shape,
     normalize_index,
@@ -201,13 +203,18 @@ class ShapeMethods:
         return self[(slice(None),) * axis + (indices,)]
 
     def __setitem__(self, index, value):
-        if STATE.grad_enabled and self._requires_grad:
-            raise RuntimeError(
-                "assigning into a tensor that requires grad is not recorded; build the new "
-                "tensor with tg.where or tg.concatenate, or assign under tg.no_grad()"
-            )
+        """`x[index] = value`, in place, as PyTorch: recorded (a `SetItem` on the tape)
+        when x or value requires grad, so that the gradient reaches both; a leaf that
+        requires grad refuses it, as any in-place op (assign under tg.no_grad())."""
         if STATE.recorder is not None:
             STATE.recorder.refuse("an assignment into a tensor (x[...] = value)")
+        if not is_tensor(value) and not isinstance(value, (bool, int, float)):
+            value = np.asarray(value)
+        if STATE.grad_enabled and (
+            self._requires_grad or (is_tensor(value) and value._requires_grad)
+        ):
+            apply_inplace(self, SetItem, value, index=index)
+            return
         self.data[normalize_index(index)[0]] = value.data if is_tensor(value) else value
         bump_version(self)
 

@@ -52,7 +52,16 @@ from .pointwise import (
 )
 from .pool import MaxPool2d
 from .reduce import Max, Min, Sum, VectorNorm
-from .shape import BroadcastTo, Concatenate, GetItem, Reshape, ScatterAdd, Stack, Transpose
+from .shape import (
+    BroadcastTo,
+    Concatenate,
+    GetItem,
+    Reshape,
+    ScatterAdd,
+    SetItem,
+    Stack,
+    Transpose,
+)
 from .unary import (
     Acos,
     Acosh,
@@ -94,7 +103,7 @@ PRIMITIVES = (
     # reductions, cumulative reductions
     Sum, Max, Min, VectorNorm, Cumsum, Cumprod, LogCumSumExp,
     # shape
-    Reshape, Transpose, BroadcastTo, GetItem, ScatterAdd, Stack, Concatenate,
+    Reshape, Transpose, BroadcastTo, GetItem, SetItem, ScatterAdd, Stack, Concatenate,
     # linear algebra
     MatMul, Linear,
     # activations, norms, losses (fused, hand-derived backward)

@@ -202,6 +202,37 @@ def last_axis_slice(index, shape):
     return None
 
 
+class SetItem(Op):
+    """out = a with out[index] = value (value broadcast to a[index]'s shape);
+    da = g with 0 at index, dvalue = g[index] (summed back to value's shape by the walk)
+
+    The op behind `x[index] = value` when it is recorded (x or value requires grad), run
+    in place on x as PyTorch's. An index that repeats an element keeps the last value
+    there (numpy's rule); every occurrence's value gets that element's gradient.
+    """
+
+    __slots__ = ("index", "written")
+
+    def forward(self, a, value, index):
+        self.index = normalize_index(index)[0]
+        out = a.copy()
+        try:
+            out[self.index] = value
+        except (IndexError, ValueError) as error:
+            raise type(error)(
+                f"setitem: {error} (tensor shape {a.shape}, value shape {np.shape(value)})"
+            ) from None
+        if self.needs_input_grad[0]:
+            self.written = np.zeros(a.shape, dtype=bool)
+            self.written[self.index] = True
+        return out
+
+    def backward(self, grad_output):
+        needs_a, needs_value = self.needs_input_grad
+        grad_a = dual.where(self.written, 0.0, grad_output) if needs_a else None
+        return grad_a, (grad_output[self.index] if needs_value else None)
+
+
 class ScatterAdd(Op):
     """out = zeros(shape) with a added at index;  da = g[index]  (the backward of getitem)"""
 
