@@ -413,3 +413,33 @@ def test_rmsprop_and_adagrad_refuse_negative_settings():
         tg.optim.RMSprop([p], alpha=-0.5)
     with pytest.raises(ValueError, match="invalid lr_decay: -1"):
         tg.optim.Adagrad([p], lr_decay=-1)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, float("inf")])
+@pytest.mark.parametrize("max_norm", [0.5, 100.0])
+def test_clip_grad_norm_matches_torch(norm_type, max_norm):
+    generator = np.random.default_rng(0)
+    values = [generator.standard_normal((3, 4)), generator.standard_normal(4)]
+    ours = [tg.Tensor(v.copy(), requires_grad=True) for v in values]
+    theirs = [torch.tensor(v.copy(), requires_grad=True) for v in values]
+    ((ours[0] * 2.0).sum() + (ours[1] ** 2).sum()).backward()
+    ((theirs[0] * 2.0).sum() + (theirs[1] ** 2).sum()).backward()
+    total = tg.nn.utils.clip_grad_norm_(ours, max_norm, norm_type=norm_type)
+    expected = torch.nn.utils.clip_grad_norm_(theirs, max_norm, norm_type=norm_type)
+    np.testing.assert_allclose(total.item(), expected.item(), rtol=1e-12)
+    for mine, reference in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(mine.grad.numpy(), reference.grad.numpy(), rtol=1e-12)
+
+
+def test_clip_grad_value_and_the_nonfinite_error_match_torch():
+    w = tg.Tensor(np.array([3.0, -4.0, 0.5]), requires_grad=True)
+    tw = torch.tensor([3.0, -4.0, 0.5], requires_grad=True)
+    (w * w).sum().backward()
+    (tw * tw).sum().backward()
+    tg.nn.utils.clip_grad_value_(w, 2.0)
+    torch.nn.utils.clip_grad_value_(tw, 2.0)
+    np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
+    w.grad = tg.Tensor(np.array([np.inf, 1.0, 1.0]))
+    with pytest.raises(RuntimeError, match="not finite"):
+        tg.nn.utils.clip_grad_norm_(w, 1.0, error_if_nonfinite=True)
+    assert tg.nn.utils.clip_grad_norm_([], 1.0).item() == 0.0

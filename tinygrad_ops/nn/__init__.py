@@ -9,6 +9,7 @@
 (4, 1)
 """
 
+from . import utils  # (tg.nn.utils.clip_grad_norm_, as torch.nn.utils)
 from .activation import (
     CELU,
     ELU,
@@ -115,4 +116,5 @@ __all__ = [
     "get_rng_state",
     "manual_seed",
     "set_rng_state",
+    "utils",
 ]
