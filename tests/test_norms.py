@@ -41,7 +41,7 @@ def test_rms_norm_matches_torch(shape, k):
     )
 
 
-@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 2, 1)])
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 2, 1), (2, 3, 2, 2), (2, 2, 1, 3, 2)])
 @pytest.mark.parametrize("affine", [True, False])
 def test_batch_norm_training_matches_torch_over_several_steps(shape, affine):
     generator = np.random.default_rng(3)
@@ -76,7 +76,7 @@ def test_batch_norm_training_matches_torch_over_several_steps(shape, affine):
             )
 
 
-@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5)])
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 3, 2, 2)])
 def test_batch_norm_eval_matches_torch(shape):
     channels = shape[1]
     mean = np.linspace(-1, 1, channels)
@@ -141,8 +141,8 @@ def test_batch_norm_errors():
     assert F.batch_norm(tg.zeros(0, 3), *stats, training=False).shape == (0, 3)
     # one sample but several positions along L is fine in training, as in PyTorch
     assert F.batch_norm(tg.randn(1, 3, 4, seed=0), *stats, training=True).shape == (1, 3, 4)
-    with pytest.raises(ValueError, match=r"\(N, C\)"):
-        F.batch_norm(tg.ones(2, 3, 4, 5), *stats)
+    with pytest.raises(ValueError, match=r"\(N, C\) or \(N, C, ...\)"):
+        F.batch_norm(tg.ones(3), *stats)
     with pytest.raises(ValueError, match="running_mean has shape"):
         F.batch_norm(tg.ones(2, 4), *stats)
     with pytest.raises(ValueError, match="momentum=None"):
@@ -158,3 +158,47 @@ def test_wrong_normalized_shape_names_both_shapes():
             function(x, (4,))
     with pytest.raises(ValueError, match=r"weight has shape \(2,\), expected \(3,\)"):
         F.layer_norm(x, (3,), tg.ones(2))
+
+
+def test_batch_norm_2d_module_matches_torch_in_training_and_eval():
+    """nn.BatchNorm2d: per channel over (N, H, W), running statistics, the state dict."""
+    generator = np.random.default_rng(0)
+    ours = tg.nn.BatchNorm2d(3, momentum=0.2, dtype=np.float64)
+    theirs = torch.nn.BatchNorm2d(3, momentum=0.2)
+    theirs.double()
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    for _ in range(2):
+        x = generator.standard_normal((4, 3, 2, 5)) * 3 + 1
+        upstream = generator.standard_normal(x.shape)
+        ours_x, theirs_x = tg.Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        out, expected = ours(ours_x), theirs(theirs_x)
+        np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), atol=1e-10)
+        out.backward(upstream)
+        expected.backward(torch.tensor(upstream))
+        np.testing.assert_allclose(ours_x.grad.numpy(), theirs_x.grad.numpy(), atol=1e-10)
+    for name, tensor in theirs.state_dict().items():
+        np.testing.assert_allclose(ours.state_dict()[name].numpy(), tensor.numpy(), rtol=1e-10)
+    ours.eval()
+    theirs.eval()
+    x = generator.standard_normal((2, 3, 2, 2))
+    np.testing.assert_allclose(
+        ours(tg.Tensor(x)).numpy(), theirs(torch.tensor(x)).detach().numpy(), atol=1e-10
+    )
+    with pytest.raises(ValueError, match=r"BatchNorm2d\(3\): expected an input of shape"):
+        ours(tg.ones(2, 3))
+
+
+def test_batch_norm_of_images_second_derivatives_match_torch():
+    x0 = np.random.default_rng(1).standard_normal((2, 2, 3, 2))
+    x = tg.Tensor(x0.copy(), requires_grad=True)
+    (grad,) = tg.grad(
+        (F.batch_norm(x, None, None, training=True) ** 3).sum(), [x], create_graph=True
+    )
+    (grad * grad).sum().backward()
+    xt = torch.tensor(x0.copy(), requires_grad=True)
+    (grad_t,) = torch.autograd.grad(
+        (TF.batch_norm(xt, None, None, training=True) ** 3).sum(), [xt], create_graph=True
+    )
+    (grad_t * grad_t).sum().backward()
+    np.testing.assert_allclose(grad.numpy(), grad_t.detach().numpy(), atol=1e-9)
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), atol=1e-8)

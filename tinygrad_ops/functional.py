@@ -219,7 +219,8 @@ def batch_norm(
     momentum=0.1,
     eps=1e-5,
 ):
-    """Normalise each channel of an (N, C) or (N, C, L) input, then x̂ w + b.
+    """Normalise each channel (dim 1) of an (N, C) or (N, C, ...) input over every other
+    dim, then x̂ w + b (nn.BatchNorm1d and nn.BatchNorm2d call it).
 
     Training: the batch mean and biased variance normalise; running_mean and running_var
     (Tensors, or None) are updated in place: r = (1 - momentum) r + momentum s, with the

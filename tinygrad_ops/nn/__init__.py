@@ -53,7 +53,7 @@ from .loss import (
 )
 from .mlp import MLP
 from .module import Module, Parameter, RemovableHandle
-from .normalization import BatchNorm1d, LayerNorm, RMSNorm
+from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
 from .rnn import RNN, RNNCell
 
 __all__ = [
@@ -70,6 +70,7 @@ __all__ = [
     "BCELoss",
     "BCEWithLogitsLoss",
     "BatchNorm1d",
+    "BatchNorm2d",
     "Conv1d",
     "Conv2d",
     "CrossEntropyLoss",

@@ -120,11 +120,13 @@ class BatchNorm1d(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
 
+    input_ndims = (2, 3)  # (N, C) or (N, C, L); BatchNorm2d takes (N, C, H, W)
+
     def forward(self, x):
-        if x.ndim not in (2, 3) or x.shape[1] != self.num_features:
+        if x.ndim not in self.input_ndims or x.shape[1] != self.num_features:
             raise ValueError(
-                f"BatchNorm1d({self.num_features}): expected an input of shape (N, "
-                f"{self.num_features}) or (N, {self.num_features}, L), got {x.shape}"
+                f"{type(self).__name__}({self.num_features}): expected an input of shape "
+                f"{self.expected_shapes()}, got {x.shape}"
             )
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
@@ -150,3 +152,24 @@ class BatchNorm1d(Module):
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
             f"affine={self.affine}, track_running_stats={self.track_running_stats}"
         )
+
+    def expected_shapes(self):
+        channels = self.num_features
+        return f"(N, {channels}) or (N, {channels}, L)"
+
+
+class BatchNorm2d(BatchNorm1d):
+    """BatchNorm1d for images: each channel normalised over the batch and both spatial
+    dims of an (N, C, H, W) input, as torch.nn.BatchNorm2d (same state dict).
+
+    >>> import tinygrad_ops as tg
+    >>> layer = tg.nn.BatchNorm2d(3)
+    >>> out = layer(tg.randn(4, 3, 5, 5, seed=0))
+    >>> out.shape, bool(abs(out.numpy().mean(axis=(0, 2, 3))).max() < 1e-6)
+    ((4, 3, 5, 5), True)
+    """
+
+    input_ndims = (4,)
+
+    def expected_shapes(self):
+        return f"(N, {self.num_features}, H, W)"

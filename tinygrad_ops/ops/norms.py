@@ -224,7 +224,7 @@ class RMSNorm(Op):
 
 class BatchNorm(Op):
     """Training: y = x̂ w + b, x̂ = (x - mean) / sqrt(var + eps), mean and biased var per
-    channel over the batch (and length) axes; dx = (dx̂ - mean(dx̂) - x̂ mean(dx̂ x̂)) / std
+    channel (dim 1) over every other dim; dx = (dx̂ - mean(dx̂) - x̂ mean(dx̂ x̂)) / std
     with dx̂ = g w. Eval: x̂ = (x - running_mean) / sqrt(running_var + eps), a constant
     affine map, so dx = g w / sqrt(running_var + eps). Both: dw = sum g x̂, db = sum g."""
 
@@ -232,9 +232,10 @@ class BatchNorm(Op):
 
     def forward(self, x, weight, bias, running_mean, running_var, training, momentum, eps):
         check_float("batch_norm", x)
-        if x.ndim not in (2, 3):
+        if x.ndim < 2:
             raise ValueError(
-                f"batch_norm: expected a 2-d (N, C) or 3-d (N, C, L) input, got shape {x.shape}"
+                f"batch_norm: expected an input of shape (N, C) or (N, C, ...) with the "
+                f"channels on dim 1, got shape {x.shape}"
             )
         channels = x.shape[1]
         check_affine("batch_norm", "weight", weight, (channels,), x)
@@ -319,7 +320,7 @@ class BatchNorm(Op):
     def backward_composed(self, grad_output):
         x, weight, _, inverse_std, running_mean = self.saved_tensors
         bias = self.inputs[2]
-        axes = (0,) if x.ndim == 2 else (0, 2)
+        axes = (0, *range(2, x.ndim))  # every dim but the channels'
         channel_shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
         g = upcast(grad_output)
         x = upcast(x)
