@@ -37,6 +37,7 @@ from tinygrad_ops.scheduler.scan_scheduler import ScanScheduler
         ("layer", lambda params: optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True)),
         ("batch", lambda params: optim.SGD(params, lr=0.05, momentum=0.5, weight_decay=1e-3)),
         (None, lambda params: optim.AdamW(params, lr=0.01)),
+        ("layer", lambda params: optim.Adam(params, lr=0.01, amsgrad=True)),
     ],
 )
 def test_mlp_training_matches_eager_over_100_steps(norm, make_optimizer):

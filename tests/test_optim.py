@@ -443,3 +443,24 @@ def test_clip_grad_value_and_the_nonfinite_error_match_torch():
     with pytest.raises(RuntimeError, match="not finite"):
         tg.nn.utils.clip_grad_norm_(w, 1.0, error_if_nonfinite=True)
     assert tg.nn.utils.clip_grad_norm_([], 1.0).item() == 0.0
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_amsgrad_matches_torch_where_the_second_moment_falls(name):
+    """Large gradients, then small ones: v falls, and AMSGrad divides by its maximum."""
+    start = np.array([1.0, -2.0, 0.5])
+    ours = tg.Tensor(start.copy(), requires_grad=True)
+    plain = tg.Tensor(start.copy(), requires_grad=True)
+    theirs = torch.tensor(start.copy(), requires_grad=True)
+    optimizers = [
+        getattr(optim, name)([ours], lr=0.1, amsgrad=True),
+        getattr(optim, name)([plain], lr=0.1),
+        getattr(torch.optim, name)([theirs], lr=0.1, amsgrad=True),
+    ]
+    for scale in [10.0, 10.0, 0.1, 0.1, 0.1]:
+        for optimizer, parameter in zip(optimizers, (ours, plain, theirs), strict=True):
+            optimizer.zero_grad()
+            (parameter * parameter * scale).sum().backward()
+            optimizer.step()
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-12)
+    assert np.abs(ours.numpy() - plain.numpy()).max() > 1e-4  # the option changes the steps

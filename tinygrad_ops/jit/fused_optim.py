@@ -146,7 +146,7 @@ class FusedAdamStep(FusedUpdateStep):
     """Adam's or AdamW's step, one `adam_update` call per parameter with a gradient."""
 
     __slots__ = ()
-    keys = ("lr", "betas", "eps", "weight_decay")
+    keys = ("lr", "betas", "eps", "weight_decay", "amsgrad")
     update_function = staticmethod(adam_update)
 
 

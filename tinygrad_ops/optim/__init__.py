@@ -204,7 +204,7 @@ def sgd_update(optimizer, parameter, grad, lr, momentum, dampening, weight_decay
     Optimizer._subtract(parameter, lr * grad)
 
 
-def adam_update(optimizer, parameter, grad, lr, betas, eps, weight_decay):
+def adam_update(optimizer, parameter, grad, lr, betas, eps, weight_decay, amsgrad=False):
     """Adam's (and AdamW's) step for one parameter (see `Adam`), with the moments and the
     update computed in place. `Adam.step` calls it, and so does a compiled step's replay
     (jit/fused_optim.py): one update, bit for bit. (asarray: on a 0-d parameter numpy's
@@ -231,6 +231,11 @@ def adam_update(optimizer, parameter, grad, lr, betas, eps, weight_decay):
     np.multiply(scaled, grad, out=scaled)
     np.multiply(exp_avg_sq, beta2, out=exp_avg_sq)
     np.add(exp_avg_sq, scaled, out=exp_avg_sq)
+    if amsgrad:  # v_max = max(v_max, v) stands for v below (Reddi et al. 2018)
+        if "max_exp_avg_sq" not in state:
+            state["max_exp_avg_sq"] = np.zeros_like(value)
+        np.maximum(state["max_exp_avg_sq"], exp_avg_sq, out=state["max_exp_avg_sq"])
+        exp_avg_sq = state["max_exp_avg_sq"]
     step_size = lr / (1 - beta1**step)
     update = np.asarray(np.sqrt(exp_avg_sq))  # sqrt(v) / sqrt(1 - beta2^t) + eps
     np.divide(update, math.sqrt(1 - beta2**step), out=update)
@@ -295,6 +300,8 @@ class Adam(Optimizer):
         m = beta1 m + (1 - beta1) g;   v = beta2 v + (1 - beta2) g²
         p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
+    `amsgrad=True` divides by the largest v so far instead (Reddi et al. 2018), as PyTorch.
+
     >>> import tinygrad_ops as tg
     >>> p = tg.nn.Parameter(tg.Tensor([1.0]))
     >>> optimizer = tg.optim.Adam([p], lr=0.1)
@@ -306,20 +313,28 @@ class Adam(Optimizer):
 
     decoupled_weight_decay = False
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+    def __init__(
+        self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False
+    ):
         _check_non_negative("lr", lr)
         _check_non_negative("eps", eps)
         _check_non_negative("weight_decay", weight_decay)
         for beta in betas:
             if not 0.0 <= beta < 1.0:
                 raise ValueError(f"invalid beta {beta}: each beta must be in [0, 1)")
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
+        defaults = {
+            "lr": lr,
+            "betas": tuple(betas),
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": bool(amsgrad),
+        }
         super().__init__(params, defaults)
 
     @replayed_whole
     def step(self):
         for group in self.param_groups:
-            options = (group["lr"], group["betas"], group["eps"], group["weight_decay"])
+            options = [group[key] for key in ("lr", "betas", "eps", "weight_decay", "amsgrad")]
             for parameter, grad in self._parameters_with_grads(group):
                 adam_update(self, parameter, grad, *options)
 
@@ -340,8 +355,12 @@ class AdamW(Adam):
 
     decoupled_weight_decay = True
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    def __init__(
+        self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False
+    ):
+        super().__init__(
+            params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad
+        )
 
 
 class RMSprop(Optimizer):
