@@ -105,15 +105,22 @@ def first_look(
         plan.segments.append(inner)
         plan.nested[id(inner)] = []  # its readers: independent tensors, newer than its top
     if nested:
-        inside = set()  # the nested chains' tensors but their ends: never sent a gradient
-        for inner, inner_independent in chains_among(graph, independent, min_steps):
-            plan.segments.append(inner)
-            plan.nested[id(inner)] = inner_independent
-            inside.update(id(tensor) for column in inner.columns for tensor in column)
-            inside.discard(id(inner.anchors[-1]))
-        if inside:
-            plan.independent = list(_not_among(independent, inside))
+        _add_chains_among(plan, graph, min_steps)
     return plan
+
+
+def _add_chains_among(plan, graph, min_steps):
+    """Add to `plan` the chains found among its independent tensors (`chains_among`), and
+    take their tensors out of the independent ones."""
+    independent = plan.independent
+    inside = set()  # the nested chains' tensors but their ends: never sent a gradient
+    for inner, inner_independent in chains_among(graph, independent, min_steps):
+        plan.segments.append(inner)
+        plan.nested[id(inner)] = inner_independent
+        inside.update(id(tensor) for column in inner.columns for tensor in column)
+        inside.discard(id(inner.anchors[-1]))
+    if inside:
+        plan.independent = list(_not_among(independent, inside))
 
 
 def _not_among(tensors, ids):
