@@ -3,7 +3,8 @@ run it, read the tables).
 
 For every formulation of tests/rnn_formulations.py (the benchmark's form, operands
 swapped, bias placed elsewhere, residual, nn.RNNCell's two linears, a loss at every step,
-stacked layers, layer norm, dropout, two RNNs, a diagonal chain), batch 4, float64, over
+stacked layers, layer norm, dropout, two RNNs, a diagonal chain, an LSTM with two states
+and one carrying its joint state [h | c]), batch 4, float64, over
 hidden sizes and chain lengths: the backward time of every scheduler (CPU time,
 `time.process_time`, the minimum of rounds that interleave the schedulers; building the
 graph is not timed), and per case whether a chain was found, the best scan's speedup over
