@@ -189,3 +189,21 @@ def test_the_first_look_refuses_a_two_state_lstm_at_its_top_steps(monkeypatch):
     output, _ = ours(tg.Tensor(np.ones((40, BATCH, 3), dtype=np.float32)))
     assert tg.backward_plan(output.sum(), scheduler="blelloch").segments == []
     assert longest[0] <= 3
+
+
+def test_the_first_look_stops_after_a_few_phases_that_read_the_chain(monkeypatch):
+    """An LSTM's phases mostly read the chain (12-14 of its 34, each a template and a
+    look at two steps): the look stops after READ_REFUSALS of them."""
+    refused = []
+    original = first_look.reads_the_chain
+
+    def counted(template, anchors):
+        found = original(template, anchors)
+        refused.extend([True] if found else [])
+        return found
+
+    monkeypatch.setattr(first_look, "reads_the_chain", counted)
+    ours = nn.LSTM(3, HIDDEN)
+    output, _ = ours(tg.Tensor(np.ones((40, BATCH, 3), dtype=np.float32)))
+    assert tg.backward_plan(output.sum(), scheduler="blelloch").segments == []
+    assert len(refused) == first_look.READ_REFUSALS

@@ -256,7 +256,7 @@ READS_THE_CHAIN = "reads the chain"  # `_checked_steps`: a top step's input made
 READ_REFUSALS = 4
 """After this many phases refused so (`readers.reads_the_chain`), the first look stops:
 the chains found in the tests met at most 2 before theirs; an LSTM's two states meet one
-at nearly every phase (14 of its 34), each costing a template and a look at two steps."""
+at most phases (12-14 of its 34), each costing a template and a look at two steps."""
 
 
 def _checked_steps(template, step, capture, worth_checking, min_steps, inside=None, known=None):
