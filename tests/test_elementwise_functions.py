@@ -69,6 +69,7 @@ UNARY = {
 BROADCASTS = [((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2,)), ((1,), ()), ((0, 3), (3,))]
 BINARY = {
     "minimum": (tg.Tensor.minimum, torch.minimum, None, None),
+    "atan2": (tg.Tensor.atan2, torch.atan2, None, None),
     "logaddexp": (tg.Tensor.logaddexp, torch.logaddexp, None, None),
     "copysign": (tg.Tensor.copysign, torch.copysign, None, None),
     "xlogy": (Xlogy.apply, torch.xlogy, 0.1, 3.0),
@@ -312,3 +313,22 @@ def test_flat_activations_give_zero_gradients_for_nan_and_inf_upstream(name):
         ours(x).backward(tg.Tensor(upstream))
     theirs(torch_x).backward(torch.tensor(upstream))
     np.testing.assert_allclose(x.grad.numpy(), torch_x.grad.numpy(), rtol=1e-7)
+
+
+def test_atan2_at_the_origin_and_on_the_axes_matches_torch():
+    """The gradient at (0, 0) is 0 (1 / (a² + b²) is inf there), as PyTorch's."""
+    a_values, b_values = (
+        np.array([0.0, 1.0, -1.0, 0.0, -0.0]),
+        np.array([0.0, 0.0, -2.0, -1.0, -1.0]),
+    )
+    a, b = tg.Tensor(a_values, requires_grad=True), tg.Tensor(b_values, requires_grad=True)
+    torch_a, torch_b = (
+        torch.tensor(a_values, requires_grad=True),
+        torch.tensor(b_values, requires_grad=True),
+    )
+    out, expected = tg.atan2(a, b), torch.atan2(torch_a, torch_b)
+    np.testing.assert_array_equal(out.numpy(), expected.detach().numpy())
+    out.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), torch_a.grad.numpy())
+    np.testing.assert_array_equal(b.grad.numpy(), torch_b.grad.numpy())

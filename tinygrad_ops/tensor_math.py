@@ -19,6 +19,7 @@ from .ops import (
     Asin,
     Asinh,
     Atan,
+    Atan2,
     Atanh,
     Ceil,
     Clip,
@@ -222,6 +223,12 @@ class MathMethods:
 
     def logaddexp(self, other):
         return LogAddExp.apply(self, other)
+
+    def atan2(self, other):
+        """The angle of the point (other, self) in (-pi, pi], as torch.atan2."""
+        return Atan2.apply(self, other)
+
+    arctan2 = atan2
 
     # -- rounding and signs (zero gradient) ----------------------------------------------------
 

@@ -22,6 +22,8 @@ EXAMPLES = {
     "any": ("tg.any(x > 3).item()", "True"),
     "argmax": ("tg.argmax(x, dim=1).tolist()", "[0, 1]"),
     "argmin": ("tg.argmin(x, dim=1).tolist()", "[1, 0]"),
+    "atan2": ("tg.atan2(x, x.abs()).tolist()[0]", "[0.7853981256484985, -0.7853981256484985]"),
+    "arctan2": ("tg.arctan2(x * 0 + 1, x * 0 - 1).tolist()[0][0]", "2.356194496154785"),
     "asinh": ("tg.asinh(x.abs() * 0).tolist()", "[[0.0, 0.0], [0.0, 0.0]]"),
     "atanh": ("tg.atanh(x.abs() * 0).tolist()", "[[0.0, 0.0], [0.0, 0.0]]"),
     "ceil": ("tg.ceil(x / 2).tolist()", "[[1.0, -1.0], [2.0, 2.0]]"),

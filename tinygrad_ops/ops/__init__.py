@@ -13,7 +13,7 @@ nodes); `register` adds a user's op class.
 """
 
 from .activations import Dropout, Erf, Gelu, LeakyRelu, LogSoftmax, Softmax
-from .binary import CopySign, Fmod, LogAddExp, Remainder, RoundedDivide, Xlogy
+from .binary import Atan2, CopySign, Fmod, LogAddExp, Remainder, RoundedDivide, Xlogy
 from .conv import Conv2d
 from .cumulative import Cumprod, Cumsum, LogCumSumExp
 from .einsum import Einsum
@@ -99,7 +99,7 @@ PRIMITIVES = (
     # functions of one tensor (ops/unary.py), of two (ops/binary.py)
     Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log2, Log10, Exp2,
     Log1p, Expm1, Sign, Floor, Ceil, Round, Trunc,
-    LogAddExp, CopySign, Fmod, Remainder, RoundedDivide, Xlogy,
+    LogAddExp, Atan2, CopySign, Fmod, Remainder, RoundedDivide, Xlogy,
     # reductions, cumulative reductions
     Sum, Max, Min, VectorNorm, Cumsum, Cumprod, LogCumSumExp,
     # shape

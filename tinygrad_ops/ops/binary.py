@@ -1,4 +1,4 @@
-"""Elementwise functions of two tensors beyond arithmetic: logaddexp, copysign, fmod,
+"""Elementwise functions of two tensors beyond arithmetic: logaddexp, atan2, copysign, fmod,
 remainder (%) and division with rounding (//). Each docstring gives the forward and backward
 rule; operands broadcast, and the engine sums gradients back to each input's shape.
 
@@ -47,6 +47,27 @@ class LogAddExp(Op):
         a, b = self.saved_tensors
         with np.errstate(over="ignore"):  # exp(b - a) = inf: a gradient of 0, as PyTorch
             return grad_output / (dual.exp(b - a) + 1.0), grad_output / (dual.exp(a - b) + 1.0)
+
+
+class Atan2(Op):
+    """out = atan2(a, b), the angle of the point (b, a);  da = g b / (a² + b²),
+    db = -g a / (a² + b²)  (0 at the origin, as PyTorch)"""
+
+    __slots__ = ()
+    promotion = staticmethod(promote_float)
+    jacobian_kind = diagonal_kind
+    jacobian = diagonal_from_vjp
+
+    def forward(self, a, b):
+        self.save_for_backward(a, b)
+        return _apply("atan2", np.arctan2, a, b)
+
+    def backward(self, grad_output):
+        a, b = self.saved_tensors
+        squared = a * a + b * b
+        with np.errstate(divide="ignore"):
+            reciprocal = dual.where(dual.raw(squared) == 0, 0.0, 1.0 / squared)
+        return grad_output * b * reciprocal, -grad_output * a * reciprocal
 
 
 class CopySign(Op):
