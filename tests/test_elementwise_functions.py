@@ -288,6 +288,8 @@ FLAT_ACTIVATIONS = {
     "hardswish": (F.hardswish, TF.hardswish),
     "relu6": (F.relu6, TF.relu6),
     "leaky_relu": (F.leaky_relu, TF.leaky_relu),
+    "hardtanh": (F.hardtanh, TF.hardtanh),
+    "hardtanh-2-3": (lambda x: F.hardtanh(x, -2.0, 3.0), lambda x: TF.hardtanh(x, -2.0, 3.0)),
     "clip": (lambda x: x.clip(-1.0, 1.0), lambda x: x.clamp(-1.0, 1.0)),
     "maximum": (
         lambda x: x.maximum(tg.Tensor(np.full(7, 0.5))),
@@ -332,3 +334,21 @@ def test_atan2_at_the_origin_and_on_the_axes_matches_torch():
     expected.sum().backward()
     np.testing.assert_array_equal(a.grad.numpy(), torch_a.grad.numpy())
     np.testing.assert_array_equal(b.grad.numpy(), torch_b.grad.numpy())
+
+
+@pytest.mark.parametrize(("low", "high"), [(-1.0, 1.0), (-2.0, 0.5), (0.0, 6.0)])
+def test_hardtanh_matches_torch_at_its_bounds_and_between(low, high):
+    """0 gradient at the bounds themselves (clip's is 1 there), g at NaN, as PyTorch's."""
+    values = np.array([low - 1.0, low, (low + high) / 2, high, high + 2.0, np.nan])
+    x, torch_x = (
+        tg.Tensor(values.copy(), requires_grad=True),
+        torch.tensor(values.copy(), requires_grad=True),
+    )
+    out, expected = tg.nn.Hardtanh(low, high)(x), torch.nn.Hardtanh(low, high)(torch_x)
+    np.testing.assert_array_equal(out.numpy(), expected.detach().numpy())
+    upstream = np.arange(1.0, 7.0)
+    out.backward(tg.Tensor(upstream))
+    expected.backward(torch.tensor(upstream))
+    np.testing.assert_array_equal(x.grad.numpy(), torch_x.grad.numpy())
+    with pytest.raises(ValueError, match=r"min_val 2\.0 is greater than max_val 1\.0"):
+        F.hardtanh(x, 2.0, 1.0)

@@ -464,6 +464,7 @@ from .ops.pointwise import (  # noqa: E402 (a section of its own, kept apart)
     elu,
     hardsigmoid,
     hardswish,
+    hardtanh,
     logsigmoid,
     mish,
     relu6,
@@ -475,6 +476,6 @@ from .ops.pointwise import (  # noqa: E402 (a section of its own, kept apart)
 )
 
 __all__ += [
-    "celu", "elu", "hardsigmoid", "hardswish", "logsigmoid", "mish", "relu6", "selu", "silu",
-    "softplus", "softsign", "swish",
+    "celu", "elu", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "relu6",
+    "selu", "silu", "softplus", "softsign", "swish",
 ]  # fmt: skip

@@ -255,6 +255,20 @@ class ReLU6(_Elementwise):
     function = staticmethod(F.relu6)
 
 
+class Hardtanh(_Elementwise):
+    """min(max(x, min_val), max_val) elementwise, as torch.nn.Hardtanh.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.Hardtanh(-2.0, 2.0)(tg.Tensor([-3.0, 1.0, 5.0])).numpy()
+    array([-2.,  1.,  2.], dtype=float32)
+    """
+
+    function = staticmethod(F.hardtanh)
+
+    def __init__(self, min_val=-1.0, max_val=1.0):
+        super().__init__(min_val=min_val, max_val=max_val)
+
+
 class LeakyReLU(_Elementwise):
     """x where x > 0, negative_slope * x elsewhere.
 

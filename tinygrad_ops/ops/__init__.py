@@ -43,6 +43,7 @@ from .pointwise import (
     GeluTanh,
     Hardsigmoid,
     Hardswish,
+    Hardtanh,
     LogSigmoid,
     Mish,
     Relu6,
@@ -108,7 +109,8 @@ PRIMITIVES = (
     MatMul, Linear,
     # activations, norms, losses (fused, hand-derived backward)
     Erf, Gelu, LeakyRelu, Softmax, LogSoftmax, Dropout, LayerNorm, RMSNorm, BatchNorm,
-    Softplus, Silu, Mish, Elu, Hardsigmoid, Hardswish, LogSigmoid, Softsign, Relu6, GeluTanh,
+    Softplus, Silu, Mish, Elu, Hardsigmoid, Hardswish, LogSigmoid, Softsign, Relu6, Hardtanh,
+    GeluTanh,
     CrossEntropy, MSELoss, BinaryCrossEntropy,
     # windows, convolution, pooling
     Pad, SlidingWindows, AddWindows, Conv2d, MaxPool2d,

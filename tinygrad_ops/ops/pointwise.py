@@ -1,5 +1,6 @@
 """The elementwise activation functions: softplus, silu, mish, the ELU family (elu, selu,
-celu), hardsigmoid, hardswish, logsigmoid, softsign, relu6 and gelu's tanh approximation.
+celu), hardsigmoid, hardswish, logsigmoid, softsign, relu6, hardtanh and gelu's tanh
+approximation.
 
 Each is one primitive, out = f(x) and dx = g f'(x), with PyTorch's formulas (its CPU kernels)
 so that values and gradients agree at the kinks and at NaN. `formula` computes f on numpy
@@ -199,6 +200,23 @@ class Relu6(Activation):
         return (x <= 0.0) | (x >= 6.0)
 
 
+class Hardtanh(Activation):
+    """out = min(max(x, min_val), max_val);  dx = g strictly between the bounds, else 0
+    (PyTorch's hardtanh: 0 at the bounds themselves, where clamp's gradient is g)"""
+
+    __slots__ = ()
+    op_name = "hardtanh"
+
+    def formula(self, x, min_val, max_val):
+        return np.minimum(np.maximum(x, min_val), max_val)
+
+    def slope(self, x, out, min_val, max_val):
+        return 1.0  # (0 where flat: see Activation.backward)
+
+    def flat(self, x):  # (g at NaN, as PyTorch's kernel)
+        return (x <= self.options["min_val"]) | (x >= self.options["max_val"])
+
+
 _GELU_BETA = math.sqrt(2.0 / math.pi)
 _GELU_KAPPA = 0.044715
 
@@ -344,3 +362,16 @@ def relu6(x):
     array([0., 3., 6.], dtype=float32)
     """
     return Relu6.apply(x)
+
+
+def hardtanh(x, min_val=-1.0, max_val=1.0):
+    """min(max(x, min_val), max_val), as torch.nn.functional.hardtanh (its gradient is 0
+    at the bounds, where clip's is 1).
+
+    >>> import tinygrad_ops as tg
+    >>> hardtanh(tg.Tensor([-3.0, 0.5, 2.0])).numpy()
+    array([-1. ,  0.5,  1. ], dtype=float32)
+    """
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val {min_val} is greater than max_val {max_val}")
+    return Hardtanh.apply(x, min_val=float(min_val), max_val=float(max_val))
