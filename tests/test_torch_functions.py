@@ -43,6 +43,8 @@ CALLS = {
     "remainder": ((0.7,), {}),
     "narrow": ((1, 0, 2), {}),
     "swapaxes": ((0, 1), {}),
+    "lerp": ((), {}),
+    "nan_to_num": ((), {"nan": 1.5}),
 }
 # The functions defined on part of the line: their inputs are moved there.
 DOMAINS = {
@@ -69,6 +71,10 @@ def test_module_function_matches_torch(name):
         other = data.copy()
         other[0, 0] += 1e-9
         args_ours, args_theirs = (tg.Tensor(other),), (torch.tensor(other),)
+    elif name == "lerp":  # the end a copy, the weight a number
+        args_ours, args_theirs = (tg.Tensor(data * 2.0), 0.3), (torch.tensor(data * 2.0), 0.3)
+    elif name == "isclose":
+        args_ours, args_theirs = (tg.Tensor(data + 1e-9),), (torch.tensor(data + 1e-9),)
     elif name == "index_select":
         args_ours, args_theirs = (0, tg.tensor([1, 0, 1])), (0, torch.tensor([1, 0, 1]))
     else:
@@ -107,3 +113,22 @@ def test_pytorch_dtype_names_are_numpys_dtypes():
     assert tg.zeros((2,), dtype=tg.long).dtype == np.int64
     assert tg.Tensor([1.0]).dtype == tg.float32
     assert (tg.half, tg.double) == (np.float16, np.float64)
+
+
+def test_lerp_with_a_tensor_weight_and_nan_to_num_at_non_finite_values_match_torch():
+    start, end, weight = np.array([1.0, 2.0]), np.array([3.0, 5.0]), np.array([0.25, 0.75])
+    ours = [tg.Tensor(v.copy(), requires_grad=True) for v in (start, end, weight)]
+    theirs = [torch.tensor(v.copy(), requires_grad=True) for v in (start, end, weight)]
+    tg.lerp(*ours).sum().backward()
+    torch.lerp(*theirs).sum().backward()
+    for mine, reference in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(mine.grad.numpy(), reference.grad.numpy(), rtol=1e-12)
+    values = np.array([1.0, np.nan, np.inf, -np.inf])
+    x, torch_x = tg.Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    out, expected = tg.nan_to_num(x, posinf=5.0), torch.nan_to_num(torch_x, posinf=5.0)
+    np.testing.assert_array_equal(out.numpy(), expected.detach().numpy())
+    out.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), torch_x.grad.numpy())
+    both_nan = tg.isclose(tg.Tensor([np.nan, 1.0]), tg.Tensor([np.nan, 1.1]), equal_nan=True)
+    assert both_nan.tolist() == [True, False]

@@ -55,7 +55,7 @@ from .ops import (
 )
 from .ops.base import values_read
 from .ops.checks import reduction_arguments
-from .tensor_functions import constant, maximum
+from .tensor_functions import constant, maximum, where
 
 
 def check_bounds(op_name, low, high):
@@ -283,7 +283,27 @@ class MathMethods:
     def minimum(self, other):
         return Minimum.apply(self, other)
 
+    def lerp(self, end, weight):
+        """self + weight (end - self), as torch.lerp (weight a number or a tensor); its
+        gradients are 1 - weight, weight and end - self."""
+        return self + weight * (end - self)
+
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+        """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default 0 and the
+        dtype's largest and smallest numbers), as torch.nan_to_num; the gradient is g where
+        the value was finite, 0 where it was replaced (the replacement is a constant)."""
+        values_read(self, "nan_to_num")
+        replaced = np.nan_to_num(self.data, nan=nan, posinf=posinf, neginf=neginf)
+        return where(constant(np.isfinite(self.data)), self, constant(replaced))
+
     # -- tests (bool tensors, outside the tape) ------------------------------------------------
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """|x - other| <= atol + rtol |other| elementwise, as torch.isclose: a boolean tensor
+        outside the tape."""
+        values_read(self, "isclose")
+        other_values = other.data if isinstance(other, type(self)) else np.asarray(other)
+        return constant(np.isclose(self.data, other_values, rtol, atol, equal_nan))
 
     def isnan(self):
         """out = a is NaN: a boolean tensor outside the tape (no gradient)."""
