@@ -406,3 +406,19 @@ def test_cumsum_gradient_is_exact_for_large_and_infinite_upstream_gradients():
         x.cumsum(0).backward(tg.Tensor(np.array(upstream)))
         torch_x.cumsum(0).backward(torch.tensor(upstream, dtype=torch.float64))
         np.testing.assert_array_equal(x.grad.numpy(), torch_x.grad.numpy())
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[1.0, np.inf, 2.0, -1.0], [0.5, 0.25, -np.inf, 3.0], [1e300, 1e300, -1e300, 1.0]],
+    ids=["inf", "-inf", "overflow"],
+)
+def test_prod_gradient_at_infinite_and_overflowing_products_matches_torch(values):
+    """g prod / x, as PyTorch's prod: the products of the outputs that get no gradient
+    were 0 * inf = NaN in cumprod's rule, and every element's gradient came out NaN."""
+    x = tg.Tensor(np.array(values), requires_grad=True)
+    torch_x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    with np.errstate(over="ignore", invalid="ignore"):  # (the forward overflows, as torch's)
+        x.prod().backward()
+    torch_x.prod().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), torch_x.grad.numpy())
