@@ -336,3 +336,31 @@ def test_the_layers_print_as_torchs(options):
 def test_an_unknown_padding_mode_is_an_error():
     with pytest.raises(ValueError, match="padding_mode"):
         nn.Conv2d(1, 1, 3, padding_mode="mirror")
+
+
+@pytest.mark.parametrize(
+    ("shape", "output_size"),
+    [((2, 3, 5, 7), (2, 3)), ((2, 3, 4, 4), 1), ((3, 6, 5), (None, 2)), ((1, 2, 3, 3), (5, 4)),
+     ((2, 1, 8, 6), (4, 3))],
+    ids=["uneven", "global", "unbatched-none", "larger-than-input", "even"],
+)  # fmt: skip
+def test_adaptive_avg_pool2d_matches_torch(shape, output_size):
+    """PyTorch's bins (floor and ceil of i L / n, overlapping where they must), values and
+    gradients, through the functional and the layer."""
+    check_op(
+        lambda x: F.adaptive_avg_pool2d(x, output_size),
+        lambda x: torch_functional.adaptive_avg_pool2d(x, output_size),
+        shape,
+    )
+    check_op(
+        lambda x: tg.nn.AdaptiveAvgPool2d(output_size)(x),
+        lambda x: torch.nn.AdaptiveAvgPool2d(output_size)(x),
+        shape,
+    )
+
+
+def test_adaptive_avg_pool2d_names_bad_sizes():
+    with pytest.raises(ValueError, match="adaptive_avg_pool2d: output_size must be an int"):
+        F.adaptive_avg_pool2d(tg.ones(1, 1, 4, 4), 0)
+    with pytest.raises(ValueError, match=r"adaptive_avg_pool2d: the input must be \(N, C, H, W\)"):
+        F.adaptive_avg_pool2d(tg.ones(4, 4), 2)

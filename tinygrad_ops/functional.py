@@ -383,9 +383,18 @@ def dropout(x, p=0.5, training=True, generator=None, seed=None):
 # Convolution and pooling (tinygrad_ops/ops/conv.py and ops/pool.py; the "opsnew" section)
 
 from .ops.conv import conv1d, conv2d  # noqa: E402 (a section of its own, kept apart)
-from .ops.pool import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d  # noqa: E402
+from .ops.pool import (  # noqa: E402
+    adaptive_avg_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
 
-__all__ += ["avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "max_pool1d", "max_pool2d"]
+__all__ += [
+    "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "max_pool1d",
+    "max_pool2d",
+]  # fmt: skip
 
 # Indexing and padding (tinygrad_ops/ops/indexing.py, ops/movement.py; the "opsnew" section)
 

@@ -36,7 +36,7 @@ from .activation import (
 )
 from .cnn import SmallCNN, Unflatten
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
+from .conv import AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
 from .embedding import Embedding
 from .gated import GRU, LSTM, GRUCell, LSTMCell
 from .init import get_rng_state, manual_seed, set_rng_state
@@ -66,6 +66,7 @@ __all__ = [
     "MLP",
     "RNN",
     "SELU",
+    "AdaptiveAvgPool2d",
     "AvgPool1d",
     "AvgPool2d",
     "BCELoss",

@@ -230,4 +230,26 @@ class AvgPool1d(AvgPool2d):
         )
 
 
-__all__ = ["AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d"]
+class AdaptiveAvgPool2d(Module):
+    """adaptive_avg_pool2d as a layer: the mean over output_size bins of each plane, as
+    torch.nn.AdaptiveAvgPool2d; `AdaptiveAvgPool2d(1)` is global average pooling.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.AdaptiveAvgPool2d((1, 1))(tg.ones(2, 3, 7, 5)).shape
+    (2, 3, 1, 1)
+    """
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x):
+        return F.adaptive_avg_pool2d(x, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+__all__ = [
+    "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
+]  # fmt: skip

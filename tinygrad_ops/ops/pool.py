@@ -15,6 +15,7 @@ counted in no average.
 import numpy as np
 
 from .base import Op, is_tensor, new_tensor
+from .shape import Stack
 from .windows import (
     Pad,
     SlidingWindows,
@@ -179,6 +180,53 @@ def avg_pool2d(
         out = totals / counts.astype(totals.dtype)
     out = out.astype(x.dtype) if out.dtype != x.dtype else out
     return out.reshape(out.shape[1:]) if unbatched else out
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """The mean over each of output_size[0] x output_size[1] bins that cover the plane, as
+    PyTorch's: bin i of n over a length L spans [floor(i L / n), ceil((i + 1) L / n)) (so
+    bins may overlap by one); None keeps that dim's length. `(1, 1)` is global pooling.
+
+    >>> import tinygrad_ops as tg
+    >>> adaptive_avg_pool2d(tg.Tensor(np.arange(16.0).reshape(1, 1, 4, 4)), 1).numpy()
+    array([[[[7.5]]]])
+    """
+    x, unbatched = with_batch(_float_tensor(input, "adaptive_avg_pool2d"), 2, "adaptive_avg_pool2d")
+    height, width = x.shape[2:]
+    out_height, out_width = _output_size(output_size, (height, width))
+    if height % out_height == 0 and width % out_width == 0:  # equal bins: one pooling
+        kernel = (height // out_height, width // out_width)
+        out = avg_pool2d(x, kernel)
+    else:
+        rows = []
+        for i in range(out_height):
+            top, bottom = (i * height) // out_height, -((-(i + 1) * height) // out_height)
+            row = [
+                x[
+                    :, :, top:bottom, (j * width) // out_width : -((-(j + 1) * width) // out_width)
+                ].mean(axis=(2, 3))
+                for j in range(out_width)
+            ]
+            rows.append(Stack.apply(*row, axis=2))
+        out = Stack.apply(*rows, axis=2)
+    return out.reshape(out.shape[1:]) if unbatched else out
+
+
+def _output_size(output_size, lengths):
+    """adaptive_avg_pool2d's (height, width): an int for both, or a pair of ints or None
+    (None keeps the input's length), each at least 1."""
+    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * 2
+    valid = len(sizes) == 2 and all(
+        size is None
+        or (isinstance(size, (int, np.integer)) and not isinstance(size, bool) and size >= 1)
+        for size in sizes
+    )
+    if not valid:
+        raise ValueError(
+            f"adaptive_avg_pool2d: output_size must be an int or a pair of ints (or None) of "
+            f"at least 1, got {output_size!r}"
+        )
+    return tuple(length if size is None else int(size) for size, length in zip(sizes, lengths))
 
 
 def window_counts(spatial, widths, kernel, stride, count_include_pad):
