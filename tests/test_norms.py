@@ -202,3 +202,34 @@ def test_batch_norm_of_images_second_derivatives_match_torch():
     (grad_t * grad_t).sum().backward()
     np.testing.assert_allclose(grad.numpy(), grad_t.detach().numpy(), atol=1e-9)
     np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), atol=1e-8)
+
+
+@pytest.mark.parametrize(
+    ("shape", "groups", "affine"),
+    [((2, 4, 3), 2, True), ((2, 6, 2, 3), 3, True), ((3, 4), 4, False), ((2, 4, 5), 1, True)],
+)
+def test_group_norm_matches_torch(shape, groups, affine):
+    channels = shape[1]
+    if affine:
+        check_op(
+            lambda x, w, b: F.group_norm(x, groups, w, b, eps=1e-3),
+            lambda x, w, b: TF.group_norm(x, groups, w, b, eps=1e-3),
+            shape,
+            (channels,),
+            (channels,),
+        )
+    else:
+        check_op(lambda x: F.group_norm(x, groups), lambda x: TF.group_norm(x, groups), shape)
+
+
+def test_group_norm_layer_matches_torch_and_names_bad_groups():
+    ours, theirs = tg.nn.GroupNorm(2, 4, dtype=np.float64), torch.nn.GroupNorm(2, 4).double()
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    x = np.random.default_rng(0).standard_normal((3, 4, 2, 2))
+    np.testing.assert_allclose(
+        ours(tg.Tensor(x)).numpy(), theirs(torch.tensor(x)).detach().numpy(), atol=1e-12
+    )
+    with pytest.raises(ValueError, match="num_groups 3 must divide num_channels 4"):
+        tg.nn.GroupNorm(3, 4)
+    with pytest.raises(ValueError, match="divides the 4 channels"):
+        F.group_norm(tg.ones(2, 4), 3)

@@ -31,6 +31,7 @@ from .ops.composed_losses import check_reduction, cross_entropy_general, warn_if
 from .ops.dual import compute_dtype
 from .ops.indexing import as_index
 from .ops.losses import check_class_dim
+from .ops.norms import group_norm  # (composed of LayerNorm: see ops/norms.py)
 from .ops.pointwise import GeluTanh
 from .tensor import Tensor
 from .tensor_functions import where
@@ -40,6 +41,7 @@ __all__ = [
     "cross_entropy",
     "dropout",
     "gelu",
+    "group_norm",
     "layer_norm",
     "leaky_relu",
     "linear",

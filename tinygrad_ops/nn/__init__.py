@@ -54,7 +54,7 @@ from .loss import (
 )
 from .mlp import MLP
 from .module import Module, Parameter, RemovableHandle
-from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm, RMSNorm
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
 from .rnn import RNN, RNNCell
 
 __all__ = [
@@ -80,6 +80,7 @@ __all__ = [
     "Embedding",
     "Flatten",
     "GRUCell",
+    "GroupNorm",
     "Hardsigmoid",
     "Hardswish",
     "Hardtanh",

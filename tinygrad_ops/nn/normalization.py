@@ -173,3 +173,44 @@ class BatchNorm2d(BatchNorm1d):
 
     def expected_shapes(self):
         return f"(N, {self.num_features}, H, W)"
+
+
+class GroupNorm(Module):
+    """Normalise groups of channels of each sample (Wu & He 2018), then scale and shift
+    per channel (`weight` ones, `bias` zeros), as torch.nn.GroupNorm: input (N, C, ...).
+
+    >>> import tinygrad_ops as tg
+    >>> layer = tg.nn.GroupNorm(2, 4)
+    >>> layer(tg.randn(3, 4, 5, seed=0)).shape, [name for name in layer.state_dict()]
+    ((3, 4, 5), ['weight', 'bias'])
+    """
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, dtype=DEFAULT_DTYPE):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(
+                f"GroupNorm: num_groups {num_groups} must divide num_channels {num_channels}"
+            )
+        self.num_groups, self.num_channels, self.eps, self.affine = (
+            num_groups,
+            num_channels,
+            eps,
+            affine,
+        )
+        if affine:
+            self.weight = Parameter(np.ones(num_channels, dtype=dtype))
+            self.bias = Parameter(np.zeros(num_channels, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        if x.ndim < 2 or x.shape[1] != self.num_channels:
+            raise ValueError(
+                f"GroupNorm({self.num_groups}, {self.num_channels}): expected an input of "
+                f"shape (N, {self.num_channels}, ...), got {x.shape}"
+            )
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"

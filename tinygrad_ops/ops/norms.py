@@ -7,7 +7,7 @@ One node each, forward and backward formulas in the docstring, derived step by s
 
 import numpy as np
 
-from .base import Op
+from .base import Op, is_tensor
 from .checks import check_affine, check_float, check_normalized_shape
 from .dual import like_inputs, upcast
 from .jacobian import Dense
@@ -338,3 +338,41 @@ class BatchNorm(Op):
         grad_weight = (g * xhat).sum(axis=axes) if weight is not None else None
         grad_bias = g.sum(axis=axes) if bias is not None else None
         return grad_x, grad_weight, grad_bias
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise each of `num_groups` groups of channels (dim 1) of each sample over its
+    channels and every later dim, then scale and shift per channel: Wu & He 2018, as
+    torch.nn.functional.group_norm. A layer norm of the (N, groups, rest) view, so its
+    gradients are LayerNorm's.
+
+    >>> import tinygrad_ops as tg
+    >>> out = group_norm(tg.randn(2, 4, 3, seed=0), 2)
+    >>> bool(abs(out.numpy().reshape(2, 2, 6).mean(axis=2)).max() < 1e-6)
+    True
+    """
+    if not is_tensor(input):
+        raise TypeError(f"group_norm: input must be a Tensor, got {type(input).__name__}")
+    if input.ndim < 2:
+        raise ValueError(f"group_norm: expected an input of shape (N, C, ...), got {input.shape}")
+    channels = input.shape[1]
+    if not isinstance(num_groups, int) or num_groups < 1 or channels % num_groups:
+        raise ValueError(
+            f"group_norm: num_groups must be a positive int that divides the {channels} "
+            f"channels, got {num_groups!r}"
+        )
+    for name, value in (("weight", weight), ("bias", bias)):
+        if value is not None and tuple(value.shape) != (channels,):
+            raise ValueError(
+                f"group_norm: {name} has shape {tuple(value.shape)}, expected ({channels},)"
+            )
+    grouped = input.reshape(input.shape[0], num_groups, -1)
+    out = LayerNorm.apply(
+        grouped, None, None, normalized_shape=(grouped.shape[-1],), eps=float(eps)
+    ).reshape(input.shape)
+    per_channel = (channels,) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(per_channel)
+    if bias is not None:
+        out = out + bias.reshape(per_channel)
+    return out
