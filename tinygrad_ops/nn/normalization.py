@@ -15,6 +15,17 @@ def _as_shape(normalized_shape):
     return tuple(normalized_shape)
 
 
+def _per_channel_affine(module, channels, affine, dtype):
+    """BatchNorm's and GroupNorm's `weight` (ones) and `bias` (zeros) per channel, as
+    Parameters when `affine`, else registered as None (as PyTorch's state dicts)."""
+    if affine:
+        module.weight = Parameter(np.ones(channels, dtype=dtype))
+        module.bias = Parameter(np.zeros(channels, dtype=dtype))
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
 class _TrailingNorm(Module):
     """What LayerNorm and RMSNorm share: the trailing shape they normalise over, eps, and a
     weight of ones (a Parameter when elementwise_affine, else None)."""
@@ -105,12 +116,7 @@ class BatchNorm1d(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(np.ones(num_features, dtype=dtype))
-            self.bias = Parameter(np.zeros(num_features, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _per_channel_affine(self, num_features, affine, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", Tensor(np.zeros(num_features, dtype=dtype)))
             self.register_buffer("running_var", Tensor(np.ones(num_features, dtype=dtype)))
@@ -197,12 +203,7 @@ class GroupNorm(Module):
             eps,
             affine,
         )
-        if affine:
-            self.weight = Parameter(np.ones(num_channels, dtype=dtype))
-            self.bias = Parameter(np.zeros(num_channels, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _per_channel_affine(self, num_channels, affine, dtype)
 
     def forward(self, x):
         if x.ndim < 2 or x.shape[1] != self.num_channels:
