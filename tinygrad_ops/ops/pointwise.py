@@ -184,22 +184,6 @@ class Softsign(Activation):
         return reciprocal * (reciprocal + (x - x))
 
 
-class Relu6(Activation):
-    """out = min(max(x, 0), 6);  dx = g except where x <= 0 or x >= 6 (g at NaN, as PyTorch)"""
-
-    __slots__ = ()
-    op_name = "relu6"
-
-    def formula(self, x):
-        return np.minimum(np.maximum(x, 0.0), 6.0)
-
-    def slope(self, x, out):
-        return 1.0  # (0 where flat: see Activation.backward)
-
-    def flat(self, x):
-        return (x <= 0.0) | (x >= 6.0)
-
-
 class Hardtanh(Activation):
     """out = min(max(x, min_val), max_val);  dx = g strictly between the bounds, else 0
     (PyTorch's hardtanh: 0 at the bounds themselves, where clamp's gradient is g)"""
@@ -215,6 +199,17 @@ class Hardtanh(Activation):
 
     def flat(self, x):  # (g at NaN, as PyTorch's kernel)
         return (x <= self.options["min_val"]) | (x >= self.options["max_val"])
+
+
+class Relu6(Hardtanh):
+    """out = min(max(x, 0), 6): hardtanh between 0 and 6, as PyTorch's relu6;
+    dx = g except where x <= 0 or x >= 6 (g at NaN, as PyTorch)"""
+
+    __slots__ = ()
+    op_name = "relu6"
+
+    def forward(self, x):
+        return super().forward(x, min_val=0.0, max_val=6.0)
 
 
 _GELU_BETA = math.sqrt(2.0 / math.pi)
