@@ -199,17 +199,20 @@ def adaptive_avg_pool2d(input, output_size):
         out = avg_pool2d(x, kernel)
     else:
         rows = []
-        for i in range(out_height):
-            top, bottom = (i * height) // out_height, -((-(i + 1) * height) // out_height)
+        for top, bottom in _bins(out_height, height):
             row = [
-                x[
-                    :, :, top:bottom, (j * width) // out_width : -((-(j + 1) * width) // out_width)
-                ].mean(axis=(2, 3))
-                for j in range(out_width)
+                x[:, :, top:bottom, left:right].mean(axis=(2, 3))
+                for left, right in _bins(out_width, width)
             ]
             rows.append(Stack.apply(*row, axis=2))
         out = Stack.apply(*rows, axis=2)
     return out.reshape(out.shape[1:]) if unbatched else out
+
+
+def _bins(count, length):
+    """PyTorch's adaptive bins: bin i of `count` over `length` is [floor(i length / count),
+    ceil((i + 1) length / count))."""
+    return [(i * length // count, -(-(i + 1) * length // count)) for i in range(count)]
 
 
 def _output_size(output_size, lengths):
