@@ -15,7 +15,7 @@ import math
 # The shared generator lives with the tensor creators (tg.randn draws from it too); the
 # layers' initialisers below draw from it, and these names are re-exported here.
 from ..creation import default_generator, get_rng_state, manual_seed, set_rng_state  # noqa: F401
-from ..ops.base import bump_version
+from ..mode import no_grad
 
 
 def uniform(shape, bound, dtype, generator=None):
@@ -84,8 +84,8 @@ def _fans(tensor, op_name):
 
 def _write(tensor, values):
     """Overwrite `tensor`'s values in place, off the tape (torch.nn.init runs under no_grad)."""
-    tensor.data[...] = values
-    bump_version(tensor)
+    with no_grad():
+        tensor[...] = values
     return tensor
 
 
