@@ -16,7 +16,7 @@ from .autograd.inplace import apply_inplace
 from .mode import STATE
 from .ops import indexing, movement
 from .ops.base import bump_version, is_tensor
-from .ops.checks import normalize_axis
+from .ops.checks import ArgumentError, ShapeError, normalize_axis
 from .ops.shape import (
     BroadcastTo,
     GetItem,
@@ -79,7 +79,7 @@ class ShapeMethods:
         start = normalize_axis(start_dim, self.ndim, "flatten", "start_dim")
         end = normalize_axis(end_dim, self.ndim, "flatten", "end_dim")
         if start > end:
-            raise ValueError(
+            raise ArgumentError(
                 f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "
                 f"(for a {self.ndim}-d tensor)"
             )
@@ -126,7 +126,7 @@ class ShapeMethods:
         sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
         offset = len(sizes) - self.ndim
         if offset < 0:
-            raise ValueError(f"expand: {len(sizes)} sizes for a {self.ndim}-d tensor {self.shape}")
+            raise ShapeError(f"expand: {len(sizes)} sizes for a {self.ndim}-d tensor {self.shape}")
         shape = tuple(
             self.shape[index - offset] if size == -1 and index >= offset else size
             for index, size in enumerate(sizes)

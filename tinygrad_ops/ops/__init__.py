@@ -56,6 +56,7 @@ from .reduce import Max, Min, Sum, VectorNorm
 from .shape import (
     BroadcastTo,
     Concatenate,
+    Diagonal,
     GetItem,
     Reshape,
     ScatterAdd,
@@ -105,6 +106,7 @@ PRIMITIVES = (
     Sum, Max, Min, VectorNorm, Cumsum, Cumprod, LogCumSumExp,
     # shape
     Reshape, Transpose, BroadcastTo, GetItem, SetItem, ScatterAdd, Stack, Concatenate,
+    Diagonal,
     # linear algebra
     MatMul, Linear,
     # activations, norms, losses (fused, hand-derived backward)

@@ -11,6 +11,7 @@ import numpy as np
 from .base import values_read
 from .binary import Xlogy
 from .checks import check_float
+from .elementwise import Where
 from .losses import BinaryCrossEntropy
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -72,7 +73,9 @@ def nll_rows(log_probabilities, target, weight, ignore_index, op_name):
     sample_weight = kept.astype(rows.dtype)
     if weight is not None:
         sample_weight = sample_weight * weight[safe]  # weight: an array, a constant
-    return -picked * sample_weight, sample_weight
+    # ignored samples are selected out, not multiplied by 0: with every target ignored the
+    # mean's upstream gradient is inf, and PyTorch's gradient is 0 there, not NaN
+    return Where.apply(kept, -picked * sample_weight, 0.0), sample_weight
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
@@ -96,7 +99,10 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         return losses.reshape(target.shape)
     if reduction == "sum":
         return losses.sum()
-    return losses.sum() / sample_weight.sum()
+    total = sample_weight.sum()
+    if total == 0:  # every target ignored: the mean is NaN, its gradient 0, as PyTorch's
+        return losses.sum() * float("nan")
+    return losses.sum() / total
 
 
 def cross_entropy_general(logits, target, weight, ignore_index, reduction, label_smoothing):
@@ -122,13 +128,16 @@ def cross_entropy_general(logits, target, weight, ignore_index, reduction, label
         rows = class_rows(log_probabilities, "cross_entropy")
         if weight is not None:
             rows = rows * weight
-        smooth = -rows.sum(axis=1) * (sample_weight != 0).astype(rows.dtype)
+        smooth = Where.apply(sample_weight != 0, -rows.sum(axis=1), 0.0)  # (as nll_rows)
         losses = losses * (1.0 - label_smoothing) + smooth * (label_smoothing / classes)
     if reduction == "none":
         return losses.reshape(target.shape)
     if reduction == "sum":
         return losses.sum()
-    return losses.sum() / sample_weight.sum()
+    total = sample_weight.sum()
+    if total == 0:  # every target ignored: the mean is NaN, its gradient 0, as PyTorch's
+        return losses.sum() * float("nan")
+    return losses.sum() / total
 
 
 def broadcastable(*shapes):
