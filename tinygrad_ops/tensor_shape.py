@@ -86,6 +86,24 @@ class ShapeMethods:
         merged = math.prod(self.shape[start : end + 1])  # (not -1: a size 0 elsewhere)
         return self.reshape(self.shape[:start] + (merged,) + self.shape[end + 1 :])
 
+    def unflatten(self, dim, sizes):
+        """Dim `dim` split into dims of `sizes` (one of them may be -1), as PyTorch's: the
+        inverse of `flatten`.
+
+        >>> import tinygrad_ops as tg
+        >>> tg.zeros(2, 12).unflatten(1, (3, -1)).shape
+        (2, 3, 4)
+        """
+        axis = normalize_axis(dim, self.ndim, "unflatten", "dim")
+        sizes = tuple(sizes)
+        known = math.prod(size for size in sizes if size != -1)
+        inferred = sizes.count(-1) == 1 and known and self.shape[axis] % known == 0
+        if not sizes or (math.prod(sizes) != self.shape[axis] and not inferred):
+            raise ShapeError(
+                f"unflatten: sizes {sizes} do not multiply to dim {dim}'s size {self.shape[axis]}"
+            )
+        return self.reshape(self.shape[:axis] + sizes + self.shape[axis + 1 :])
+
     def transpose(self, *axes):
         """Swap two dims given as two ints (`x.transpose(0, 1)`, as PyTorch's: numpy's would
         read (0, 1) as the identity permutation), else permute the axes as numpy's transpose

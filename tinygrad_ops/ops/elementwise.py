@@ -275,8 +275,10 @@ class Abs(Op):
 
 
 class Relu(Op):
-    """out = max(a, 0);  da = g where out != 0, else 0 (0 at a == 0, g at NaN, and 0 at a
-    dead unit even for a NaN or inf g: as PyTorch)"""
+    """out = max(a, 0);  da = g * (out != 0)  (0 at a == 0, g at NaN: as PyTorch)
+
+    The product is a selection: a dead unit's gradient is 0 even where g is NaN or inf, as
+    PyTorch's (`keep_where`, not numpy's g * mask, which gives NaN there)."""
 
     __slots__ = ()
 
