@@ -20,6 +20,7 @@ from .autograd.backward import tensor_backward
 from .autograd.graph import HookHandle, accumulate_leaf
 from .mode import STATE
 from .ops.base import as_operand, bind_tensor, placeholder
+from .ops.checks import ShapeError
 from .ops.dtypes import FLOATS
 from .ops.elementwise import Add, Div, Mul, Neg, Pow, PowScalar, Sub
 from .ops.linalg import MatMul
@@ -434,7 +435,7 @@ class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, Inplac
         try:
             return Tensor._make(compare(self.data, other), False, None)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"comparison: shapes {self.shape} and {np.shape(other)} cannot be broadcast "
                 "together"
             ) from None

@@ -18,6 +18,7 @@ from .mode import STATE
 from .ops.base import is_tensor, values_read
 from .ops.checks import (
     AxisError,
+    ShapeError,
     check_float,
     ddof_argument,
     normalize_axis,
@@ -51,7 +52,7 @@ class ReduceMethods:
         5.0
         """
         if self.ndim != 2:
-            raise ValueError(f"trace: expects a matrix (2-d), got shape {self.shape}")
+            raise ShapeError(f"trace: expects a matrix (2-d), got shape {self.shape}")
         return self.diagonal().sum()
 
     def mean(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
@@ -177,7 +178,7 @@ class ReduceMethods:
         axis, keepdims = reduction_arguments(op_name, axis, False, dim, keepdim)
         axis = normalize_axis(axis, self.ndim, op_name)
         if self.ndim and self.shape[axis] == 0:
-            raise ValueError(f"{op_name}: cannot reduce over an empty dim (shape {self.shape})")
+            raise AxisError(f"{op_name}: cannot reduce over an empty dim (shape {self.shape})")
         values_read(self, f"{op_name}(dim=...): the indices")
         indices = arg_function(self.data, axis=axis, keepdims=True) if self.ndim else np.array(0)
         values = self.gather(axis, constant(indices)) if self.ndim else self * 1

@@ -10,7 +10,7 @@ import numpy as np
 
 from .base import values_read
 from .binary import Xlogy
-from .checks import check_float
+from .checks import ArgumentError, check_float
 from .elementwise import Where
 from .losses import BinaryCrossEntropy
 
@@ -215,7 +215,7 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """
     p, t = _pair(input, target, "binary_cross_entropy")
     if p.size and (np.nanmin(p.data) < 0 or np.nanmax(p.data) > 1):
-        raise ValueError(
+        raise ArgumentError(
             "binary_cross_entropy: every input must be a probability in [0, 1] "
             "(for logits use binary_cross_entropy_with_logits)"
         )
@@ -262,7 +262,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     array([0.125, 2.5  ], dtype=float32)
     """
     if not delta > 0:
-        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
+        raise ArgumentError(f"huber_loss: delta must be positive, got {delta}")
     x, t = _pair(input, target, "huber_loss", shapes="warn")
     difference = x - t
     size = difference.abs()
