@@ -308,10 +308,10 @@ def keep_where(values, mask):
     >>> keep_where(np.array([1.5, np.nan, np.inf]), np.array([True, False, False]))
     array([1.5, 0. , 0. ])
     """
-    kept = np.bitwise_and(
-        values.view(_SAME_SIZE_INT[values.itemsize]), np.negative(mask.view(np.int8))
-    )
-    return kept.view(values.dtype)
+    bits = _SAME_SIZE_INT[values.itemsize]
+    kept = np.empty(values.shape, values.dtype)  # owned, not a view of an int array
+    np.bitwise_and(values.view(bits), np.negative(mask.view(np.int8)), out=kept.view(bits))
+    return kept
 
 
 _SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}  # float16, float32, float64
