@@ -208,7 +208,8 @@ def test_a_long_run_of_calls_folds_into_one_node():
     calls_drawn = [node for node in data["nodes"] if node["kind"] == "call"]
     assert len(calls_drawn) == 5  # calls 0, 1, the fold of 2-9, 10, 11
     (fold,) = [node for node in calls_drawn if node["id"].startswith("fold_")]
-    assert "(8 calls folded)" in fold["label"]
+    assert fold["label"] == "cell × 8: RNNCell calls #2 … #9"
+    assert fold["calls"] == [f"g{number}" for number in range(2, 10)]
     inputs = [node["label"] for node in data["nodes"] if node["kind"] == "input"]
     assert len([label for label in inputs if label.startswith("x[")]) == 4  # x_t of 8 folded
 

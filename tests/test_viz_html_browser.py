@@ -8,7 +8,7 @@ them where it may, as it installs Graphviz); without them these tests skip.
 
 import numpy as np
 import pytest
-from tinygrad_ops.viz.html_browser import INSTALL_HINT, chromium, chromium_available
+from browser import INSTALL_HINT, chromium, chromium_available
 
 import tinygrad_ops as tg
 from tinygrad_ops import viz

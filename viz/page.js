@@ -1,61 +1,3 @@
-"""The page `viz.html` writes: HTML, CSS and the script that draws and steps the walk.
-
-`__TITLE__` and `__DATA__` are replaced by the title and by the JSON of `html.page_data`
-(nodes with their positions, edges, the engine's backward steps). The script only draws
-what the JSON says: it computes no gradient and no order of its own. Elements carry
-`data-*` attributes (`data-node`, `data-field`) so that the browser tests can read what a
-reader sees.
-"""
-
-PAGE_STYLE = """
-body { margin: 0; font: 13px/1.4 Helvetica, Arial, sans-serif; color: #222; }
-header { display: flex; gap: 6px; align-items: center; padding: 6px 10px;
-  border-bottom: 1px solid #ccc; background: #f7f7f7; flex-wrap: wrap; }
-header h1 { font-size: 14px; margin: 0 12px 0 0; }
-header button { font: inherit; padding: 2px 8px; }
-#counter { min-width: 18em; font-variant-numeric: tabular-nums; }
-main { display: flex; height: calc(100vh - 42px); }
-#canvas { flex: 1; overflow: hidden; position: relative; }
-#graph { width: 100%; height: 100%; cursor: grab; background: #fff; }
-#panel { width: 360px; overflow: auto; border-left: 1px solid #ccc; padding: 8px 12px;
-  background: #fcfcfc; }
-#panel h2 { font-size: 14px; margin: 4px 0; }
-#panel .rule { font-family: monospace; background: #f0ecf5; padding: 4px; white-space: pre-wrap; }
-#panel .box { border: 1px solid #ddd; border-radius: 4px; padding: 4px 6px; margin: 4px 0; }
-#panel .box b { color: #555; }
-#panel code { display: block; white-space: pre-wrap; word-break: break-all; }
-#panel .grad { border-color: #e6b8b3; background: #fdf3f2; }
-#panel .pending { color: #999; }
-.node rect { stroke-width: 1.2; }
-.node text { font-size: 12px; text-anchor: middle; pointer-events: none; }
-.node text.sub { font-size: 10px; fill: #555; }
-.node.op rect, .node.output rect { fill: #e1d5e7; stroke: #9673a6; }
-.node.output rect { stroke-width: 2.4; stroke: #b85450; }
-.node.parameter rect { fill: #ffe6cc; stroke: #d79b00; }
-.node.leaf rect { fill: #d5e8d4; stroke: #82b366; }
-.node.input rect { fill: #dae8fc; stroke: #6c8ebf; }
-.node.call rect { fill: #eaeef7; stroke: #6c7a99; stroke-dasharray: 4 2; }
-.node.scan rect { fill: #fff2cc; stroke: #d6b656; stroke-width: 2; }
-.node.done rect { opacity: 0.55; }
-.node.current rect { stroke: #b03a2e; stroke-width: 3.5; opacity: 1; }
-.node.selected rect { stroke: #1f6feb; stroke-width: 3; }
-.badge circle { fill: #fff; stroke: #b03a2e; }
-.badge text { font-size: 10px; fill: #b03a2e; font-weight: bold; }
-.node.done .badge circle, .node.current .badge circle { fill: #b03a2e; }
-.node.done .badge text, .node.current .badge text { fill: #fff; }
-.edge path { fill: none; stroke: #999; stroke-width: 1.2; }
-.edge text { font-size: 10px; fill: #a05a55; display: none; }
-.edge.arrived path { stroke: #a05a55; stroke-width: 1.8; }
-.edge.arrived text { display: inline; }
-.edge.sending path { stroke: #b03a2e; stroke-width: 3.2; }
-.edge.sending text { font-weight: bold; fill: #b03a2e; }
-.levels rect { fill: #eee; stroke: #bbb; }
-.levels rect.now { fill: #f8cecc; stroke: #b03a2e; }
-.levels rect.made { fill: #fff2cc; stroke: #d6b656; }
-.levels text { font-size: 9px; text-anchor: middle; }
-"""
-
-PAGE_SCRIPT = r"""
 "use strict";
 const data = JSON.parse(document.getElementById("tg-data").textContent);
 const SVG = "http://www.w3.org/2000/svg";
@@ -190,9 +132,7 @@ window.addEventListener("mousemove", (event) => {
   applyView();
 });
 canvas.addEventListener("click", () => pin(null));
-"""
 
-PAGE_SCRIPT_STEPS = r"""
 // ---- the details panel ---------------------------------------------------------------------
 
 const panel = document.getElementById("panel");
@@ -376,45 +316,3 @@ window.addEventListener("keydown", (event) => {
 document.getElementById("title").textContent = `${data.title} (${data.scheduler})`;
 fit();
 go(0);
-"""
-
-PAGE_TEMPLATE = (
-    """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>__TITLE__</title>
-<style>"""
-    + PAGE_STYLE
-    + """</style>
-</head>
-<body>
-<header>
-  <h1 id="title"></h1>
-  <button id="first" title="before backward (Home)">|◀ start</button>
-  <button id="prev" title="one step back (←)">◀ back</button>
-  <button id="next" title="one step on (→)">next ▶</button>
-  <button id="last" title="the whole walk (End)">end ▶|</button>
-  <input type="range" id="slider" min="0" value="0">
-  <span id="counter"></span>
-  <button id="fit">fit</button>
-</header>
-<main>
-  <div id="canvas">
-    <svg id="graph" xmlns="http://www.w3.org/2000/svg">
-      <defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7"
-        markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#999"/></marker></defs>
-      <g id="viewport"></g>
-    </svg>
-  </div>
-  <aside id="panel"></aside>
-</main>
-<script type="application/json" id="tg-data">__DATA__</script>
-<script>"""
-    + PAGE_SCRIPT
-    + PAGE_SCRIPT_STEPS
-    + """</script>
-</body>
-</html>
-"""
-)
