@@ -158,11 +158,11 @@ def test_a_long_rnn_is_grouped_by_default(steps, tmp_path, capsys):
     assert main(["graph", "rnn", "--steps", str(steps), "-o", str(path)]) == 0
     assert "drawn with module calls 0 deep" in capsys.readouterr().out
     source = path.read_text(encoding="utf-8")
-    assert f"cell  × {steps - 6}" in source  # the first and last three calls, then a fold
+    assert f"cell  × {steps - 4}" in source  # the first and last two calls, then a fold
     assert source.count("->") < 100
     unfolded = tmp_path / "all.dot"
     assert main(["graph", "rnn", "--steps", "30", "--no-group", "-o", str(unfolded)]) == 0
-    assert "× 24" not in unfolded.read_text(encoding="utf-8")
+    assert "× 26" not in unfolded.read_text(encoding="utf-8")
 
 
 @pytest.mark.skipif(__import__("shutil").which("dot") is None, reason="needs Graphviz dot")
@@ -181,3 +181,23 @@ def test_a_picture_graphviz_cannot_lay_out_in_seconds_is_refused(tmp_path, capsy
     assert main(["graph", "rnn", "--max-nodes", "5000", "-o", str(path)]) == 0
     assert main(["graph", "rnn", "--steps", "100000", "-o", str(path)]) == 2
     assert "--steps 100000" in capsys.readouterr().err
+
+
+def png_size(path):
+    """(width, height) of a PNG, from its header."""
+    header = path.read_bytes()[:24]
+    return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+
+
+# The README's examples as it runs them, and the long RNNs grouped by default.
+DEFAULT_PICTURES = [["mlp"], ["rnn"], ["softmax"], ["layernorm"], ["rnn", "--steps", "30"]]
+
+
+@pytest.mark.skipif(__import__("shutil").which("dot") is None, reason="needs Graphviz dot")
+@pytest.mark.parametrize("given", DEFAULT_PICTURES, ids=" ".join)
+def test_default_pictures_fit_2000_pixels_each_way(given, tmp_path):
+    path = tmp_path / "graph.png"
+    assert main(["graph", *given, "-o", str(path)]) == 0
+    width, height = png_size(path)
+    assert width <= 2000
+    assert height <= 2000

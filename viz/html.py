@@ -36,7 +36,7 @@ from .trace import CONSTANT, Trace, shape_text, trace
 # a browser opens it in a second or two. Group calls (groups=, depth=) to see all of it.
 PAGE_NODES = 1000
 ELIDED = "elided"
-BADGE_PAD = 10  # pixels around a step badge's caption
+BADGE_PAD = 16  # pixels around a step badge's caption
 
 
 class HtmlPage:
@@ -128,10 +128,16 @@ class _Page:
         for number, segment in enumerate(self.record.scanned_segments):
             self.scans[f"scan{number}"] = segment
         self.nodes = {}  # page id -> node JSON
+        self.copied = {source for source, _ in shown.copies.values()}
+        self.alias = {}  # copy id -> the copy that stands for it
 
     def page_id(self, display_id):
         """The page node that shows the layout's `display_id` (None: a constant)."""
         shown, graph = self.shown, self.graph
+        if display_id in self.copied:
+            return None  # drawn as its copies, beside each use
+        if display_id in self.alias:
+            return self.alias[display_id]
         if display_id not in shown.kept:
             return ELIDED
         if display_id in graph.ops:
@@ -157,13 +163,22 @@ class _Page:
                 self.nodes[page_id] = self.node_json(page_id, node_id)
             if node_id in graph.ops and page_id != node_id:
                 self.add_member(self.nodes[page_id], node_id)
-        for copy_id, (source, _) in shown.copies.items():
+        # A leaf's copies beside uses that the page draws as one node (the ops of a scan)
+        # are one copy.
+        first_copy = {}
+        for copy_id, (source, target) in shown.copies.items():
+            key = (source, self.page_id(target))
+            if key in first_copy:
+                self.alias[copy_id] = first_copy[key]
+                continue
+            first_copy[key] = copy_id
             self.nodes[copy_id] = dict(self.leaf_json(source), id=copy_id, copy_of=source)
 
     def node_json(self, page_id, node_id):
         shown = self.shown
         if page_id == ELIDED:
-            return {"id": ELIDED, "kind": "elided", "label": f"… {shown.dropped} more nodes"}
+            label = f"… {shown.dropped} more nodes"
+            return {"id": ELIDED, "kind": "elided", "label": label, "members": []}
         if page_id in self.scans:
             return self.scan_json(page_id)
         if page_id in shown.folds:
@@ -187,7 +202,7 @@ class _Page:
             line = f"{op_id} {op_node.op_name}" + (f" (step {step})" if step else "")
             node.setdefault("ops", []).append(line)
             node["sub"] = f"{len(node['members'])} ops"
-        else:
+        elif node["kind"] == "scan":
             node["sub"] = f"{node['steps']} steps, {len(node['members'])} ops"
 
     def scan_json(self, key):
@@ -291,11 +306,11 @@ class _Page:
         return steps
 
 
-def _node_width(node, badge):
+def _node_width(node):
     """Pixels for a node's two lines of text (about 7 px a character at 12 px, 6 at 10 px)
     and, on its right, the badge of its backward steps."""
     text = max(7 * len(node["label"]), 6 * len(node.get("sub", "")))
-    return text + 24 + (BADGE_PAD + 7 * len(badge) if badge else 0)
+    return text + 24 + node["badge_width"]
 
 
 def _badge(steps):
@@ -321,7 +336,8 @@ def page_data(root, record, groups=None, depth=None, fold=3, max_nodes=PAGE_NODE
     nodes = list(page.nodes.values())
     for node in nodes:
         node["badge"] = _badge(numbers.get(node["id"]))
-    widths = {node["id"]: _node_width(node, node["badge"]) for node in nodes}
+        node["badge_width"] = BADGE_PAD + 7 * len(node["badge"]) if node["badge"] else 0
+    widths = {node["id"]: _node_width(node) for node in nodes}
     positions = layered_layout(widths, [(edge["from"], edge["to"]) for edge in edges])
     for node in nodes:
         node["x"], node["y"] = positions[node["id"]]

@@ -114,7 +114,8 @@ class Layout:
 
 def depth_and_width(result):
     """(ranks, most nodes on one rank) of the drawn nodes, a node's rank being the longest
-    path to it from a node with no inputs (Kahn's order; nodes on a cycle are left out)."""
+    path to it from a node with no inputs, then as low as its consumers allow (Kahn's
+    order; nodes on a cycle are left out)."""
     sources_of = {node: [] for node in result.kept}
     targets_of = {node: [] for node in result.kept}
     for item in result.edges:
@@ -123,14 +124,20 @@ def depth_and_width(result):
             targets_of[item.source].append(item.target)
     waiting = {node: len(sources) for node, sources in sources_of.items()}
     ready = deque(node for node, count in waiting.items() if count == 0)
-    rank = dict.fromkeys(ready, 0)
+    rank, order = dict.fromkeys(ready, 0), []
     while ready:
         node = ready.popleft()
+        order.append(node)
         for target in targets_of[node]:
             rank[target] = max(rank.get(target, 0), rank[node] + 1)
             waiting[target] -= 1
             if waiting[target] == 0:
                 ready.append(target)
+    # Graphviz keeps edges short: a node with slack sits just above its first consumer.
+    for node in reversed(order):
+        below = [rank[target] for target in targets_of[node] if target in rank]
+        if below:
+            rank[node] = min(below) - 1
     if not rank:
         return 0, 0
     per_rank = {}

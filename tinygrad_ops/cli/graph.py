@@ -82,22 +82,7 @@ def add_arguments(parser):
     parser.add_argument(
         "--max-nodes", type=int, default=400, help="draw at most this many nodes (default 400)"
     )
-    parser.add_argument(
-        "--group",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="one box per layer / module call (or RNN step); the default for a graph of "
-        f"more than {AUTO_GROUP_NODES} nodes",
-    )
-    parser.add_argument(
-        "--depth", type=int, default=None, help="with --group: collapse calls below this depth"
-    )
-    parser.add_argument(
-        "--fold",
-        type=int,
-        default=3,
-        help="with --group: of a module called many times, draw the first and last N calls",
-    )
+    _add_grouping_arguments(parser)
     parser.add_argument(
         "--compact",
         action=argparse.BooleanOptionalAction,
@@ -113,6 +98,27 @@ def add_arguments(parser):
         metavar="PATH",
         help="instead of a picture, run backward (--scheduler) and write a self-contained "
         "page that steps through it (with --group/--depth: module calls as one node each)",
+    )
+
+
+def _add_grouping_arguments(parser):
+    """--group, --depth, --fold: module calls as boxes, collapsed, long runs folded."""
+    parser.add_argument(
+        "--group",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="one box per layer / module call (or RNN step); the default for a graph of "
+        f"more than {AUTO_GROUP_NODES} nodes",
+    )
+    parser.add_argument(
+        "--depth", type=int, default=None, help="with --group: collapse calls below this depth"
+    )
+    parser.add_argument(
+        "--fold",
+        type=int,
+        default=None,
+        help="with --group: of a module called many times, draw the first and last N calls "
+        "(default 3; 2 where the graph is grouped by default)",
     )
 
 
@@ -200,21 +206,24 @@ def _checkpoint_loss(path):
 
 
 def _groups(args, loss, calls):
-    """(calls, depth) to group by: --group, --no-group, or by default past
-    AUTO_GROUP_NODES, then with each outermost call as one node (unless --depth)."""
+    """(calls, depth, fold) to group by: --group, --no-group, or by default past
+    AUTO_GROUP_NODES, then with each outermost call as one node and the first and last two
+    calls of a run drawn (unless --depth, --fold), so that the picture fits 2,000 px."""
+    fold = 3 if args.fold is None else args.fold
     if calls is None or args.group is False:
-        return None, args.depth
+        return None, args.depth, fold
     if args.group:
-        return calls, args.depth
+        return calls, args.depth, fold
     size = len(trace(loss))
     if size <= AUTO_GROUP_NODES:
-        return None, args.depth
+        return None, args.depth, fold
     depth = 0 if args.depth is None else args.depth
+    fold = 2 if args.fold is None else args.fold
     print(
         f"note: the graph has {size} nodes: drawn with module calls {depth} deep as one node "
         "each and the middle of a long run of calls folded (--no-group draws every op)"
     )
-    return calls, depth
+    return calls, depth, fold
 
 
 def run(args):
@@ -235,7 +244,7 @@ def run(args):
     else:
         loss, calls = _example_loss(args.example, args)
         title = args.example
-    calls, depth = _groups(args, loss, calls)
+    calls, depth, fold = _groups(args, loss, calls)
     if args.print:
         print_tape(loss)
     if args.html is not None:
@@ -245,7 +254,7 @@ def run(args):
             scheduler=args.scheduler,
             groups=calls,
             depth=depth,
-            fold=args.fold if args.fold and args.fold > 0 else None,
+            fold=fold if fold > 0 else None,
         )
         print(f"wrote {page.path} ({len(page.record)} backward steps)")
         return 0
@@ -261,7 +270,7 @@ def run(args):
             backward=record,
             groups=calls,
             depth=depth,
-            fold=args.fold,
+            fold=fold if fold > 0 else None,
             compact="auto" if args.compact is None else args.compact,
             title=title,
         )
