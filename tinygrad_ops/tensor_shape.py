@@ -215,7 +215,7 @@ class ShapeMethods:
         ):
             apply_inplace(self, SetItem, value, index=index)
             return
-        self.data[normalize_index(index)[0]] = value.data if is_tensor(value) else value
+        self.data[normalize_index(index, self.shape)[0]] = value.data if is_tensor(value) else value
         bump_version(self)
 
     def matmul(self, other):
