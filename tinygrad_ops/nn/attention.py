@@ -27,6 +27,9 @@ class MultiheadAttention(Module):
 
     Masks as PyTorch's: a boolean `key_padding_mask` (N, S) or `attn_mask` (L, S) or
     (N·H, L, S) is True where attending is *not* allowed; a float one is added to the scores.
+    `is_causal=True` says that attn_mask is the causal mask: without a key_padding_mask and
+    with `need_weights=False` that mask is then built, not read (as PyTorch; tg.compile can
+    capture it).
 
     >>> import tinygrad_ops as tg
     >>> attention = tg.nn.MultiheadAttention(8, 2, batch_first=True)
@@ -119,6 +122,11 @@ class MultiheadAttention(Module):
                 "MultiheadAttention: is_causal is a hint that attn_mask is the causal mask; "
                 "pass that mask as attn_mask as well (as PyTorch requires)"
             )
+        # As PyTorch: without padding or weights the hint is taken at its word, and
+        # scaled_dot_product_attention builds the causal mask (attn_mask is not read).
+        causal = is_causal and key_padding_mask is None and not need_weights
+        if causal:
+            attn_mask = None
         batch, length, _ = query.shape
         q, k, v = self._project(query, key, value)
         mask = self._merged_mask(attn_mask, key_padding_mask, batch, length, k.shape[1], q.dtype)
@@ -130,7 +138,9 @@ class MultiheadAttention(Module):
             if average_attn_weights:
                 weights = weights.mean(1)
         else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal
+            )
             weights = None
         out = self.out_proj(out.transpose(1, 2).reshape(batch, length, self.embed_dim))
         if not batched:
