@@ -31,7 +31,6 @@ from .ops.indexing import (
     gather,
     masked_fill,
     nonzero,
-    scatter,
     scatter_add,
     sort,
     topk,
@@ -49,6 +48,7 @@ from .ops.movement import (
     tril,
     triu,
 )
+from .ops.scatter_reduce import scatter, scatter_reduce
 from .scheduler import (
     available_schedulers,
     backward_plan,
@@ -117,6 +117,7 @@ __all__ = [
     "save",
     "scatter",
     "scatter_add",
+    "scatter_reduce",
     "set_default_scheduler",
     "set_grad_enabled",
     "sort",
