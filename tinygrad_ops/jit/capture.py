@@ -1,18 +1,16 @@
 """Capture: the recorder that watches one eager run of a function and writes its program.
 
-While `tg.compile` captures, `STATE.recorder` holds a `Recorder` and the engine tells it
-what it does, at a few named points (each a single `if STATE.recorder is not None` in the
-eager code, so eager pays nothing else):
+While `tg.compile` captures, `STATE.tracer` holds a `Recorder`: the engine's seam
+(`mode.Trace`, whose no-op methods eager calls otherwise) tells it what the engine does:
 
-    Op.apply                 record_op       an op's forward ran: the slots it read and wrote
-    the walk's input_grads   run_rule        a backward rule runs (the recorder calls it)
-    BackwardGraph.visit      record_leaf     a leaf took its gradient into .grad
-    run_backward             begin_backward  the seed, and what cannot be replayed
-    SegmentRun.run           record_scan     a scan scheduler scans a chain (one kernel)
-    apply_inplace, copy_     record_write    a tensor's own array was written in place
-    Tensor.item, numpy, ...  read_value      Python reads values: refused if they can change
-    @replayed_whole methods  call            optimizer.step(), zero_grad(): called again
-    Module.__call__          module_called   its train/eval flag becomes a guard
+    Op.apply                 op              an op's forward ran: the slots it read and wrote
+    values_read              read            Python reads values: refused if they can change
+    values_written           write           a tensor's own array was written in place
+    Module.__call__          module          its train/eval flag becomes a guard
+    replayed_whole methods   call            optimizer.step(), zero_grad(): called again
+    run_backward             graph           the pass's graph: a `TracedGraph`, below, which
+                                             records the seeds, every rule the walk runs,
+                                             the leaf writes and each scanned chain
 
 Every array is known by its identity: the recorder numbers each new array it meets (a
 *slot*) and keeps it alive until capture ends, so that no id is reused meanwhile.
@@ -20,13 +18,14 @@ Every array is known by its identity: the recorder numbers each new array it mee
 
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
 
 import numpy as np
 
-from ..autograd.graph import made_by_rule, needed_grads
-from ..mode import STATE
+from ..autograd.graph import BackwardGraph, made_by_rule, needed_grads
+from ..mode import STATE, Trace
 from ..nn.init import default_generator
 from ..tensor import Tensor
 from .kernels import (
@@ -59,8 +58,69 @@ def user_line() -> str:
     return "(unknown line)"  # pragma: no cover - a test or a script is always on the stack
 
 
-class Recorder:
-    """Builds the slots and kernels of a program from the events of one eager call."""
+class TracedGraph(BackwardGraph):
+    """The graph of a backward pass run while capturing: the engine's own walk, which
+    also tells the recorder each seed (`send` before the walk starts), each rule it runs
+    (through `_Rule`, the node as the walk sees it), each leaf write and each scan."""
+
+    def __init__(self, recorder, *arguments):
+        super().__init__(*arguments)
+        self.recorder = recorder
+        self.started = recorder.muted > 0
+        if not self.started:
+            recorder.begin_backward(self)
+
+    def send(self, tensor, grad, owned=False):
+        if not self.started:
+            self.recorder.seed(self, tensor, grad)
+        super().send(tensor, grad, owned)
+
+    def run_sequential(self):
+        self.started = True
+        super().run_sequential()
+
+    def visit(self, tensor, grad):
+        self.started = True
+        super().visit(tensor, grad)
+        if tensor._ctx is None and self.accumulate_into_leaves and not self.recorder.muted:
+            self.recorder.record_leaf(tensor)
+
+    def input_grads(self, node, grad, output=None):
+        if self.recorder.muted:
+            return super().input_grads(node, grad, output)
+        return super().input_grads(_Rule(node, self.recorder, output), grad, output)
+
+    def scan_watched(self, runner, method, block_size) -> bool:
+        self.started = True
+        if self.recorder.scanning is not None or self.recorder.muted:
+            return False
+        self.recorder.record_scan(runner, method, block_size)
+        return True
+
+
+class _Rule:
+    """A node as the walk sees it while capturing: its `backward` is the recorder's
+    `run_rule` (which runs the node's own rule and records it); all else is the node's."""
+
+    __slots__ = ("node", "recorder", "output")
+
+    def __init__(self, node, recorder, output):
+        self.node = node
+        self.recorder = recorder
+        self.output = output
+
+    def backward(self, grad):
+        return self.recorder.run_rule(self.node, grad, self.output)
+
+    def __getattr__(self, name):
+        return getattr(self.node, name)
+
+
+class Recorder(Trace):
+    """Builds the slots and kernels of a program from the events of one eager call
+    (the seam's calls: see `mode.Trace` and the module docstring)."""
+
+    active = True
 
     def __init__(self, values, names):
         self.slots = []
@@ -81,7 +141,7 @@ class Recorder:
         self.generators = []
         self.modules = {}
         self.graphs = []
-        self.paused = 0
+        self.muted = 0
         self.scanning = None  # the SegmentRun being recorded
         self.scanned = set()  # ids of the nodes of scanned segments (their forwards stay general)
         self.values = values
@@ -157,10 +217,10 @@ class Recorder:
 
     # -- forward events ------------------------------------------------------------------
 
-    def record_op(self, node, operands, options, out, given):
+    def op(self, node, operands, options, out, given):
         """`node.forward` has run on `operands` (`given`, after type promotion) and made
         the Tensor `out`."""
-        if self.paused:
+        if self.muted:
             return
         name = type(node).__name__
         inputs = []
@@ -212,20 +272,23 @@ class Recorder:
                 "(tg.manual_seed) or a module's own (nn.Dropout(p, generator=...))"
             )
 
-    def record_write(self, tensor, result):
-        """An in-place op copied `result` into `tensor`'s own array."""
-        if self.paused:
+    def write(self, tensor, result, what=None):
+        """An in-place op copied `result` into `tensor`'s own array (None: written some
+        other way, `what`, which a replay cannot repeat)."""
+        if self.muted:
             return
+        if result is None:
+            self.refuse(what)
         target = self.slot_of(tensor, "an in-place op")
         source = self.slot_of(result, "an in-place op")
         self.written.add(target)
         captured = tensor if self.slots[target].kind == "captured" else None
         self.emit(Write(target, source, captured))
 
-    def read_value(self, value, what):
+    def read(self, value, what):
         """Python is about to read the values of `value`, a Tensor or an array (`what`:
         "item()", ...): refused unless they are the same at every call."""
-        if self.paused:
+        if self.muted:
             return
         data = value.data if isinstance(value, Tensor) else value
         slot = self.slot_by_array.get(id(data))
@@ -237,18 +300,30 @@ class Recorder:
                 "Return the tensor from the compiled function and read it outside"
             )
 
-    def module_called(self, module):
+    def module(self, module):
         self.modules.setdefault(id(module), module)
+
+    def graph(self, graph_class, *arguments):
+        return TracedGraph(self, *arguments)
+
+    @contextlib.contextmanager
+    def paused(self):
+        """Nothing is watched inside (a scheduler's own timing experiments)."""
+        previous, STATE.tracer = STATE.tracer, Trace()
+        try:
+            yield
+        finally:
+            STATE.tracer = previous
 
     def call(self, function, owner, args, kwargs):
         """Run `function(owner, ...)` now, unrecorded inside, and replay it as one kernel."""
-        if self.paused:
+        if self.muted:
             return function(owner, *args, **kwargs)
-        self.paused += 1
+        self.muted += 1
         try:
             result = function(owner, *args, **kwargs)
         finally:
-            self.paused -= 1
+            self.muted -= 1
         self.phase = "update"
         self.emit(Call(function, owner, args, kwargs))
         self.phase = "forward"
@@ -257,9 +332,7 @@ class Recorder:
     # -- backward events -----------------------------------------------------------------
 
     def begin_backward(self, graph):
-        """The engine is about to run a scheduler on `graph`, seeds already sent."""
-        if self.paused:
-            return
+        """A backward pass starts on `graph` (its seeds come next)."""
         if graph.create_graph:
             self.refuse("backward(create_graph=True): the gradients of a replay are not recorded")
         if not graph.accumulate_into_leaves:
@@ -268,10 +341,12 @@ class Recorder:
             self.refuse("a backward pass in detect_anomaly() mode")
         self.graphs.append(graph)
         self.phase = "backward"
-        for key, seed in graph.grads.items():
-            pending = self.pending_slot(graph.tensors[key])
-            source = self.slot_of(seed, "backward's seed")
-            self.emit(Seed(pending, source))
+
+    def seed(self, graph, tensor, grad):
+        """The gradient `graph`'s pass starts from at `tensor` (d root / d root)."""
+        pending = self.pending_slot(tensor)
+        source = self.slot_of(grad, "backward's seed")
+        self.emit(Seed(pending, source))
 
     def pending_slot(self, tensor):
         slot = self.pending.get(id(tensor))
@@ -285,7 +360,7 @@ class Recorder:
 
     def run_rule(self, node, grad, output):
         """Run `node.backward(grad)` for the walk, recording it; return its results."""
-        if self.paused:
+        if self.muted:
             return node.backward(grad)
         if output is None or output._hooks:
             self.refuse("a tensor hook (register_hook): hooks run Python on gradients")
@@ -332,7 +407,7 @@ class Recorder:
 
     def record_leaf(self, tensor):
         """The leaf `tensor` has taken its total gradient into `tensor.grad`."""
-        if self.paused:
+        if self.muted:
             return
         if tensor._hooks:
             self.refuse("a tensor hook (register_hook): hooks run Python on gradients")

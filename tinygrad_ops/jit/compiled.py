@@ -51,7 +51,7 @@ class CompiledFunction:
         a capture makes thousands of objects that all live on (slots, kernels, the nodes'
         records), and each collection pass over them found nothing to free; for a
         2,048-step RNN those passes took longer than the capture's own work."""
-        if STATE.recorder is not None:
+        if STATE.tracer.active:
             raise CompileError(f"{self.__name__}: a compiled function called while capturing")
         collecting = gc.isenabled()
         gc.disable()
@@ -66,11 +66,11 @@ class CompiledFunction:
         names = [f"argument {position}" for position in range(len(args))] + list(keywords)
         recorder = Recorder(values, names)
         guards = Guards(values, keywords, [], [], [])  # the world as the capture starts
-        STATE.recorder = recorder
+        previous, STATE.tracer = STATE.tracer, recorder
         try:
             result = self.function(*args, **kwargs)
         finally:
-            STATE.recorder = None
+            STATE.tracer = previous
         recorder.check_finished()
         output = output_of(result, recorder, values)
         guards.captured = [

@@ -376,8 +376,7 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward() method")
 
     def __call__(self, *inputs):
-        if STATE.recorder is not None:  # tg.compile: the train/eval flag becomes a guard
-            STATE.recorder.module_called(self)
+        STATE.tracer.module(self)  # (tg.compile: the train/eval flag becomes a guard)
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, inputs)
             if result is not None:
