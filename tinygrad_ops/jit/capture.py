@@ -28,6 +28,7 @@ from ..autograd.graph import BackwardGraph, made_by_rule, needed_grads
 from ..mode import STATE, Trace
 from ..nn.init import default_generator
 from ..tensor import Tensor
+from .guards import members
 from .kernels import (
     Backward,
     Call,
@@ -37,6 +38,8 @@ from .kernels import (
     Forward,
     LeafWrite,
     Seed,
+    SetGrad,
+    SetSetting,
     Write,
 )
 from .program import Slot
@@ -139,7 +142,10 @@ class Recorder(Trace):
         # id(leaf) -> (leaf, its .grad after its last write, a copy of its values, position)
         self.grads_written = {}
         self.generators = []
-        self.modules = {}
+        self.modules = {}  # id(module) -> (module, its flag when called, whether guarded)
+        self.flags_set = set()  # ids of the modules whose flag a replayed train() sets
+        self.grad_of = {}  # id(leaf) -> (leaf, the .grad the program leaves it with)
+        self.random = _RandomState()
         self.graphs = []
         self.muted = 0
         self.scanning = None  # the SegmentRun being recorded
@@ -222,6 +228,9 @@ class Recorder(Trace):
         the Tensor `out`."""
         if self.muted:
             return
+        draws = any(isinstance(value, np.random.Generator) for value in options.values())
+        if not draws:
+            self.random.check(self)
         name = type(node).__name__
         inputs = []
         conversions = []  # numpy arguments that promotion converted: converted at replay too
@@ -242,6 +251,8 @@ class Recorder(Trace):
                 self.check_generator(value, name)
         output = self.new_slot("value", type(node).__name__, out.data)
         self.emit(Forward(node, tuple(inputs), dict(options), output, tuple(conversions)))
+        if draws:
+            self.random.after(self)
 
     def changes(self, option) -> bool:
         """Whether an op's option is (or holds) an argument or a computed array."""
@@ -263,7 +274,8 @@ class Recorder(Trace):
                 self.generators.append(generator)  # tg.manual_seed replaces it: a guard
             return
         lives_on = any(
-            getattr(module, "generator", None) is generator for module in self.modules.values()
+            getattr(module, "generator", None) is generator
+            for module, _, _ in self.modules.values()
         )
         if not lives_on:
             self.refuse(
@@ -301,7 +313,16 @@ class Recorder(Trace):
             )
 
     def module(self, module):
-        self.modules.setdefault(id(module), module)
+        if id(module) not in self.modules:
+            guarded = id(module) not in self.flags_set
+            self.modules[id(module)] = (module, module.training, guarded)
+
+    def module_guards(self) -> list:
+        """(module, the train/eval flag the program assumes or None, its members)."""
+        return [
+            (module, training if guarded else None, members(module))
+            for module, training, guarded in self.modules.values()
+        ]
 
     def graph(self, graph_class, *arguments):
         return TracedGraph(self, *arguments)
@@ -316,18 +337,63 @@ class Recorder(Trace):
             STATE.tracer = previous
 
     def call(self, function, owner, args, kwargs):
-        """Run `function(owner, ...)` now, unrecorded inside, and replay it as one kernel."""
+        """Run `function(owner, ...)` now, unrecorded inside, and replay it as one kernel.
+        What it reads that the step's Python set (a parameter's .grad, an optimizer's
+        setting given as an argument) is set first by kernels of its own."""
         if self.muted:
             return function(owner, *args, **kwargs)
+        self.random.check(self)
+        parameters = list(parameters_of(owner))
+        self.phase = "update"
+        for parameter in parameters:
+            self.sync_grad(parameter)
+        self.sync_settings(owner)
         self.muted += 1
         try:
             result = function(owner, *args, **kwargs)
         finally:
             self.muted -= 1
-        self.phase = "update"
         self.emit(Call(function, owner, args, kwargs))
         self.phase = "forward"
+        for parameter in parameters:  # (zero_grad() sets them to None)
+            if id(parameter) in self.grad_of:
+                self.grad_of[id(parameter)] = (parameter, parameter._grad)
+        if function.__name__ == "train" and hasattr(owner, "modules"):
+            self.flags_set.update(id(module) for module in owner.modules())
+        self.random.after(self)
         return result
+
+    def sync_grad(self, tensor):
+        """The kernel that gives `tensor` the .grad the step's Python gave it since the
+        program last wrote it (`p.grad = p.grad * 0.5`, `p.grad = None`), if any."""
+        entry = self.grad_of.get(id(tensor))
+        if entry is None or tensor._grad is entry[1]:
+            return
+        grad = tensor._grad
+        label = tensor.name or "a leaf"
+        position = self.argument_position(tensor)
+        if grad is None:
+            self.emit(ForgetGrad(tensor, label, position))
+        else:
+            slot = self.slot_by_array.get(id(grad._data))
+            if slot is None or self.slots[slot].kind == "constant":
+                self.refuse(
+                    ".grad assigned a tensor the step does not compute with tensor ops: a "
+                    "replay would not assign it"
+                )
+            self.emit(SetGrad(tensor, slot, label, position))
+        self.grad_of[id(tensor)] = (tensor, grad)
+
+    def sync_settings(self, owner):
+        """An optimizer setting that is one of the call's argument objects (an array or a
+        tensor given as the learning rate, written into param_groups by the step): a
+        kernel writes that call's argument there before the method runs."""
+        arguments = {id(value): position for position, value in enumerate(self.values)}
+        for group in getattr(owner, "param_groups", ()):
+            for key, value in group.items():
+                position = arguments.get(id(value))
+                if position is not None and key != "params" and not _interned(value):
+                    self.emit(SetSetting(group, key, position))
 
     # -- backward events -----------------------------------------------------------------
 
@@ -419,6 +485,7 @@ class Recorder(Trace):
         self.emit(LeafWrite(tensor, slot, result, label, self.argument_position(tensor)))
         written = (tensor, tensor.grad, tensor.grad.data.copy(), len(self.kernels))
         self.grads_written[id(tensor)] = written
+        self.grad_of[id(tensor)] = (tensor, tensor._grad)
 
     def argument_position(self, tensor):
         """The position of `tensor` among the arguments (a replay writes the .grad of the
@@ -467,6 +534,7 @@ class Recorder(Trace):
     def check_finished(self):
         """At the end of capture: no scan ran behind the recorder's back, and every change
         to a captured tensor was made by a kernel the program replays."""
+        self.random.check(self)
         recorded = sum(isinstance(kernel, ScanKernel) for kernel in self.kernels)
         if sum(len(graph.scanned_segments) for graph in self.graphs) > recorded:
             self.refuse_scheduler()
@@ -490,24 +558,63 @@ class Recorder(Trace):
         )
 
     def forget_grads(self):
-        """A leaf whose .grad the function set to None after writing it (not through a
-        replayed call such as zero_grad) gets a kernel doing the same at the end."""
+        """At the end of capture: every leaf leaves a replay with the .grad the step's
+        Python gave it (`sync_grad`), and no gradient the program wrote was changed
+        without a kernel (`p.grad.data *= 2`)."""
         for tensor, grad, values, position in self.grads_written.values():
-            if tensor.grad is grad:
-                if not self.written_to(grad) and not _same_values(grad.data, values):
-                    self.refuse_unseen_change(f"{tensor.name or 'a leaf'}.grad")
+            if tensor.grad is not grad or self.written_to(grad):
                 continue
-            if any(isinstance(kernel, Call) for kernel in self.kernels[position:]):
-                continue  # a replayed zero_grad() did it
-            if tensor.grad is not None:
-                self.refuse("an assignment to .grad: use optimizer.zero_grad() or p.grad = None")
-            self.phase = "update"
-            label = self.slots[self.pending[id(tensor)]].label[8:]
-            self.emit(ForgetGrad(tensor, label, self.argument_position(tensor)))
+            later_call = any(isinstance(kernel, Call) for kernel in self.kernels[position:])
+            if not later_call and not _same_values(grad.data, values):
+                self.refuse_unseen_change(f"{tensor.name or 'a leaf'}.grad")
+        self.phase = "update"
+        for tensor, _ in list(self.grad_of.values()):
+            self.sync_grad(tensor)
 
     def written_to(self, tensor):
         slot = self.slot_by_array.get(id(tensor.data))
         return slot is not None and slot in self.written
+
+
+def parameters_of(owner):
+    """The parameters an optimizer (`param_groups`) or a module (`parameters()`) holds."""
+    groups = getattr(owner, "param_groups", None)
+    if groups is not None:
+        return (parameter for group in groups for parameter in group["params"])
+    parameters = getattr(owner, "parameters", None)
+    return parameters() if callable(parameters) else ()
+
+
+def _interned(value) -> bool:
+    """Python shares some objects (None, bools, small ints): one of those in an
+    optimizer's settings is not known to be the argument."""
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+class _RandomState:
+    """Draws from the shared random generator that no recorded op made (`tg.randn`,
+    `tg.rand` inside the step: a replay would return the capture's numbers), and a
+    generator replaced inside the step (tg.manual_seed: a replay would not reseed),
+    refused at the next op, naming its line."""
+
+    def __init__(self):
+        self.generator = default_generator()
+        self.state = self.generator.bit_generator.state
+
+    def check(self, recorder):
+        generator = default_generator()
+        if generator is not self.generator:
+            recorder.refuse("tg.manual_seed inside the function: a replay would not reseed")
+        if generator.bit_generator.state != self.state:
+            recorder.refuse(
+                "random numbers drawn outside the ops (tg.randn, tg.rand, ... in the "
+                "function, before this line): a replay would return the first call's. "
+                "Make them outside and pass them in, or use an op that draws (F.dropout)"
+            )
+
+    def after(self, recorder):
+        """An op or a call has drawn what the program draws again at each replay."""
+        self.state = self.generator.bit_generator.state
 
 
 def _same_values(array, before) -> bool:

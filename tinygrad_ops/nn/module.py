@@ -258,8 +258,10 @@ class Module:
 
     # -- modes, gradients, dtype ---------------------------------------------------------------
 
+    @replayed_whole
     def train(self, mode=True):
-        """Set training mode (BatchNorm uses batch statistics, Dropout drops) on the tree."""
+        """Set training mode (BatchNorm uses batch statistics, Dropout drops) on the tree
+        (under tg.compile, replayed by calling it again)."""
         for module in self.modules():
             object.__setattr__(module, "training", bool(mode))
         return self
