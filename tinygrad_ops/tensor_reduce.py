@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 
-from .mode import STATE
 from .ops import scatter_reduce
 from .ops.base import is_tensor, values_read
 from .ops.checks import check_float, ddof_argument, normalize_axis, reduction_arguments
@@ -100,8 +99,7 @@ class ReduceMethods:
         square root is taken of 1 in those places and multiplied by 0.
         """
         variance = self.var(axis, **options)
-        if STATE.recorder is not None:  # tg.compile: a replay would reuse the first call's
-            STATE.recorder.read_value(variance, "std: where the variance is 0")
+        values_read(variance, "std: where the variance is 0")
         zero = variance.data == 0
         return where(zero, 1.0, variance).sqrt() * ~zero
 

@@ -15,7 +15,7 @@ import numpy as np
 from .autograd.inplace import apply_inplace
 from .mode import STATE
 from .ops import indexing, movement, scatter_reduce
-from .ops.base import bump_version, is_tensor
+from .ops.base import bump_version, is_tensor, values_written
 from .ops.checks import normalize_axis
 from .ops.shape import (
     BroadcastTo,
@@ -206,8 +206,7 @@ class ShapeMethods:
         """`x[index] = value`, in place, as PyTorch: recorded (a `SetItem` on the tape)
         when x or value requires grad, so that the gradient reaches both; a leaf that
         requires grad refuses it, as any in-place op (assign under tg.no_grad())."""
-        if STATE.recorder is not None:
-            STATE.recorder.refuse("an assignment into a tensor (x[...] = value)")
+        values_written(self, None, "an assignment into a tensor (x[...] = value)")
         if not is_tensor(value) and not isinstance(value, (bool, int, float)):
             value = np.asarray(value)
         if STATE.grad_enabled and (
