@@ -12,6 +12,7 @@ import builtins
 from . import functional, nn, optim
 from .autograd.backward import grad
 from .autograd.function import Function
+from .control_flow import scan
 from .creation import arange, eye, full, ones, ones_like, rand, randn, zeros, zeros_like
 from .gradcheck import GradcheckError, gradcheck
 from .jit import CompileError, compile
@@ -115,6 +116,7 @@ __all__ = [
     "repeat_interleave",
     "roll",
     "save",
+    "scan",
     "scatter",
     "scatter_add",
     "scatter_reduce",
