@@ -244,6 +244,37 @@ MISTAKES = [
     ),
     ("gradient_check", "x = np.array(x, dtype=np.float64)", "x = np.array(x)", "low precision"),
     ("gradient_check", "(above - below) / (2 * h)", "(above - float(f(x))) / h", "one-sided"),
+    (
+        "conv2d",
+        'np.einsum("nfhw,nchw->fc", grad_output, window)',
+        'np.einsum("fhw,chw->fc", grad_output[0], window[0])',
+        "sum its products over the batch",
+    ),
+    (
+        "conv2d",
+        "dx[:, :, p : p + out_h, q : q + out_w] += np.einsum(",
+        "dx[:, :, p : p + out_h, q : q + out_w] = np.einsum(",
+        "add into dx",
+    ),
+    (
+        "function",
+        "return grad_output * (s + x * s * (1 - s))",
+        "return s + x * s * (1 - s)",
+        "multiply by grad_output",
+    ),
+    (
+        "function",
+        "return grad_output * (s + x * s * (1 - s))",
+        "return grad_output * s",
+        "product rule",
+    ),
+    ("hvp", "[x], create_graph=True)", "[x])", "create_graph=True"),
+    (
+        "hvp",
+        "(product,) = tg.grad((gradient * v).sum(), [x])",
+        "(product,) = tg.grad(gradient.sum(), [x])\n    product = product * v",
+        "(H 1) * v is not H v",
+    ),
     ("scan_combine", "a @ B + b", "b @ A + a", "you wrote it the other way round"),
     ("scan_combine", "a @ B + b", "a + b", "a B + b, not a + b"),
     (

@@ -1,7 +1,8 @@
 """The exercises, in the order a course takes them: name -> `Exercise`.
 
 First the engine itself (a `Value` with its topological order and rules, undoing
-broadcasting, the walk over a tape), then the rules of single ops, then the scans.
+broadcasting, the walk over a tape), then the rules of single ops, a custom `tg.Function`
+and a second-order gradient, then the scans.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import check_activations, check_engine, check_norms, check_scans
-from .screen import NUMPY_ONLY
+from . import check_activations, check_engine, check_norms, check_ops, check_scans
+from .screen import NUMPY_ONLY, WITH_THE_ENGINE
 
 
 @dataclass
@@ -55,6 +56,11 @@ EXERCISES = {
         _exercise("matmul", "matmul: loops, vectorised, backward with batch dims", check_norms),
         _exercise("cross_entropy", "cross-entropy", check_activations),
         _exercise("gradient_check", "a gradient check by central differences", check_activations),
+        _exercise("conv2d", "conv2d's backward", check_ops),
+        _exercise("function", "a custom tg.Function: SiLU", check_ops, imports=WITH_THE_ENGINE),
+        _exercise(
+            "hvp", "a Hessian-vector product (double backward)", check_ops, imports=WITH_THE_ENGINE
+        ),
         _exercise("scan_combine", "the (J, e) operator of a chain", check_scans),
         _exercise("hillis_steele", "the Hillis-Steele scan", check_scans),
         _exercise("blelloch", "the Blelloch scan", check_scans),
