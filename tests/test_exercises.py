@@ -558,7 +558,7 @@ def test_init_keeps_a_students_work(tmp_path):
 def test_the_command_line(tmp_path, capsys):
     assert main(["exercises", "init", str(tmp_path), "--solved"]) == 0
     assert f"wrote {len(exercises.EXERCISES)} solved exercise files" in capsys.readouterr().out
-    assert main(["exercises", "check", str(tmp_path), "softmax"]) == 0
+    assert main(["exercises", "check", str(tmp_path), "softmax", "--time-limit", "30"]) == 0
     assert "PASS  softmax" in capsys.readouterr().out
     blank_folder = tmp_path / "blank"
     assert main(["exercises", "init", str(blank_folder), "matmul"]) == 0

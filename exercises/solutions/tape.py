@@ -15,7 +15,7 @@ Newest first, because a step's output has received everything from its consumers
 recorded after it) by the time the walk reaches it. A node used by two steps gets the
 sum of both shares. Add into a new array, never `+=`: a rule may pass its gradient on
 unchanged (an addition hands the same array to both of its inputs). No recursion: a tape
-of 100,000 steps is one loop.
+of 20,000 steps is one loop.
 """
 
 from collections.abc import Callable

@@ -2,7 +2,8 @@
 
     tinygrad-ops exercises init DIR [NAME...]           the blanks, one file per exercise
     tinygrad-ops exercises init DIR --solved            the solutions (a repository checkout)
-    tinygrad-ops exercises check DIR [NAME] [--json]    run the checks: what passes, what
+    tinygrad-ops exercises check DIR [NAME] [--json] [--time-limit SECONDS]
+                                                        run the checks: what passes, what
                                                         fails and why; points per exercise
 
 `check` exits 0 when every check passes, 1 when some fail, 2 on a usage error (an unknown
@@ -30,6 +31,12 @@ def add_arguments(parser):
     check.add_argument(
         "--json", action="store_true", help="print a machine-readable report (points per exercise)"
     )
+    check.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="SECONDS",
+        help="the time each check may take (default: each check's own, 10 s for most)",
+    )
     for subparser in (init, check):
         subparser.epilog = "exercises, in course order: " + ", ".join(exercises.EXERCISES)
 
@@ -50,7 +57,7 @@ def run(args):
     if args.name is not None and args.name not in exercises.EXERCISES:
         raise UsageError(f"unknown exercise {args.name!r}; choose from {list(exercises.EXERCISES)}")
     try:
-        results = exercises.check(args.directory, args.name)
+        results = exercises.check(args.directory, args.name, time_limit=args.time_limit)
     except FileNotFoundError as error:
         raise UsageError(str(error)) from None
     print(exercises.as_json(results) if args.json else exercises.report(results))

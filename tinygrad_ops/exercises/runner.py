@@ -10,6 +10,7 @@ probe it for the known mistakes, and each one found is a hint.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -91,15 +92,60 @@ def _stopped(reason, limit, returncode, stderr):
     )
 
 
+@dataclass
+class _Watch:
+    """What the parent saw of one child: the item running when it stopped (None between
+    items, -1 while importing), that item's limit, and why it stopped."""
+
+    current: int | None = -1
+    limit: float = 10.0
+    done: bool = False
+    import_error: dict | None = None
+    hung: bool = False
+
+
+def _watch(process, report, records):
+    """Follow `process` through `report` until it is done, stops, or its current item runs
+    past its limit (then kill it); results go into `records`."""
+    seen, offset, began = _Watch(), 0, time.monotonic()
+    while True:
+        try:
+            process.wait(timeout=0.02)
+            finished = True
+        except subprocess.TimeoutExpired:
+            finished = False
+        new, offset = _read_records(report, offset)
+        for record in new:
+            if record["event"] == "start":
+                seen.current, seen.limit, began = record["index"], record["limit"], time.monotonic()
+            elif record["event"] == "result":
+                records[record["index"]], seen.current = record, None
+            elif record["event"] == "import_error":
+                seen.import_error = record
+            elif record["event"] == "done":
+                seen.done = True
+        if finished or seen.done or seen.import_error:
+            break
+        if seen.current is not None and time.monotonic() - began > seen.limit:
+            seen.hung = True
+            break
+    if not seen.hung:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=5)  # a thread the solution started may keep it alive
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    return seen
+
+
 def _run_isolated(path, name, kind, functions, count, time_limit=None):
     """{index: result record} of the items of `kind`, each child started after the item
     that stopped the last one; {"import": record} when the file does not import."""
     records, start = {}, 0
     while start < count:
         with tempfile.TemporaryDirectory() as scratch:
-            report = Path(scratch) / "report.jsonl"
+            report, errors = Path(scratch) / "report.jsonl", Path(scratch) / "stderr.txt"
             report.touch()
-            errors = Path(scratch) / "stderr.txt"
             command = [sys.executable, "-I", "-m", "tinygrad_ops.exercises.child", str(path)]
             command += [name, kind, str(start), str(report), ",".join(sorted(functions))]
             command.append("" if time_limit is None else str(time_limit))
@@ -111,43 +157,20 @@ def _run_isolated(path, name, kind, functions, count, time_limit=None):
                     stdout=subprocess.DEVNULL,
                     stderr=stderr,
                 )
-                offset, current, began, limit, done, reason = 0, None, time.monotonic(), 30, 0, ""
-                while True:
-                    try:
-                        process.wait(timeout=0.02)
-                        finished = True
-                    except subprocess.TimeoutExpired:
-                        finished = False
-                    new, offset = _read_records(report, offset)
-                    for record in new:
-                        if record["event"] == "start":
-                            current, began, limit = (
-                                record["index"],
-                                time.monotonic(),
-                                record["limit"],
-                            )
-                        elif record["event"] == "result":
-                            records[record["index"]], current = record, None
-                        elif record["event"] == "import_error":
-                            process.wait()
-                            return {"import": record}
-                        elif record["event"] == "done":
-                            done = True
-                    if finished or done:
-                        break
-                    if current is not None and time.monotonic() - began > limit:
-                        process.kill()
-                        process.wait()
-                        reason = "hang"
-                        break
-                process.wait()
-            if done:
+                seen = _watch(process, report, records)
+            if seen.import_error:
+                return {"import": seen.import_error}
+            if seen.done:
                 return records
-            message = _stopped(reason, limit, process.returncode, errors.read_text("utf-8"))
-            if current in (None, -1):
+            reason = "hang" if seen.hung else "exit"
+            message = _stopped(reason, seen.limit, process.returncode, errors.read_text("utf-8"))
+            if seen.current == -1:
                 return {"import": {"message": f"importing the file {message}", "where": ""}}
-            records[current] = {"status": ERROR, "message": message, "where": ""}
-            start = current + 1
+            stopped_in = seen.current
+            if stopped_in is None:  # between two items: blame the one after the last result
+                stopped_in = max(records, default=start - 1) + 1
+            records[stopped_in] = {"status": ERROR, "message": message, "where": ""}
+            start = stopped_in + 1
     return records
 
 
