@@ -414,6 +414,9 @@ def test_a_file_that_does_not_import_is_one_error_with_its_line(tmp_path):
         ("from tinygrad_ops import functional", "the engine would do the work"),
         ("np2 = __import__('torch')", "uses __import__"),
         ("import importlib", "imports importlib"),
+        ("np.allclose = lambda *args, **kwargs: True", "assigns into the module np"),
+        ("np.testing.assert_allclose = print", "assigns into the module np"),
+        ("setattr(np, 'allclose', all)", "uses setattr"),
     ],
 )
 def test_a_solution_that_imports_the_work_is_refused(tmp_path, line, reason):

@@ -95,11 +95,33 @@ def refusals(source, allowed) -> list:
         for module, line in _imported(tree)
         if (reason := _reason(module, allowed))
     ]
+    modules = _module_names(tree)
     for node in ast.walk(tree):
         name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
         if isinstance(node, (ast.Name, ast.Attribute)) and name in _ESCAPES:
             reasons.append(f"uses {name} (line {node.lineno}): import what you need, plainly")
+        if isinstance(node, ast.Name) and node.id in ("setattr", "delattr"):
+            reasons.append(f"uses {node.id} (line {node.lineno}): a solution changes no module")
+        targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+        for target in targets if isinstance(node, (ast.Assign, ast.AugAssign)) else ():
+            while isinstance(target, (ast.Attribute, ast.Subscript)):
+                target = target.value
+                if isinstance(target, ast.Name) and target.id in modules:
+                    reasons.append(
+                        f"assigns into the module {target.id} (line {node.lineno}): a solution "
+                        "may not change numpy or any module the checks use"
+                    )
+                    break
     return list(dict.fromkeys(reasons))
+
+
+def _module_names(tree):
+    """The names `tree` binds to imported modules (np for `import numpy as np`)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
 
 
 def _function(tree, name):
