@@ -417,6 +417,7 @@ def test_a_file_that_does_not_import_is_one_error_with_its_line(tmp_path):
         ("np.allclose = lambda *args, **kwargs: True", "assigns into the module np"),
         ("np.testing.assert_allclose = print", "assigns into the module np"),
         ("setattr(np, 'allclose', all)", "uses setattr"),
+        ("caller = lambda error: error.__traceback__.tb_frame.f_back.f_locals", "uses f_locals"),
     ],
 )
 def test_a_solution_that_imports_the_work_is_refused(tmp_path, line, reason):
@@ -548,6 +549,17 @@ def test_a_blocked_scan_that_never_blocks_fails(tmp_path, body, hint):
     (result,) = exercises.check(tmp_path, "blocked", isolated=False)
     assert result.checks[0].status == "FAIL"
     assert any(hint in h.text for h in result.hints)
+
+
+def test_a_missing_file_is_one_error_saying_how_to_write_it(tmp_path):
+    (result,) = exercises.check(tmp_path, "value")
+    assert result.error == (
+        f"value.py does not exist: write it with `tinygrad-ops exercises init {tmp_path} value`"
+    )
+    assert exercises.report([result]).splitlines()[:2] == [
+        "FAIL  value           0/14 checks",
+        f"      ERROR: {result.error}",
+    ]
 
 
 def test_init_keeps_a_students_work(tmp_path):

@@ -208,7 +208,10 @@ def check_exercise(directory, name, isolated=True, time_limit=None) -> ExerciseR
     result = ExerciseResult(name, exercise.title)
     path = Path(directory).resolve() / exercise.filename
     if not path.exists():
-        result.error = f"{path.name} does not exist: `tinygrad-ops exercises init DIR {name}`"
+        result.error = (
+            f"{path.name} does not exist: write it with "
+            f"`tinygrad-ops exercises init {directory} {name}`"
+        )
         return result
     refused = screen.refusals(path.read_text(encoding="utf-8"), exercise.imports)
     if refused:

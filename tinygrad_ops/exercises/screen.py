@@ -3,9 +3,10 @@
 A solution is refused, with the reason, when it imports anything but the modules its
 exercise allows (numpy and a few of the standard library's: never torch, the engine
 where the exercise is to write the engine, or the shipped solutions), or reaches for
-`__import__`, `exec`, `eval` or `importlib` to get round that. This is a screen for
-honest grading, not a sandbox: the checks still run the code in a child process with a
-time limit.
+`__import__`, `exec`, `eval` or `importlib` to get round that, or for the frames of the
+checks that call it (`__traceback__`, `f_back`, `f_locals`: their expected values).
+This is a screen for honest grading, not a sandbox: the checks still run the code in a
+child process with a time limit.
 
 `matmul_spellings` finds every way of writing a matrix product (`@`, `A.__matmul__(B)`,
 `np.matmul`, `np.dot`, `np.einsum`, ...) in one function, for the exercises that must do
@@ -36,7 +37,11 @@ NUMPY_ONLY = frozenset(
 )
 WITH_THE_ENGINE = NUMPY_ONLY | {"tinygrad_ops"}  # for the exercises built on tg.Tensor
 _NEVER = ("tinygrad_ops.exercises", "tinygrad_ops.micro", "tinygrad_ops.reference")
-_ESCAPES = frozenset({"__import__", "exec", "eval", "compile", "importlib", "__builtins__"})
+_ESCAPES = frozenset(
+    {"__import__", "exec", "eval", "compile", "importlib", "__builtins__", "__subclasses__"}
+    # the frames of the checks that call the solution (their expected values)
+    | {"__traceback__", "tb_frame", "f_back", "f_locals", "f_globals", "__globals__", "gi_frame"}
+)
 _MATMUL_NAMES = frozenset(
     {
         "matmul",
