@@ -8,6 +8,8 @@ two moons. The walk over a tape is checked on tapes recorded from the same progr
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,21 +30,24 @@ from .checking import (
 
 # ---------------------------------------------------------------------------- value.py
 
-RULES = {  # op -> (how to apply it, a point inside its domain, the derivative)
-    "__add__": (lambda a, b: a + b, 2),
-    "__mul__": (lambda a, b: a * b, 2),
-    "__pow__": (lambda a: a**3, 1),
-    "tanh": (lambda a: a.tanh(), 1),
-    "exp": (lambda a: a.exp(), 1),
-    "log": (lambda a: a.log(), 1),
-}
-FORMULAS = {
-    "__add__": "da = g, db = g",
-    "__mul__": "da = g * b, db = g * a",
-    "__pow__": "da = g * n * a ** (n - 1)",
-    "tanh": "da = g * (1 - tanh(a) ** 2)",
-    "exp": "da = g * exp(a)",
-    "log": "da = g / a",
+
+@dataclass
+class Rule:
+    """One primitive of value.py: how to apply it to Values (or Tensors), how many
+    operands it takes, and its rule as the docstring states it."""
+
+    apply: Callable
+    arity: int
+    formula: str
+
+
+RULES = {
+    "__add__": Rule(lambda a, b: a + b, 2, "da = g, db = g"),
+    "__mul__": Rule(lambda a, b: a * b, 2, "da = g * b, db = g * a"),
+    "__pow__": Rule(lambda a: a**3, 1, "da = g * n * a ** (n - 1)"),
+    "tanh": Rule(lambda a: a.tanh(), 1, "da = g * (1 - tanh(a) ** 2)"),
+    "exp": Rule(lambda a: a.exp(), 1, "da = g * exp(a)"),
+    "log": Rule(lambda a: a.log(), 1, "da = g / a"),
 }
 
 
@@ -52,7 +57,7 @@ def _operands(count, seed):
 
 def _rule_check(module, op):
     """The rule of `op` against central differences of its own forward."""
-    apply, arity = RULES[op]
+    apply, arity = RULES[op].apply, RULES[op].arity
     arrays = _operands(arity, 40)
     grad_output = random((3,), 41)
     out = apply(*[module.Value(a) for a in arrays])
@@ -71,7 +76,7 @@ def _rule_check(module, op):
 
 def _check_rule(op):
     return Check(
-        f"the rule of {op.strip('_')} is the derivative of its forward: {FORMULAS[op]}",
+        f"the rule of {op.strip('_')} is the derivative of its forward: {RULES[op].formula}",
         op,
         lambda module: _rule_check(module, op),
     )
@@ -323,7 +328,7 @@ def value_checks():
 
 
 def _rule_gives(module, op, arrays, grad_output):
-    apply, _ = RULES[op]
+    apply = RULES[op].apply
     out = apply(*[module.Value(a) for a in arrays])
     return gives(out.rule, grad_output)
 
@@ -332,7 +337,7 @@ def _rule_is(op, wrong):
     """A probe: the rule of `op` returns `wrong(arrays, g)` instead of the right one."""
 
     def probe(module):
-        arrays = _operands(RULES[op][1], 60)
+        arrays = _operands(RULES[op].arity, 60)
         grad_output = random((3,), 61)
         got = _rule_gives(module, op, arrays, grad_output)
         expected = wrong(arrays, grad_output)
