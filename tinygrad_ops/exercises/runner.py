@@ -98,7 +98,7 @@ class _Watch:
     items, -1 while importing), that item's limit, and why it stopped."""
 
     current: int | None = -1
-    limit: float = 10.0
+    limit: float = 60.0  # until the child reports: its own start (numpy, the engine)
     done: bool = False
     import_error: dict | None = None
     hung: bool = False
