@@ -562,6 +562,15 @@ def test_a_missing_file_is_one_error_saying_how_to_write_it(tmp_path):
     ]
 
 
+def test_solved_outside_a_checkout_says_where_the_solutions_are(tmp_path, monkeypatch, capsys):
+    from tinygrad_ops.exercises import files
+
+    monkeypatch.setattr(files, "SOLUTIONS", tmp_path / "no_checkout" / "exercises" / "solutions")
+    assert main(["exercises", "init", str(tmp_path / "out"), "relu", "--solved"]) == 2
+    assert "the solutions are not installed with the package" in capsys.readouterr().err
+    assert main(["exercises", "init", str(tmp_path / "out"), "relu"]) == 0  # the blanks are
+
+
 def test_init_keeps_a_students_work(tmp_path):
     exercises.init(tmp_path, ["relu"])
     with pytest.raises(FileExistsError, match="--force"):
