@@ -19,7 +19,7 @@ from __future__ import annotations
 import graphviz
 
 from . import style
-from .layout import depth_and_width
+from .layout import ancestors, depth_and_width
 from .layout import layout as make_layout
 from .style import FONT, GROUP_COLOURS, SCAN_STYLE
 from .trace import shape_text
@@ -117,12 +117,11 @@ def _add_nodes(picture, shown, flags):
         if display_id not in shown.kept or display_id in picture.nodes:
             continue
         if display_id in shown.folds:
-            attributes = style.fold_attributes(
-                shown.folds[display_id], graph, shown.call_of, shown.steps
-            )
+            calls = shown.folds[display_id]
+            attributes = style.calls_attributes(calls, True, graph, shown.call_of, shown.steps)
         elif display_id.startswith("call_"):
-            call = shown.collapsed[display_id[len("call_") :]]
-            attributes = style.collapsed_attributes(call, graph, shown.call_of, shown.steps)
+            calls = [shown.collapsed[display_id[len("call_") :]]]
+            attributes = style.calls_attributes(calls, False, graph, shown.call_of, shown.steps)
         elif node_id in graph.ops:
             attributes = style.op_attributes(graph.ops[node_id], shown.steps.get(node_id))
         else:
@@ -186,20 +185,11 @@ def _to_digraph(picture, rankdir, title, scan_titles):
     members = {}
     for display_id in picture.nodes:
         members.setdefault(picture.cluster_of.get(display_id), []).append(display_id)
-    children = {}
-    call_keys = [key for key in members if key is not None and not isinstance(key, str)]
-    for call in list(call_keys):
-        # Every ancestor of a call with members must be drawn too, to hold it.
-        parent = call.parent
-        child = call
-        while parent is not None:
-            siblings = children.setdefault(parent, [])
-            if child not in siblings:
-                siblings.append(child)
-            child, parent = parent, parent.parent
-        top = children.setdefault(None, [])
-        if child not in top:
-            top.append(child)
+    children = {}  # a call (None: the top) -> the calls drawn inside it
+    for key in members:
+        if key is not None and not isinstance(key, str):
+            for call in ancestors(key):  # a call with members is drawn in all its ancestors
+                children.setdefault(call.parent, set()).add(call)
 
     def add_nodes(target, key):
         for display_id in members.get(key, ()):

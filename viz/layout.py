@@ -9,7 +9,7 @@ which nodes `max_nodes` keeps (those nearest the output).
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from .groups import ModuleCalls
@@ -44,11 +44,6 @@ def common_call(calls):
             break
         common = level[0]
     return common
-
-
-def is_within(call, outer):
-    """Whether `call` is `outer` or nested inside it."""
-    return any(each is outer for each in ancestors(call))
 
 
 @dataclass
@@ -140,10 +135,8 @@ def depth_and_width(result):
             rank[node] = min(below) - 1
     if not rank:
         return 0, 0
-    per_rank = {}
-    for value in rank.values():
-        per_rank[value] = per_rank.get(value, 0) + 1
-    return max(rank.values()) + 1, max(per_rank.values())
+    per_rank = Counter(rank.values())  # rank -> how many nodes sit on it
+    return max(per_rank) + 1, max(per_rank.values())
 
 
 def resolve_record(backward):
