@@ -206,18 +206,7 @@ def paste_errors(block):
     return [(len(block.splitlines()), "(the end)")] if console.errors else []
 
 
-# docs/viz.md's model-drawing block reads a model from nowhere (its fix is with the viz
-# chapter's owner); strict, so that this mark must go once the page runs.
-_VIZ_PENDING = pytest.mark.xfail(strict=True, reason="docs/viz.md: block needs model, x, y, F")
-
-
-def _page_params():
-    return [
-        pytest.param(page, marks=_VIZ_PENDING) if page.name == "viz.md" else page for page in PAGES
-    ]
-
-
-@pytest.mark.parametrize("page", _page_params(), ids=lambda page: page.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
 def test_every_block_pastes_into_the_interactive_prompt(page):
     text = page.read_text(encoding="utf-8")
     failures = []
@@ -235,7 +224,7 @@ def test_the_paste_check_finds_a_blank_line_inside_a_class():
     assert paste_errors("for i in range(2):\n    pass\n\nprint(i)\n") == []
 
 
-@pytest.mark.parametrize("page", _page_params(), ids=lambda page: page.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
 def test_every_page_runs_in_a_fresh_interpreter(page, tmp_path):
     # What a page reads (runs/demo, from `make demo`) is made first in a scratch folder,
     # where the blocks also write their pictures.

@@ -19,7 +19,7 @@ from __future__ import annotations
 import graphviz
 
 from . import style
-from .layout import ancestors, depth_and_width
+from .layout import RANK_PIXELS, ancestors, depth_and_width
 from .layout import layout as make_layout
 from .style import FONT, GROUP_COLOURS, SCAN_STYLE
 from .trace import shape_text
@@ -28,7 +28,7 @@ RANKDIRS = ("auto", "LR", "TB", "RL", "BT")
 # Pixels a rank takes and a node takes within its rank, top to bottom and left to right
 # (measured on the README's examples at Graphviz's 96 dpi): rankdir="auto" picks the
 # direction whose picture has the shorter longest side.
-TB_RANK, TB_NODE = 77, 126
+TB_RANK, TB_NODE = RANK_PIXELS, 126
 LR_RANK, LR_NODE = 136, 59
 
 
@@ -69,7 +69,7 @@ def draw(
     module called many times in a row (an RNN cell), draw the first and last `fold` calls
     and one node for the rest (None draws every call). `compact`: leave out the nodes of
     intermediate tensors (ops connect directly, edges still show shapes and gradients);
-    "auto" (the default) does so for a picture deeper than 24 ranks, so that it fits 2,000 px.
+    "auto" (the default) does so for a picture that would be taller than 2,000 px.
 
     >>> import tinygrad_ops as tg
     >>> from tinygrad_ops import viz
@@ -143,12 +143,11 @@ def _add_elided(picture, shown):
         "color": "#999999",
         "fontcolor": "#555555",
     }
-    boundary = set()
-    for item in shown.edges:
-        crosses = item.target in shown.kept and item.source not in shown.kept
-        if crosses and item.target not in boundary:
-            boundary.add(item.target)
-            picture.edges.append((elided, item.target, {"style": "dashed", "color": "#999999"}))
+    kept = shown.kept
+    boundary = [item.target for item in shown.edges if item.source not in kept]
+    for target in dict.fromkeys(boundary):  # each drawn node an edge crosses into, once
+        if target in kept:
+            picture.edges.append((elided, target, {"style": "dashed", "color": "#999999"}))
 
 
 def _add_copies(picture, shown):
