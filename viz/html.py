@@ -121,9 +121,9 @@ class _Page:
         for edge in graph.edges:
             if edge.target in graph.ops:
                 self.operand_edges.setdefault(edge.target, []).append(edge)
-        self.scans = {}  # page id of a scanned segment ("scan0") -> its ScannedSegment
+        self.scans = {}  # the layout's key of a scanned segment -> its ScannedSegment
         for number, segment in enumerate(self.record.scanned_segments):
-            self.scans[f"scan{number}"] = segment
+            self.scans[f"cluster_scan_{number}"] = segment
         self.nodes = {}  # page id -> node JSON
         self.copied = {source for source, _ in shown.copies.values()}
         self.alias = {}  # copy id -> the copy that stands for it
@@ -138,8 +138,7 @@ class _Page:
         if display_id not in shown.kept:
             return ELIDED
         if display_id in graph.ops:
-            key = shown.scan_of.get(display_id)  # "cluster_scan_0" -> "scan0"
-            return display_id if key is None else key[len("cluster_") :].replace("_", "")
+            return shown.scan_of.get(display_id, display_id)  # a scan's ops: one node
         node = graph.tensors.get(display_id)
         if node is None:
             return display_id  # a call, a fold or a copy

@@ -133,7 +133,7 @@ AUTO_GROUP_NODES = 200
 # Graphviz lays out more nodes than this in minutes, not seconds (DOT text is instant).
 PICTURE_NODE_LIMIT = 500
 PAGE_NODE_LIMIT = 2000  # a browser opens a page of more nodes slowly
-MAX_STEPS = 5000  # the rnn example's trace of 5,000 steps takes about two seconds
+MAX_STEPS = 5000  # a longer rnn example takes long to build and trace before any drawing
 
 
 def _example_loss(name, args):
