@@ -84,17 +84,18 @@ def rnn(folder):
 
 
 def rnn_100_steps(folder):
-    """Over 100 steps: each step collapsed to one node, steps 3-96 folded into one."""
+    """Over 100 steps: each step collapsed to one node, steps 2-97 folded into one."""
     calls = viz.ModuleCalls()
     loss = viz.examples.rnn(steps=100, calls=calls)
     record = viz.backward(loss)
-    title = "RNN over 100 steps: steps collapsed (depth=0), the middle 94 folded"
-    save(folder, "rnn_100_steps", loss, groups=calls, depth=0, backward=record, title=title)
+    title = "RNN over 100 steps: steps collapsed (depth=0), the middle 96 folded (fold=2)"
+    options = {"groups": calls, "depth": 0, "fold": 2, "backward": record, "title": title}
+    save(folder, "rnn_100_steps", loss, **options)
 
 
 def rnn_scan(folder):
     """The scan scheduler: the chain segment it scanned, as one highlighted cluster."""
-    loss = viz.examples.rnn(steps=6)
+    loss = viz.examples.rnn(steps=5)
     record = viz.backward(loss, scheduler="blelloch")
     title = "backward(scheduler='blelloch'): the scanned chain segment"
     save(folder, "rnn_scan", loss, backward=record, compact=True, title=title)
