@@ -12,7 +12,7 @@ import numpy as np
 
 from .mode import no_grad
 from .ops import base
-from .ops.checks import check_number, checked_shape, varargs_shape
+from .ops.checks import ArgumentError, check_number, checked_shape, varargs_shape
 from .ops.elementwise import Cast
 
 
@@ -29,7 +29,7 @@ class ConversionMethods:
     def item(self):
         """The single value of a one-element tensor, as a Python number."""
         if self.data.size != 1:
-            raise ValueError(
+            raise ArgumentError(
                 f"item() needs a tensor with one element, this one has shape {self.shape}"
             )
         base.values_read(self, ".item()")
@@ -207,7 +207,7 @@ class ConversionMethods:
 
     def __bool__(self):
         if self.data.size != 1:
-            raise ValueError(
+            raise ArgumentError(
                 f"the truth value of a tensor with {self.data.size} elements (shape "
                 f"{self.shape}) is ambiguous; use .any() or .all() on .data"
             )
