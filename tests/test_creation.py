@@ -100,3 +100,44 @@ def test_manual_seed_makes_every_draw_repeat_as_torch(draw):
     first = draw().copy()
     tg.manual_seed(0)
     np.testing.assert_array_equal(draw(), first)
+
+
+LINSPACE_CASES = [(0, 1, 5), (0, 10, 4), (-3.5, 7.25, 11), (2, 2, 3), (5, -5, 7), (0, 1, 1)]
+LINSPACE_CASES += [(0, 1, 0), (1e-3, 1e8, 100), (0.1, 0.7, 33)]
+
+
+@pytest.mark.parametrize("arguments", LINSPACE_CASES)
+@pytest.mark.parametrize(
+    ("dtype", "torch_dtype", "tolerance"),
+    [
+        (np.float64, torch.float64, 1e-15),
+        (np.float32, torch.float32, 3e-7),
+        (np.int64, torch.int64, 0),
+        (np.int32, torch.int32, 0),
+    ],
+)
+def test_linspace_against_torch(arguments, dtype, torch_dtype, tolerance):
+    ours = tg.linspace(*arguments, dtype=dtype)
+    theirs = torch.linspace(*arguments, dtype=torch_dtype)
+    assert ours.dtype == dtype
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=tolerance, atol=tolerance)
+    assert ours.numpy()[:1].tolist() == theirs.numpy()[:1].tolist()  # the ends are exact
+    assert ours.numpy()[-1:].tolist() == theirs.numpy()[-1:].tolist()
+
+
+def test_linspace_default_dtype_tensor_ends_and_refusals():
+    assert tg.linspace(0, 1, 3).dtype == np.float32
+    assert tg.linspace(tg.Tensor(0.0), tg.Tensor(2.0), 3).tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(RuntimeError, match="non-negative"):
+        tg.linspace(0, 1, -1)
+    with pytest.raises(TypeError, match="steps must be an int"):
+        tg.linspace(0, 1, 2.0)
+
+
+@pytest.mark.parametrize("arguments", [(0, 2, 3), (-2, 3, 9), (-2.3, 3.1, 17), (1, 1, 1)])
+@pytest.mark.parametrize("base", [10.0, 2, 0.5])
+def test_logspace_against_torch(arguments, base):
+    ours = tg.logspace(*arguments, base=base, dtype=np.float64)
+    theirs = torch.logspace(*arguments, base=base, dtype=torch.float64)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-14)
+    assert tg.logspace(*arguments, base=base).dtype == np.float32

@@ -422,3 +422,22 @@ def test_prod_gradient_at_infinite_and_overflowing_products_matches_torch(values
         x.prod().backward()
     torch_x.prod().backward()
     np.testing.assert_array_equal(x.grad.numpy(), torch_x.grad.numpy())
+
+
+@pytest.mark.parametrize(
+    ("arguments", "options"),
+    [
+        ((), {}),
+        ((1,), {}),
+        ((0,), {"keepdim": True}),
+        (((0, 1),), {"correction": 0}),
+        ((1,), {"unbiased": False}),
+        ((False,), {}),
+    ],
+)
+@pytest.mark.parametrize("name", ["var_mean", "std_mean"])
+def test_var_mean_and_std_mean_against_torch(name, arguments, options):
+    def both(module):  # the variance (standard deviation) and the mean, in one tensor
+        return lambda x: module.stack(getattr(module, name)(x, *arguments, **options))
+
+    check_op(both(tg), both(torch), (3, 4))

@@ -12,7 +12,19 @@ import builtins
 from . import functional, nn, optim
 from .autograd.backward import grad
 from .autograd.function import Function
-from .creation import arange, eye, full, ones, ones_like, rand, randn, zeros, zeros_like
+from .creation import (
+    arange,
+    eye,
+    full,
+    linspace,
+    logspace,
+    ones,
+    ones_like,
+    rand,
+    randn,
+    zeros,
+    zeros_like,
+)
 from .gradcheck import GradcheckError, gradcheck
 from .jit import CompileError, compile
 from .mode import (
@@ -59,6 +71,7 @@ from .scheduler import (
 from .serialize import CheckpointError, load, save
 from .tensor import Tensor, concatenate, from_numpy, maximum, stack, where
 from .tensor_functions import bmm, cat, dot, minimum, outer
+from .tensor_reduce import std_mean, var_mean
 
 __version__ = "0.1.0"
 
@@ -94,7 +107,9 @@ __all__ = [
     "inference_mode",
     "is_grad_enabled",
     "is_tensor",
+    "linspace",
     "load",
+    "logspace",
     "manual_seed",
     "masked_fill",
     "maximum",
@@ -123,10 +138,12 @@ __all__ = [
     "sort",
     "split",
     "stack",
+    "std_mean",
     "tensor",
     "topk",
     "tril",
     "triu",
+    "var_mean",
     "where",
     "zeros",
     "zeros_like",

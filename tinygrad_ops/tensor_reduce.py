@@ -297,6 +297,41 @@ class ReduceMethods:
         return ValuesIndices(values, constant(indices.astype(np.int64)))
 
 
+def var_mean(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """(the variance, the mean) over `dim`, as torch.var_mean: Tensor.var with PyTorch's
+    default correction of 1 (`correction=0` or `unbiased=False` for the biased one).
+
+    >>> import tinygrad_ops as tg
+    >>> [t.item() for t in tg.var_mean(tg.Tensor([1.0, 2.0, 6.0]))]
+    [7.0, 3.0]
+    """
+    dim, unbiased = _dim_or_unbiased("var_mean", dim, unbiased)
+    variance = input.var(dim, correction=correction, unbiased=unbiased, keepdims=keepdim)
+    return variance, input.mean(dim, keepdims=keepdim)
+
+
+def std_mean(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """(the standard deviation, the mean) over `dim`, as torch.std_mean: Tensor.std with
+    PyTorch's default correction of 1.
+
+    >>> import tinygrad_ops as tg
+    >>> [t.tolist() for t in tg.std_mean(tg.Tensor([[1.0, 3.0]]), 1)]
+    [[1.4142135381698608], [2.0]]
+    """
+    dim, unbiased = _dim_or_unbiased("std_mean", dim, unbiased)
+    deviation = input.std(dim, correction=correction, unbiased=unbiased, keepdims=keepdim)
+    return deviation, input.mean(dim, keepdims=keepdim)
+
+
+def _dim_or_unbiased(op_name, dim, unbiased):
+    """PyTorch's overload `var_mean(x, True)`: a bool in dim's place is `unbiased`."""
+    if isinstance(dim, (bool, np.bool_)):
+        if unbiased is not None:
+            raise TypeError(f"{op_name}: unbiased given twice")
+        return None, bool(dim)
+    return dim, unbiased
+
+
 def _reduced_count(shape, axis, op_name):
     axes = normalize_axes(axis, len(shape), op_name)
     count = 1
