@@ -515,3 +515,10 @@ def scaled_dot_product_attention(
     return _attention.scaled_dot_product_attention(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, generator
     )
+
+
+# Resizing (tinygrad_ops/ops/interpolate.py)
+
+from .ops.interpolate import interpolate  # noqa: E402 (a section of its own)
+
+__all__ += ["interpolate"]
