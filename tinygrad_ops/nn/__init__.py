@@ -38,6 +38,7 @@ from .attention import MultiheadAttention
 from .cnn import SmallCNN, Unflatten
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
+from .conv_transpose import ConvTranspose2d
 from .embedding import Embedding
 from .gated import GRU, LSTM, GRUCell, LSTMCell
 from .init import get_rng_state, manual_seed, set_rng_state
@@ -81,6 +82,7 @@ __all__ = [
     "BatchNorm2d",
     "Conv1d",
     "Conv2d",
+    "ConvTranspose2d",
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
