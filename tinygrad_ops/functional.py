@@ -393,10 +393,11 @@ from .ops.pool import (  # noqa: E402
     max_pool1d,
     max_pool2d,
 )
+from .ops.unpool import max_unpool2d  # noqa: E402
 
 __all__ += [
     "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "conv_transpose2d",
-    "max_pool1d", "max_pool2d",
+    "max_pool1d", "max_pool2d", "max_unpool2d",
 ]  # fmt: skip
 
 # Indexing and padding (tinygrad_ops/ops/indexing.py, ops/movement.py; the "opsnew" section)
