@@ -9,7 +9,7 @@ array([7.], dtype=float32)
 
 import builtins
 
-from . import functional, nn, optim
+from . import functional, nn, optim, utils
 from .autograd.backward import grad
 from .autograd.function import Function
 from .creation import (
@@ -143,6 +143,7 @@ __all__ = [
     "topk",
     "tril",
     "triu",
+    "utils",
     "var_mean",
     "where",
     "zeros",

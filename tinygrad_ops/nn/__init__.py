@@ -9,7 +9,7 @@
 (4, 1)
 """
 
-from . import utils  # (tg.nn.utils.clip_grad_norm_, as torch.nn.utils)
+from . import functional, utils  # (tg.nn.functional and tg.nn.utils, as torch.nn's)
 from .activation import (
     CELU,
     ELU,
@@ -129,6 +129,7 @@ __all__ = [
     "TransformerEncoder",
     "TransformerEncoderLayer",
     "Unflatten",
+    "functional",
     "generate_square_subsequent_mask",
     "get_rng_state",
     "manual_seed",
