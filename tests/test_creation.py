@@ -141,3 +141,32 @@ def test_logspace_against_torch(arguments, base):
     theirs = torch.logspace(*arguments, base=base, dtype=torch.float64)
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-14)
     assert tg.logspace(*arguments, base=base).dtype == np.float32
+
+
+@pytest.mark.parametrize("name", ["randn_like", "rand_like"])
+def test_random_like_takes_shape_and_dtype(name):
+    function = getattr(tg, name)
+    base = tg.zeros(3, 4, dtype=np.float64)
+    assert function(base).shape == (3, 4)
+    assert function(base).dtype == np.float64
+    assert function(base, dtype=np.float32).dtype == np.float32
+    assert function(base, seed=0).tolist() == function(base, seed=0).tolist()
+    tg.manual_seed(2)
+    first = function(base).tolist()
+    tg.manual_seed(2)
+    assert function(base).tolist() == first
+    with pytest.raises(NotImplementedError, match="floating-point"):
+        function(tg.tensor([1, 2]))
+    assert function(base, requires_grad=True).requires_grad
+
+
+def test_randint_as_torch():
+    sample = tg.randint(3, 7, (200,), seed=0)
+    assert sample.dtype == np.int64
+    assert set(sample.tolist()) == {3, 4, 5, 6}
+    assert set(tg.randint(2, (50,), seed=1).tolist()) == {0, 1}
+    assert torch.randint(3, 7, (2,)).dtype == torch.int64
+    with pytest.raises(RuntimeError, match="less than"):
+        tg.randint(5, 2, (3,))
+    with pytest.raises(TypeError, match="size"):
+        tg.randint(5)

@@ -300,3 +300,61 @@ def _endpoint(value, name):
         value = value.item()
     check_number("linspace", value, name)
     return float(value)
+
+
+def randn_like(tensor, dtype=None, seed=None, generator=None, requires_grad=False):
+    """Standard normal samples in the shape (and float dtype, unless given) of `tensor`,
+    drawn as `randn`'s.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.randn_like(tg.zeros(2, 3, dtype="float64")).dtype
+    dtype('float64')
+    """
+    dtype = _like_dtype(tensor, dtype, "randn_like")
+    return randn(*tensor.shape, seed=seed, generator=generator, dtype=dtype,
+                 requires_grad=requires_grad)  # fmt: skip
+
+
+def rand_like(tensor, dtype=None, seed=None, generator=None, requires_grad=False):
+    """Uniform samples in [0, 1) in the shape (and float dtype, unless given) of `tensor`.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.rand_like(tg.zeros(4)).shape
+    (4,)
+    """
+    dtype = _like_dtype(tensor, dtype, "rand_like")
+    return rand(*tensor.shape, seed=seed, generator=generator, dtype=dtype,
+                requires_grad=requires_grad)  # fmt: skip
+
+
+def _like_dtype(tensor, dtype, op_name):
+    dtype = np.dtype(tensor.dtype if dtype is None else dtype)
+    if dtype.kind != "f":
+        raise NotImplementedError(
+            f"{op_name}: random floats need a floating-point dtype, got {dtype} (pass dtype=)"
+        )
+    return dtype
+
+
+def randint(low, high=None, size=None, seed=None, generator=None, dtype=np.int64):
+    """Integers drawn uniformly from [low, high) (or [0, low) given one bound), in the shape
+    `size`, as torch.randint (int64), from `generator`, `seed` or the shared generator.
+
+    >>> import tinygrad_ops as tg
+    >>> sample = tg.randint(3, 7, (2, 5), seed=0)
+    >>> sample.dtype, bool(((sample.numpy() >= 3) & (sample.numpy() < 7)).all())
+    (dtype('int64'), True)
+    """
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size), as PyTorch
+        high, size = None, high
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint: size (a tuple of ints) is required")
+    if low >= high:
+        raise RuntimeError(
+            f"randint: random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
+    shape = checked_shape(tuple(size) if isinstance(size, (tuple, list)) else (size,), "randint")
+    values = _generator(seed, generator, "randint").integers(low, high, size=shape)
+    return _fresh(values.astype(dtype))
