@@ -11,9 +11,12 @@ in `docs/derivations.md`), except relu, sigmoid and tanh, which are core primiti
 array([[0.5, 0.5]], dtype=float32)
 """
 
+import math
+
 import numpy as np
 
 from .creation import default_generator
+from .mode import no_grad
 from .ops import (
     BatchNorm,
     CrossEntropy,
@@ -271,6 +274,53 @@ def batch_norm(
             if stat is not None:
                 bump_version(stat)
     return out
+
+
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats=True,
+    momentum=0.1,
+    eps=1e-5,
+):
+    """Normalise each channel of each sample of an (N, C, ...) input over its spatial dims,
+    then x̂ w + b per channel, as torch.nn.functional.instance_norm (Ulyanov et al. 2016):
+    group_norm with one group per channel, so its gradients are LayerNorm's. Given running
+    statistics, they are updated under no_grad with the mean over the batch of each
+    instance's mean and unbiased variance; with use_input_stats=False they normalise instead
+    (batch_norm in eval).
+
+    >>> import tinygrad_ops as tg
+    >>> out = instance_norm(tg.randn(2, 3, 5, seed=0))
+    >>> bool(abs(out.numpy().mean(axis=2)).max() < 1e-6)
+    True
+    """
+    x = _tensor(input, "input", "instance_norm")
+    if x.ndim < 3:
+        raise ValueError(f"instance_norm: expected an (N, C, ...) input, got shape {x.shape}")
+    if not use_input_stats:
+        return batch_norm(x, running_mean, running_var, weight, bias, False, momentum, eps)
+    if use_input_stats and math.prod(x.shape[2:]) <= 1:
+        raise ValueError(
+            f"instance_norm: expected more than 1 spatial element when training, got input "
+            f"of shape {x.shape}"
+        )
+    out = group_norm(x, x.shape[1], weight, bias, eps)
+    with no_grad():  # ops, not writes into .data, so that tg.compile replays them
+        per_instance = x.detach().reshape(x.shape[0], x.shape[1], -1)
+        for stat, value in (
+            (running_mean, per_instance.mean(2).mean(0)),
+            (running_var, per_instance.var(2, correction=1).mean(0)),
+        ):
+            if stat is not None:
+                stat.copy_(stat * (1.0 - momentum) + value.astype(stat.dtype) * momentum)
+    return out
+
+
+__all__ += ["instance_norm"]
 
 
 # ----------------------------------------------------------------------------------------------

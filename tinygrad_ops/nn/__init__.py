@@ -56,7 +56,15 @@ from .loss import (
 )
 from .mlp import MLP
 from .module import Module, Parameter, RemovableHandle
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+    RMSNorm,
+)
 from .rnn import RNN, RNNCell
 from .transformer import (
     TransformerEncoder,
@@ -94,6 +102,8 @@ __all__ = [
     "Hardtanh",
     "HuberLoss",
     "Identity",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
     "KLDivLoss",
     "L1Loss",
     "LSTMCell",
