@@ -33,9 +33,15 @@ class ReduceMethods:
 
     # (PyTorch's `dim`/`keepdim` are accepted for numpy's `axis`/`keepdims`.)
 
-    def sum(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+    def sum(self, axis=None, keepdims=False, *, dim=None, keepdim=None, dtype=None):
+        """The sum over `axis` (every element by default); with `dtype`, of this tensor
+        converted to it first, as PyTorch's `sum(dtype=)` (e.g. float64 sums of float32).
+        Booleans and integers sum to int64, as PyTorch."""
         axis, keepdims = reduction_arguments("sum", axis, keepdims, dim, keepdim)
-        return Sum.apply(self, axis=axis, keepdims=keepdims)
+        source = self
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            source = self.astype(dtype)
+        return Sum.apply(source, axis=axis, keepdims=keepdims)
 
     def trace(self):
         """The sum of a matrix's main diagonal, as PyTorch's trace;  dx = g on the diagonal,
