@@ -460,6 +460,7 @@ from .lr_scheduler import (  # noqa: E402 (below the optimizers they schedule)
     LambdaLR,
     LRScheduler,
     MultiStepLR,
+    ReduceLROnPlateau,
     StepLR,
 )
 
@@ -475,6 +476,7 @@ __all__ = [
     "MultiStepLR",
     "Optimizer",
     "RMSprop",
+    "ReduceLROnPlateau",
     "StepLR",
     "lr_scheduler",
 ]
