@@ -28,7 +28,7 @@ from ..autograd.graph import BackwardGraph, made_by_rule, needed_grads
 from ..mode import STATE, Trace
 from ..nn.init import default_generator
 from ..tensor import Tensor
-from .guards import members
+from .guards import members, parameters_of
 from .kernels import (
     Backward,
     Call,
@@ -574,15 +574,6 @@ class Recorder(Trace):
     def written_to(self, tensor):
         slot = self.slot_by_array.get(id(tensor.data))
         return slot is not None and slot in self.written
-
-
-def parameters_of(owner):
-    """The parameters an optimizer (`param_groups`) or a module (`parameters()`) holds."""
-    groups = getattr(owner, "param_groups", None)
-    if groups is not None:
-        return (parameter for group in groups for parameter in group["params"])
-    parameters = getattr(owner, "parameters", None)
-    return parameters() if callable(parameters) else ()
 
 
 def _interned(value) -> bool:

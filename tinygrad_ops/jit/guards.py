@@ -18,17 +18,12 @@ import numpy as np
 
 from ..mode import STATE
 from ..nn.init import default_generator
-from ..nn.module import Module
-from ..optim import Optimizer
 from ..scheduler import get_default_scheduler
 from ..tensor import Tensor
 from .codegen import compiled_code
-from .kernels import Call, ForgetGrad, LeafWrite
+from .kernels import Call, ForgetGrad, LeafWrite, SetGrad
 
 INTERPRETED_CHECKS = 2  # calls checked by `differences` before the checks are compiled
-
-# The replayed zero_grad() methods: each sets the .grad of the parameters it holds to None.
-_ZERO_GRADS = (Optimizer.zero_grad.__wrapped__, Module.zero_grad.__wrapped__)
 
 
 def describe_value(value):
@@ -189,24 +184,32 @@ def needed_grad_guards(grad_guards, kernels) -> list:
 
 
 def _reset_first(tensor, kernels) -> bool:
-    """Whether the first kernel that touches `tensor.grad` is a zero_grad() that resets it."""
+    """Whether the first kernel that touches `tensor.grad` is a zero_grad() that resets it
+    (an optimizer or a module: what holds `param_groups` or `parameters()`)."""
     for kernel in kernels:
-        if isinstance(kernel, (LeafWrite, ForgetGrad)) and kernel.tensor is tensor:
+        if isinstance(kernel, (LeafWrite, ForgetGrad, SetGrad)) and kernel.tensor is tensor:
             return False
-        if not isinstance(kernel, Call) or not isinstance(kernel.owner, (Optimizer, Module)):
+        if not isinstance(kernel, Call) or not _holds_parameters(kernel.owner):
             continue  # (a learning-rate scheduler's step does not touch gradients)
-        if kernel.function in _ZERO_GRADS and not kernel.args and not kernel.kwargs:
-            if any(parameter is tensor for parameter in _parameters_of(kernel.owner)):
+        if kernel.function.__name__ == "zero_grad" and not kernel.args and not kernel.kwargs:
+            if any(parameter is tensor for parameter in parameters_of(kernel.owner)):
                 return True
-        elif isinstance(kernel.owner, Optimizer):
+        elif hasattr(kernel.owner, "param_groups"):
             return False  # a step reads the gradients it finds
     return False
 
 
-def _parameters_of(owner):
-    if isinstance(owner, Module):
-        return owner.parameters()
-    return (parameter for group in owner.param_groups for parameter in group["params"])
+def _holds_parameters(owner) -> bool:
+    return hasattr(owner, "param_groups") or callable(getattr(owner, "parameters", None))
+
+
+def parameters_of(owner):
+    """The parameters an optimizer (`param_groups`) or a module (`parameters()`) holds."""
+    groups = getattr(owner, "param_groups", None)
+    if groups is not None:
+        return (parameter for group in groups for parameter in group["params"])
+    parameters = getattr(owner, "parameters", None)
+    return parameters() if callable(parameters) else ()
 
 
 def _argument_check(position, expected, bind) -> list:
