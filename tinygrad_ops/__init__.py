@@ -12,6 +12,7 @@ import builtins
 from . import functional, nn, optim
 from .autograd.backward import grad
 from .autograd.function import Function
+from .control_flow import scan
 from .creation import arange, eye, full, ones, ones_like, rand, randn, zeros, zeros_like
 from .gradcheck import GradcheckError, gradcheck
 from .mode import (
@@ -30,7 +31,6 @@ from .ops.indexing import (
     gather,
     masked_fill,
     nonzero,
-    scatter,
     scatter_add,
     sort,
     topk,
@@ -48,6 +48,7 @@ from .ops.movement import (
     tril,
     triu,
 )
+from .ops.scatter_reduce import scatter, scatter_reduce
 from .scheduler import (
     available_schedulers,
     backward_plan,
@@ -114,8 +115,10 @@ __all__ = [
     "repeat_interleave",
     "roll",
     "save",
+    "scan",
     "scatter",
     "scatter_add",
+    "scatter_reduce",
     "set_default_scheduler",
     "set_grad_enabled",
     "sort",

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from .ops import scatter_reduce
 from .ops.base import is_tensor, values_read
 from .ops.checks import check_float, ddof_argument, normalize_axis, reduction_arguments
 from .ops.cumulative import Cumprod, Cumsum, LogCumSumExp
@@ -209,6 +210,11 @@ class ReduceMethods:
         axes = normalize_axes(axis, self.ndim, "any")
         values_read(self, "any")
         return constant(np.any(self.data, axis=axes, keepdims=keepdims))
+
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        return scatter_reduce.scatter_reduce(
+            self, dim, index, src, reduce, include_self=include_self
+        )
 
     def prod(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         """The product over `axis`: the last of the cumulative products over those axes

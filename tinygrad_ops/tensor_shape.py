@@ -14,7 +14,7 @@ import numpy as np
 
 from .autograd.inplace import apply_inplace
 from .mode import STATE
-from .ops import indexing, movement
+from .ops import indexing, movement, scatter_reduce
 from .ops.base import bump_version, is_tensor, values_written
 from .ops.checks import normalize_axis
 from .ops.shape import (
@@ -214,7 +214,7 @@ class ShapeMethods:
         ):
             apply_inplace(self, SetItem, value, index=index)
             return
-        self.data[normalize_index(index)[0]] = value.data if is_tensor(value) else value
+        self.data[normalize_index(index, self.shape)[0]] = value.data if is_tensor(value) else value
         bump_version(self)
 
     def matmul(self, other):
@@ -305,8 +305,8 @@ class ShapeMethods:
     def gather(self, dim, index):
         return indexing.gather(self, dim, index)
 
-    def scatter(self, dim, index, src=None, *, value=None):
-        return indexing.scatter(self, dim, index, src, value=value)
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        return scatter_reduce.scatter(self, dim, index, src, value=value, reduce=reduce)
 
     def scatter_add(self, dim, index, src):
         return indexing.scatter_add(self, dim, index, src)

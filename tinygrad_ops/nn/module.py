@@ -377,13 +377,15 @@ class Module:
     def forward(self, *inputs):  # pragma: no cover - every layer overrides it
         raise NotImplementedError(f"{type(self).__name__} has no forward() method")
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs, **options):
+        # Keyword arguments go to forward (MultiheadAttention's masks, as PyTorch's); the
+        # hooks see the positional inputs, as PyTorch's hooks without with_kwargs.
         STATE.tracer.module(self)  # (tg.compile: the train/eval flag becomes a guard)
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, inputs)
             if result is not None:
                 inputs = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*inputs)
+        output = self.forward(*inputs, **options)
         for hook in list(self._forward_hooks.values()):
             result = hook(self, inputs, output)
             if result is not None:
