@@ -164,7 +164,7 @@ class Guards:
             if not holds_members(module, held):
                 found.append(
                     f"a parameter, buffer, submodule or array of {type(module).__name__} "
-                    "was replaced"
+                    "was replaced, or one of its settings changed"
                 )
         for namespace, name, value in self.reached:
             if _reached_now(namespace, name) is not value:
@@ -243,30 +243,53 @@ def _module_checks(module, training, held, bind) -> list:
     train() or eval()), and that it holds the objects of `members` (and no others)."""
     checks = [] if training is None else [f"{module}.training != {training}"]
     size = f"len({module}._parameters) + len({module}._buffers) + len({module}._modules)"
-    checks.append(f"{size} != {len(held)}")
+    checks.append(f"{size} != {sum(entry[3] is not _SETTING for entry in held)}")
     for registry, name, value, data in held:
+        if data is _SETTING:  # a number or string the module's forward reads (Dropout's p)
+            checks.append(f"{bind(registry)}.get({name!r}) != {bind(value)}")
+            continue
         checks.append(f"{bind(registry)}.get({name!r}) is not {bind(value)}")
         if data is not None:
             checks.append(f"{bind(value)}._data is not {bind(data)}")
     return checks
 
 
+_SETTING = object()  # (the `data` of a member that is a plain setting, compared by value)
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _plain(value) -> bool:
+    if isinstance(value, tuple):
+        return all(isinstance(item, _PLAIN) for item in value)
+    return isinstance(value, _PLAIN)
+
+
 def members(module) -> tuple:
     """(registry, name, object, its array or None) for each parameter, buffer and
     submodule `module` holds itself: the program read those objects and those arrays
     (`model.head = nn.Linear(...)`, `bn.running_mean.data = ...` make another program)."""
-    return tuple(
+    held = [
         (registry, name, value, getattr(value, "_data", None))
         for registry in (module._parameters, module._buffers, module._modules)
         for name, value in registry.items()
-    )
+    ]
+    settings = vars(module)
+    held += [
+        (settings, name, value, _SETTING)
+        for name, value in settings.items()
+        if name != "training" and _plain(value)
+    ]
+    return tuple(held)
 
 
 def holds_members(module, held) -> bool:
     """Whether `module` still holds the objects and arrays of `members`."""
     size = len(module._parameters) + len(module._buffers) + len(module._modules)
-    return len(held) == size and all(
-        registry.get(name) is value and (data is None or value._data is data)
+    objects = [entry for entry in held if entry[3] is not _SETTING]
+    return len(objects) == size and all(
+        registry.get(name) == value
+        if data is _SETTING
+        else registry.get(name) is value and (data is None or value._data is data)
         for registry, name, value, data in held
     )
 
