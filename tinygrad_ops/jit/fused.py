@@ -43,7 +43,10 @@ class FusedForward(Kernel):
         node = code.bind(kernel.node, "node")
         op = type(kernel.node).__name__
         code.line(f"# {op}.forward (inlined)")
-        names = write(code, self.body, f"f{number}", node, saved_name(kernel), out, arguments)
+        needs = kernel.node.needs_input_grad
+        names = write(
+            code, self.body, f"f{number}", node, saved_name(kernel), out, arguments, needs
+        )
         if code.slots[kernel.output].shape == ():  # a 0-d result may come back a numpy scalar
             code.line(f"{out} = asarray({out})")
         if self.release:
@@ -84,7 +87,8 @@ class FusedBackward(Kernel):
         code.line(f"# {type(kernel.node).__name__}.backward (inlined)")
         arguments = {self.body.parameters[0]: grad}
         saved = saved_name(self.forward)
-        names = write(code, self.body, f"b{number}", node, saved, "r", arguments)
+        needs = kernel.node.needs_input_grad
+        names = write(code, self.body, f"b{number}", node, saved, "r", arguments, needs)
         code.line(f"del {grad}")
         for edge in kernel.edges:
             code.send(edge, f"r[{edge.index}]", kernel.node)

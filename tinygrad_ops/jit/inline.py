@@ -227,9 +227,116 @@ class _Rewrite(ast.NodeTransformer):
         return ast.Name(self.rename.get(node.id, node.id), node.ctx)
 
 
-def write(code, body, prefix, node_name, saved_name, result, arguments):
+class _Fold(ast.NodeTransformer):
+    """What the capture fixed, folded: `self.needs_input_grad` is the node's tuple of
+    bools, a name assigned once from it is that constant, and an `if`, a conditional
+    expression, `and`/`or`/`not` and an index on constants take their value (so a rule's
+    branch for an input without a gradient is not written at all)."""
+
+    def __init__(self, needs, assigned_once):
+        self.needs = needs
+        self.once = assigned_once
+        self.known = {}
+
+    def fold_body(self, statements):
+        result = []
+        for statement in statements:
+            folded = self.visit(statement)
+            if folded is None:
+                continue
+            result.extend(folded if isinstance(folded, list) else [folded])
+        return result
+
+    def visit_Attribute(self, node):
+        if _is_self_attribute(node) and node.attr == "needs_input_grad":
+            return ast.Constant(self.needs)
+        return self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id in self.known:
+            return ast.Constant(self.known[node.id])
+        return node
+
+    def visit_Assign(self, node):
+        node.value = self.visit(node.value)
+        target = node.targets[0] if len(node.targets) == 1 else None
+        value = node.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, tuple):
+            names = target.elts if isinstance(target, ast.Tuple) else None
+            if (
+                names
+                and len(names) == len(value.value)
+                and all(isinstance(name, ast.Name) and name.id in self.once for name in names)
+            ):
+                self.known.update(zip((name.id for name in names), value.value))
+                return None
+        if isinstance(target, ast.Name) and target.id in self.once and _bool(value):
+            self.known[target.id] = value.value
+            return None
+        node.targets = [self.visit(target) for target in node.targets]
+        return node
+
+    def visit_If(self, node):
+        node.test = self.visit(node.test)
+        if _bool(node.test):
+            return self.fold_body(node.body if node.test.value else node.orelse) or None
+        node.body = self.fold_body(node.body) or [ast.Pass()]
+        node.orelse = self.fold_body(node.orelse)
+        return node
+
+    def visit_With(self, node):
+        node.items = [self.visit(item) for item in node.items]
+        node.body = self.fold_body(node.body) or [ast.Pass()]
+        return node
+
+    def visit_IfExp(self, node):
+        node = self.generic_visit(node)
+        if _bool(node.test):
+            return node.body if node.test.value else node.orelse
+        return node
+
+    def visit_Subscript(self, node):
+        node = self.generic_visit(node)
+        if (
+            isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, tuple)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, int)
+        ):
+            return ast.Constant(node.value.value[node.slice.value])
+        return node
+
+    def visit_UnaryOp(self, node):
+        node = self.generic_visit(node)
+        if isinstance(node.op, ast.Not) and _bool(node.operand):
+            return ast.Constant(not node.operand.value)
+        return node
+
+    def visit_BoolOp(self, node):
+        node = self.generic_visit(node)
+        if all(_bool(value) for value in node.values):
+            values = [value.value for value in node.values]
+            return ast.Constant(all(values) if isinstance(node.op, ast.And) else any(values))
+        return node
+
+
+def _bool(node) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, bool)
+
+
+def _assigned_once(statements) -> frozenset:
+    counts = {}
+    for statement in statements:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                counts[node.id] = counts.get(node.id, 0) + 1
+    return frozenset(name for name, count in counts.items() if count == 1)
+
+
+def write(code, body, prefix, node_name, saved_name, result, arguments, needs=None):
     """Write `body` into `code` (a codegen.Source): its parameters take `arguments` (name ->
-    an expression), its result goes into the name `result`. Returns its locals' names."""
+    an expression), its result goes into the name `result`; `needs`, the node's
+    needs_input_grad, is folded in. Returns its locals' names."""
     rename = {name: f"{prefix}_{name}" for name in body.local_names}
     rename[RESULT] = result
     for name, value in body.global_values.items():
@@ -240,8 +347,11 @@ def write(code, body, prefix, node_name, saved_name, result, arguments):
     for name in body.parameters:
         code.line(f"{rename[name]} = {arguments[name]}")
     rewrite = _Rewrite(rename, node_name, saved_name)
-    for statement in body.statements:
-        tree = ast.fix_missing_locations(rewrite.visit(_copy(statement)))
+    statements = [_copy(statement) for statement in body.statements]
+    if needs is not None:
+        statements = _Fold(tuple(needs), _assigned_once(statements)).fold_body(statements)
+    for statement in statements:
+        tree = ast.fix_missing_locations(rewrite.visit(statement))
         for text in ast.unparse(tree).splitlines():
             code.line(text)
     return [rename[name] for name in sorted(body.local_names) if name != RESULT]
