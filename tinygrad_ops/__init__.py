@@ -30,7 +30,6 @@ from .creation import (
     zeros_like,
 )
 from .gradcheck import GradcheckError, gradcheck
-from .jit import CompileError, compile
 from .mode import (
     detect_anomaly,
     enable_grad,
@@ -173,3 +172,13 @@ from .torch_functions import DTYPES, FUNCTIONS
 globals().update(FUNCTIONS)
 globals().update(DTYPES)
 __all__ += [name for name in FUNCTIONS if name not in dir(builtins)]
+
+
+def __getattr__(name):
+    """`tg.compile`, `tg.CompileError`, `tg.CompiledFunction`: the jit, imported on first use
+    (`import tinygrad_ops` does not load it)."""
+    if name in ("compile", "CompileError", "CompiledFunction"):
+        from . import jit
+
+        return getattr(jit, name)
+    raise AttributeError(f"module 'tinygrad_ops' has no attribute {name!r}")
