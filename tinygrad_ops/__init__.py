@@ -32,7 +32,6 @@ from .ops.indexing import (
     gather,
     masked_fill,
     nonzero,
-    scatter,
     scatter_add,
     sort,
     topk,
@@ -50,6 +49,7 @@ from .ops.movement import (
     tril,
     triu,
 )
+from .ops.scatter_reduce import scatter, scatter_reduce
 from .scheduler import (
     available_schedulers,
     backward_plan,
@@ -119,6 +119,7 @@ __all__ = [
     "scan",
     "scatter",
     "scatter_add",
+    "scatter_reduce",
     "set_default_scheduler",
     "set_grad_enabled",
     "sort",

@@ -490,3 +490,28 @@ __all__ += [
     "celu", "elu", "hardsigmoid", "hardswish", "hardtanh", "logsigmoid", "mish", "relu6",
     "selu", "silu", "softplus", "softsign", "swish",
 ]  # fmt: skip
+
+# Attention (tinygrad_ops/ops/attention.py)
+
+from .ops import attention as _attention  # noqa: E402 (a section of its own)
+
+__all__ += ["scaled_dot_product_attention"]
+
+
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+):
+    """out = softmax(q kᵀ · scale + mask) v, as torch.nn.functional's; the dropout mask (with
+    `dropout_p` > 0) drawn from the shared generator that `tg.manual_seed` reseeds. The
+    masks, `is_causal`, `scale` and `enable_gqa` as `ops.attention`'s function states them.
+
+    >>> import tinygrad_ops as tg
+    >>> q = tg.Tensor([[[1.0, 0.0], [0.0, 1.0]]])
+    >>> scaled_dot_product_attention(q, q, q, is_causal=True).numpy().round(2)
+    array([[[1.  , 0.  ],
+            [0.33, 0.67]]], dtype=float32)
+    """
+    generator = default_generator() if dropout_p > 0.0 else None
+    return _attention.scaled_dot_product_attention(
+        query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, generator
+    )

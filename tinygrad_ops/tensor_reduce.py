@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .mode import STATE
+from .ops import scatter_reduce
 from .ops.base import is_tensor, values_read
 from .ops.checks import check_float, ddof_argument, normalize_axis, reduction_arguments
 from .ops.cumulative import Cumprod, Cumsum, LogCumSumExp
@@ -99,8 +99,7 @@ class ReduceMethods:
         square root is taken of 1 in those places and multiplied by 0.
         """
         variance = self.var(axis, **options)
-        if STATE.recorder is not None:  # tg.compile: a replay would reuse the first call's
-            STATE.recorder.read_value(variance, "std: where the variance is 0")
+        values_read(variance, "std: where the variance is 0")
         zero = variance.data == 0
         return where(zero, 1.0, variance).sqrt() * ~zero
 
@@ -211,6 +210,11 @@ class ReduceMethods:
         axes = normalize_axes(axis, self.ndim, "any")
         values_read(self, "any")
         return constant(np.any(self.data, axis=axes, keepdims=keepdims))
+
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        return scatter_reduce.scatter_reduce(
+            self, dim, index, src, reduce, include_self=include_self
+        )
 
     def prod(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         """The product over `axis`: the last of the cumulative products over those axes

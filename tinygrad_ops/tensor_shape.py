@@ -14,8 +14,8 @@ import numpy as np
 
 from .autograd.inplace import apply_inplace
 from .mode import STATE
-from .ops import indexing, movement
-from .ops.base import bump_version, is_tensor
+from .ops import indexing, movement, scatter_reduce
+from .ops.base import bump_version, is_tensor, values_written
 from .ops.checks import normalize_axis
 from .ops.shape import (
     BroadcastTo,
@@ -206,8 +206,7 @@ class ShapeMethods:
         """`x[index] = value`, in place, as PyTorch: recorded (a `SetItem` on the tape)
         when x or value requires grad, so that the gradient reaches both; a leaf that
         requires grad refuses it, as any in-place op (assign under tg.no_grad())."""
-        if STATE.recorder is not None:
-            STATE.recorder.refuse("an assignment into a tensor (x[...] = value)")
+        values_written(self, None, "an assignment into a tensor (x[...] = value)")
         if not is_tensor(value) and not isinstance(value, (bool, int, float)):
             value = np.asarray(value)
         if STATE.grad_enabled and (
@@ -215,7 +214,7 @@ class ShapeMethods:
         ):
             apply_inplace(self, SetItem, value, index=index)
             return
-        self.data[normalize_index(index)[0]] = value.data if is_tensor(value) else value
+        self.data[normalize_index(index, self.shape)[0]] = value.data if is_tensor(value) else value
         bump_version(self)
 
     def matmul(self, other):
@@ -306,8 +305,8 @@ class ShapeMethods:
     def gather(self, dim, index):
         return indexing.gather(self, dim, index)
 
-    def scatter(self, dim, index, src=None, *, value=None):
-        return indexing.scatter(self, dim, index, src, value=value)
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        return scatter_reduce.scatter(self, dim, index, src, value=value, reduce=reduce)
 
     def scatter_add(self, dim, index, src):
         return indexing.scatter_add(self, dim, index, src)

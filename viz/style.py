@@ -21,7 +21,7 @@ import numpy as np
 
 from .layout import ancestors, is_within
 from .record import GradientInfo
-from .trace import CONSTANT, INPUT, INTERMEDIATE, LEAF, OUTPUT, PARAMETER, _shape_text
+from .trace import CONSTANT, INPUT, INTERMEDIATE, LEAF, OUTPUT, PARAMETER, shape_text
 
 FONT = "Helvetica"
 
@@ -106,7 +106,7 @@ def _grad_text(info: GradientInfo) -> str:
     """An edge's gradient: '∇ -4', '∇ [0.5, -1]', or '∇ 2×3  ‖1.2‖' for a bigger one."""
     if info.values is not None and len(info.values) <= TINY:
         return f"∇ {_statistics(info.values)}"
-    return f"∇ {_shape_text(info.shape)}  ‖{_number(info.norm)}‖"
+    return f"∇ {shape_text(info.shape)}  ‖{_number(info.norm)}‖"
 
 
 def html_label(lines) -> str:
@@ -130,7 +130,7 @@ def _constant_text(node) -> str:
     if np.ndim(value) == 0 and isinstance(value, (bool, int, float, np.number)):
         return _number(float(value))
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
-        return f"const {_shape_text(node.shape)}"
+        return f"const {shape_text(node.shape)}"
     return type(value).__name__
 
 
@@ -153,7 +153,7 @@ def tensor_attributes(node, flags, record):
     elif node.kind == OUTPUT:
         lines.append(("output", [("b", None)]))
     if "shape" in flags:
-        lines.append((f"{_shape_text(node.shape)}  {node.dtype}", []))
+        lines.append((f"{shape_text(node.shape)}  {node.dtype}", []))
     tensor = node.tensor
     if "value" in flags:
         lines.append((f"value {_statistics(tensor.data)}", [("size", 9)]))
@@ -218,7 +218,7 @@ def edge_attributes(edge, graph, flags, record):
     attributes = {}
     lines = []
     if "shape" in flags:
-        lines.append((_shape_text(edge.shape), []))
+        lines.append((shape_text(edge.shape), []))
     if record is not None:
         info = None
         if edge.source in graph.ops:

@@ -59,8 +59,12 @@ class Edge:
     index: int = 0
 
 
-def _shape_text(shape) -> str:
-    """`(4, 3)` as '4×3', a scalar as 'scalar'."""
+def shape_text(shape) -> str:
+    """`(4, 3)` as '4×3', a scalar as 'scalar' (in every picture, page and printout).
+
+    >>> shape_text((4, 3)), shape_text(())
+    ('4×3', 'scalar')
+    """
     if len(shape) == 0:
         return "scalar"
     return "×".join(str(size) for size in shape)
@@ -144,11 +148,11 @@ class Trace:
     def describe_tensor(self, node_id: str) -> str:
         node = self.tensors[node_id]
         if node.kind == CONSTANT:
-            return f"{node_id} const {_shape_text(node.shape)}"
+            return f"{node_id} const {shape_text(node.shape)}"
         label = f"{node_id}"
         if node.name:
             label += f" {node.name}"
-        return f"{label} {_shape_text(node.shape)} {node.dtype}"
+        return f"{label} {shape_text(node.shape)} {node.dtype}"
 
     def describe_op(self, op_id: str) -> str:
         op = self.ops[op_id]

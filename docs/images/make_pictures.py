@@ -37,7 +37,8 @@ def save(folder, name, root, suffixes=("svg", "png"), **options):
 
 def html_walk(folder):
     """A screenshot of viz.html's page for a small MLP, at its third backward step."""
-    from tinygrad_ops.viz.html_browser import chromium_available, screenshot
+    sys.path.insert(0, str(ROOT / "tests"))  # the browser helper lives with the tests
+    from browser import chromium_available, screenshot
 
     if not chromium_available():
         print("html_walk.png not made: headless Chromium and selenium are not installed")
@@ -195,8 +196,8 @@ PICTURES = {
     layernorm: ("layernorm.svg", "layernorm.png"),
     tutorial: ("tutorial_scalar.svg", "tutorial_scalar_backward.svg", "tutorial_broadcast.svg"),
     demo_training: ("demo_training.svg",),
-    html_walk: ("html_walk.png",),
-    layers: ("layers.svg", "layers.png"),  # needs headless Chromium (see viz/html_browser.py)
+    html_walk: ("html_walk.png",),  # needs headless Chromium (see tests/browser.py)
+    layers: ("layers.svg", "layers.png"),
 }
 # Measured on this machine by the benchmark scripts (minutes each): picture -> command.
 MEASURED = {

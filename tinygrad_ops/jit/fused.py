@@ -20,7 +20,7 @@ fused when its op has a rule here and `fits` holds for the shapes and dtypes at 
 from __future__ import annotations
 
 from .fused_optim import fuse_call
-from .kernels import Backward, Call, ForgetGrad, Forward, Kernel, LeafWrite, _sends
+from .kernels import Backward, Call, ForgetGrad, Forward, Kernel, LeafWrite, SetGrad, _sends
 from .rules import RULES
 
 
@@ -145,7 +145,9 @@ def fuse(kernels, slots, scanned=()) -> list:
             replacement = FusedBackward(kernel, forward, rule)
         elif isinstance(kernel, LeafWrite) and kernel.tensor is not None:
             grads[id(kernel.tensor)] = kernel.result
-        elif isinstance(kernel, ForgetGrad):
+        elif isinstance(kernel, SetGrad) and kernel.tensor is not None:
+            grads[id(kernel.tensor)] = kernel.slot
+        elif isinstance(kernel, (ForgetGrad, SetGrad)):
             grads.pop(id(kernel.tensor), None)
         elif isinstance(kernel, Call):
             replacement = fuse_call(kernel, grads) or kernel

@@ -12,6 +12,8 @@ changed, for the error raised when no program fits and no more may be captured.
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from ..mode import STATE
@@ -54,6 +56,7 @@ class Guards:
         self.generators = generators  # generators that were default_generator() at capture
         self.modules = [(module, module.training, members(module)) for module in modules]
         self.grads = []  # (leaf, whether its .grad was None as the capture began)
+        self.reached = []  # (namespace, name, object): the globals and closure the code reads
         self.checks = 0
 
     @staticmethod
@@ -109,6 +112,9 @@ class Guards:
         checks.extend(f"default_generator() is not {bind(g)}" for g in self.generators)
         for module, training, held in self.modules:
             checks.extend(_module_checks(bind(module), training, held, bind))
+        for where, name, value in self.reached:
+            now = f".get({name!r})" if isinstance(where, dict) else ".cell_contents"
+            checks.append(f"{bind(where)}{now} is not {bind(value)}")
         lines[:0] = [f"if {checks[0]}:", "    return False"]
         if checks[1:]:
             # One `if` over all of them (`or` stops at the first that fails, as separate
@@ -157,11 +163,17 @@ class Guards:
                     "optimizer.zero_grad())"
                 )
         for module, training, held in self.modules:
-            if module.training != training:
+            if training is not None and module.training != training:
                 mode = "train" if module.training else "eval"
                 found.append(f"{type(module).__name__} was switched to {mode} mode")
             if not holds_members(module, held):
-                found.append(f"a parameter or buffer of {type(module).__name__} was replaced")
+                found.append(
+                    f"a parameter, buffer, submodule or array of {type(module).__name__} "
+                    "was replaced"
+                )
+        for namespace, name, value in self.reached:
+            if _reached_now(namespace, name) is not value:
+                found.append(f"'{name}' names another object")
         return found
 
 
@@ -224,30 +236,73 @@ def _argument_check(position, expected, bind) -> list:
 
 
 def _module_checks(module, training, held, bind) -> list:
-    """A module's train/eval flag, and that it holds the parameter and buffer objects of
-    `members` (and no others)."""
-    checks = [f"{module}.training != {training}"]
-    size = f"len({module}._parameters) + len({module}._buffers)"
+    """A module's train/eval flag (None: the program sets it itself, by a replayed
+    train() or eval()), and that it holds the objects of `members` (and no others)."""
+    checks = [] if training is None else [f"{module}.training != {training}"]
+    size = f"len({module}._parameters) + len({module}._buffers) + len({module}._modules)"
     checks.append(f"{size} != {len(held)}")
-    for registry, name, tensor in held:
-        checks.append(f"{bind(registry)}.get({name!r}) is not {bind(tensor)}")
+    for registry, name, value, data in held:
+        checks.append(f"{bind(registry)}.get({name!r}) is not {bind(value)}")
+        if data is not None:
+            checks.append(f"{bind(value)}._data is not {bind(data)}")
     return checks
 
 
 def members(module) -> tuple:
-    """(registry, name, tensor) for each parameter and buffer `module` holds itself."""
+    """(registry, name, object, its array or None) for each parameter, buffer and
+    submodule `module` holds itself: the program read those objects and those arrays
+    (`model.head = nn.Linear(...)`, `bn.running_mean.data = ...` make another program)."""
     return tuple(
-        (registry, name, tensor)
-        for registry in (module._parameters, module._buffers)
-        for name, tensor in registry.items()
+        (registry, name, value, getattr(value, "_data", None))
+        for registry in (module._parameters, module._buffers, module._modules)
+        for name, value in registry.items()
     )
 
 
 def holds_members(module, held) -> bool:
-    """Whether `module` still holds the parameter and buffer objects of `members`."""
-    return len(held) == len(module._parameters) + len(module._buffers) and all(
-        registry.get(name) is tensor for registry, name, tensor in held
+    """Whether `module` still holds the objects and arrays of `members`."""
+    size = len(module._parameters) + len(module._buffers) + len(module._modules)
+    return len(held) == size and all(
+        registry.get(name) is value and (data is None or value._data is data)
+        for registry, name, value, data in held
     )
+
+
+def reached_names(function) -> list:
+    """(namespace, name, object) for each global and closure variable the function's
+    code names (its nested functions' too), but modules: the program was captured with
+    those objects (an optimizer or a model rebound under the same name makes another)."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return []
+    names = set()
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(const for const in current.co_consts if isinstance(const, types.CodeType))
+    reached = []
+    namespace = function.__globals__
+    for name in sorted(names):
+        if name in namespace and not isinstance(namespace[name], types.ModuleType):
+            reached.append((namespace, name, namespace[name]))
+    for name, cell in zip(code.co_freevars, function.__closure__ or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # (an empty cell: a name assigned later)
+            continue
+        if not isinstance(value, types.ModuleType):
+            reached.append((cell, name, value))
+    return reached
+
+
+def _reached_now(namespace, name):
+    if isinstance(namespace, dict):
+        return namespace.get(name)
+    try:
+        return namespace.cell_contents
+    except ValueError:
+        return None
 
 
 def _spec(description) -> str:

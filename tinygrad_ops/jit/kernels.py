@@ -28,6 +28,7 @@ import numpy as np
 
 from ..autograd.graph import unbroadcast
 from ..ops.base import bump_version, node_name
+from ..tensor import Tensor
 from .codegen import FIRST, IN_PLACE, write_leaf
 
 
@@ -363,6 +364,56 @@ class ForgetGrad(Kernel):
 
     def describe(self, name):
         return f"{self.label}.grad = None"
+
+
+class SetGrad(Kernel):
+    """tensor.grad = a new Tensor over `slot`'s array, as the step's Python assigned it
+    (`p.grad = p.grad * 0.5`)."""
+
+    __slots__ = ("tensor", "slot", "label", "position")
+
+    def __init__(self, tensor, slot, label, position=None):
+        self.tensor = None if position is not None else tensor
+        self.slot = slot
+        self.label = label
+        self.position = position
+        self.frees = ()
+
+    def emit(self, code, number):
+        leaf = _leaf(code, self.tensor, self.position)
+        code.line(f"{leaf}._grad = make({code.slot(self.slot)}, False, None)")
+
+    def run(self, env, values):
+        tensor = self.tensor if self.position is None else values[self.position]
+        tensor._grad = Tensor._make(env[self.slot], False, None)
+
+    def reads(self):
+        return (self.slot,)
+
+    def describe(self, name):
+        return f"{self.label}.grad = {name(self.slot)}"
+
+
+class SetSetting(Kernel):
+    """group[key] = the call's argument `position` (a learning rate the step writes into
+    an optimizer's param_groups from its arguments)."""
+
+    __slots__ = ("group", "key", "position")
+
+    def __init__(self, group, key, position):
+        self.group = group
+        self.key = key
+        self.position = position
+        self.frees = ()
+
+    def emit(self, code, number):
+        code.line(f"{code.bind(self.group, 'group')}[{self.key!r}] = values[{self.position}]")
+
+    def run(self, env, values):
+        self.group[self.key] = values[self.position]
+
+    def describe(self, name):
+        return f"param_groups[...][{self.key!r}] = argument {self.position}"
 
 
 class Write(Kernel):

@@ -47,6 +47,9 @@ class ReplayGraph:
     def send(self, tensor, grad, owned=False):
         self.sent.append(grad)
 
+    def scan_watched(self, runner, method, block_size):
+        return False  # (a replay: nobody watches)
+
 
 class ScanKernel(Kernel):
     """Scan one segment: `taken` lists, per anchor, the slot of the pending gradient the

@@ -34,6 +34,7 @@ from .activation import (
     Softsign,
     Tanh,
 )
+from .attention import MultiheadAttention
 from .cnn import SmallCNN, Unflatten
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
@@ -56,6 +57,11 @@ from .mlp import MLP
 from .module import Module, Parameter, RemovableHandle
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
 from .rnn import RNN, RNNCell
+from .transformer import (
+    TransformerEncoder,
+    TransformerEncoderLayer,
+    generate_square_subsequent_mask,
+)
 
 __all__ = [
     "CELU",
@@ -101,6 +107,7 @@ __all__ = [
     "Module",
     "ModuleDict",
     "ModuleList",
+    "MultiheadAttention",
     "NLLLoss",
     "Parameter",
     "RMSNorm",
@@ -117,7 +124,10 @@ __all__ = [
     "Softplus",
     "Softsign",
     "Tanh",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
     "Unflatten",
+    "generate_square_subsequent_mask",
     "get_rng_state",
     "manual_seed",
     "set_rng_state",

@@ -258,8 +258,10 @@ class Module:
 
     # -- modes, gradients, dtype ---------------------------------------------------------------
 
+    @replayed_whole
     def train(self, mode=True):
-        """Set training mode (BatchNorm uses batch statistics, Dropout drops) on the tree."""
+        """Set training mode (BatchNorm uses batch statistics, Dropout drops) on the tree
+        (under tg.compile, replayed by calling it again)."""
         for module in self.modules():
             object.__setattr__(module, "training", bool(mode))
         return self
@@ -375,14 +377,15 @@ class Module:
     def forward(self, *inputs):  # pragma: no cover - every layer overrides it
         raise NotImplementedError(f"{type(self).__name__} has no forward() method")
 
-    def __call__(self, *inputs):
-        if STATE.recorder is not None:  # tg.compile: the train/eval flag becomes a guard
-            STATE.recorder.module_called(self)
+    def __call__(self, *inputs, **options):
+        # Keyword arguments go to forward (MultiheadAttention's masks, as PyTorch's); the
+        # hooks see the positional inputs, as PyTorch's hooks without with_kwargs.
+        STATE.tracer.module(self)  # (tg.compile: the train/eval flag becomes a guard)
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, inputs)
             if result is not None:
                 inputs = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*inputs)
+        output = self.forward(*inputs, **options)
         for hook in list(self._forward_hooks.values()):
             result = hook(self, inputs, output)
             if result is not None:

@@ -53,6 +53,7 @@ from .pointwise import (
 )
 from .pool import MaxPool2d
 from .reduce import Max, Min, Sum, VectorNorm
+from .scatter_reduce import ScatterReduce
 from .shape import (
     BroadcastTo,
     Concatenate,
@@ -115,7 +116,7 @@ PRIMITIVES = (
     # windows, convolution, pooling
     Pad, SlidingWindows, AddWindows, Conv2d, MaxPool2d,
     # indexing along a dim
-    Gather, ScatterAddAlong, ScatterAlong,
+    Gather, ScatterAddAlong, ScatterAlong, ScatterReduce,
     # Einstein summation
     Einsum,
 )  # fmt: skip

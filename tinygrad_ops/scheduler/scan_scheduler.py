@@ -194,11 +194,9 @@ class SegmentRun:
         return injections
 
     def run(self, method, block_size):
-        recorder = STATE.recorder  # tg.compile's capture records the scan as one kernel
-        if recorder is not None and recorder.scanning is None:
-            recorder.record_scan(self, method, block_size)
-            return
         graph = self.graph
+        if graph.scan_watched(self, method, block_size):  # (tg.compile: one kernel)
+            return
         anchors = self.segment.anchors
         count = self.count
         top = anchors[-1]
