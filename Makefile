@@ -12,16 +12,18 @@ TEST_STAMP := $(VENV)/.installed-test
 .PHONY: demo test lint format bench graphviz chromium clean
 
 # The package with the extras the demo needs (training, plots, pictures): numpy, scikit-learn,
-# matplotlib, tqdm, graphviz. No test tools, no PyTorch.
+# matplotlib, tqdm, graphviz. No test tools, no PyTorch. pip prints errors only (-qq): on every
+# editable install of a mapped package folder (viz/ installs as tinygrad_ops.viz) setuptools
+# adds a note that folders named like the package may shadow it, which does not apply here.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[all]"
+	$(BIN)/python -m pip install --quiet --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --quiet -e ".[all]"
 	touch $(STAMP)
 
 # The test extra on top: pytest, hypothesis, ruff, selenium and torch (the reference oracle).
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[all,test]"
+	$(BIN)/python -m pip install --quiet --quiet -e ".[all,test]"
 	touch $(TEST_STAMP)
 
 # The Graphviz `dot` program renders the pictures; install it where we may (root + apt).

@@ -4,9 +4,9 @@ and read as reference, not as a development log.
 - Every page (README.md, docs/*.md) runs its python blocks in order in one fresh
   interpreter, and each block can be pasted into Python's interactive prompt line by line.
 - A speed figure ("1.4x", "3 times faster", "12 us") appears only in benchmarks/README.md's
-  generated tables (between its GENERATED markers)
-  or, elsewhere, inside a quote of them: lines between QUOTE_BEGIN and QUOTE_END, each of
-  which must be a line of those generated tables.
+  generated tables (between the GENERATED markers, where `tinygrad-ops bench report` writes
+  them) or, elsewhere, inside a quote of them: lines between QUOTE_BEGIN and QUOTE_END, each
+  of which must be a line of those generated tables.
 - No page narrates the project's own development (dates, load averages, issue numbers,
   "before -> after", "this session").
 """
@@ -21,14 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from tinygrad_ops import cli
+from tinygrad_ops import bench, cli
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = Path(__file__).resolve().parent / "page_runner.py"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BENCHMARKS = ROOT / "benchmarks" / "README.md"
-GENERATED_BEGIN = "<!-- BEGIN GENERATED FIGURES -->"
-GENERATED_END = "<!-- END GENERATED FIGURES -->"
+GENERATED_BEGIN, GENERATED_END = bench.GENERATED_BEGIN, bench.GENERATED_END
 QUOTE_BEGIN = "<!-- QUOTE benchmarks/README.md -->"
 QUOTE_END = "<!-- END QUOTE -->"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)

@@ -460,3 +460,22 @@ def test_max_without_a_dim_still_gives_the_nans_the_gradient_as_torch():
     ours.max().backward()
     theirs.max().backward()
     np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+@pytest.mark.parametrize(
+    ("arguments", "options"),
+    [
+        ((), {}),
+        ((1,), {}),
+        ((0,), {"keepdim": True}),
+        (((0, 1),), {"correction": 0}),
+        ((1,), {"unbiased": False}),
+        ((False,), {}),
+    ],
+)
+@pytest.mark.parametrize("name", ["var_mean", "std_mean"])
+def test_var_mean_and_std_mean_against_torch(name, arguments, options):
+    def both(module):  # the variance (standard deviation) and the mean, in one tensor
+        return lambda x: module.stack(getattr(module, name)(x, *arguments, **options))
+
+    check_op(both(tg), both(torch), (3, 4))

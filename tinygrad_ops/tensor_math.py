@@ -331,6 +331,24 @@ class MathMethods:
         values_read(self, "isnan")
         return constant(np.isnan(self.data))
 
+    def logical_not(self):
+        """out = not a (nonzero counts as true): a boolean tensor outside the tape."""
+        values_read(self, "logical_not")
+        return constant(np.logical_not(self.data))
+
+    def logical_and(self, other):
+        """out = a and b elementwise (nonzero counts as true), broadcast: a boolean tensor
+        outside the tape."""
+        return self._compare(other, np.logical_and)
+
+    def logical_or(self, other):
+        """out = a or b elementwise: a boolean tensor outside the tape."""
+        return self._compare(other, np.logical_or)
+
+    def logical_xor(self, other):
+        """out = a xor b elementwise (exactly one true): a boolean tensor outside the tape."""
+        return self._compare(other, np.logical_xor)
+
     def isinf(self):
         """out = a is +inf or -inf: a boolean tensor outside the tape (no gradient)."""
         values_read(self, "isinf")

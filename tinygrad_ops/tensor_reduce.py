@@ -39,9 +39,15 @@ class ReduceMethods:
 
     # (PyTorch's `dim`/`keepdim` are accepted for numpy's `axis`/`keepdims`.)
 
-    def sum(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+    def sum(self, axis=None, keepdims=False, *, dim=None, keepdim=None, dtype=None):
+        """The sum over `axis` (every element by default); with `dtype`, of this tensor
+        converted to it first, as PyTorch's `sum(dtype=)` (e.g. float64 sums of float32).
+        Booleans and integers sum to int64, as PyTorch."""
         axis, keepdims = reduction_arguments("sum", axis, keepdims, dim, keepdim)
-        return Sum.apply(self, axis=axis, keepdims=keepdims)
+        source = self
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            source = self.astype(dtype)
+        return Sum.apply(source, axis=axis, keepdims=keepdims)
 
     def trace(self):
         """The sum of a matrix's main diagonal, as PyTorch's trace;  dx = g on the diagonal,
@@ -307,6 +313,41 @@ class ReduceMethods:
         indices = indices.reshape(self.shape)
         values = self.gather(axis, constant(indices)) if self.ndim else self * 1
         return ValuesIndices(values, constant(indices.astype(np.int64)))
+
+
+def var_mean(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """(the variance, the mean) over `dim`, as torch.var_mean: Tensor.var with PyTorch's
+    default correction of 1 (`correction=0` or `unbiased=False` for the biased one).
+
+    >>> import tinygrad_ops as tg
+    >>> [t.item() for t in tg.var_mean(tg.Tensor([1.0, 2.0, 6.0]))]
+    [7.0, 3.0]
+    """
+    dim, unbiased = _dim_or_unbiased("var_mean", dim, unbiased)
+    variance = input.var(dim, correction=correction, unbiased=unbiased, keepdims=keepdim)
+    return variance, input.mean(dim, keepdims=keepdim)
+
+
+def std_mean(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """(the standard deviation, the mean) over `dim`, as torch.std_mean: Tensor.std with
+    PyTorch's default correction of 1.
+
+    >>> import tinygrad_ops as tg
+    >>> [t.tolist() for t in tg.std_mean(tg.Tensor([[1.0, 3.0]]), 1)]
+    [[1.4142135381698608], [2.0]]
+    """
+    dim, unbiased = _dim_or_unbiased("std_mean", dim, unbiased)
+    deviation = input.std(dim, correction=correction, unbiased=unbiased, keepdims=keepdim)
+    return deviation, input.mean(dim, keepdims=keepdim)
+
+
+def _dim_or_unbiased(op_name, dim, unbiased):
+    """PyTorch's overload `var_mean(x, True)`: a bool in dim's place is `unbiased`."""
+    if isinstance(dim, (bool, np.bool_)):
+        if unbiased is not None:
+            raise TypeError(f"{op_name}: unbiased given twice")
+        return None, bool(dim)
+    return dim, unbiased
 
 
 def _reduced_count(shape, axis, op_name):

@@ -74,7 +74,14 @@ class MatMul(Op):
             if a_is_vector:
                 grad_a = grad_a.reshape(grad_a.shape[:-2] + (grad_a.shape[-1],))
         if needs_b:
-            grad_b = a.swapaxes(-1, -2) @ grad_output
+            if b.ndim == 2 and a.ndim > 2 and not self.graph_mode:
+                # One b for every matrix of a batch (x_t W over the steps of a chain, stacked):
+                # the sum over the batch is inside one product, not a stack of (k, n) ones
+                # (numpy arrays; a create_graph pass records the composed rule below).
+                rows = np.broadcast_to(grad_output, a.shape[:-1] + grad_output.shape[-1:])
+                grad_b = a.reshape(-1, a.shape[-1]).T @ rows.reshape(-1, rows.shape[-1])
+            else:
+                grad_b = a.swapaxes(-1, -2) @ grad_output
             if b_is_vector:
                 grad_b = grad_b.reshape(grad_b.shape[:-1])
         return grad_a, grad_b
