@@ -88,10 +88,11 @@ class FusedBackward(Kernel):
         arguments = {self.body.parameters[0]: grad}
         saved = saved_name(self.forward)
         needs = kernel.node.needs_input_grad
-        names = write(code, self.body, f"b{number}", node, saved, "r", arguments, needs)
-        code.line(f"del {grad}")
+        names, elements = write(code, self.body, f"b{number}", node, saved, None, arguments, needs)
         for edge in kernel.edges:
-            code.send(edge, f"r[{edge.index}]", kernel.node)
+            value = f"r[{edge.index}]" if elements is None else f"({elements[edge.index]})"
+            code.send(edge, value, kernel.node)
+        code.line(f"del {grad}")
         if kernel.release:
             names.append(saved)
         code.line(" = ".join([*names, "r", "None"]))

@@ -336,25 +336,48 @@ def _assigned_once(statements) -> frozenset:
 def write(code, body, prefix, node_name, saved_name, result, arguments, needs=None):
     """Write `body` into `code` (a codegen.Source): its parameters take `arguments` (name ->
     an expression), its result goes into the name `result`; `needs`, the node's
-    needs_input_grad, is folded in. Returns its locals' names."""
+    needs_input_grad, is folded in. Returns its locals' names, and, when the body ends in
+    `return (a, b, ...)` and `result` is None, the elements' expressions instead of an
+    assignment (each gradient then goes straight to its edge)."""
+    statements = [_copy(statement) for statement in body.statements]
+    if needs is not None:
+        statements = _Fold(tuple(needs), _assigned_once(statements)).fold_body(statements)
+    stored = {node.id for statement in statements for node in ast.walk(statement) if _stored(node)}
     rename = {name: f"{prefix}_{name}" for name in body.local_names}
-    rename[RESULT] = result
+    rename[RESULT] = result or "r"
     for name, value in body.global_values.items():
         if isinstance(value, types.ModuleType):
             rename[name] = code.bind(value, name)
         else:
             rename[name] = code.bind(value, f"{name}_")
     for name in body.parameters:
-        code.line(f"{rename[name]} = {arguments[name]}")
+        if name not in stored and arguments[name].isidentifier():
+            rename[name] = arguments[name]  # (never assigned: the slot's name itself)
+        else:
+            code.line(f"{rename[name]} = {arguments[name]}")
     rewrite = _Rewrite(rename, node_name, saved_name)
-    statements = [_copy(statement) for statement in body.statements]
-    if needs is not None:
-        statements = _Fold(tuple(needs), _assigned_once(statements)).fold_body(statements)
+    elements = None
+    last = statements[-1] if statements else None
+    if (
+        result is None
+        and isinstance(last, ast.Assign)
+        and isinstance(last.targets[0], ast.Name)
+        and last.targets[0].id == RESULT
+        and isinstance(last.value, ast.Tuple)
+    ):
+        statements = statements[:-1]
+        elements = [
+            ast.unparse(ast.fix_missing_locations(rewrite.visit(element)))
+            for element in last.value.elts
+        ]
     for statement in statements:
         tree = ast.fix_missing_locations(rewrite.visit(statement))
         for text in ast.unparse(tree).splitlines():
             code.line(text)
-    return [rename[name] for name in sorted(body.local_names) if name != RESULT]
+    locals_ = [
+        rename[name] for name in sorted(body.local_names) if name in stored and name != RESULT
+    ]
+    return locals_ if result is not None else (locals_, elements)
 
 
 def _copy(statement):
