@@ -63,6 +63,7 @@ from .ops.movement import (
     tril,
     triu,
 )
+from .ops.products import addmm, cdist, cross, diff, kron
 from .ops.scatter_reduce import scatter, scatter_reduce
 from .scheduler import (
     available_schedulers,
@@ -84,17 +85,21 @@ __all__ = [
     "Function",
     "GradcheckError",
     "Tensor",
+    "addmm",
     "arange",
     "argsort",
     "available_schedulers",
     "backward_plan",
     "bmm",
     "cat",
+    "cdist",
     "chunk",
     "compile",
     "concatenate",
+    "cross",
     "detect_anomaly",
     "diagonal",
+    "diff",
     "dot",
     "einsum",
     "enable_grad",
@@ -110,6 +115,7 @@ __all__ = [
     "inference_mode",
     "is_grad_enabled",
     "is_tensor",
+    "kron",
     "linspace",
     "load",
     "logspace",
