@@ -65,6 +65,7 @@ from .ops.movement import (
 )
 from .ops.products import addmm, cdist, cross, diff, kron
 from .ops.scatter_reduce import scatter, scatter_reduce
+from .ops.searching import searchsorted, unique
 from .scheduler import (
     available_schedulers,
     backward_plan,
@@ -145,6 +146,7 @@ __all__ = [
     "scatter",
     "scatter_add",
     "scatter_reduce",
+    "searchsorted",
     "set_default_scheduler",
     "set_grad_enabled",
     "sort",
@@ -155,6 +157,7 @@ __all__ = [
     "topk",
     "tril",
     "triu",
+    "unique",
     "utils",
     "var_mean",
     "where",

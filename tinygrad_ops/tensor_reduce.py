@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .mode import STATE
-from .ops import scatter_reduce
+from .ops import scatter_reduce, searching
 from .ops.base import is_tensor, values_read
 from .ops.checks import check_float, ddof_argument, normalize_axis, reduction_arguments
 from .ops.cumulative import Cumprod, Cumsum, LogCumSumExp
@@ -396,6 +396,9 @@ class ReduceMethods:
         if levels.ndim == 0:
             out = out.reshape(out.shape[1:])
         return out
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        return searching.unique(self, sorted, return_inverse, return_counts, dim)
 
     def count_nonzero(self, dim=None):
         """The number of nonzero elements over dim (all without), int64, no gradient, as
