@@ -1,18 +1,30 @@
 # Two commands for a new user (see README.md):
-#   make demo   set everything up, train an MLP on the digits data set, draw its graph and loss
-#   make test   set everything up, lint, and run the whole test suite
+#   make demo   set up what the demo needs, train an MLP on the digits data set, draw its graph
+#               and loss
+#   make test   set up the same plus the test tools and the reference oracle (PyTorch), lint,
+#               and run the whole test suite
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: demo test lint format bench graphviz chromium clean
 
+# The package with the extras the demo needs (training, plots, pictures): numpy, scikit-learn,
+# matplotlib, tqdm, graphviz. No test tools, no PyTorch. pip prints errors only (-qq): on every
+# editable install of a mapped package folder (viz/ installs as tinygrad_ops.viz) setuptools
+# adds a note that folders named like the package may shadow it, which does not apply here.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[all,test]"
+	$(BIN)/python -m pip install --quiet --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --quiet -e ".[all]"
 	touch $(STAMP)
+
+# The test extra on top: pytest, hypothesis, ruff, selenium and torch (the reference oracle).
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --quiet -e ".[all,test]"
+	touch $(TEST_STAMP)
 
 # The Graphviz `dot` program renders the pictures; install it where we may (root + apt).
 graphviz:
@@ -38,18 +50,18 @@ chromium:
 demo: $(STAMP) graphviz
 	$(BIN)/python -m tinygrad_ops train --dataset digits --out runs/demo
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-format: $(STAMP)
+format: $(TEST_STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: $(STAMP) graphviz chromium lint
+test: $(TEST_STAMP) graphviz chromium lint
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python -m tinygrad_ops bench all
 
 clean:

@@ -26,6 +26,7 @@ auto's gate is all it adds), and the crossover plot of the benchmark's form.
 
     .venv/bin/python benchmarks/bench_scan.py            # the full sweep (long)
     .venv/bin/python benchmarks/bench_scan.py --quick    # a small sweep (a few minutes)
+    .venv/bin/python benchmarks/bench_scan.py --scan     # the loops written as tg.scan
 
 Output goes under runs/bench_scan/ unless --out says otherwise (the picture in docs/ is
 written only when --plot names it). Scans whose dense Jacobians would not fit in
@@ -65,11 +66,12 @@ SCHEDULERS = ["sequential", "hillis-steele", "blelloch", "blocked", "auto"]
 SCANS = ["hillis-steele", "blelloch", "blocked"]
 BATCH = 4
 PER_STEP_LOSS = {"loss-every-step"}
+LIBRARY = ["tg"]  # "tg-scan" (--scan): the loops written as tg.scan, their chains declared
 
 
 def found_chains(name, steps, hidden):
     """The chains a forced scan finds: [(length, kind)], from tg.backward_plan."""
-    loss, _ = build(name, "tg", steps=steps, hidden=hidden, batch=BATCH)
+    loss, _ = build(name, LIBRARY[0], steps=steps, hidden=hidden, batch=BATCH)
     plan = tg.backward_plan(loss, scheduler=ScanScheduler("blelloch"))
     return [(segment.length, segment.jacobian_kind) for segment in plan.segments]
 
@@ -77,7 +79,7 @@ def found_chains(name, steps, hidden):
 def time_look(name, steps, hidden):
     """CPU time of the chain finder's first look alone (what every scan scheduler pays
     before deciding), on a fresh graph."""
-    loss, _ = build(name, "tg", steps=steps, hidden=hidden, batch=BATCH)
+    loss, _ = build(name, LIBRARY[0], steps=steps, hidden=hidden, batch=BATCH)
     graph = BackwardGraph([loss], None, False, True)
     graph.send(loss, np.ones_like(loss.data))
     gc.collect()
@@ -87,7 +89,7 @@ def time_look(name, steps, hidden):
 
 
 def time_backward(name, steps, hidden, scheduler):
-    loss, _ = build(name, "tg", steps=steps, hidden=hidden, batch=BATCH)
+    loss, _ = build(name, LIBRARY[0], steps=steps, hidden=hidden, batch=BATCH)
     gc.collect()
     start = time.process_time()
     loss.backward(scheduler=scheduler)
@@ -288,7 +290,9 @@ def main(argv=None):
     parser.add_argument("--max-memory-mb", type=float, default=512)
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "bench_scan")
     parser.add_argument("--plot", type=Path, default=None, help="where the plot goes")
+    parser.add_argument("--scan", action="store_true", help="the loops written as tg.scan")
     args = parser.parse_args(argv)
+    LIBRARY[0] = "tg-scan" if args.scan else "tg"
     if args.quick:
         hiddens, lengths, rounds = [4, 64], [256, 2048], args.rounds or 2
     else:

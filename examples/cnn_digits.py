@@ -4,13 +4,21 @@ Read this file top to bottom. It is what `tinygrad-ops train --model cnn` does, 
 layers written out: the images as (N, 1, 8, 8) tensors, two 3x3 convolutions, a 2x2 max
 pool, a third convolution, another pool, and a linear head. Run it with
 
-    python examples/cnn_digits.py               # 98.6% test accuracy, 12-40 s
+    python examples/cnn_digits.py               # 98.6% test accuracy, about 15 s
     python examples/cnn_digits.py --epochs 2    # a quick look
 
-On a busy machine run it with OPENBLAS_NUM_THREADS=1: OpenBLAS's extra thread then competes
-with Python's for the cores and slows the run several times (`tinygrad-ops train --model cnn`
-limits the threads itself).
+(The time is its CPU time on a 2-core x86-64 machine: the wall time on an idle one, more on a
+busy one. It runs with one BLAS thread, as `tinygrad-ops train --model cnn` does.)
 """
+
+import os
+
+# One BLAS thread, as `tinygrad-ops train` runs: the products of these small models are just
+# large enough for OpenBLAS to start a second thread, which then competes with Python's for
+# the cores and slows the run several times. Set before numpy is imported; a value already
+# in the environment wins.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
 import argparse
 

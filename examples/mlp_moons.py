@@ -7,8 +7,16 @@ picture of what the network learned. Run it with
     python examples/mlp_moons.py --epochs 5      # a quick look
 """
 
-import argparse
 import os
+
+# One BLAS thread, as `tinygrad-ops train` runs: the products of these small models are just
+# large enough for OpenBLAS to start a second thread, which then competes with Python's for
+# the cores and slows the run several times. Set before numpy is imported; a value already
+# in the environment wins.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+import argparse
 
 import numpy as np
 
@@ -66,8 +74,8 @@ grid = np.stack([grid_x.ravel(), grid_y.ravel()], axis=1).astype(np.float32)
 with tg.no_grad():
     probabilities = F.softmax(model(tg.Tensor(grid)), axis=1).numpy()[:, 1]
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402 (plotting comes last)
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # (plotting comes last)
+from matplotlib.figure import Figure
 
 figure = Figure(figsize=(6, 5))
 FigureCanvasAgg(figure)  # draw with Agg: no window needed

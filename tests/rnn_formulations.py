@@ -4,7 +4,8 @@ engine or in PyTorch (for the oracle) from the same seeded arrays:
 
     build(library, dtype, steps, hidden, batch, seed) -> (loss, parameters)
 
-`library` is "tg" or "torch". Shared by the tests and benchmarks/bench_scan.py.
+`library` is "tg" or "torch" (the loops written in Python), or "tg-scan" (the same loops as
+`tg.scan`, whose chains are declared). Shared by the tests and benchmarks/bench_scan.py.
 """
 
 import numpy as np
@@ -16,6 +17,8 @@ class Library:
     """The few operations the formulations use, in this engine or in PyTorch."""
 
     def __init__(self, name, dtype):
+        self.scan = name == "tg-scan"
+        name = "tg" if self.scan else name
         self.name = name
         self.dtype = dtype
         if name == "tg":
@@ -34,6 +37,18 @@ class Library:
         if self.name == "tg":
             return self.tg.Tensor(array, requires_grad=requires_grad)
         return self.torch.tensor(array, requires_grad=requires_grad)
+
+    def loop(self, step, carry, *sequences):
+        """(carry, ys): `carry, y = step(carry, *x)` over the steps' inputs (lists), as a
+        Python loop, or as one `tg.scan` ("tg-scan": ys stacked, or None)."""
+        if self.scan:
+            xs = tuple(self.tg.stack(sequence) for sequence in sequences)
+            return self.tg.scan(lambda state, x: step(state, *x), carry, xs)
+        ys = []
+        for x in zip(*sequences):
+            carry, y = step(carry, *x)
+            ys.append(y)
+        return carry, ys
 
     def linear(self, x, weight, bias):
         return self.F.linear(x, weight, bias)
@@ -87,8 +102,9 @@ def _one_layer(lib, generator, steps, hidden, batch, step):
     (the weights drawn before the inputs)."""
     layer = Weights(lib, generator, hidden)
     h = _start(lib, batch, hidden)
-    for x in _inputs(lib, generator, steps, batch):
-        h = step(x, h, layer)
+    h, _ = lib.loop(
+        lambda h, x: (step(x, h, layer), None), h, _inputs(lib, generator, steps, batch)
+    )
     return h.sum(), layer.parameters
 
 
@@ -123,8 +139,11 @@ def residual(lib, generator, steps, hidden, batch):
     """h + tanh(h @ U + x_t @ W) (b unused: scaled into the start state)."""
     layer = Weights(lib, generator, hidden)
     h = lib.tensor(np.full((batch, hidden), 0.1), requires_grad=False)
-    for x in _inputs(lib, generator, steps, batch):
-        h = h + (h @ layer.U + x @ layer.W).tanh() * 0.1
+
+    def step(h, x):
+        return h + (h @ layer.U + x @ layer.W).tanh() * 0.1, None
+
+    h, _ = lib.loop(step, h, _inputs(lib, generator, steps, batch))
     return h.sum(), [layer.W, layer.U]
 
 
@@ -136,8 +155,11 @@ def rnn_cell(lib, generator, steps, hidden, batch):
     bias_ih = lib.tensor(generator.uniform(-bound, bound, hidden))
     bias_hh = lib.tensor(generator.uniform(-bound, bound, hidden))
     h = _start(lib, batch, hidden)
-    for x in _inputs(lib, generator, steps, batch):
-        h = (lib.linear(x, weight_ih, bias_ih) + lib.linear(h, weight_hh, bias_hh)).tanh()
+
+    def step(h, x):
+        return (lib.linear(x, weight_ih, bias_ih) + lib.linear(h, weight_hh, bias_hh)).tanh(), None
+
+    h, _ = lib.loop(step, h, _inputs(lib, generator, steps, batch))
     return h.sum(), [weight_ih, weight_hh, bias_ih, bias_hh]
 
 
@@ -147,8 +169,17 @@ def loss_every_step(lib, generator, steps, hidden, batch):
     readout = lib.tensor(generator.standard_normal((hidden, 2)) / np.sqrt(hidden))
     targets = _inputs(lib, generator, steps, batch, size=2)
     h = _start(lib, batch, hidden)
+    inputs = _inputs(lib, generator, steps, batch)
+    if lib.scan:  # the losses as the scan's ys, summed after it
+
+        def step(h, x, target):
+            h = (x @ layer.W + h @ layer.U + layer.b).tanh()
+            return h, lib.mse(h @ readout, target)
+
+        _, terms = lib.loop(step, h, inputs, targets)
+        return terms.sum(), layer.parameters + [readout]
     loss = None
-    for x, target in zip(_inputs(lib, generator, steps, batch), targets):
+    for x, target in zip(inputs, targets):
         h = (x @ layer.W + h @ layer.U + layer.b).tanh()
         term = lib.mse(h @ readout, target)
         loss = term if loss is None else loss + term
@@ -161,7 +192,20 @@ def stacked(lib, generator, steps, hidden, batch):
     upper = Weights(lib, generator, hidden, input_size=hidden)
     h1 = _start(lib, batch, hidden)
     h2 = _start(lib, batch, hidden)
-    for x in _inputs(lib, generator, steps, batch):
+    inputs = _inputs(lib, generator, steps, batch)
+    if lib.scan:  # one scan per layer, the lower layer's states the upper one's inputs
+
+        def lower_step(h1, x):
+            h1 = (x @ lower.W + h1 @ lower.U + lower.b).tanh()
+            return h1, h1
+
+        def upper_step(h2, h1):
+            return (h1 @ upper.W + h2 @ upper.U + upper.b).tanh(), None
+
+        _, states = lib.tg.scan(lower_step, h1, lib.tg.stack(inputs))
+        h2, _ = lib.tg.scan(upper_step, h2, states)
+        return h2.sum(), lower.parameters + upper.parameters
+    for x in inputs:
         h1 = (x @ lower.W + h1 @ lower.U + lower.b).tanh()
         h2 = (h1 @ upper.W + h2 @ upper.U + upper.b).tanh()
     return h2.sum(), lower.parameters + upper.parameters
@@ -173,8 +217,11 @@ def layer_norm(lib, generator, steps, hidden, batch):
     gamma = lib.tensor(generator.uniform(0.5, 1.5, hidden))
     beta = lib.tensor(generator.standard_normal(hidden) * 0.1)
     h = _start(lib, batch, hidden)
-    for x in _inputs(lib, generator, steps, batch):
-        h = lib.layer_norm(x @ layer.W + h @ layer.U + layer.b, gamma, beta).tanh()
+
+    def step(h, x):
+        return lib.layer_norm(x @ layer.W + h @ layer.U + layer.b, gamma, beta).tanh(), None
+
+    h, _ = lib.loop(step, h, _inputs(lib, generator, steps, batch))
     return h.sum(), layer.parameters + [gamma, beta]
 
 
@@ -194,7 +241,16 @@ def two_rnns(lib, generator, steps, hidden, batch):
     second = Weights(lib, generator, hidden)
     h1 = _start(lib, batch, hidden)
     h2 = _start(lib, batch, hidden)
-    for x in _inputs(lib, generator, steps, batch):
+    inputs = _inputs(lib, generator, steps, batch)
+    if lib.scan:  # one scan per RNN
+        h1, _ = lib.loop(
+            lambda h, x: ((x @ first.W + h @ first.U + first.b).tanh(), None), h1, inputs
+        )
+        h2, _ = lib.loop(
+            lambda h, x: ((x @ second.W + h @ second.U + second.b).tanh(), None), h2, inputs
+        )
+        return h1.sum() + (h2 * h2).sum(), first.parameters + second.parameters
+    for x in inputs:
         h1 = (x @ first.W + h1 @ first.U + first.b).tanh()
         h2 = (x @ second.W + h2 @ second.U + second.b).tanh()
     return h1.sum() + (h2 * h2).sum(), first.parameters + second.parameters
@@ -205,8 +261,11 @@ def elementwise(lib, generator, steps, hidden, batch):
     layer = Weights(lib, generator, hidden)
     scale = lib.tensor(generator.uniform(0.5, 1.0, hidden))
     h = _start(lib, batch, hidden)
-    for x in _inputs(lib, generator, steps, batch):
-        h = (h * scale + x @ layer.W).tanh()
+    h, _ = lib.loop(
+        lambda h, x: ((h * scale + x @ layer.W).tanh(), None),
+        h,
+        _inputs(lib, generator, steps, batch),
+    )
     return h.sum(), [layer.W, scale]
 
 
@@ -231,9 +290,12 @@ def _lstm_cell(lib, x, h, c, weights):
 def lstm(lib, generator, steps, hidden, batch):
     """An LSTM with two states h and c, as nn.LSTM records it, loss h.sum()."""
     weights = _lstm_weights(lib, generator, hidden)
-    h = c = _start(lib, batch, hidden)
-    for x in _inputs(lib, generator, steps, batch):
-        h, c = _lstm_cell(lib, x, h, c, weights)
+    start = _start(lib, batch, hidden)
+    (h, _), _ = lib.loop(
+        lambda state, x: (_lstm_cell(lib, x, *state, weights), None),
+        (start, start),
+        _inputs(lib, generator, steps, batch),
+    )
     return h.sum(), list(weights)
 
 
@@ -242,9 +304,12 @@ def lstm_joint(lib, generator, steps, hidden, batch):
     s' = cat(h', c') (one tensor per step: a chain), loss on the last h."""
     weights = _lstm_weights(lib, generator, hidden)
     state = _start(lib, batch, 2 * hidden)
-    for x in _inputs(lib, generator, steps, batch):
+
+    def step(state, x):
         h, c = _lstm_cell(lib, x, state[..., :hidden], state[..., hidden:], weights)
-        state = lib.cat([h, c])
+        return lib.cat([h, c]), None
+
+    state, _ = lib.loop(step, state, _inputs(lib, generator, steps, batch))
     return state[..., :hidden].sum(), list(weights)
 
 

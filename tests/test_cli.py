@@ -9,6 +9,7 @@ import pytest
 import tinygrad_ops as tg
 from tinygrad_ops import cli
 from tinygrad_ops.cli import build, options
+from tinygrad_ops.cli import checkpoint as checkpoint_module
 from tinygrad_ops.cli import train as training
 
 SMALL = ["--dataset", "moons", "--hidden", "16", "16", "--batch-size", "32", "--no-progress"]
@@ -176,6 +177,8 @@ def _one_line_error(capsys):
         (["--weight-decay", "x"], "--weight-decay"),
         (["--test-fraction", "1"], "--test-fraction"),
         (["--seed", "1.5"], "--seed"),
+        (["--seed", "-1"], "argument --seed: must be between 0 and"),
+        (["--seed", str(2**32)], "argument --seed: must be between 0 and"),
         (["--graph-format", "jpg"], "--graph-format"),
         (["--bogus"], "unrecognized"),
     ],
@@ -456,3 +459,87 @@ def test_the_model_of_a_run_loads_as_in_pytorch(short_run):
     again.eval()
     x = tg.Tensor(np.ones((3, 2), dtype=np.float32))
     np.testing.assert_array_equal(model(x).numpy(), again(x).numpy())
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", "1e39"])
+def test_predict_with_a_row_that_is_not_finite_is_a_usage_error(short_run, capsys, value):
+    _, out = short_run
+    capsys.readouterr()
+    row = f"--row={value},0"
+    assert cli.main(["predict", "--checkpoint", str(out / "checkpoint.npz"), row]) == 2
+    error = _one_line_error(capsys)
+    assert error.startswith("tinygrad-ops predict: error: --row 1:")
+    assert "not a finite number" in error
+
+
+@pytest.mark.parametrize("setting", sorted(checkpoint_module.MODEL_SETTINGS))
+def test_predict_on_a_config_lacking_a_setting_names_the_file_and_the_setting(
+    short_run, tmp_path, capsys, setting
+):
+    _, out = short_run
+    saved = tg.load(out / "checkpoint.npz")
+    del saved["config"][setting]
+    path = tmp_path / "old.npz"
+    tg.save(saved, path)
+    capsys.readouterr()
+    assert cli.main(["predict", "--checkpoint", str(path)]) == 1
+    error = _one_line_error(capsys)
+    assert str(path) in error
+    assert "--" + setting.replace("_", "-") in error
+
+
+def test_predict_on_a_config_with_a_setting_of_the_wrong_type_is_one_line(
+    short_run, tmp_path, capsys
+):
+    _, out = short_run
+    saved = tg.load(out / "checkpoint.npz")
+    saved["config"]["hidden"] = "16"
+    path = tmp_path / "damaged.npz"
+    tg.save(saved, path)
+    capsys.readouterr()
+    assert cli.main(["predict", "--checkpoint", str(path)]) == 1
+    error = _one_line_error(capsys)
+    assert str(path) in error
+    assert "--hidden" in error
+
+
+def test_a_diverged_run_says_so_and_exits_1(tmp_path, capsys):
+    diverging = [*SMALL, "--optimizer", "sgd", "--lr", "1e6", "--epochs", "3"]
+    with np.errstate(all="ignore"):  # numpy's overflow warnings on the way to nan
+        assert cli.main(["train", *diverging, "--out", str(tmp_path)]) == 1
+    error = _one_line_error(capsys)
+    assert "the training diverged at epoch 1" in error
+    assert "nan" in error
+    assert "--lr" in error
+    assert not (tmp_path / "checkpoint.npz").exists()
+
+
+def test_a_run_that_diverges_later_keeps_the_last_finite_epoch(tmp_path, capsys, monkeypatch):
+    real_epoch = training.run_epoch
+    calls = []
+
+    def diverging_second_epoch(*args):
+        calls.append(1)
+        loss, accuracy = real_epoch(*args)
+        return (float("nan") if len(calls) == 2 else loss), accuracy
+
+    monkeypatch.setattr(training, "run_epoch", diverging_second_epoch)
+    assert cli.main(["train", *SMALL, "--epochs", "3", "--out", str(tmp_path)]) == 1
+    error = _one_line_error(capsys)
+    assert "diverged at epoch 2" in error
+    assert str(tmp_path / "checkpoint.npz") in error
+    assert tg.load(tmp_path / "checkpoint.npz")["epoch"] == 1
+
+
+def test_train_help_names_both_models(capsys):
+    assert cli.main(["train", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "multi-layer perceptron or a small CNN" in text
+
+
+def test_a_value_starting_with_a_minus_says_how_to_give_it(short_run, capsys):
+    _, out = short_run
+    capsys.readouterr()
+    assert cli.main(["predict", "--checkpoint", str(out / "checkpoint.npz"), "--row", "-1,0"]) == 2
+    assert "--option=VALUE" in _one_line_error(capsys)
+    assert cli.main(["predict", "--checkpoint", str(out / "checkpoint.npz"), "--row=-1,0"]) == 0

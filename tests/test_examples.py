@@ -36,7 +36,25 @@ def test_gradcheck_example_passes_the_right_op_and_catches_the_broken_one(monkey
     assert "gradcheck(BrokenSoftplus): False" in printed
 
 
-@pytest.mark.parametrize("name", ["mlp_moons.py", "mlp_digits.py", "gradcheck_custom_op.py"])
+@pytest.mark.parametrize(
+    "name", ["mlp_moons.py", "mlp_digits.py", "cnn_digits.py", "gradcheck_custom_op.py"]
+)
 def test_each_example_explains_how_to_run_it(name):
     text = (EXAMPLES / name).read_text()
     assert f"python examples/{name}" in text
+
+
+def test_cnn_digits_trains_and_reports_its_accuracy(monkeypatch, capsys):
+    run_example("cnn_digits.py", monkeypatch, "--epochs", "1")
+    assert "final test accuracy" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["mlp_moons.py", "mlp_digits.py", "cnn_digits.py"])
+def test_each_training_example_pins_blas_threads_before_numpy(name):
+    # As `tinygrad-ops train` does: a second OpenBLAS thread competes with Python's for the
+    # cores and slows these small models several times. It must be set before numpy loads.
+    text = (EXAMPLES / name).read_text()
+    pin = text.index('os.environ.setdefault(_variable, "1")')
+    assert '"OPENBLAS_NUM_THREADS"' in text[:pin]
+    assert pin < text.index("import numpy")
+    assert pin < text.index("import tinygrad_ops")

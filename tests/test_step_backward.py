@@ -283,6 +283,27 @@ def test_a_custom_function_shows_its_own_name_and_rule():
     )
 
 
+class Square(tg.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * 2 * x
+
+
+def test_a_custom_function_without_a_rule_says_where_to_write_it():
+    out = io.StringIO()
+    viz.step_backward(Square.apply(named([1.0, 2.0], "x")).sum(), file=out)
+    assert (
+        "    rule     (none: Square's docstring could state it, as 'out = ...;  dx = g * ...')\n"
+        in out.getvalue()
+    )
+
+
 # Every fused op shows its rule, in its operands' labels.
 FUSED = [
     ("Softmax", lambda x, w, b, t: F.softmax(x, axis=-1), "d t0 = y * (g - sum(g * y))"),

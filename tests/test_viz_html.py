@@ -83,7 +83,7 @@ def test_a_scanned_chain_is_one_node_with_the_scans_levels():
     assert scan["levels"]["method"] == "blelloch"
     visited = {step["op"] for step in data["steps"]}
     assert not visited & set(scan["members"])  # the scan's ops are not steps of their own
-    assert all(data["display"][op_id] == "scan0" for op_id in scan["members"])
+    assert all(data["display"][op_id] == "cluster_scan_0" for op_id in scan["members"])
 
 
 @pytest.mark.parametrize("method", ["hillis-steele", "blelloch", "blocked"])
@@ -208,7 +208,8 @@ def test_a_long_run_of_calls_folds_into_one_node():
     calls_drawn = [node for node in data["nodes"] if node["kind"] == "call"]
     assert len(calls_drawn) == 5  # calls 0, 1, the fold of 2-9, 10, 11
     (fold,) = [node for node in calls_drawn if node["id"].startswith("fold_")]
-    assert "(8 calls folded)" in fold["label"]
+    assert fold["label"] == "cell × 8: RNNCell calls #2 … #9"
+    assert fold["calls"] == [f"g{number}" for number in range(2, 10)]
     inputs = [node["label"] for node in data["nodes"] if node["kind"] == "input"]
     assert len([label for label in inputs if label.startswith("x[")]) == 4  # x_t of 8 folded
 
@@ -222,3 +223,54 @@ def test_values_the_backward_released_are_still_shown():
     tanh = next(node for node in data["nodes"] if node["label"] == "Tanh")
     assert tanh["operands"][0]["value"]["mean"] == pytest.approx(3.2)
     assert tanh["value"]["shape"] == "64×64"
+
+
+class _Stacked(tg.nn.Module):
+    """Two RNN cells stacked, unrolled by hand: each cell is called once per step."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = tg.nn.ModuleList([tg.nn.RNNCell(3, 4), tg.nn.RNNCell(4, 4)])
+
+    def forward(self, sequence):
+        states = [None, None]
+        for x in sequence:
+            for number, cell in enumerate(self.layers):
+                states[number] = cell(x if number == 0 else states[0], states[number])
+        return states[-1]
+
+
+def _grouped(name):
+    """(loss, calls, depth) of one of the models the folding test draws."""
+    tg.nn.manual_seed(0)
+    if name == "rnn":
+        calls = viz.ModuleCalls()
+        return viz.examples.rnn(steps=12, calls=calls), calls, 0
+    if name == "mlp":
+        model = tg.nn.MLP(4, [8, 8], 3, norm="layer", dropout=0.1)
+        inputs, depth = tg.randn(5, 4, seed=0), 1
+    elif name == "cnn":
+        model = tg.nn.SmallCNN((1, 8, 8), 3, width=2)
+        inputs, depth = tg.randn(2, 64, seed=0), 1
+    else:
+        model, inputs, depth = _Stacked(), tg.randn(10, 2, 3, seed=0), 1
+    with viz.module_calls(model) as calls:
+        loss = model(inputs).sum()
+    return loss, calls, depth
+
+
+@pytest.mark.parametrize("name", ["mlp", "rnn", "stacked-rnn", "cnn"])
+def test_the_page_and_the_picture_fold_the_same_calls(name):
+    # One display model: what the DOT picture collapses and folds, the page does too.
+    loss, calls, depth = _grouped(name)
+    source = viz.draw(loss, groups=calls, depth=depth, max_nodes=None).source
+    picture = {
+        match.group(1): int(match.group(2) or 1)
+        for match in re.finditer(r"\t+((?:call|fold)_g\d+) \[label=<<b>[^<]*?(?:× (\d+))?<", source)
+    }
+    data = page_json(viz.html(loss, groups=calls, depth=depth, max_nodes=None))
+    page = {node["id"]: len(node["calls"]) for node in data["nodes"] if node["kind"] == "call"}
+    assert page == picture
+    assert page  # something was collapsed or folded
+    if name in ("rnn", "stacked-rnn"):
+        assert any(node_id.startswith("fold_") for node_id in page)

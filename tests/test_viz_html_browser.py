@@ -8,7 +8,7 @@ them where it may, as it installs Graphviz); without them these tests skip.
 
 import numpy as np
 import pytest
-from tinygrad_ops.viz.html_browser import INSTALL_HINT, chromium, chromium_available
+from browser import INSTALL_HINT, chromium, chromium_available
 
 import tinygrad_ops as tg
 from tinygrad_ops import viz
@@ -141,7 +141,7 @@ def test_each_node_carries_its_order_number(browser, tmp_path):
 def test_a_scanned_chain_steps_through_its_levels(browser, tmp_path):
     page = viz.html(viz.examples.rnn(steps=8), scheduler="blelloch")
     open_page(browser, page, tmp_path)
-    browser.find_element("css selector", 'g.node[data-node="scan0"]').click()
+    browser.find_element("css selector", 'g.node[data-node="cluster_scan_0"]').click()
     levels = browser.find_element("css selector", "#panel [data-field=level]")
     assert levels.text.strip().startswith("level 0 of")
     total = int(levels.text.split(" of ")[1].split()[0])
@@ -177,4 +177,212 @@ def test_the_notebook_view_works_in_its_iframe(browser, tmp_path):
         assert current_node(browser) == [viz.trace(loss).op_ids[id(page.record.visit_order[0])]]
     finally:
         browser.switch_to.default_content()
+    assert errors_logged(browser) == []
+
+
+# ---- the drawing, measured in the browser ---------------------------------------------------
+
+BOXES = """
+return Array.from(document.querySelectorAll(arguments[0])).filter(
+  (element) => getComputedStyle(element).display !== "none"
+).map((element) => {
+  const box = element.getBoundingClientRect();
+  return [box.left, box.top, box.right, box.bottom];
+});
+"""
+
+
+def boxes(browser, selector):
+    """(left, top, right, bottom) of every displayed element matching `selector`."""
+    return browser.execute_script(BOXES, selector)
+
+
+def overlapping(first, second, slack=0.5):
+    return (
+        first[0] < second[2] - slack
+        and second[0] < first[2] - slack
+        and first[1] < second[3] - slack
+        and second[1] < first[3] - slack
+    )
+
+
+def pairs_overlapping(found):
+    return [(a, b) for i, a in enumerate(found) for b in found[i + 1 :] if overlapping(a, b)]
+
+
+def readme_examples():
+    """The graphs the README shows (tinygrad-ops graph mlp / rnn), as pages."""
+    return {"mlp": viz.html(viz.examples.mlp()), "rnn": viz.html(viz.examples.rnn())}
+
+
+@pytest.mark.parametrize("name", ["mlp", "rnn"])
+def test_no_two_edge_labels_overlap(browser, tmp_path, name):
+    open_page(browser, readme_examples()[name], tmp_path)
+    click(browser, "last")  # every gradient has arrived: every label is shown
+    labels = boxes(browser, "g.edge text")
+    assert len(labels) > 8
+    assert pairs_overlapping(labels) == []
+    # Nor does a label cover a node.
+    nodes = boxes(browser, "g.node rect")
+    assert [label for label in labels if any(overlapping(label, node) for node in nodes)] == []
+    assert errors_logged(browser) == []
+
+
+MARKERS = """
+return Array.from(document.querySelectorAll("g.edge path")).map(
+  (path) => getComputedStyle(path).markerEnd);
+"""
+MARKER_SIZES = """
+return Array.from(document.querySelectorAll("marker")).map((marker) => [marker.id,
+  marker.getAttribute("markerUnits"), marker.getAttribute("markerWidth"),
+  marker.getAttribute("markerHeight")]);
+"""
+
+
+def test_arrowheads_are_one_size_in_every_state(browser, tmp_path):
+    page, _, _ = open_small_mlp(browser, tmp_path)
+    markers = browser.execute_script(MARKER_SIZES)
+    # Sized in user units: a thick edge (the current step's) gets no bigger arrowhead.
+    assert {tuple(marker[1:]) for marker in markers} == {("userSpaceOnUse", "9", "9")}
+    names = {f'url("#{marker[0]}")' for marker in markers}
+    for _ in range(len(page.record.visit_order) + 1):
+        used = browser.execute_script(MARKERS)
+        assert used
+        assert set(used) <= names
+        click(browser, "next")
+
+
+def test_an_edge_that_carries_no_gradient_is_never_highlighted(browser, tmp_path):
+    page, graph, _ = open_small_mlp(browser, tmp_path)
+    x_id = next(node_id for node_id, node in graph.tensors.items() if node.name == "x")
+    from_x = f'g.edge[data-from="{x_id}"]'
+    assert browser.find_elements("css selector", from_x)
+    lit = []
+    for _ in page.record.visit_order:
+        click(browser, "next")
+        lit += browser.find_elements("css selector", f"{from_x}.arrived, {from_x}.sending")
+        # The edges that do carry one light up once their gradient has been sent.
+        assert browser.find_elements("css selector", "g.edge.sending")
+    assert lit == []
+
+
+LABELS_AND_BADGES = """
+return Array.from(document.querySelectorAll("g.node")).map((group) => {
+  const box = (element) => {
+    if (!element) return null;
+    const found = element.getBoundingClientRect();
+    return [found.left, found.top, found.right, found.bottom];
+  };
+  return [group.getAttribute("data-node"), group.getAttribute("class"),
+    box(group.querySelector("rect")), box(group.querySelector("[data-field=label]")),
+    box(group.querySelector(".badge")),
+    group.querySelector("[data-field=label]").textContent];
+});
+"""
+
+
+def grouped_rnn_page(steps=100):
+    calls = viz.ModuleCalls()
+    loss = viz.examples.rnn(steps=steps, calls=calls)
+    return viz.html(loss, groups=calls, depth=0)
+
+
+@pytest.mark.parametrize("make", [grouped_rnn_page, lambda: viz.html(viz.examples.mlp())])
+def test_every_label_is_visible_beside_its_step_badge(browser, tmp_path, make):
+    open_page(browser, make(), tmp_path)
+    click(browser, "last")
+    found = browser.execute_script(LABELS_AND_BADGES)
+    rects = [rect for _, _, rect, _, _, _ in found]
+    calls = [item for item in found if " call" in item[1]]
+    if "cell" in found[0][5] or any(calls):
+        assert len(calls) == 7  # 3 calls, the fold of the middle 94, 3 calls
+    for node_id, _, rect, label, badge, text in found:
+        assert text, node_id
+        inside = rect[0] <= label[0] and label[2] <= rect[2]
+        assert inside, (node_id, text, "runs out of its box")
+        if badge is not None:
+            assert not overlapping(label, badge), (node_id, text, "covered by its badge")
+        others = [other for other in rects if other is not rect]
+        assert not any(overlapping(label, other) for other in others), (node_id, text)
+    assert pairs_overlapping(rects) == []
+    assert errors_logged(browser) == []
+
+
+def test_every_scan_level_is_labelled(browser, tmp_path):
+    page = viz.html(viz.examples.rnn(steps=8), scheduler="blelloch")
+    open_page(browser, page, tmp_path)
+    browser.find_element("css selector", 'g.node[data-node="cluster_scan_0"]').click()
+    total = int(browser.find_element("css selector", "#panel [data-field=level]").text.split()[3])
+    names = browser.find_elements("css selector", "#panel [data-field=level-name]")
+    assert [name.text for name in names] == [f"level {n}" for n in range(1, total + 1)]
+    positions = boxes(browser, "#panel [data-field=position]")
+    assert len(positions) >= 3
+    bars = boxes(browser, "#panel svg.levels rect")
+    texts = boxes(browser, "#panel svg.levels text")
+    assert pairs_overlapping(texts) == []
+    assert [text for text in texts if any(overlapping(text, bar) for bar in bars)] == []
+
+
+class Softplus(tg.Function):
+    """out = log(1 + exp(x));  dx = g * sigmoid(x)"""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.relu() + ((-x.abs()).exp() + 1).log()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * x.sigmoid()
+
+
+def test_a_custom_functions_rule_is_on_the_page(browser, tmp_path):
+    x = tg.Tensor([-1.0, 0.5], requires_grad=True)
+    x.name = "x"
+    page = viz.html(Softplus.apply(x).sum())
+    open_page(browser, page, tmp_path)
+    graph_ops = page_json_nodes(page)
+    softplus = next(node for node in graph_ops if node["label"] == "Softplus")
+    browser.find_element("css selector", f'g.node[data-node="{softplus["id"]}"]').click()
+    rule = browser.find_element("css selector", "#panel [data-field=rule]").text
+    assert rule == "out = log(1 + exp(x));  dx = g * sigmoid(x)"
+    labelled = browser.find_element("css selector", "#panel [data-field=labelled-rule]").text
+    assert labelled == "t1 = log(1 + exp(t0 x));  d(t0 x) = g * sigmoid(t0 x)"
+
+
+def page_json_nodes(page):
+    import json
+    import re
+
+    found = re.search(r'id="tg-data">(.*?)</script>', page.text, re.S)
+    return json.loads(found.group(1))["nodes"]
+
+
+def test_a_10000_node_graph_opens_folded(browser, tmp_path):
+    calls = viz.ModuleCalls()
+    loss = viz.examples.rnn(steps=910, calls=calls)
+    assert len(viz.trace(loss)) > 10_000
+    page = viz.html(loss, groups=calls, depth=0)
+    open_page(browser, page, tmp_path)
+    drawn = browser.find_elements("css selector", "g.node")
+    assert len(drawn) < 60  # 3 calls, the fold of 904, 3 calls, their inputs, the loss
+    click(browser, "last")
+    assert current_node(browser) == ["call_g0"]
+    assert errors_logged(browser) == []
+
+
+def test_an_ungrouped_10000_node_graph_opens_with_the_nodes_nearest_the_loss(browser, tmp_path):
+    loss = viz.examples.rnn(steps=910)
+    page = viz.html(loss)
+    open_page(browser, page, tmp_path)
+    drawn = browser.find_elements("css selector", "g.node")
+    # max_nodes=1000 (constants among them are shown in their op's panel) and the "… more"
+    # node, besides the copies of the shared weights.
+    kept = [node for node in drawn if "_use" not in node.get_attribute("data-node")]
+    assert 900 < len(kept) <= 1001
+    elided = browser.find_element("css selector", 'g.node[data-node="elided"]')
+    assert "more nodes" in elided.get_attribute("textContent")
+    click(browser, "last")  # the steps of ops not drawn are the "… more" node's
+    assert current_node(browser) == ["elided"]
     assert errors_logged(browser) == []

@@ -12,6 +12,7 @@ import builtins
 from . import functional, nn, optim, utils
 from .autograd.backward import grad
 from .autograd.function import Function
+from .control_flow import scan
 from .creation import (
     arange,
     eye,
@@ -29,7 +30,6 @@ from .creation import (
     zeros_like,
 )
 from .gradcheck import GradcheckError, gradcheck
-from .jit import CompileError, compile
 from .mode import (
     detect_anomaly,
     enable_grad,
@@ -143,6 +143,7 @@ __all__ = [
     "repeat_interleave",
     "roll",
     "save",
+    "scan",
     "scatter",
     "scatter_add",
     "scatter_reduce",
@@ -180,3 +181,13 @@ from .torch_functions import DTYPES, FUNCTIONS
 globals().update(FUNCTIONS)
 globals().update(DTYPES)
 __all__ += [name for name in FUNCTIONS if name not in dir(builtins)]
+
+
+def __getattr__(name):
+    """`tg.compile`, `tg.CompileError`, `tg.CompiledFunction`: the jit, imported on first use
+    (`import tinygrad_ops` does not load it)."""
+    if name in ("compile", "CompileError", "CompiledFunction"):
+        from . import jit
+
+        return getattr(jit, name)
+    raise AttributeError(f"module 'tinygrad_ops' has no attribute {name!r}")

@@ -1,8 +1,10 @@
 """`tinygrad-ops bench`: run the side-by-side benchmarks of a source checkout.
 
+    tinygrad-ops bench report                measure every figure of benchmarks/README.md in one
+                                             run and write its tables (and the picture)
     tinygrad-ops bench train-step            one SGD step: hand-written numpy, PyTorch, this engine
     tinygrad-ops bench core -- --rounds 9    per-op overhead; arguments after -- go to the script
-    tinygrad-ops bench all
+    tinygrad-ops bench all                   each script in turn (not report)
 
 The scripts live in `benchmarks/` next to the package (they are not installed) and need
 PyTorch, the reference they are measured against (`pip install -e ".[test]"`).
@@ -10,12 +12,21 @@ PyTorch, the reference they are measured against (`pip install -e ".[test]"`).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import platform
 import runpy
 import sys
 from pathlib import Path
 
+# The generated section of benchmarks/README.md: `bench report` writes between these lines,
+# and tests/test_docs.py allows speed figures there only (and in quotes of its lines).
+GENERATED_BEGIN = "<!-- BEGIN GENERATED FIGURES -->"
+GENERATED_END = "<!-- END GENERATED FIGURES -->"
+
 # Name on the command line -> script in benchmarks/ and what it measures.
 BENCHMARKS = {
+    "report": ("report.py", "every figure of benchmarks/README.md, written into it"),
     "train-step": ("train_step.py", "a 2-layer MLP training step vs numpy and PyTorch"),
     "core": ("bench_core.py", "per-op overhead of a 100-op chain; a 100,000-node backward"),
     "nn-ops": ("bench_nn_ops.py", "softmax and the norms, forward+backward, vs PyTorch"),
@@ -46,6 +57,66 @@ def keep_freed_memory() -> bool:
     mmap_threshold, trim_threshold, top_pad = -3, -1, -2  # glibc's malloc.h parameters
     settings = ((mmap_threshold, 32 * 2**20), (trim_threshold, 512 * 2**20), (top_pad, 64 * 2**20))
     return all(mallopt(parameter, value) == 1 for parameter, value in settings)
+
+
+def write_generated(path, section):
+    """Replace the text between the GENERATED markers of the file at `path` by `section`.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "README.md"
+    >>> _ = path.write_text(f"# Figures\\n{GENERATED_BEGIN}\\nold\\n{GENERATED_END}\\nMethod.\\n")
+    >>> write_generated(path, "| a | 1.0x |\\n")
+    >>> print(path.read_text())
+    # Figures
+    <!-- BEGIN GENERATED FIGURES -->
+    | a | 1.0x |
+    <!-- END GENERATED FIGURES -->
+    Method.
+    <BLANKLINE>
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    if text.count(GENERATED_BEGIN) != 1 or text.count(GENERATED_END) != 1:
+        raise BenchmarkError(
+            f"{path} must hold the lines {GENERATED_BEGIN} and {GENERATED_END} once each: "
+            "the generated figures are written between them"
+        )
+    head, rest = text.split(GENERATED_BEGIN)
+    _, tail = rest.split(GENERATED_END)
+    body = section if section.endswith("\n") else section + "\n"
+    Path(path).write_text(f"{head}{GENERATED_BEGIN}\n{body}{GENERATED_END}{tail}", encoding="utf-8")
+
+
+def machine_description():
+    """The processor and its core count, e.g. 'a 2-core x86_64 machine (AMD EPYC 7B13)'."""
+    model = ""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                model = " (" + " ".join(line.split(":", 1)[1].split()) + ")"
+                break
+    return f"a {os.cpu_count()}-core {platform.machine()} machine{model}"
+
+
+def blas_description():
+    """numpy's BLAS library and version, as threadpoolctl reports it ('BLAS' without it)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "BLAS"
+    for pool in threadpool_info():
+        if pool.get("user_api") == "blas":
+            return f"{pool.get('internal_api', 'BLAS')} {pool.get('version') or ''}".strip()
+    return "BLAS"
+
+
+def one_blas_thread():
+    """A context in which numpy's BLAS uses one thread (threadpoolctl; without it the
+    environment's OPENBLAS_NUM_THREADS applies, set before numpy is imported)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 class BenchmarkError(OSError):
@@ -88,7 +159,7 @@ def run(args) -> int:
             "the benchmarks compare against PyTorch: pip install torch==2.13.0 "
             "(or pip install -e '.[test]')"
         ) from None
-    names = list(BENCHMARKS) if args.name == "all" else [args.name]
+    names = [name for name in BENCHMARKS if name != "report"] if args.name == "all" else [args.name]
     for name in names:
         script = folder / BENCHMARKS[name][0]
         print(f"== {name}: {script.name} {' '.join(args.script_args)}".rstrip(), flush=True)

@@ -29,7 +29,7 @@ from .ops import (
     RMSNorm,
 )
 from .ops.base import bump_version
-from .ops.checks import check_float
+from .ops.checks import ArgumentError, ShapeError, check_float
 from .ops.composed_losses import check_reduction, cross_entropy_general, warn_if_sizes_differ
 from .ops.dual import compute_dtype
 from .ops.indexing import as_index
@@ -122,7 +122,7 @@ def gelu(x, approximate="none"):
     if approximate == "tanh":
         return GeluTanh.apply(x)
     if approximate != "none":
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return Gelu.apply(x)
 
 
@@ -390,11 +390,13 @@ def _cross_entropy_general(logits, target, weight, ignore_index, reduction, labe
     if fused and not 0 <= ignore_index < classes:
         return CrossEntropy.apply(logits, target, reduction=reduction, ignore_index=ignore_index)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+        raise ArgumentError(
+            f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}"
+        )
     check_float("cross_entropy", logits.data, "logits")
     weight = _optional_tensor(weight, "weight", "cross_entropy")
     if weight is not None and weight.shape != (classes,):
-        raise ValueError(f"cross_entropy: weight must have shape ({classes},), got {weight.shape}")
+        raise ShapeError(f"cross_entropy: weight must have shape ({classes},), got {weight.shape}")
     check_reduction(reduction, "cross_entropy")
     return cross_entropy_general(logits, target, weight, ignore_index, reduction, label_smoothing)
 
@@ -475,7 +477,7 @@ def embedding(input, weight, padding_idx=None):
             f"embedding: the indices must be an integer tensor, got dtype {indices.dtype}"
         )
     if weight.ndim != 2:
-        raise ValueError(f"embedding: weight must be 2-d (rows, dim), got shape {weight.shape}")
+        raise ShapeError(f"embedding: weight must be 2-d (rows, dim), got shape {weight.shape}")
     count = weight.shape[0]
     if indices.size and (indices.min() < 0 or indices.max() >= count):
         bad = indices.min() if indices.min() < 0 else indices.max()

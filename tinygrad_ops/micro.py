@@ -1,19 +1,15 @@
 """The whole idea of reverse-mode autograd in one screenful: chapter zero of the tutorial.
 
-A `Value` holds a number or a numpy array. Every operation makes a new `Value` that
-remembers its parents (a tuple: a fixed order) and a rule that turns the gradient of the
-output into one gradient per parent: that is the tape. `backward()` walks the tape once,
-newest node first, and hands each node's total gradient to its rule.
+A `Value` holds a number or a numpy array. Every operation makes a new `Value` that remembers
+its parents (a tuple: a fixed order) and a rule that turns the gradient of the output into
+one gradient per parent: that is the tape. `backward()` walks it once, newest node first.
 
-Four traps of the smallest engines are avoided on purpose:
-- the topological sort is iterative (a chain of 10,000 steps needs no recursion);
-- gradients are summed into new arrays (`total = total + g`), never `+=` into an array
-  that another node may share (an Add passes its output's gradient on unchanged);
-- parents are a tuple, so the walk and its order are the same on every run;
-- gradients live in a map local to one `backward()` call, so a second call starts clean:
-  leaves add to their `.grad` (as in PyTorch), intermediates get this call's gradient.
-
-What the real engine adds to this is the rest of docs/tutorial.md.
+Four traps of the smallest engines are avoided on purpose: the topological sort is iterative
+(10,000 steps need no recursion); gradients are summed into new arrays (`total = total + g`),
+never `+=` into an array another node may share (an Add passes its gradient on unchanged);
+parents are a tuple, so the walk's order is the same on every run; gradients live in a map
+local to one `backward()` call, so a second call starts clean (leaves add to their `.grad`,
+as in PyTorch). It trains a network (examples/micro_moons.py); the rest is docs/tutorial.md.
 
 >>> from tinygrad_ops.micro import Value
 >>> a, b, c, f = Value(2.0), Value(-3.0), Value(10.0), Value(-2.0)
@@ -76,6 +72,13 @@ class Value:
         out = np.exp(self.data)
         return Value(out, (self,), lambda g: (g * out,), "exp")
 
+    def log(self):  # out = log(a);  da = g / a
+        return Value(np.log(self.data), (self,), lambda g: (g / self.data,), "log")
+
+    def sigmoid(self):  # out = 1 / (1 + exp(-a));  da = g * out * (1 - out)
+        out = np.exp(-np.logaddexp(0.0, -self.data))  # exp(-log(1 + exp(-a))): no overflow
+        return Value(out, (self,), lambda g: (g * out * (1 - out),), "sigmoid")
+
     def relu(self):  # out = max(a, 0);  da = g * (a > 0)
         return Value(np.maximum(self.data, 0), (self,), lambda g: (g * (self.data > 0),), "relu")
 
@@ -94,11 +97,14 @@ class Value:
     def __truediv__(self, other):
         return self * self._lift(other) ** -1
 
-    def __radd__(self, other):
-        return self + other
+    def __rsub__(self, other):  # other - self, for a number on the left: 1 - x
+        return self._lift(other) - self
 
-    def __rmul__(self, other):
-        return self * other
+    def __rtruediv__(self, other):  # other / self: 10 / x
+        return self._lift(other) / self
+
+    __radd__ = __add__  # 2 + x is x + 2: the operands commute
+    __rmul__ = __mul__
 
     def backward(self):
         """Fill `.grad` of every Value this one depends on (the seed is ones).
@@ -128,8 +134,7 @@ def topological_order(root):
     >>> [node.op for node in topological_order((x * x).exp())]
     ['', '*', 'exp']
     """
-    order = []
-    seen = set()
+    order, seen = [], set()
     stack = [(root, False)]
     while stack:
         node, parents_done = stack.pop()

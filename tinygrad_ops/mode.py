@@ -3,10 +3,53 @@
 `no_grad` / `enable_grad` turn the recording of operations off and on; `detect_anomaly`
 makes backward check every gradient for NaN and inf. Both are thread-local. This module
 imports nothing of the package: it is the lowest layer.
+
+It also holds the engine's one seam for watchers of a whole computation (`Trace`, below):
+tg.compile's capture is one; by default nobody watches and every call is a no-op.
 """
 
+import contextlib
 import functools
 import threading
+
+
+class Trace:
+    """The seam: what the engine tells a watcher of the whole computation, at its choke
+    points. This class is the no-op default; tg.compile's capture (jit/capture.py)
+    implements the same calls to write its program. The engine calls, and nothing else:
+
+        op(node, operands, options, out, given)  Op.apply: an op's forward ran
+        read(value, what)       values_read: Python is about to read `value`'s numbers
+        write(tensor, source)   values_written: `source`'s values went into `tensor`'s array
+        module(module)          Module.__call__: a module runs (its train/eval flag counts)
+        call(method, owner, args, kwargs)  replayed_whole: a method run as a whole
+        graph(graph_class, *arguments)  run_backward: the pass's graph (a watcher's
+                                subclass of BackwardGraph sees the rules and leaf writes)
+        paused()                a context in which nothing is watched (timing experiments)
+    """
+
+    active = False  # True for a watcher that records (tg.compile's capture)
+
+    def op(self, node, operands, options, out, given):
+        pass
+
+    def read(self, value, what):
+        pass
+
+    def write(self, tensor, source, what=None):
+        pass
+
+    def module(self, module):
+        pass
+
+    def call(self, method, owner, args, kwargs):
+        return method(owner, *args, **kwargs)
+
+    def graph(self, graph_class, *arguments):
+        return graph_class(*arguments)
+
+    def paused(self):
+        return contextlib.nullcontext()
 
 
 class _State(threading.local):
@@ -16,9 +59,7 @@ class _State(threading.local):
 
     grad_enabled = True
     anomaly = False
-    # While tg.compile captures a function: the recorder the engine reports to (see
-    # tinygrad_ops/jit/capture.py for the events). None otherwise, and eager pays one check.
-    recorder = None
+    tracer = Trace()  # the watcher of the computation (the no-op default: see Trace)
 
 
 STATE = _State()
@@ -159,15 +200,12 @@ class _GradModeSetter(_GradMode):
 
 def replayed_whole(method):
     """Mark a method that a compiled step replays by calling it again, as one kernel
-    (an optimizer's `step`, `zero_grad`): while tg.compile captures, the recorder runs it
-    unrecorded inside and notes the call. Otherwise it is `method` itself, plus one check.
+    (an optimizer's `step`, `zero_grad`): a watcher (`Trace.call`) runs it unrecorded inside
+    and notes the call. Otherwise it is `method` itself, plus one call.
     """
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        recorder = STATE.recorder
-        if recorder is None:
-            return method(self, *args, **kwargs)
-        return recorder.call(method, self, args, kwargs)
+        return STATE.tracer.call(method, self, args, kwargs)
 
     return wrapper

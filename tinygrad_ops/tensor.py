@@ -18,8 +18,8 @@ import numpy as np
 
 from .autograd.backward import tensor_backward
 from .autograd.graph import HookHandle, accumulate_leaf
-from .mode import STATE
-from .ops.base import as_operand, bind_tensor, placeholder
+from .ops.base import as_operand, bind_tensor, placeholder, values_read
+from .ops.checks import ShapeError
 from .ops.dtypes import FLOATS
 from .ops.elementwise import Add, Div, Mul, Neg, Pow, PowScalar, Sub
 from .ops.linalg import MatMul
@@ -39,12 +39,10 @@ DEFAULT_DTYPE = np.float32
 def _to_array(data, dtype):
     """Convert what `Tensor(...)` accepts into a numpy array, following the dtype rules."""
     if isinstance(data, Tensor):
-        if STATE.recorder is not None:
-            STATE.recorder.read_value(data, "tg.Tensor(tensor) (a copy made outside the ops)")
+        values_read(data, "tg.Tensor(tensor) (a copy made outside the ops)")
         array = np.array(data.data, dtype=dtype, copy=True)
     elif isinstance(data, np.ndarray):
-        if STATE.recorder is not None:
-            STATE.recorder.read_value(data, "tg.Tensor(array) (a copy made outside the ops)")
+        values_read(data, "tg.Tensor(array) (a copy made outside the ops)")
         array = np.array(data, dtype=dtype, copy=True)  # a copy, as torch.tensor makes
     elif isinstance(data, (bool, int, float, np.generic)):
         default = data.dtype if isinstance(data, np.floating) else DEFAULT_DTYPE
@@ -424,17 +422,16 @@ class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, Inplac
 
     def _compare(self, other, compare):
         """out = the elementwise comparison: a boolean tensor outside the tape (no gradient)."""
-        if STATE.recorder is not None:  # tg.compile: a replay would reuse the first call's
-            STATE.recorder.read_value(self, "a comparison (x > 0, ...)")
-            if isinstance(other, Tensor):
-                STATE.recorder.read_value(other, "a comparison (x > 0, ...)")
+        values_read(self, "a comparison (x > 0, ...)")
+        if isinstance(other, Tensor):
+            values_read(other, "a comparison (x > 0, ...)")
         other = other.data if isinstance(other, Tensor) else as_operand(other)
         if other is None:
             return NotImplemented
         try:
             return Tensor._make(compare(self.data, other), False, None)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"comparison: shapes {self.shape} and {np.shape(other)} cannot be broadcast "
                 "together"
             ) from None

@@ -10,9 +10,9 @@ float, int, `np.asarray`). `Tensor` inherits them (see `tensor.py`).
 
 import numpy as np
 
-from .mode import STATE, no_grad
+from .mode import no_grad
 from .ops import base
-from .ops.checks import check_number, checked_shape, varargs_shape
+from .ops.checks import ArgumentError, check_number, checked_shape, varargs_shape
 from .ops.elementwise import Cast
 
 # PyTorch's legacy type names, by dtype (Tensor.type).
@@ -32,23 +32,20 @@ class ConversionMethods:
 
     def numpy(self) -> np.ndarray:
         """The data as a numpy array (shared, not copied)."""
-        if STATE.recorder is not None:
-            STATE.recorder.read_value(self, ".numpy()")
+        base.values_read(self, ".numpy()")
         return self.data
 
     def item(self):
         """The single value of a one-element tensor, as a Python number."""
         if self.data.size != 1:
-            raise ValueError(
+            raise ArgumentError(
                 f"item() needs a tensor with one element, this one has shape {self.shape}"
             )
-        if STATE.recorder is not None:
-            STATE.recorder.read_value(self, ".item()")
+        base.values_read(self, ".item()")
         return self.data.item()
 
     def tolist(self):
-        if STATE.recorder is not None:
-            STATE.recorder.read_value(self, ".tolist()")
+        base.values_read(self, ".tolist()")
         return self.data.tolist()
 
     # -- questions about the values (PyTorch's names; plain Python answers, off the tape) ------
@@ -238,12 +235,11 @@ class ConversionMethods:
 
     def __bool__(self):
         if self.data.size != 1:
-            raise ValueError(
+            raise ArgumentError(
                 f"the truth value of a tensor with {self.data.size} elements (shape "
                 f"{self.shape}) is ambiguous; use .any() or .all() on .data"
             )
-        if STATE.recorder is not None:
-            STATE.recorder.read_value(self, "bool()")
+        base.values_read(self, "bool()")
         return bool(self.data)
 
     def __float__(self):
@@ -253,8 +249,7 @@ class ConversionMethods:
         return int(self.item())
 
     def __array__(self, dtype=None, copy=None):
-        if STATE.recorder is not None:
-            STATE.recorder.read_value(self, "np.asarray()")
+        base.values_read(self, "np.asarray()")
         return self.data if dtype is None else self.data.astype(dtype)
 
 

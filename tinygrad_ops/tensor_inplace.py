@@ -14,7 +14,7 @@ import numpy as np
 
 from .autograd.inplace import apply_inplace
 from .mode import STATE
-from .ops.base import as_operand, bump_version, is_tensor
+from .ops.base import as_operand, bump_version, is_tensor, values_written
 from .ops.checks import check_number
 from .ops.elementwise import Add, Clip, Div, Fill, Mul, Relu, Sub
 from .random_state import default_generator
@@ -98,6 +98,5 @@ class InplaceMethods:
         source = source.data if is_tensor(source) else np.asarray(source)
         np.copyto(self.data, source, casting="same_kind")
         bump_version(self)
-        if STATE.recorder is not None:
-            STATE.recorder.record_write(self, source)
+        values_written(self, source)
         return self

@@ -15,10 +15,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .mode import STATE
 from .ops import scatter_reduce, searching
 from .ops.base import is_tensor, values_read
-from .ops.checks import check_float, ddof_argument, normalize_axis, reduction_arguments
+from .ops.checks import (
+    AxisError,
+    ShapeError,
+    check_float,
+    ddof_argument,
+    normalize_axis,
+    reduction_arguments,
+)
 from .ops.cumulative import Cumprod, Cumsum, LogCumSumExp
 from .ops.indexing import ValuesIndices
 from .ops.reduce import Max, Min, Sum, VectorNorm, keepdims_shape, normalize_axes
@@ -53,7 +59,7 @@ class ReduceMethods:
         5.0
         """
         if self.ndim != 2:
-            raise ValueError(f"trace: expects a matrix (2-d), got shape {self.shape}")
+            raise ShapeError(f"trace: expects a matrix (2-d), got shape {self.shape}")
         return self.diagonal().sum()
 
     def mean(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
@@ -107,8 +113,7 @@ class ReduceMethods:
         square root is taken of 1 in those places and multiplied by 0.
         """
         variance = self.var(axis, **options)
-        if STATE.recorder is not None:  # tg.compile: a replay would reuse the first call's
-            STATE.recorder.read_value(variance, "std: where the variance is 0")
+        values_read(variance, "std: where the variance is 0")
         zero = variance.data == 0
         return where(zero, 1.0, variance).sqrt() * ~zero
 
@@ -125,17 +130,21 @@ class ReduceMethods:
 
     def amax(self, dim=None, keepdim=False):
         """The maximum over `dim` (an int, a tuple, or None for all), values only; ties share
-        the gradient evenly, as PyTorch's `amax`."""
-        return self.max(axis=_all_if_empty(dim), keepdims=keepdim)
+        the gradient evenly, and a group holding NaN gets NaN gradients, as PyTorch's `amax`
+        (`max` gives the NaNs the gradient)."""
+        keepdim = self._keepdims("amax", keepdim, None)
+        return Max.apply(self, axis=_all_if_empty(dim), keepdims=keepdim, nan_rows=True)
 
     def amin(self, dim=None, keepdim=False):
         """The minimum over `dim`, values only (as `amax`)."""
-        return self.min(axis=_all_if_empty(dim), keepdims=keepdim)
+        keepdim = self._keepdims("amin", keepdim, None)
+        return Min.apply(self, axis=_all_if_empty(dim), keepdims=keepdim, nan_rows=True)
 
     def norm(self, p="fro", dim=None, keepdim=False):
         """The vector p-norm over `dim` (every element by default), as `torch.norm`:
         p = 2 or "fro" the Euclidean norm (its gradient at a zero vector is 0, as
-        PyTorch's), any p > 0, and inf / -inf for the largest / smallest |a|.
+        PyTorch's), any other p (0 counts the nonzero entries), and inf / -inf for the
+        largest / smallest |a|.
 
         >>> import tinygrad_ops as tg
         >>> x = tg.Tensor([[3.0, 4.0], [0.0, 0.0]])
@@ -150,8 +159,6 @@ class ReduceMethods:
             return self.astype(np.float32).norm(p, dim, keepdim).astype(np.float16)
         if math.isinf(p):
             return self.abs().amax(dim, keepdim) if p > 0 else self.abs().amin(dim, keepdim)
-        if p <= 0:
-            raise ValueError(f"norm: p must be positive or +-inf, got {p}")
         return VectorNorm.apply(self, p=float(p), axis=dim, keepdims=keepdim)
 
     def _max_or_min(self, op_name, arg_function, op, dim, keepdim, axis, keepdims):
@@ -177,7 +184,7 @@ class ReduceMethods:
         axis, keepdims = reduction_arguments(op_name, axis, False, dim, keepdim)
         axis = normalize_axis(axis, self.ndim, op_name)
         if self.ndim and self.shape[axis] == 0:
-            raise ValueError(f"{op_name}: cannot reduce over an empty dim (shape {self.shape})")
+            raise AxisError(f"{op_name}: cannot reduce over an empty dim (shape {self.shape})")
         values_read(self, f"{op_name}(dim=...): the indices")
         indices = arg_function(self.data, axis=axis, keepdims=True) if self.ndim else np.array(0)
         values = self.gather(axis, constant(indices)) if self.ndim else self * 1
@@ -197,8 +204,13 @@ class ReduceMethods:
         axis, keepdims = reduction_arguments(op_name, axis, keepdims, dim, keepdim)
         if axis is not None:
             axis = normalize_axis(axis, self.ndim, op_name)
-        if self.size == 0:
-            raise ValueError(f"{op_name}: cannot reduce an empty tensor (shape {self.shape})")
+        if axis is None and self.size == 0:
+            raise AxisError(
+                f"{op_name}: cannot reduce an empty tensor (shape {self.shape}); give a dim "
+                "of nonzero size"
+            )
+        if axis is not None and self.ndim and self.shape[axis] == 0:  # (other dims may be 0)
+            raise AxisError(f"{op_name}: dim {axis} is empty (shape {self.shape})")
         values_read(self, op_name)
         data = self.data if self.ndim else self.data.reshape(1)
         indices = function(data, axis=axis, keepdims=keepdims and axis is not None)

@@ -19,16 +19,17 @@ from __future__ import annotations
 import graphviz
 
 from . import style
-from .layout import depth_and_width
+from .layout import RANK_PIXELS, ancestors, depth_and_width
 from .layout import layout as make_layout
 from .style import FONT, GROUP_COLOURS, SCAN_STYLE
-from .trace import INTERMEDIATE, OUTPUT, _shape_text
+from .trace import shape_text
 
-SHARE_LIMIT = 3  # a leaf with more uses than this is drawn once per use
 RANKDIRS = ("auto", "LR", "TB", "RL", "BT")
-# rankdir="auto": a graph this many times deeper than wide is drawn top to bottom, since
-# left to right it would be a long thin strip (thousands of pixels wide, a few hundred high).
-TALL = 1.5
+# Pixels a rank takes and a node takes within its rank, top to bottom and left to right
+# (measured on the README's examples at Graphviz's 96 dpi): rankdir="auto" picks the
+# direction whose picture has the shorter longest side.
+TB_RANK, TB_NODE = RANK_PIXELS, 126
+LR_RANK, LR_NODE = 136, 59
 
 
 class _Picture:
@@ -49,7 +50,7 @@ def draw(
     groups=None,
     depth=None,
     fold=3,
-    compact=False,
+    compact="auto",
     title=None,
 ) -> graphviz.Digraph:
     """The graph that produced `root` as a `graphviz.Digraph` (displays inline in Jupyter).
@@ -67,7 +68,8 @@ def draw(
     `depth`: collapse calls nested deeper than `depth` into one node each; `fold`: of a
     module called many times in a row (an RNN cell), draw the first and last `fold` calls
     and one node for the rest (None draws every call). `compact`: leave out the nodes of
-    intermediate tensors (ops connect directly, edges still show shapes and gradients).
+    intermediate tensors (ops connect directly, edges still show shapes and gradients);
+    "auto" (the default) does so for a picture that would be taller than 2,000 px.
 
     >>> import tinygrad_ops as tg
     >>> from tinygrad_ops import viz
@@ -81,22 +83,31 @@ def draw(
         raise ValueError(f"rankdir={rankdir!r}: use 'auto', 'LR', 'TB', 'RL' or 'BT'")
     shown = make_layout(root, backward, groups, depth, fold, compact, max_nodes)
     if rankdir == "auto":
-        ranks, width = depth_and_width(shown)
-        rankdir = "TB" if ranks > TALL * width else "LR"
+        rankdir = _direction(*depth_and_width(shown))
     picture = _Picture()
     _add_nodes(picture, shown, flags)
     kept_edges = [
         item for item in shown.edges if item.source in shown.kept and item.target in shown.kept
     ]
-    copies = _shared_copies(kept_edges, shown.graph, picture, max_nodes)
+    _add_copies(picture, shown)
     for item in kept_edges:
-        source = copies.get((item.source, item.target), item.source)
         record = None if item.merged else shown.record
         attributes = style.edge_attributes(item.edge, shown.graph, flags, record)
-        picture.edges.append((source, item.target, attributes))
+        picture.edges.append((item.source, item.target, attributes))
     if shown.dropped:
         _add_elided(picture, shown)
     return _to_digraph(picture, rankdir, title, shown.scan_titles)
+
+
+def _direction(ranks, width):
+    """'TB' or 'LR' for a graph of `ranks` ranks and at most `width` nodes on one.
+
+    >>> _direction(20, 2), _direction(3, 12)
+    ('TB', 'LR')
+    """
+    top_to_bottom = max(ranks * TB_RANK, width * TB_NODE)
+    left_to_right = max(ranks * LR_RANK, width * LR_NODE)
+    return "TB" if top_to_bottom <= left_to_right else "LR"
 
 
 def _add_nodes(picture, shown, flags):
@@ -106,12 +117,11 @@ def _add_nodes(picture, shown, flags):
         if display_id not in shown.kept or display_id in picture.nodes:
             continue
         if display_id in shown.folds:
-            attributes = style.fold_attributes(
-                shown.folds[display_id], graph, shown.call_of, shown.steps
-            )
+            calls = shown.folds[display_id]
+            attributes = style.calls_attributes(calls, True, graph, shown.call_of, shown.steps)
         elif display_id.startswith("call_"):
-            call = shown.collapsed[display_id[len("call_") :]]
-            attributes = style.collapsed_attributes(call, graph, shown.call_of, shown.steps)
+            calls = [shown.collapsed[display_id[len("call_") :]]]
+            attributes = style.calls_attributes(calls, False, graph, shown.call_of, shown.steps)
         elif node_id in graph.ops:
             attributes = style.op_attributes(graph.ops[node_id], shown.steps.get(node_id))
         else:
@@ -133,51 +143,26 @@ def _add_elided(picture, shown):
         "color": "#999999",
         "fontcolor": "#555555",
     }
-    boundary = set()
-    for item in shown.edges:
-        crosses = item.target in shown.kept and item.source not in shown.kept
-        if crosses and item.target not in boundary:
-            boundary.add(item.target)
-            picture.edges.append((elided, item.target, {"style": "dashed", "color": "#999999"}))
+    kept = shown.kept
+    boundary = [item.target for item in shown.edges if item.source not in kept]
+    for target in dict.fromkeys(boundary):  # each drawn node an edge crosses into, once
+        if target in kept:
+            picture.edges.append((elided, target, {"style": "dashed", "color": "#999999"}))
 
 
-def _shared_copies(edges, graph, picture, max_nodes):
-    """Draw a leaf used by many ops (a weight shared by every RNN step) once per use.
-
-    One node with dozens of long edges makes the layout slow and the picture unreadable;
-    a small dashed copy beside each consumer reads better. Returns {(leaf, consumer):
-    copy id} and adds the copies to `picture` (in the consumer's box), unless that would
-    break `max_nodes`.
-    """
-    consumers = {}
-    for item in edges:
-        node = graph.tensors.get(item.source)
-        if node is not None and node.kind not in (INTERMEDIATE, OUTPUT):
-            consumers.setdefault(item.source, []).append(item.target)
-    shared = {
-        source: targets for source, targets in consumers.items() if len(targets) > SHARE_LIMIT
-    }
-    added = sum(len(targets) - 1 for targets in shared.values())
-    if not shared or (max_nodes is not None and len(picture.nodes) + added > max_nodes):
-        return {}
-    copies = {}
-    for source, targets in shared.items():
-        attributes = picture.nodes.pop(source)
-        cluster = picture.cluster_of.pop(source, None)
-        for number, target in enumerate(targets):
-            copy_id = f"{source}_use{number}"
-            node = graph.tensors[source]
-            copy = dict(attributes)
-            copy["label"] = graphviz.nohtml(node.name or _shape_text(node.shape))
-            copy["style"] = copy.get("style", "filled") + ",dashed"
-            copy["fontsize"] = "8"
-            copy["height"] = "0.2"
-            picture.nodes[copy_id] = copy
-            target_cluster = picture.cluster_of.get(target, cluster)
-            if target_cluster is not None:
-                picture.cluster_of[copy_id] = target_cluster
-            copies[(source, target)] = copy_id
-    return copies
+def _add_copies(picture, shown):
+    """The small dashed copies of a shared leaf that the layout draws beside each use."""
+    for copy_id, (source, _) in shown.copies.items():
+        node = shown.graph.tensors[source]
+        copy = style.tensor_attributes(node, set(), None)
+        copy["label"] = graphviz.nohtml(node.name or shape_text(node.shape))
+        copy["style"] = copy.get("style", "filled") + ",dashed"
+        copy["fontsize"] = "8"
+        copy["height"] = "0.2"
+        picture.nodes[copy_id] = copy
+        cluster = shown.cluster_of(source, copy_id)
+        if cluster is not None:
+            picture.cluster_of[copy_id] = cluster
 
 
 def _to_digraph(picture, rankdir, title, scan_titles):
@@ -199,20 +184,11 @@ def _to_digraph(picture, rankdir, title, scan_titles):
     members = {}
     for display_id in picture.nodes:
         members.setdefault(picture.cluster_of.get(display_id), []).append(display_id)
-    children = {}
-    call_keys = [key for key in members if key is not None and not isinstance(key, str)]
-    for call in list(call_keys):
-        # Every ancestor of a call with members must be drawn too, to hold it.
-        parent = call.parent
-        child = call
-        while parent is not None:
-            siblings = children.setdefault(parent, [])
-            if child not in siblings:
-                siblings.append(child)
-            child, parent = parent, parent.parent
-        top = children.setdefault(None, [])
-        if child not in top:
-            top.append(child)
+    children = {}  # a call (None: the top) -> the calls drawn inside it
+    for key in members:
+        if key is not None and not isinstance(key, str):
+            for call in ancestors(key):  # a call with members is drawn in all its ancestors
+                children.setdefault(call.parent, set()).add(call)
 
     def add_nodes(target, key):
         for display_id in members.get(key, ()):

@@ -1,10 +1,10 @@
 """A layered layout for the HTML page: inputs at the top, the loss at the bottom.
 
 The classic recipe of layered graph drawing (Sugiyama, Tagawa and Toda, 1981) in its
-simplest form: each node's layer is the length of the longest path that reaches it
-(a leaf sits just above its first consumer); within a layer, nodes are ordered by the
-mean position of their neighbours (the barycentre heuristic), sweeping down and up a few
-times; then each layer is packed left to right and centred.
+simplest form: each node's layer is the length of the longest path that reaches it, then
+each node that feeds others moves down to just above its first consumer; within a layer,
+nodes are ordered by the mean position of their neighbours (the barycentre heuristic),
+sweeping down and up a few times; then each layer is packed left to right and centred.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ SWEEPS = 4
 
 
 def _layers(node_ids, edges):
-    """The layer of every node: 1 + the deepest producer's layer; leaves just above use."""
+    """The layer of every node: 1 + the deepest producer's layer, then as low as its
+    consumers allow."""
     predecessors = {node_id: [] for node_id in node_ids}
     successors = {node_id: [] for node_id in node_ids}
     for source, target in edges:
@@ -25,9 +26,10 @@ def _layers(node_ids, edges):
     # Kahn's order (iterative): a node once all its producers have been placed.
     waiting = {node_id: len(predecessors[node_id]) for node_id in node_ids}
     ready = [node_id for node_id in node_ids if waiting[node_id] == 0]
-    layer = {}
+    layer, order = {}, []
     while ready:
         node_id = ready.pop()
+        order.append(node_id)
         layer[node_id] = 1 + max((layer[p] for p in predecessors[node_id]), default=-1)
         for target in successors[node_id]:
             waiting[target] -= 1
@@ -36,9 +38,12 @@ def _layers(node_ids, edges):
     for node_id in node_ids:  # on a cycle made by collapsing a module call: below the rest
         if node_id not in layer:
             layer[node_id] = 1 + max(layer.values(), default=-1)
-    for node_id in node_ids:
-        if not predecessors[node_id] and successors[node_id]:
-            layer[node_id] = min(layer[target] for target in successors[node_id]) - 1
+    # Then every node that feeds others moves down to just above its first consumer (an
+    # RNN step's x_t @ W sits beside its step, not in the top row with every other step's).
+    for node_id in reversed(order):
+        below = [layer[target] for target in successors[node_id]]
+        if below:
+            layer[node_id] = min(below) - 1
     return layer, predecessors, successors
 
 

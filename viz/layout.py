@@ -9,12 +9,14 @@ which nodes `max_nodes` keeps (those nearest the output).
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from .groups import ModuleCalls
 from .record import BackwardRecord, RecordingScheduler
-from .trace import INTERMEDIATE, OUTPUT, trace
+from .trace import INTERMEDIATE, OUTPUT, Trace, trace
+
+SHARE_LIMIT = 3  # a leaf with more drawn uses than this is drawn once beside each use
 
 
 def ancestors(call):
@@ -44,11 +46,6 @@ def common_call(calls):
     return common
 
 
-def is_within(call, outer):
-    """Whether `call` is `outer` or nested inside it."""
-    return any(each is outer for each in ancestors(call))
-
-
 @dataclass
 class DisplayEdge:
     """An edge of the picture, standing for the traced `edge` (or, `merged`, for several)."""
@@ -76,6 +73,7 @@ class Layout:
     edges: list = field(default_factory=list)  # DisplayEdge
     kept: set = field(default_factory=set)  # display ids drawn
     dropped: int = 0  # display ids max_nodes left out
+    copies: dict = field(default_factory=dict)  # copy id -> (the leaf's id, the use's id)
 
     def visible_call(self, call):
         """The call a node is drawn in, and whether that call is collapsed into one node."""
@@ -87,6 +85,9 @@ class Layout:
 
     def cluster_of(self, node_id, display_id):
         """The box a drawn node sits in: a scan key, a ModuleCall, or None."""
+        if display_id in self.copies:
+            target = self.copies[display_id][1]  # a copy sits beside its use
+            return self.cluster_of(target, target)  # a drawn node, a fold or a call
         if node_id in self.scan_of:
             return self.scan_of[node_id]
         if display_id in self.folds:
@@ -96,10 +97,20 @@ class Layout:
             return self.visible_call(self.collapsed[display_id[len("call_") :]].parent)[0]
         return self.visible_call(self.call_of.get(node_id))[0]
 
+    def fold_title(self, display_id):
+        """'cell × 94: RNNCell calls #3 … #96' for a node standing for folded calls."""
+        run = self.folds[display_id]
+        first, last = run[0], run[-1]
+        return (
+            f"{first.path or '(model)'} × {len(run)}: {first.type_name} calls "
+            f"#{first.call_index} … #{last.call_index}"
+        )
+
 
 def depth_and_width(result):
     """(ranks, most nodes on one rank) of the drawn nodes, a node's rank being the longest
-    path to it from a node with no inputs (Kahn's order; nodes on a cycle are left out)."""
+    path to it from a node with no inputs, then as low as its consumers allow (Kahn's
+    order; nodes on a cycle are left out)."""
     sources_of = {node: [] for node in result.kept}
     targets_of = {node: [] for node in result.kept}
     for item in result.edges:
@@ -108,20 +119,24 @@ def depth_and_width(result):
             targets_of[item.source].append(item.target)
     waiting = {node: len(sources) for node, sources in sources_of.items()}
     ready = deque(node for node, count in waiting.items() if count == 0)
-    rank = dict.fromkeys(ready, 0)
+    rank, order = dict.fromkeys(ready, 0), []
     while ready:
         node = ready.popleft()
+        order.append(node)
         for target in targets_of[node]:
             rank[target] = max(rank.get(target, 0), rank[node] + 1)
             waiting[target] -= 1
             if waiting[target] == 0:
                 ready.append(target)
+    # Graphviz keeps edges short: a node with slack sits just above its first consumer.
+    for node in reversed(order):
+        below = [rank[target] for target in targets_of[node] if target in rank]
+        if below:
+            rank[node] = min(below) - 1
     if not rank:
         return 0, 0
-    per_rank = {}
-    for value in rank.values():
-        per_rank[value] = per_rank.get(value, 0) + 1
-    return max(rank.values()) + 1, max(per_rank.values())
+    per_rank = Counter(rank.values())  # rank -> how many nodes sit on it
+    return max(per_rank) + 1, max(per_rank.values())
 
 
 def resolve_record(backward):
@@ -139,8 +154,26 @@ def resolve_record(backward):
     )
 
 
-def layout(root, backward=None, groups=None, depth=None, fold=3, compact=False, max_nodes=400):
-    """The `Layout` of `root`'s graph (the options are `draw`'s)."""
+# compact="auto": a picture taller than this, top to bottom, leaves out its unnamed
+# intermediate tensors. Graphviz gives a rank about 77 px, a module call's box about 45.
+PICTURE_PIXELS, RANK_PIXELS, BOX_PIXELS = 2000, 77, 45
+
+
+def layout(root, backward=None, groups=None, depth=None, fold=3, compact="auto", max_nodes=400):
+    """The `Layout` of `root`'s graph (the options are `draw`'s).
+
+    `compact="auto"` leaves out the intermediate tensors of a picture that would be
+    taller than `PICTURE_PIXELS`, a long strip.
+    """
+    if compact == "auto":
+        full = layout(root, backward, groups, depth, fold, False, max_nodes)
+        boxes = {full.cluster_of(node, drawn) for node, drawn in full.display_of.items()}
+        height = depth_and_width(full)[0] * RANK_PIXELS + len(boxes - {None}) * BOX_PIXELS
+        if height <= PICTURE_PIXELS:
+            return full
+        compact = True
+    if compact not in (True, False):
+        raise ValueError(f"compact={compact!r}: use True, False or 'auto'")
     if max_nodes is not None and max_nodes < 1:
         raise ValueError(f"max_nodes={max_nodes}: it must be at least 1 (or None for all)")
     if groups is not None and not isinstance(groups, ModuleCalls):
@@ -148,7 +181,7 @@ def layout(root, backward=None, groups=None, depth=None, fold=3, compact=False, 
             f"groups= takes the ModuleCalls from viz.module_calls(model), got "
             f"{type(groups).__name__}"
         )
-    graph = trace(root)
+    graph = root if isinstance(root, Trace) else trace(root)
     record, steps = _steps(graph, resolve_record(backward))
     result = Layout(graph=graph, record=record, steps=steps, depth=depth)
     producer = {op_node.output: op_id for op_id, op_node in graph.ops.items()}
@@ -165,7 +198,30 @@ def layout(root, backward=None, groups=None, depth=None, fold=3, compact=False, 
     roots = [result.display_of[root_id] for root_id in graph.root_ids]
     result.kept = _nearest(roots, sources_of, every, max_nodes)
     result.dropped = len(every) - len(result.kept)
+    _copy_shared_leaves(result)
     return result
+
+
+def _copy_shared_leaves(result):
+    """A leaf with more than `SHARE_LIMIT` drawn uses (a weight shared by every RNN step)
+    is drawn once beside each use: one node with a hundred long edges makes a picture
+    unreadable, and stalls Graphviz's layout. Copies are drawn past `max_nodes` too."""
+    graph, uses = result.graph, {}
+    for item in result.edges:
+        node = graph.tensors.get(item.source)
+        if node is None or node.kind in (INTERMEDIATE, OUTPUT):
+            continue
+        if item.source in result.kept and item.target in result.kept:
+            uses.setdefault(item.source, []).append(item)
+    for source, items in uses.items():
+        if len(items) <= SHARE_LIMIT:
+            continue
+        result.kept.discard(source)
+        for number, item in enumerate(items):
+            copy_id = f"{source}_use{number}"
+            result.copies[copy_id] = (source, item.target)
+            result.kept.add(copy_id)
+            item.source = copy_id
 
 
 def _steps(graph, record):
@@ -221,8 +277,10 @@ def _module_clusters(result, groups):
 
 
 def _is_intermediate(graph, node_id):
+    """Whether `compact` leaves the node out: an unnamed intermediate tensor (a named one,
+    such as the derivations' μ and σ², is what the picture is for)."""
     node = graph.tensors.get(node_id)
-    return node is not None and node.kind == INTERMEDIATE
+    return node is not None and node.kind == INTERMEDIATE and not node.name
 
 
 def _display_nodes(result, groups, fold, compact, producer):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import inspect
 import re
 
+from tinygrad_ops.opdocs import first_paragraph
+
 # Names a docstring uses for an operand that its `forward` parameter does not suggest.
 _ALIASES = {"logits": ("z",)}
 # A letter that is not part of a longer name: not after a letter, digit or _, not before a
@@ -28,16 +30,22 @@ def op_class(op):
 
 
 def rule(op) -> str:
-    """The maths of an op's docstring: its first paragraph, on one line ('' if it has none).
+    """The maths of an op's docstring: its first paragraph, on one line, as `opdocs` reads
+    it for docs/ops.md ('' if the docstring states no rule: no `=` in it).
 
     >>> import tinygrad_ops as tg
     >>> x = tg.Tensor([1.0], requires_grad=True)
     >>> rule((x * x)._ctx)
     'out = a * b;  da = g * b, db = g * a'
     """
-    doc = inspect.cleandoc(op_class(op).__doc__ or "")
-    first = " ".join(doc.split("\n\n")[0].split())
+    first = " ".join((first_paragraph(op_class(op)) or "").split())
     return first.replace("; ", ";  ") if "=" in first else ""
+
+
+def missing_rule(op) -> str:
+    """What is shown for an op whose docstring states no rule: where to write one."""
+    name = op_class(op).__name__
+    return f"(none: {name}'s docstring could state it, as 'out = ...;  dx = g * ...')"
 
 
 def _symbols(op, count):

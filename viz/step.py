@@ -24,19 +24,12 @@ import numpy as np
 
 from tinygrad_ops import Tensor
 
-from .rules import labelled_rule, op_class
-from .trace import trace
+from .rules import labelled_rule, missing_rule, op_class
+from .trace import shape_text, trace
 
 # Ops whose operands numpy broadcasts: a gradient for a smaller operand was summed back
 # over the broadcast dims by the engine (`unbroadcast`), which the printout points out.
 _BROADCASTING_OPS = {"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Where"}
-
-
-def _shape_text(shape) -> str:
-    """`(2, 3)` as '2×3', `()` as 'scalar' (as in viz's pictures)."""
-    if len(shape) == 0:
-        return "scalar"
-    return "×".join(str(size) for size in shape)
 
 
 def _values_text(values, precision, indent) -> str:
@@ -109,10 +102,10 @@ class _StepPrinter:
         if operand is None:  # an optional input left out (a linear layer without bias)
             return "None"
         if isinstance(operand, Tensor):
-            return f"{self.label(operand)} {_shape_text(operand.shape)}"
+            return f"{self.label(operand)} {shape_text(operand.shape)}"
         if np.ndim(operand) == 0:
             return _values_text(operand, self.precision, 0)
-        return f"const {_shape_text(np.shape(operand))}"
+        return f"const {shape_text(np.shape(operand))}"
 
 
 class _StepObserver:
@@ -145,7 +138,7 @@ class _StepObserver:
         if tensor._ctx is None:
             self.number += 1
             target = f"[{self.number}] leaf {self.printer.label(tensor)} "
-            target += f"{_shape_text(tensor.shape)}: .grad += "
+            target += f"{shape_text(tensor.shape)}: .grad += "
             self.printer.print(target + _values_text(grad, self.printer.precision, len(target)))
 
     def rule_ran(self, node, grad, results):
@@ -161,18 +154,17 @@ class _StepObserver:
         printer.print(
             f"[{self.number}] {printer.names.get(id(node), 'op?')} "
             f"{op_class(node).__name__}({operands}) -> {output_label} "
-            f"{_shape_text(output_shape)}"
+            f"{shape_text(output_shape)}"
         )
         rule = labelled_rule(node, [printer.rule_name(operand) for operand in node.inputs])
-        if rule:
-            # "d t5" stays on one line (a no-break space while wrapping).
-            wrapped = textwrap.fill(
-                rule.replace("d t", "d\u00a0t"),
-                100,
-                initial_indent="    rule     ",
-                subsequent_indent=" " * 13,
-            )
-            printer.print(wrapped.replace("\u00a0", " "))
+        # "d t5" stays on one line (a no-break space while wrapping).
+        wrapped = textwrap.fill(
+            (rule or missing_rule(node)).replace("d t", "d\u00a0t"),
+            100,
+            initial_indent="    rule     ",
+            subsequent_indent=" " * 13,
+        )
+        printer.print(wrapped.replace("\u00a0", " "))
         head = f"    grad in  {output_label}: "
         printer.print(head + _values_text(grad, printer.precision, len(head)))
         self.print_sends(node, results, output_shape)
@@ -186,8 +178,8 @@ class _StepObserver:
             parent_shape = tuple(parent.shape)
             if type(node).__name__ in _BROADCASTING_OPS and parent_shape != output_shape:
                 line += (
-                    f"   (summed from {_shape_text(output_shape)} back to "
-                    f"{_shape_text(parent_shape)})"
+                    f"   (summed from {shape_text(output_shape)} back to "
+                    f"{shape_text(parent_shape)})"
                 )
             printer.print(line)
         if not results:
@@ -242,7 +234,7 @@ def step_backward(
     printer = _StepPrinter(inner, labels, names, outputs, file, precision)
     inner_name = getattr(inner, "name", type(inner).__name__)
     print(
-        f"backward of {printer.label(loss)} ({_shape_text(loss.shape)}), scheduler {inner_name}",
+        f"backward of {printer.label(loss)} ({shape_text(loss.shape)}), scheduler {inner_name}",
         file=file,
     )
     loss.backward(gradient, retain_graph=retain_graph, scheduler=printer)

@@ -19,9 +19,9 @@ import html
 
 import numpy as np
 
-from .layout import ancestors, is_within
+from .layout import ancestors
 from .record import GradientInfo
-from .trace import CONSTANT, INPUT, INTERMEDIATE, LEAF, OUTPUT, PARAMETER, _shape_text
+from .trace import CONSTANT, INPUT, INTERMEDIATE, LEAF, OUTPUT, PARAMETER, shape_text
 
 FONT = "Helvetica"
 
@@ -106,7 +106,7 @@ def _grad_text(info: GradientInfo) -> str:
     """An edge's gradient: '∇ -4', '∇ [0.5, -1]', or '∇ 2×3  ‖1.2‖' for a bigger one."""
     if info.values is not None and len(info.values) <= TINY:
         return f"∇ {_statistics(info.values)}"
-    return f"∇ {_shape_text(info.shape)}  ‖{_number(info.norm)}‖"
+    return f"∇ {shape_text(info.shape)}  ‖{_number(info.norm)}‖"
 
 
 def html_label(lines) -> str:
@@ -130,7 +130,7 @@ def _constant_text(node) -> str:
     if np.ndim(value) == 0 and isinstance(value, (bool, int, float, np.number)):
         return _number(float(value))
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
-        return f"const {_shape_text(node.shape)}"
+        return f"const {shape_text(node.shape)}"
     return type(value).__name__
 
 
@@ -153,7 +153,7 @@ def tensor_attributes(node, flags, record):
     elif node.kind == OUTPUT:
         lines.append(("output", [("b", None)]))
     if "shape" in flags:
-        lines.append((f"{_shape_text(node.shape)}  {node.dtype}", []))
+        lines.append((f"{shape_text(node.shape)}  {node.dtype}", []))
     tensor = node.tensor
     if "value" in flags:
         lines.append((f"value {_statistics(tensor.data)}", [("size", 9)]))
@@ -197,28 +197,11 @@ def _step_range(op_ids, steps):
     return [(text, [("size", 9), ("color", STEP_COLOUR)])]
 
 
-def collapsed_attributes(call, graph, call_of, steps):
-    inside = [node_id for node_id in graph.ops if is_within(call_of.get(node_id), call)]
-    lines = [
-        (call.path or "(model)", [("b", None)]),
-        (f"{call.type_name}" + (f" call #{call.call_index}" if call.call_index else ""), []),
-        (f"{len(inside)} ops", [("size", 9), ("color", "#555555")]),
-        *_step_range(inside, steps),
-    ]
-    return {
-        "label": html_label(lines),
-        "shape": "box3d",
-        "style": "filled",
-        "fillcolor": "#e8eefc",
-        "color": "#4a6fa5",
-    }
-
-
 def edge_attributes(edge, graph, flags, record):
     attributes = {}
     lines = []
     if "shape" in flags:
-        lines.append((_shape_text(edge.shape), []))
+        lines.append((shape_text(edge.shape), []))
     if record is not None:
         info = None
         if edge.source in graph.ops:
@@ -234,24 +217,23 @@ def edge_attributes(edge, graph, flags, record):
     return attributes
 
 
-def fold_attributes(run, graph, call_of, steps):
-    members = set(run)
-    inside = [
-        node_id
-        for node_id in graph.ops
-        if any(call in members for call in ancestors(call_of.get(node_id)))
-    ]
-    first, last = run[0], run[-1]
-    lines = [
-        (f"{first.path or '(model)'}  × {len(run)}", [("b", None)]),
-        (f"{first.type_name} calls #{first.call_index} … #{last.call_index}", []),
-        (f"{len(inside)} ops, not drawn", [("size", 9), ("color", "#555555")]),
-        *_step_range(inside, steps),
-    ]
+def calls_attributes(calls, folded, graph, call_of, steps):
+    """One node for module calls: a collapsed call (`calls` is that one call), or the
+    middle of a long run of calls folded (dashed, its ops not drawn)."""
+    members = set(calls)
+    inside = [op_id for op_id in graph.ops if members & set(ancestors(call_of.get(op_id)))]
+    first, last = calls[0], calls[-1]
+    name, ops = first.path or "(model)", f"{len(inside)} ops"
+    if folded:
+        kind = f"{first.type_name} calls #{first.call_index} … #{last.call_index}"
+        name, ops = f"{name}  × {len(calls)}", f"{ops}, not drawn"
+    else:
+        kind = first.type_name + (f" call #{first.call_index}" if first.call_index else "")
+    lines = [(name, [("b", None)]), (kind, []), (ops, [("size", 9), ("color", "#555555")])]
     return {
-        "label": html_label(lines),
+        "label": html_label(lines + _step_range(inside, steps)),
         "shape": "box3d",
-        "style": "filled,dashed",
-        "fillcolor": "#f0f0f0",
+        "style": "filled,dashed" if folded else "filled",
+        "fillcolor": "#f0f0f0" if folded else "#e8eefc",
         "color": "#4a6fa5",
     }

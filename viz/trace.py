@@ -59,15 +59,15 @@ class Edge:
     index: int = 0
 
 
-def _shape_text(shape) -> str:
-    """`(4, 3)` as '4×3', a scalar as 'scalar'."""
+def shape_text(shape) -> str:
+    """`(4, 3)` as '4×3', a scalar as 'scalar' (in every picture, page and printout).
+
+    >>> shape_text((4, 3)), shape_text(())
+    ('4×3', 'scalar')
+    """
     if len(shape) == 0:
         return "scalar"
     return "×".join(str(size) for size in shape)
-
-
-def _dtype_text(dtype) -> str:
-    return str(np.dtype(dtype))
 
 
 def _is_parameter(tensor) -> bool:
@@ -90,12 +90,8 @@ def _op_name(op) -> str:
 
 
 def _op_detail(op) -> str:
-    parts = []
-    for slot in _DETAIL_SLOTS:
-        value = getattr(op, slot, None)
-        if value is not None:
-            parts.append(f"{slot}={value}")
-    return ", ".join(parts)
+    values = {slot: getattr(op, slot, None) for slot in _DETAIL_SLOTS}
+    return ", ".join(f"{slot}={value}" for slot, value in values.items() if value is not None)
 
 
 class Trace:
@@ -144,11 +140,11 @@ class Trace:
     def describe_tensor(self, node_id: str) -> str:
         node = self.tensors[node_id]
         if node.kind == CONSTANT:
-            return f"{node_id} const {_shape_text(node.shape)}"
+            return f"{node_id} const {shape_text(node.shape)}"
         label = f"{node_id}"
         if node.name:
             label += f" {node.name}"
-        return f"{label} {_shape_text(node.shape)} {node.dtype}"
+        return f"{label} {shape_text(node.shape)} {node.dtype}"
 
     def describe_op(self, op_id: str) -> str:
         op = self.ops[op_id]
@@ -249,7 +245,7 @@ class _Builder:
         else:
             kind = INPUT
         graph.tensors[node_id] = TensorNode(
-            node_id, kind, tuple(tensor.shape), _dtype_text(tensor.dtype), tensor.name, tensor
+            node_id, kind, tuple(tensor.shape), str(np.dtype(tensor.dtype)), tensor.name, tensor
         )
         graph.tensor_ids[id(tensor)] = node_id
         graph.node_order.append(node_id)
@@ -257,7 +253,7 @@ class _Builder:
 
     def constant(self, value):
         node_id = self.new_id("c")
-        dtype = _dtype_text(np.asarray(value).dtype)
+        dtype = str(np.asarray(value).dtype)
         self.graph.tensors[node_id] = TensorNode(
             node_id, CONSTANT, tuple(np.shape(value)), dtype, value=value
         )

@@ -28,13 +28,11 @@ def run_backward(
     (`Tensor.backward`); otherwise they are returned for `inputs`, in order (`tg.grad`).
     """
     wanted = None if inputs is None else {id(tensor) for tensor in inputs}
-    graph = BackwardGraph(roots, wanted, create_graph, accumulate_into_leaves=inputs is None)
+    graph = STATE.tracer.graph(BackwardGraph, roots, wanted, create_graph, inputs is None)
     for root, seed in zip(roots, seeds):
         if create_graph and not is_tensor(seed):
             seed = new_tensor(np.asarray(seed), False, None)
         graph.send(root, seed)
-    if STATE.recorder is not None:
-        STATE.recorder.begin_backward(graph)
     try:
         # IEEE results without numpy's RuntimeWarnings (log's 1/x at 0, sqrt's at 0, 0 * inf),
         # as PyTorch gives them: one errstate per pass (about 1 us), not one per rule.

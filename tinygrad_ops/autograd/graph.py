@@ -97,7 +97,6 @@ class BackwardGraph:
         self.observers = []
         # The modes, read once per pass (each read of the thread-local switches costs ~35 ns).
         self.anomaly = STATE.anomaly
-        self.recorder = STATE.recorder  # tg.compile's capture, else None
         # While `run_sequential` walks: the pending tensors, queued as they receive a first
         # gradient (`send`): nodes in a max-heap on their creation numbers (the walk
         # pops the newest), leaves in arrival order (visited last). None otherwise, so a
@@ -168,12 +167,15 @@ class BackwardGraph:
                 # Without a copy if the walk owns it (never a hook's result, held elsewhere).
                 owned = not tensor._hooks and id(tensor) in self.owned
                 accumulate_leaf(tensor, grad, self.create_graph, owned)
-                if self.recorder is not None:
-                    self.recorder.record_leaf(tensor)
             return
         self.visited.append(node)
         for parent, parent_grad, parent_owned in self.input_grads(node, grad, tensor):
             self.send(parent, parent_grad, parent_owned)
+
+    def scan_watched(self, runner, method, block_size) -> bool:
+        """A scan scheduler is about to scan `runner`'s chain: True when a watcher of the
+        computation (tg.compile's capture, a subclass) ran it instead."""
+        return False
 
     def run_sequential(self):
         """The reference walk: pop the pending node created last, run its rule, accumulate
@@ -206,10 +208,7 @@ class BackwardGraph:
         if self.create_graph:
             results = self._recorded_input_grads(node, grad, output)
         else:
-            if self.recorder is None:
-                grads = node.backward(grad)
-            else:  # tg.compile's capture runs the rule itself
-                grads = self.recorder.run_rule(node, grad, output)
+            grads = node.backward(grad)
             results = []
             # Whether anything changed in place since `node` was recorded (see bump_version):
             # an input that did has a new history, and `node` read the one before it.

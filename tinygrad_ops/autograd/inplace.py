@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..mode import STATE, no_grad
-from ..ops.base import bump_version, is_tensor, new_tensor
+from ..ops.base import bump_version, is_tensor, new_tensor, values_written
 
 
 def apply_inplace(tensor, op_class, *operands, **options):
@@ -48,8 +48,7 @@ def apply_inplace(tensor, op_class, *operands, **options):
     _check_can_cast(result.data.dtype, tensor.data.dtype, operands)
     np.copyto(tensor.data, result.data, casting="same_kind")
     bump_version(tensor)
-    if STATE.recorder is not None:
-        STATE.recorder.record_write(tensor, result)
+    values_written(tensor, result)
     if recording:
         tensor._ctx = result._ctx
         tensor._requires_grad = True

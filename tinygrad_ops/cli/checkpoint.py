@@ -25,6 +25,19 @@ ENTRIES = {
     "history": dict,
 }
 
+# The settings of a run's `config` that rebuild its data and its model (`load_model`), and
+# the type each must have ("model" may be missing: runs from before --model were MLPs).
+MODEL_SETTINGS = {
+    "dataset": str,
+    "seed": int,
+    "test_fraction": float,
+    "validation_fraction": float,
+    "hidden": list,
+    "activation": str,
+    "norm": str,
+    "dropout": float,
+}
+
 
 def make(config, epoch, model, optimizer, scheduler, loader, history):
     """Everything a resumed run needs to continue exactly as an uninterrupted one would:
@@ -103,6 +116,25 @@ def _option(key):
     return "--" + key.replace("_", "-")
 
 
+def check_model_settings(path, config):
+    """Raise a CheckpointError naming `path` and the setting when the run's `config` lacks
+    one that rebuilds its data and model, or holds one of the wrong type (shared by
+    `predict`, `load_model` and `graph --checkpoint`)."""
+    for key, kind in MODEL_SETTINGS.items():
+        if key not in config:
+            raise CheckpointError(
+                f"{path}: the run's config has no {_option(key)} setting, which rebuilds its "
+                "model; the file was not written by this version of `tinygrad-ops train`"
+            )
+        value = config[key]
+        fits = isinstance(value, (int, float)) if kind is float else isinstance(value, kind)
+        if not fits or isinstance(value, bool):
+            raise CheckpointError(
+                f"{path}: the run's {_option(key)} setting is {value!r}, not a "
+                f"{'number' if kind is float else kind.__name__}; the file is damaged"
+            )
+
+
 def load_model(path):
     """The model a run's checkpoint holds, in eval mode, and the checkpoint itself.
 
@@ -120,6 +152,7 @@ def load_model(path):
     ('MLP', False, 1)
     """
     checkpoint = read(path)
+    check_model_settings(path, checkpoint["config"])
     splits = split_data(checkpoint["config"])
     model = build_model(splits.train_x.shape[1], splits.classes, checkpoint["config"])
     try:

@@ -11,13 +11,16 @@ import importlib
 import sys
 
 from .commands import COMMANDS
-from .options import UsageError
+from .options import RunError, UsageError
 
 
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line ("prog: error: ..."), exit code 2."""
 
     def error(self, message):
+        if message.endswith("expected one argument"):
+            # `--row -0.5,1` reads -0.5,1 as an option: say how to give such a value.
+            message += " (a value that starts with '-' is written --option=VALUE)"
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -81,8 +84,8 @@ def _run(args):
             file=sys.stderr,
         )
         return 130
-    except (OSError, ValueError, ImportError) as error:
-        # Checkpoint problems (tg.CheckpointError is a ValueError), unwritable folders,
-        # missing extras: a run-time failure, reported in one line.
+    except (RunError, OSError, ValueError, ImportError) as error:
+        # A diverged run, checkpoint problems (tg.CheckpointError is a ValueError),
+        # unwritable folders, missing extras: a run-time failure, reported in one line.
         print(f"tinygrad-ops {args.command}: error: {error}", file=sys.stderr)
         return 1

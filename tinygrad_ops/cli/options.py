@@ -1,7 +1,8 @@
 """The option types of the command line, `train`'s options, and `config_from_args`.
 
 `UsageError` is a bad option found after parsing (checked against files or a checkpoint);
-the dispatcher prints it as one line, exit code 2.
+the dispatcher prints it as one line, exit code 2. `RunError` is a run that could not
+finish (exit code 1).
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from ..nn import mlp
 
 class UsageError(Exception):
     """A bad option found after parsing (checked against files or a checkpoint)."""
+
+
+class RunError(Exception):
+    """A run that started and could not finish (its loss diverged): exit code 1."""
 
 
 ACTIVATIONS = tuple(mlp.ACTIVATIONS)
@@ -103,6 +108,16 @@ def _int(text):
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
 
 
+MAX_SEED = 2**32 - 1  # numpy's and scikit-learn's seeds are unsigned 32-bit numbers
+
+
+def _seed(text):
+    value = _int(text)
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_SEED}, got {value}")
+    return value
+
+
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows "(default: ...)" after each option's help, except for flags and None."""
 
@@ -116,7 +131,8 @@ def add_train_arguments(parser):
     """The options of `tinygrad-ops train`, in four groups: data, model, training, output."""
     parser.formatter_class = _HelpFormatter
     parser.description = (
-        "Train a multi-layer perceptron on a small real data set with tinygrad_ops. After "
+        "Train a multi-layer perceptron or a small CNN (--model) on a small real data set "
+        "with tinygrad_ops. After "
         "every epoch it measures the validation set and writes a checkpoint (continue with "
         "--resume; the epoch of lowest validation loss also goes to best.npz); at the end "
         "it measures the held-out test set once and writes a loss/accuracy plot and the "
@@ -226,7 +242,7 @@ def _add_training_options(training):
     )
     training.add_argument(
         "--seed",
-        type=_int,
+        type=_seed,
         default=0,
         help="seed of the split, the initial weights, the shuffling and dropout",
     )

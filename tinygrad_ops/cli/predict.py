@@ -7,6 +7,8 @@ tinygrad-ops predict --checkpoint runs/moons/checkpoint.npz --row 0.5,-0.3 --row
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import functional as F  # noqa: N812 (the PyTorch convention)
@@ -18,6 +20,7 @@ from .options import UsageError
 from .train import evaluate
 
 SPLITS = ("test", "validation", "train")
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def add_arguments(parser):
@@ -50,6 +53,12 @@ def _parse_row(number, text, width):
         raise UsageError(f"--row {number}: {text!r} is not comma-separated numbers") from None
     if len(values) != width:
         raise UsageError(f"--row {number}: {len(values)} values; the model takes {width}")
+    # The model computes in float32: a float64 beyond its range would be inf there.
+    if not all(math.isfinite(value) and abs(value) <= FLOAT32_MAX for value in values):
+        raise UsageError(
+            f"--row {number}: {text!r} holds a value that is not a finite number "
+            f"(nan, inf, or beyond float32's range of ±{FLOAT32_MAX:.3g}); give finite features"
+        )
     return values
 
 

@@ -23,7 +23,7 @@ from ..serialize import save
 from ..tensor import Tensor
 from . import checkpoint as run_checkpoint
 from .build import Splits, build_model, build_optimizer, build_scheduler, split_data
-from .options import BEST, CHECKPOINT, GRAPH, PLOT, UsageError, config_from_args
+from .options import BEST, CHECKPOINT, GRAPH, PLOT, RunError, UsageError, config_from_args
 from .options import add_train_arguments as add_arguments
 from .report import Progress, describe, draw_graph, is_terminal, plot_history
 from .svg_plot import plot_history_svg
@@ -217,6 +217,7 @@ def train_epochs(training, progress=True, log=print, compiled=True):
                 training.scheduler.step()
             splits = training.splits
             validation = evaluate(training.model, splits.validation_x, splits.validation_y, forward)
+            _check_finite(training, epoch + 1, train_loss, validation[0])
             for key, value in zip(HISTORY, (train_loss, train_accuracy, *validation)):
                 training.history[key].append(value)
             checkpoint = run_checkpoint.make(
@@ -235,6 +236,22 @@ def train_epochs(training, progress=True, log=print, compiled=True):
             progress.epoch(epoch + 1, epochs, training.history)
     finally:
         progress.close()
+
+
+def _check_finite(training, epoch, train_loss, validation_loss):
+    """Stop a run whose loss is no longer a finite number, before it writes a checkpoint."""
+    if math.isfinite(train_loss) and math.isfinite(validation_loss):
+        return
+    kept = (
+        f"the last finite epoch is in {training.checkpoint_path}"
+        if os.path.exists(training.checkpoint_path)
+        else "no checkpoint was written"
+    )
+    raise RunError(
+        f"the training diverged at epoch {epoch}: the training loss is {train_loss:.4g} and "
+        f"the validation loss {validation_loss:.4g}; {kept}. Try a smaller --lr (it was "
+        f"{training.config['lr']:g})"
+    )
 
 
 def finish(training, graph_format="svg", log=print, plot_format="svg"):

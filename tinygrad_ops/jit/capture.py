@@ -1,18 +1,16 @@
 """Capture: the recorder that watches one eager run of a function and writes its program.
 
-While `tg.compile` captures, `STATE.recorder` holds a `Recorder` and the engine tells it
-what it does, at a few named points (each a single `if STATE.recorder is not None` in the
-eager code, so eager pays nothing else):
+While `tg.compile` captures, `STATE.tracer` holds a `Recorder`: the engine's seam
+(`mode.Trace`, whose no-op methods eager calls otherwise) tells it what the engine does:
 
-    Op.apply                 record_op       an op's forward ran: the slots it read and wrote
-    the walk's input_grads   run_rule        a backward rule runs (the recorder calls it)
-    BackwardGraph.visit      record_leaf     a leaf took its gradient into .grad
-    run_backward             begin_backward  the seed, and what cannot be replayed
-    SegmentRun.run           record_scan     a scan scheduler scans a chain (one kernel)
-    apply_inplace, copy_     record_write    a tensor's own array was written in place
-    Tensor.item, numpy, ...  read_value      Python reads values: refused if they can change
-    @replayed_whole methods  call            optimizer.step(), zero_grad(): called again
-    Module.__call__          module_called   its train/eval flag becomes a guard
+    Op.apply                 op              an op's forward ran: the slots it read and wrote
+    values_read              read            Python reads values: refused if they can change
+    values_written           write           a tensor's own array was written in place
+    Module.__call__          module          its train/eval flag becomes a guard
+    replayed_whole methods   call            optimizer.step(), zero_grad(): called again
+    run_backward             graph           the pass's graph: a `TracedGraph`, below, which
+                                             records the seeds, every rule the walk runs,
+                                             the leaf writes and each scanned chain
 
 Every array is known by its identity: the recorder numbers each new array it meets (a
 *slot*) and keeps it alive until capture ends, so that no id is reused meanwhile.
@@ -20,15 +18,17 @@ Every array is known by its identity: the recorder numbers each new array it mee
 
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
 
 import numpy as np
 
-from ..autograd.graph import made_by_rule, needed_grads
-from ..mode import STATE
+from ..autograd.graph import BackwardGraph, made_by_rule, needed_grads
+from ..mode import STATE, Trace
 from ..nn.init import default_generator
 from ..tensor import Tensor
+from .guards import members, parameters_of
 from .kernels import (
     Backward,
     Call,
@@ -38,6 +38,8 @@ from .kernels import (
     Forward,
     LeafWrite,
     Seed,
+    SetGrad,
+    SetSetting,
     Write,
 )
 from .program import Slot
@@ -59,8 +61,69 @@ def user_line() -> str:
     return "(unknown line)"  # pragma: no cover - a test or a script is always on the stack
 
 
-class Recorder:
-    """Builds the slots and kernels of a program from the events of one eager call."""
+class TracedGraph(BackwardGraph):
+    """The graph of a backward pass run while capturing: the engine's own walk, which
+    also tells the recorder each seed (`send` before the walk starts), each rule it runs
+    (through `_Rule`, the node as the walk sees it), each leaf write and each scan."""
+
+    def __init__(self, recorder, *arguments):
+        super().__init__(*arguments)
+        self.recorder = recorder
+        self.started = recorder.muted > 0
+        if not self.started:
+            recorder.begin_backward(self)
+
+    def send(self, tensor, grad, owned=False):
+        if not self.started:
+            self.recorder.seed(self, tensor, grad)
+        super().send(tensor, grad, owned)
+
+    def run_sequential(self):
+        self.started = True
+        super().run_sequential()
+
+    def visit(self, tensor, grad):
+        self.started = True
+        super().visit(tensor, grad)
+        if tensor._ctx is None and self.accumulate_into_leaves and not self.recorder.muted:
+            self.recorder.record_leaf(tensor)
+
+    def input_grads(self, node, grad, output=None):
+        if self.recorder.muted:
+            return super().input_grads(node, grad, output)
+        return super().input_grads(_Rule(node, self.recorder, output), grad, output)
+
+    def scan_watched(self, runner, method, block_size) -> bool:
+        self.started = True
+        if self.recorder.scanning is not None or self.recorder.muted:
+            return False
+        self.recorder.record_scan(runner, method, block_size)
+        return True
+
+
+class _Rule:
+    """A node as the walk sees it while capturing: its `backward` is the recorder's
+    `run_rule` (which runs the node's own rule and records it); all else is the node's."""
+
+    __slots__ = ("node", "recorder", "output")
+
+    def __init__(self, node, recorder, output):
+        self.node = node
+        self.recorder = recorder
+        self.output = output
+
+    def backward(self, grad):
+        return self.recorder.run_rule(self.node, grad, self.output)
+
+    def __getattr__(self, name):
+        return getattr(self.node, name)
+
+
+class Recorder(Trace):
+    """Builds the slots and kernels of a program from the events of one eager call
+    (the seam's calls: see `mode.Trace` and the module docstring)."""
+
+    active = True
 
     def __init__(self, values, names):
         self.slots = []
@@ -79,9 +142,13 @@ class Recorder:
         # id(leaf) -> (leaf, its .grad after its last write, a copy of its values, position)
         self.grads_written = {}
         self.generators = []
-        self.modules = {}
+        self.modules = {}  # id(module) -> (module, its flag when called, whether guarded)
+        self.flags_set = set()  # ids of the modules whose flag a replayed train() sets
+        self.grad_of = {}  # id(leaf) -> (leaf, the .grad the program leaves it with)
+        self.random = _RandomState()
+        self.settings = {}  # id(optimizer) -> (optimizer, its groups' settings as last seen)
         self.graphs = []
-        self.paused = 0
+        self.muted = 0
         self.scanning = None  # the SegmentRun being recorded
         self.scanned = set()  # ids of the nodes of scanned segments (their forwards stay general)
         self.values = values
@@ -157,11 +224,14 @@ class Recorder:
 
     # -- forward events ------------------------------------------------------------------
 
-    def record_op(self, node, operands, options, out, given):
+    def op(self, node, operands, options, out, given):
         """`node.forward` has run on `operands` (`given`, after type promotion) and made
         the Tensor `out`."""
-        if self.paused:
+        if self.muted:
             return
+        draws = any(isinstance(value, np.random.Generator) for value in options.values())
+        if not draws:
+            self.random.check(self)
         name = type(node).__name__
         inputs = []
         conversions = []  # numpy arguments that promotion converted: converted at replay too
@@ -182,6 +252,8 @@ class Recorder:
                 self.check_generator(value, name)
         output = self.new_slot("value", type(node).__name__, out.data)
         self.emit(Forward(node, tuple(inputs), dict(options), output, tuple(conversions)))
+        if draws:
+            self.random.after(self)
 
     def changes(self, option) -> bool:
         """Whether an op's option is (or holds) an argument or a computed array."""
@@ -203,7 +275,8 @@ class Recorder:
                 self.generators.append(generator)  # tg.manual_seed replaces it: a guard
             return
         lives_on = any(
-            getattr(module, "generator", None) is generator for module in self.modules.values()
+            getattr(module, "generator", None) is generator
+            for module, _, _ in self.modules.values()
         )
         if not lives_on:
             self.refuse(
@@ -212,20 +285,23 @@ class Recorder:
                 "(tg.manual_seed) or a module's own (nn.Dropout(p, generator=...))"
             )
 
-    def record_write(self, tensor, result):
-        """An in-place op copied `result` into `tensor`'s own array."""
-        if self.paused:
+    def write(self, tensor, result, what=None):
+        """An in-place op copied `result` into `tensor`'s own array (None: written some
+        other way, `what`, which a replay cannot repeat)."""
+        if self.muted:
             return
+        if result is None:
+            self.refuse(what)
         target = self.slot_of(tensor, "an in-place op")
         source = self.slot_of(result, "an in-place op")
         self.written.add(target)
         captured = tensor if self.slots[target].kind == "captured" else None
         self.emit(Write(target, source, captured))
 
-    def read_value(self, value, what):
+    def read(self, value, what):
         """Python is about to read the values of `value`, a Tensor or an array (`what`:
         "item()", ...): refused unless they are the same at every call."""
-        if self.paused:
+        if self.muted:
             return
         data = value.data if isinstance(value, Tensor) else value
         slot = self.slot_by_array.get(id(data))
@@ -237,29 +313,122 @@ class Recorder:
                 "Return the tensor from the compiled function and read it outside"
             )
 
-    def module_called(self, module):
-        self.modules.setdefault(id(module), module)
+    def module(self, module):
+        if id(module) not in self.modules:
+            guarded = id(module) not in self.flags_set
+            self.modules[id(module)] = (module, module.training, guarded)
+
+    def module_guards(self) -> list:
+        """(module, the train/eval flag the program assumes or None, its members)."""
+        return [
+            (module, training if guarded else None, members(module))
+            for module, training, guarded in self.modules.values()
+        ]
+
+    def graph(self, graph_class, *arguments):
+        return TracedGraph(self, *arguments)
+
+    @contextlib.contextmanager
+    def paused(self):
+        """Nothing is watched inside (a scheduler's own timing experiments)."""
+        previous, STATE.tracer = STATE.tracer, Trace()
+        try:
+            yield
+        finally:
+            STATE.tracer = previous
 
     def call(self, function, owner, args, kwargs):
-        """Run `function(owner, ...)` now, unrecorded inside, and replay it as one kernel."""
-        if self.paused:
+        """Run `function(owner, ...)` now, unrecorded inside, and replay it as one kernel.
+        What it reads that the step's Python set (a parameter's .grad, an optimizer's
+        setting given as an argument) is set first by kernels of its own."""
+        if self.muted:
             return function(owner, *args, **kwargs)
-        self.paused += 1
+        self.random.check(self)
+        self.check_settings()
+        parameters = list(parameters_of(owner))
+        self.phase = "update"
+        for parameter in parameters:
+            self.sync_grad(parameter)
+        self.sync_settings(owner)
+        self.muted += 1
         try:
             result = function(owner, *args, **kwargs)
         finally:
-            self.paused -= 1
-        self.phase = "update"
+            self.muted -= 1
         self.emit(Call(function, owner, args, kwargs))
         self.phase = "forward"
+        for parameter in parameters:  # (zero_grad() sets them to None)
+            if id(parameter) in self.grad_of:
+                self.grad_of[id(parameter)] = (parameter, parameter._grad)
+        if function.__name__ == "train" and hasattr(owner, "modules"):
+            self.flags_set.update(id(module) for module in owner.modules())
+        self.random.after(self)
+        self.watch_settings(owner)
+        for optimizer, _ in list(self.settings.values()):  # (a scheduler's step sets the lr)
+            self.watch_settings(optimizer)
         return result
+
+    def watch_settings(self, owner):
+        """Note an optimizer's settings now: a change the step's Python makes later
+        (`param_groups[0]["lr"] *= 0.5`) is one a replay would not repeat."""
+        groups = getattr(owner, "param_groups", None)
+        if groups is not None:
+            settings = [{k: v for k, v in group.items() if k != "params"} for group in groups]
+            self.settings[id(owner)] = (owner, settings)
+
+    def check_settings(self):
+        """Refuse a change of an optimizer's settings made by the step's Python, unless
+        the new value is one of the call's arguments (a kernel writes it: sync_settings;
+        a Python number is guarded by value)."""
+        arguments = {id(value) for value in self.values}
+        for optimizer, before in self.settings.values():
+            for number, (group, seen) in enumerate(zip(optimizer.param_groups, before)):
+                for key, value in seen.items():
+                    now = group.get(key)
+                    if now is not value and now != value and id(now) not in arguments:
+                        self.refuse(
+                            f"a change of the optimizer's param_groups[{number}][{key!r}] "
+                            f"({value!r} -> {now!r}) made by the function's Python: a replay "
+                            "would not repeat it. Use a learning-rate scheduler (replayed), or "
+                            "pass the value as a Tensor or array argument"
+                        )
+
+    def sync_grad(self, tensor):
+        """The kernel that gives `tensor` the .grad the step's Python gave it since the
+        program last wrote it (`p.grad = p.grad * 0.5`, `p.grad = None`), if any."""
+        entry = self.grad_of.get(id(tensor))
+        if entry is None or tensor._grad is entry[1]:
+            return
+        grad = tensor._grad
+        label = tensor.name or "a leaf"
+        position = self.argument_position(tensor)
+        if grad is None:
+            self.emit(ForgetGrad(tensor, label, position))
+        else:
+            slot = self.slot_by_array.get(id(grad._data))
+            if slot is None or self.slots[slot].kind == "constant":
+                self.refuse(
+                    ".grad assigned a tensor the step does not compute with tensor ops: a "
+                    "replay would not assign it"
+                )
+            self.emit(SetGrad(tensor, slot, label, position))
+        self.grad_of[id(tensor)] = (tensor, grad)
+
+    def sync_settings(self, owner):
+        """An optimizer setting that is one of the call's argument objects (an array or a
+        tensor given as the learning rate, written into param_groups by the step): a
+        kernel writes that call's argument there before the method runs."""
+        arguments = {id(value): position for position, value in enumerate(self.values)}
+        for group in getattr(owner, "param_groups", ()):
+            for key, value in group.items():
+                position = arguments.get(id(value))
+                if position is not None and key != "params" and not _interned(value):
+                    self.emit(SetSetting(group, key, position))
 
     # -- backward events -----------------------------------------------------------------
 
     def begin_backward(self, graph):
-        """The engine is about to run a scheduler on `graph`, seeds already sent."""
-        if self.paused:
-            return
+        """A backward pass starts on `graph` (its seeds come next)."""
         if graph.create_graph:
             self.refuse("backward(create_graph=True): the gradients of a replay are not recorded")
         if not graph.accumulate_into_leaves:
@@ -268,10 +437,12 @@ class Recorder:
             self.refuse("a backward pass in detect_anomaly() mode")
         self.graphs.append(graph)
         self.phase = "backward"
-        for key, seed in graph.grads.items():
-            pending = self.pending_slot(graph.tensors[key])
-            source = self.slot_of(seed, "backward's seed")
-            self.emit(Seed(pending, source))
+
+    def seed(self, graph, tensor, grad):
+        """The gradient `graph`'s pass starts from at `tensor` (d root / d root)."""
+        pending = self.pending_slot(tensor)
+        source = self.slot_of(grad, "backward's seed")
+        self.emit(Seed(pending, source))
 
     def pending_slot(self, tensor):
         slot = self.pending.get(id(tensor))
@@ -285,7 +456,7 @@ class Recorder:
 
     def run_rule(self, node, grad, output):
         """Run `node.backward(grad)` for the walk, recording it; return its results."""
-        if self.paused:
+        if self.muted:
             return node.backward(grad)
         if output is None or output._hooks:
             self.refuse("a tensor hook (register_hook): hooks run Python on gradients")
@@ -332,7 +503,7 @@ class Recorder:
 
     def record_leaf(self, tensor):
         """The leaf `tensor` has taken its total gradient into `tensor.grad`."""
-        if self.paused:
+        if self.muted:
             return
         if tensor._hooks:
             self.refuse("a tensor hook (register_hook): hooks run Python on gradients")
@@ -344,6 +515,7 @@ class Recorder:
         self.emit(LeafWrite(tensor, slot, result, label, self.argument_position(tensor)))
         written = (tensor, tensor.grad, tensor.grad.data.copy(), len(self.kernels))
         self.grads_written[id(tensor)] = written
+        self.grad_of[id(tensor)] = (tensor, tensor._grad)
 
     def argument_position(self, tensor):
         """The position of `tensor` among the arguments (a replay writes the .grad of the
@@ -392,6 +564,8 @@ class Recorder:
     def check_finished(self):
         """At the end of capture: no scan ran behind the recorder's back, and every change
         to a captured tensor was made by a kernel the program replays."""
+        self.random.check(self)
+        self.check_settings()
         recorded = sum(isinstance(kernel, ScanKernel) for kernel in self.kernels)
         if sum(len(graph.scanned_segments) for graph in self.graphs) > recorded:
             self.refuse_scheduler()
@@ -415,24 +589,54 @@ class Recorder:
         )
 
     def forget_grads(self):
-        """A leaf whose .grad the function set to None after writing it (not through a
-        replayed call such as zero_grad) gets a kernel doing the same at the end."""
+        """At the end of capture: every leaf leaves a replay with the .grad the step's
+        Python gave it (`sync_grad`), and no gradient the program wrote was changed
+        without a kernel (`p.grad.data *= 2`)."""
         for tensor, grad, values, position in self.grads_written.values():
-            if tensor.grad is grad:
-                if not self.written_to(grad) and not _same_values(grad.data, values):
-                    self.refuse_unseen_change(f"{tensor.name or 'a leaf'}.grad")
+            if tensor.grad is not grad or self.written_to(grad):
                 continue
-            if any(isinstance(kernel, Call) for kernel in self.kernels[position:]):
-                continue  # a replayed zero_grad() did it
-            if tensor.grad is not None:
-                self.refuse("an assignment to .grad: use optimizer.zero_grad() or p.grad = None")
-            self.phase = "update"
-            label = self.slots[self.pending[id(tensor)]].label[8:]
-            self.emit(ForgetGrad(tensor, label, self.argument_position(tensor)))
+            later_call = any(isinstance(kernel, Call) for kernel in self.kernels[position:])
+            if not later_call and not _same_values(grad.data, values):
+                self.refuse_unseen_change(f"{tensor.name or 'a leaf'}.grad")
+        self.phase = "update"
+        for tensor, _ in list(self.grad_of.values()):
+            self.sync_grad(tensor)
 
     def written_to(self, tensor):
         slot = self.slot_by_array.get(id(tensor.data))
         return slot is not None and slot in self.written
+
+
+def _interned(value) -> bool:
+    """Python shares some objects (None, bools, small ints): one of those in an
+    optimizer's settings is not known to be the argument."""
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+class _RandomState:
+    """Draws from the shared random generator that no recorded op made (`tg.randn`,
+    `tg.rand` inside the step: a replay would return the capture's numbers), and a
+    generator replaced inside the step (tg.manual_seed: a replay would not reseed),
+    refused at the next op, naming its line."""
+
+    def __init__(self):
+        self.generator = default_generator()
+        self.state = self.generator.bit_generator.state
+
+    def check(self, recorder):
+        generator = default_generator()
+        if generator is not self.generator:
+            recorder.refuse("tg.manual_seed inside the function: a replay would not reseed")
+        if generator.bit_generator.state != self.state:
+            recorder.refuse(
+                "random numbers drawn outside the ops (tg.randn, tg.rand, ... in the "
+                "function, before this line): a replay would return the first call's. "
+                "Make them outside and pass them in, or use an op that draws (F.dropout)"
+            )
+
+    def after(self, recorder):
+        """An op or a call has drawn what the program draws again at each replay."""
+        self.state = self.generator.bit_generator.state
 
 
 def _same_values(array, before) -> bool:

@@ -8,8 +8,8 @@ import types
 
 from ..mode import STATE
 from ..tensor import Tensor
-from .capture import CompileError, Recorder
-from .guards import Guards, members, needed_grad_guards
+from .capture import CompileError, Recorder, user_line
+from .guards import Guards, needed_grad_guards, reached_names
 from .program import Output, Program
 
 
@@ -30,7 +30,10 @@ class CompiledFunction:
         return self.programs[-1][1]
 
     def __call__(self, *args, **kwargs):
+        if STATE.anomaly:  # detect_anomaly() checks every gradient: the eager step does
+            return detached(self.function(*args, **kwargs))
         values, keywords = (args + tuple(kwargs.values()), tuple(kwargs)) if kwargs else (args, ())
+        values, keywords = flatten(values, keywords)
         for guards, program in self.programs:
             if guards.holds(values, keywords):
                 return program.run(values)
@@ -40,7 +43,9 @@ class CompiledFunction:
             raise CompileError(
                 f"{self.__name__}: no captured program fits this call and the limit of "
                 f"{self.max_programs} programs is reached. What changed since the last "
-                f"capture: {changes}. Pass max_programs= to tg.compile to keep more."
+                f"capture: {changes}. A value that changes at every call goes in as a "
+                "Tensor argument, not as a Python number; or pass max_programs= to "
+                f"tg.compile to keep more.\n  at {user_line()}"
             )
         return self.capture(args, kwargs, values, keywords)
 
@@ -51,7 +56,7 @@ class CompiledFunction:
         a capture makes thousands of objects that all live on (slots, kernels, the nodes'
         records), and each collection pass over them found nothing to free; for a
         2,048-step RNN those passes took longer than the capture's own work."""
-        if STATE.recorder is not None:
+        if STATE.tracer.active:
             raise CompileError(f"{self.__name__}: a compiled function called while capturing")
         collecting = gc.isenabled()
         gc.disable()
@@ -63,23 +68,26 @@ class CompiledFunction:
 
     def record(self, args, kwargs, values, keywords):
         """The capture itself (see `capture`)."""
-        names = [f"argument {position}" for position in range(len(args))] + list(keywords)
+        names = [f"argument {position}" for position in range(len(values))]
         recorder = Recorder(values, names)
+        for _, _, value in reached_names(self.function):  # (what the step's Python may change)
+            recorder.watch_settings(value)
+        for value in values:
+            recorder.watch_settings(value)
         guards = Guards(values, keywords, [], [], [])  # the world as the capture starts
-        STATE.recorder = recorder
+        previous, STATE.tracer = STATE.tracer, recorder
         try:
             result = self.function(*args, **kwargs)
         finally:
-            STATE.recorder = None
+            STATE.tracer = previous
         recorder.check_finished()
         output = output_of(result, recorder, values)
         guards.captured = [
             (tensor, tensor.data, tensor._requires_grad) for tensor in recorder.captured
         ]
         guards.generators = recorder.generators
-        guards.modules = [
-            (module, module.training, members(module)) for module in recorder.modules.values()
-        ]
+        guards.modules = recorder.module_guards()
+        guards.reached = reached_names(self.function)
         guards.grads = needed_grad_guards(recorder.grad_guards, recorder.kernels)
         program = Program(
             self.__name__,
@@ -102,6 +110,32 @@ class CompiledFunction:
 
     def __repr__(self):
         return f"<compiled {self.__name__}: {len(self.programs)} program(s)>"
+
+
+_CONTAINERS = (list, tuple, dict)
+
+
+def flatten(values, keywords):
+    """The call's arguments with every list, tuple and dict among them opened up (a
+    batch `(x, y)` or `{"x": x}` is its tensors, each an argument of its own), and the
+    containers' layout added to `keywords` (the guards compare both)."""
+    for value in values:
+        if isinstance(value, _CONTAINERS):
+            break
+    else:
+        return values, keywords  # (the usual call: nothing to open)
+    flat = []
+    layout = tuple(_open(value, flat) for value in values)
+    return tuple(flat), (keywords, layout)
+
+
+def _open(value, flat):
+    if isinstance(value, dict):
+        return (dict, tuple(value), tuple(_open(item, flat) for item in value.values()))
+    if isinstance(value, (list, tuple)):
+        return (type(value), len(value), tuple(_open(item, flat) for item in value))
+    flat.append(value)
+    return None
 
 
 def output_of(value, recorder, values) -> Output:

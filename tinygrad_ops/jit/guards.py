@@ -12,21 +12,18 @@ changed, for the error raised when no program fits and no more may be captured.
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from ..mode import STATE
 from ..nn.init import default_generator
-from ..nn.module import Module
-from ..optim import Optimizer
 from ..scheduler import get_default_scheduler
 from ..tensor import Tensor
 from .codegen import compiled_code
-from .kernels import Call, ForgetGrad, LeafWrite
+from .kernels import Call, ForgetGrad, LeafWrite, SetGrad
 
 INTERPRETED_CHECKS = 2  # calls checked by `differences` before the checks are compiled
-
-# The replayed zero_grad() methods: each sets the .grad of the parameters it holds to None.
-_ZERO_GRADS = (Optimizer.zero_grad.__wrapped__, Module.zero_grad.__wrapped__)
 
 
 def describe_value(value):
@@ -54,6 +51,7 @@ class Guards:
         self.generators = generators  # generators that were default_generator() at capture
         self.modules = [(module, module.training, members(module)) for module in modules]
         self.grads = []  # (leaf, whether its .grad was None as the capture began)
+        self.reached = []  # (namespace, name, object): the globals and closure the code reads
         self.checks = 0
 
     @staticmethod
@@ -109,6 +107,9 @@ class Guards:
         checks.extend(f"default_generator() is not {bind(g)}" for g in self.generators)
         for module, training, held in self.modules:
             checks.extend(_module_checks(bind(module), training, held, bind))
+        for where, name, value in self.reached:
+            now = f".get({name!r})" if isinstance(where, dict) else ".cell_contents"
+            checks.append(f"{bind(where)}{now} is not {bind(value)}")
         lines[:0] = [f"if {checks[0]}:", "    return False"]
         if checks[1:]:
             # One `if` over all of them (`or` stops at the first that fails, as separate
@@ -157,11 +158,17 @@ class Guards:
                     "optimizer.zero_grad())"
                 )
         for module, training, held in self.modules:
-            if module.training != training:
+            if training is not None and module.training != training:
                 mode = "train" if module.training else "eval"
                 found.append(f"{type(module).__name__} was switched to {mode} mode")
             if not holds_members(module, held):
-                found.append(f"a parameter or buffer of {type(module).__name__} was replaced")
+                found.append(
+                    f"a parameter, buffer, submodule or array of {type(module).__name__} "
+                    "was replaced, or one of its settings changed"
+                )
+        for namespace, name, value in self.reached:
+            if _reached_now(namespace, name) is not value:
+                found.append(f"'{name}' names another object")
         return found
 
 
@@ -177,24 +184,32 @@ def needed_grad_guards(grad_guards, kernels) -> list:
 
 
 def _reset_first(tensor, kernels) -> bool:
-    """Whether the first kernel that touches `tensor.grad` is a zero_grad() that resets it."""
+    """Whether the first kernel that touches `tensor.grad` is a zero_grad() that resets it
+    (an optimizer or a module: what holds `param_groups` or `parameters()`)."""
     for kernel in kernels:
-        if isinstance(kernel, (LeafWrite, ForgetGrad)) and kernel.tensor is tensor:
+        if isinstance(kernel, (LeafWrite, ForgetGrad, SetGrad)) and kernel.tensor is tensor:
             return False
-        if not isinstance(kernel, Call) or not isinstance(kernel.owner, (Optimizer, Module)):
+        if not isinstance(kernel, Call) or not _holds_parameters(kernel.owner):
             continue  # (a learning-rate scheduler's step does not touch gradients)
-        if kernel.function in _ZERO_GRADS and not kernel.args and not kernel.kwargs:
-            if any(parameter is tensor for parameter in _parameters_of(kernel.owner)):
+        if kernel.function.__name__ == "zero_grad" and not kernel.args and not kernel.kwargs:
+            if any(parameter is tensor for parameter in parameters_of(kernel.owner)):
                 return True
-        elif isinstance(kernel.owner, Optimizer):
+        elif hasattr(kernel.owner, "param_groups"):
             return False  # a step reads the gradients it finds
     return False
 
 
-def _parameters_of(owner):
-    if isinstance(owner, Module):
-        return owner.parameters()
-    return (parameter for group in owner.param_groups for parameter in group["params"])
+def _holds_parameters(owner) -> bool:
+    return hasattr(owner, "param_groups") or callable(getattr(owner, "parameters", None))
+
+
+def parameters_of(owner):
+    """The parameters an optimizer (`param_groups`) or a module (`parameters()`) holds."""
+    groups = getattr(owner, "param_groups", None)
+    if groups is not None:
+        return (parameter for group in groups for parameter in group["params"])
+    parameters = getattr(owner, "parameters", None)
+    return parameters() if callable(parameters) else ()
 
 
 def _argument_check(position, expected, bind) -> list:
@@ -224,30 +239,96 @@ def _argument_check(position, expected, bind) -> list:
 
 
 def _module_checks(module, training, held, bind) -> list:
-    """A module's train/eval flag, and that it holds the parameter and buffer objects of
-    `members` (and no others)."""
-    checks = [f"{module}.training != {training}"]
-    size = f"len({module}._parameters) + len({module}._buffers)"
-    checks.append(f"{size} != {len(held)}")
-    for registry, name, tensor in held:
-        checks.append(f"{bind(registry)}.get({name!r}) is not {bind(tensor)}")
+    """A module's train/eval flag (None: the program sets it itself, by a replayed
+    train() or eval()), and that it holds the objects of `members` (and no others)."""
+    checks = [] if training is None else [f"{module}.training != {training}"]
+    size = f"len({module}._parameters) + len({module}._buffers) + len({module}._modules)"
+    checks.append(f"{size} != {sum(entry[3] is not _SETTING for entry in held)}")
+    for registry, name, value, data in held:
+        if data is _SETTING:  # a number or string the module's forward reads (Dropout's p)
+            checks.append(f"{bind(registry)}.get({name!r}) != {bind(value)}")
+            continue
+        checks.append(f"{bind(registry)}.get({name!r}) is not {bind(value)}")
+        if data is not None:
+            checks.append(f"{bind(value)}._data is not {bind(data)}")
     return checks
 
 
+_SETTING = object()  # (the `data` of a member that is a plain setting, compared by value)
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _plain(value) -> bool:
+    if isinstance(value, tuple):
+        return all(isinstance(item, _PLAIN) for item in value)
+    return isinstance(value, _PLAIN)
+
+
 def members(module) -> tuple:
-    """(registry, name, tensor) for each parameter and buffer `module` holds itself."""
-    return tuple(
-        (registry, name, tensor)
-        for registry in (module._parameters, module._buffers)
-        for name, tensor in registry.items()
-    )
+    """(registry, name, object, its array or None) for each parameter, buffer and
+    submodule `module` holds itself: the program read those objects and those arrays
+    (`model.head = nn.Linear(...)`, `bn.running_mean.data = ...` make another program)."""
+    held = [
+        (registry, name, value, getattr(value, "_data", None))
+        for registry in (module._parameters, module._buffers, module._modules)
+        for name, value in registry.items()
+    ]
+    settings = vars(module)
+    held += [
+        (settings, name, value, _SETTING)
+        for name, value in settings.items()
+        if name != "training" and _plain(value)
+    ]
+    return tuple(held)
 
 
 def holds_members(module, held) -> bool:
-    """Whether `module` still holds the parameter and buffer objects of `members`."""
-    return len(held) == len(module._parameters) + len(module._buffers) and all(
-        registry.get(name) is tensor for registry, name, tensor in held
+    """Whether `module` still holds the objects and arrays of `members`."""
+    size = len(module._parameters) + len(module._buffers) + len(module._modules)
+    objects = [entry for entry in held if entry[3] is not _SETTING]
+    return len(objects) == size and all(
+        registry.get(name) == value
+        if data is _SETTING
+        else registry.get(name) is value and (data is None or value._data is data)
+        for registry, name, value, data in held
     )
+
+
+def reached_names(function) -> list:
+    """(namespace, name, object) for each global and closure variable the function's
+    code names (its nested functions' too), but modules: the program was captured with
+    those objects (an optimizer or a model rebound under the same name makes another)."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return []
+    names = set()
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(const for const in current.co_consts if isinstance(const, types.CodeType))
+    reached = []
+    namespace = function.__globals__
+    for name in sorted(names):
+        if name in namespace and not isinstance(namespace[name], types.ModuleType):
+            reached.append((namespace, name, namespace[name]))
+    for name, cell in zip(code.co_freevars, function.__closure__ or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # (an empty cell: a name assigned later)
+            continue
+        if not isinstance(value, types.ModuleType):
+            reached.append((cell, name, value))
+    return reached
+
+
+def _reached_now(namespace, name):
+    if isinstance(namespace, dict):
+        return namespace.get(name)
+    try:
+        return namespace.cell_contents
+    except ValueError:
+        return None
 
 
 def _spec(description) -> str:

@@ -41,7 +41,7 @@ from ..scheduler.steps import op_attributes
 from .kernels import Forward
 
 # A fused op's forward written into a given array (numpy's `out=`): the same ufunc or
-# matmul call as rules.py's line, so the same bits. `{out}` is the row of the stack.
+# matmul call as the op's own forward, so the same bits. `{out}` is the row of the stack.
 OUT_FORMS = {
     "Add": ("add({0}, {1}, out={out})",),
     "Sub": ("subtract({0}, {1}, out={out})",),
@@ -106,6 +106,8 @@ class Recipe(NamedTuple):
             return self.arrays[0] if self.arrays else None
         if self.kind == "gather":
             array = np.array(self.arrays)  # (their values may change between calls)
+        elif self.kind == "arguments":  # (a list of input tensors, each an argument)
+            array = np.array([arguments[index] for index in self.arrays])
         elif self.kind == "shared":
             return arguments[self.argument]
         else:
@@ -136,7 +138,9 @@ class StackedSlot(BatchedSlot):
         self.output_dtype = column.output_dtype
         self.count = count
         self.stacked = [recipe.value(arguments) for recipe in column.recipes]
-        self.is_stacked = [recipe.kind in ("rows", "gather") for recipe in column.recipes]
+        self.is_stacked = [
+            recipe.kind in ("rows", "gather", "arguments") for recipe in column.recipes
+        ]
         self.attributes = column.attributes
 
 
@@ -300,6 +304,10 @@ class _Finder:
             # One captured tensor per step (a list of inputs): the same arrays at every
             # call (the guards check it), stacked at each call as eagerly.
             recipe = _padded(Recipe("gather", arrays=tuple(values)), values, ndim)
+        if recipe is None and all(self.recorder.slots[slot].kind == "input" for slot in slots):
+            # The same, passed as arguments (a list of tensors): that call's arrays.
+            indices = tuple(self.argument(slot) for slot in slots)
+            recipe = _padded(Recipe("arguments", arrays=indices), values, ndim)
         if recipe is None and all(slot in self.writers for slot in slots):
             # Values the forward computes outside the chain, one per step (the lower
             # layer's states, read by the upper layer): a stack their ops write into.

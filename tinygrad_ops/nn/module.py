@@ -258,8 +258,10 @@ class Module:
 
     # -- modes, gradients, dtype ---------------------------------------------------------------
 
+    @replayed_whole
     def train(self, mode=True):
-        """Set training mode (BatchNorm uses batch statistics, Dropout drops) on the tree."""
+        """Set training mode (BatchNorm uses batch statistics, Dropout drops) on the tree
+        (under tg.compile, replayed by calling it again)."""
         for module in self.modules():
             object.__setattr__(module, "training", bool(mode))
         return self
@@ -386,8 +388,7 @@ class Module:
     def __call__(self, *inputs, **options):
         # Keyword arguments go to forward (MultiheadAttention's masks, as PyTorch's); the
         # hooks see the positional inputs, as PyTorch's hooks without with_kwargs.
-        if STATE.recorder is not None:  # tg.compile: the train/eval flag becomes a guard
-            STATE.recorder.module_called(self)
+        STATE.tracer.module(self)  # (tg.compile: the train/eval flag becomes a guard)
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, inputs)
             if result is not None:

@@ -1,6 +1,7 @@
 """`RNNCell`: one step of an Elman recurrent network; `RNN`: the network over a sequence."""
 
 from .. import functional as F  # noqa: N812 (the PyTorch convention)
+from ..control_flow import scan
 from ..creation import zeros
 from ..tensor import DEFAULT_DTYPE, stack
 from .init import fan_in_bound, uniform
@@ -85,7 +86,8 @@ class RNN(Module):
     `batch_first`, or (T, input_size) unbatched); returns (output, h_n): the top layer's
     states (T, N, hidden_size) and every layer's last state (num_layers, N, hidden_size).
     Parameters as PyTorch names and draws them (weight_ih_l0, weight_hh_l0, bias_ih_l0,
-    bias_hh_l0, ...). A one-layer RNN's backward is one chain the scan schedulers take;
+    bias_hh_l0, ...). Each layer is a `tg.scan` over its steps: its states are one
+    declared chain, which the scan schedulers take;
     `dropout` between layers is not implemented (a ValueError, not a silent zero).
 
     >>> import tinygrad_ops as tg
@@ -145,29 +147,30 @@ class RNN(Module):
                 f"RNN: hx must have shape {(self.num_layers, *rows, self.hidden_size)}, "
                 f"got {hx.shape}"
             )
-        # The steps' inputs are taken before the recurrence: each step then reads an
-        # input made before its state, which keeps the step a chain step (docs/scan.md).
-        sequence = [input[step] for step in range(input.shape[0])]
+        output = input
         last_states = []
         for layer in range(self.num_layers):
-            sequence = self._layer(layer, sequence, hx[layer])
-            last_states.append(sequence[-1])
-        output = stack(sequence)
+            last, output = scan(self._step(layer), hx[layer], output)
+            last_states.append(last)
         if batched and self.batch_first:
             output = output.swapaxes(0, 1)
         return output, stack(last_states)
 
-    def _layer(self, layer, sequence, state):
+    def _step(self, layer):
+        """Layer `layer`'s step for `tg.scan`, which declares the chain of its states."""
         weight_ih = getattr(self, f"weight_ih_l{layer}")
         weight_hh = getattr(self, f"weight_hh_l{layer}")
         bias_ih = getattr(self, f"bias_ih_l{layer}", None)
         bias_hh = getattr(self, f"bias_hh_l{layer}", None)
-        states = []
-        for x in sequence:
-            pre = F.linear(x, weight_ih, bias_ih) + F.linear(state, weight_hh, bias_hh)
-            state = F.tanh(pre) if self.nonlinearity == "tanh" else F.relu(pre)
-            states.append(state)
-        return states
+        activation = F.tanh if self.nonlinearity == "tanh" else F.relu
+
+        def step(state, x):
+            state = activation(
+                F.linear(x, weight_ih, bias_ih) + F.linear(state, weight_hh, bias_hh)
+            )
+            return state, state
+
+        return step
 
     def extra_repr(self):
         return (

@@ -1,16 +1,17 @@
 """Gradient clipping, as `torch.nn.utils`: what an RNN's training loop calls between
 `backward()` and `optimizer.step()`.
 
-Both change the parameters' `.grad` in place and record nothing.
+Both change the parameters' `.grad` in place and record nothing. They compute with
+tensor ops (under no_grad), so that a compiled step (tg.compile) replays them with each
+call's gradients.
 """
 
 import math
 
-import numpy as np
-
 from ..mode import no_grad
 from ..ops.base import is_tensor
 from ..tensor import Tensor
+from ..tensor_functions import stack
 
 
 def _gradients(parameters):
@@ -37,25 +38,24 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     array([0.7071, 0.7071], dtype=float32)
     """
     norm_type = float(norm_type)
-    grads = _gradients(parameters)
+    grads = [grad for grad in _gradients(parameters) if grad.size]
     if not grads:
         return Tensor(0.0)
-    if norm_type == math.inf:
-        norms = [np.max(np.abs(grad.data), initial=0.0) for grad in grads]
-        total = float(np.max(norms))
-    else:
-        norms = [np.sum(np.abs(grad.data.astype(np.float64)) ** norm_type) for grad in grads]
-        total = float(np.sum(norms)) ** (1.0 / norm_type)
-    if error_if_nonfinite and not math.isfinite(total):
-        raise RuntimeError(
-            f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is "
-            f"{total}, not finite; pass error_if_nonfinite=False to clip anyway"
-        )
-    factor = min(1.0, float(max_norm) / (total + 1e-6))
     with no_grad():
+        if norm_type == math.inf:
+            total = stack([grad.abs().amax().double() for grad in grads]).amax()
+        else:
+            norms = [(grad.double().abs() ** norm_type).sum() for grad in grads]
+            total = stack(norms).sum() ** (1.0 / norm_type)
+        if error_if_nonfinite and not math.isfinite(total.item()):
+            raise RuntimeError(
+                f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is "
+                f"{total.item()}, not finite; pass error_if_nonfinite=False to clip anyway"
+            )
+        factor = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
         for grad in grads:
-            grad.mul_(factor)
-    return Tensor(np.array(total, dtype=grads[0].dtype))
+            grad.mul_(factor.astype(grad.dtype))
+        return total.astype(grads[0].dtype)
 
 
 def clip_grad_value_(parameters, clip_value):

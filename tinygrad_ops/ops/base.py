@@ -34,11 +34,18 @@ Tensor = None  # the Tensor class, bound by tensor.py at import (see the module 
 
 
 def values_read(value, what):
-    """A composed op computes from `value`'s numbers in Python (an order, a mask, class
-    indices) and passes the result on as a constant: tg.compile's capture refuses that when
-    they change from call to call, since a replay would reuse the first call's."""
-    if STATE.recorder is not None:
-        STATE.recorder.read_value(value, what)
+    """Python is about to read `value`'s numbers (`.item()`, a comparison, an order, a
+    mask, class indices) and pass what it finds on as a constant: the report of that to
+    the watcher of the computation (`mode.Trace.read`; tg.compile refuses it when they
+    change from call to call, since a replay would reuse the first call's)."""
+    STATE.tracer.read(value, what)
+
+
+def values_written(tensor, source, what=None):
+    """`source`'s values were just copied into `tensor`'s own array (an in-place op,
+    `copy_`); `source` None: written some other way (`what` says how). Reported to the
+    watcher of the computation (`mode.Trace.write`)."""
+    STATE.tracer.write(tensor, source, what)
 
 
 def bind_tensor(tensor_class):
@@ -252,8 +259,7 @@ class Op:
             record(node, operands)
             # (read only if something changes in place: see bump_version)
             node.saved_output = (out_data, out._version) if node.saved else None
-        if STATE.recorder is not None:
-            STATE.recorder.record_op(node, operands, options, out, given)
+        STATE.tracer.op(node, operands, options, out, given)
         return out
 
 

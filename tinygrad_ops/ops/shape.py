@@ -4,7 +4,7 @@ import numpy as np
 
 from . import dual
 from .base import Op, is_tensor
-from .checks import normalize_axis
+from .checks import ArgumentError, ShapeError, normalize_axis
 from .dtypes import promote
 from .jacobian import Dense
 
@@ -20,7 +20,7 @@ class Reshape(Op):
         try:
             return a.reshape(shape)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"reshape: cannot reshape a tensor of shape {a.shape} ({a.size} elements) "
                 f"into shape {tuple(shape)}"
             ) from None
@@ -38,7 +38,7 @@ class Transpose(Op):
     def forward(self, a, axes):
         axes = tuple(normalize_axis(axis, a.ndim, "transpose") for axis in axes)
         if sorted(axes) != list(range(a.ndim)):
-            raise ValueError(
+            raise ShapeError(
                 f"transpose: axes {tuple(axes)} are not a permutation of the {a.ndim} axes "
                 f"of a tensor of shape {a.shape}"
             )
@@ -59,7 +59,7 @@ class BroadcastTo(Op):
         try:
             return np.broadcast_to(a, shape)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"broadcast_to: cannot broadcast shape {a.shape} to shape {tuple(shape)}"
             ) from None
 
@@ -91,12 +91,14 @@ def squeezed_shape(shape, axis=None):
     return tuple(size for index, size in enumerate(shape) if size != 1 or index not in named)
 
 
-def normalize_index(index):
+def normalize_index(index, shape=None):
     """Turn Tensors, lists and tuples inside an index into numpy arrays (as numpy and PyTorch
     read `x[(0, 1), :]` and `x[[0, 1]]`); say if it is basic indexing.
 
     Basic indexing (ints, slices, None, Ellipsis) never selects an element twice, so its
     backward can assign; integer/boolean arrays may repeat elements and need a scatter-add.
+    Given the indexed array's `shape`, an index that mixes arrays with ints or bools is
+    rewritten to put the array dims where PyTorch puts them (`pytorch_placement`).
     """
     items = index if isinstance(index, tuple) else (index,)
     normalized = []
@@ -120,8 +122,142 @@ def normalize_index(index):
         ):
             raise IndexError(f"unsupported index {item!r} of type {type(item).__name__}")
         normalized.append(item)
+    if not basic and shape is not None:
+        placed = pytorch_placement(normalized, shape)
+        if placed is not None:
+            return placed, False
     result = tuple(normalized) if isinstance(index, tuple) else normalized[0]
     return result, basic
+
+
+def _is_int(item):
+    return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
+
+
+def _is_bool_scalar(item):
+    return isinstance(item, (bool, np.bool_)) or (
+        isinstance(item, np.ndarray) and item.ndim == 0 and item.dtype == bool
+    )
+
+
+def _dims_consumed(item):
+    if item is None or _is_bool_scalar(item):
+        return 0
+    if isinstance(item, np.ndarray) and item.dtype == bool:
+        return item.ndim
+    return 1
+
+
+def pytorch_placement(items, shape):
+    """The index `items` (normalized) rewritten as integer arrays, one per dim of `shape`, that
+    give PyTorch's result; None where numpy's reading already is PyTorch's.
+
+    The two differ on where the dims of the index arrays go. numpy counts ints (and bools)
+    as index arrays too, so in `x[0, :, idx]` the arrays are not adjacent and their dims go
+    first: shape (len(idx), 3) for x of shape (2, 3, 4). PyTorch selects with the ints (and
+    unsqueezes for the bools) first; the arrays left, if adjacent, keep their place: shape
+    (3, len(idx)). The rewrite builds an index array for every dim (an arange for a slice),
+    shaped to broadcast to PyTorch's result, so that one numpy index gives it.
+
+    >>> x = np.arange(24).reshape(2, 3, 4)
+    >>> x[pytorch_placement([0, slice(None), np.array([0, 2])], x.shape)].tolist()
+    [[0, 2], [4, 6], [8, 10]]
+    """
+    arrays = [item for item in items if isinstance(item, np.ndarray) and not _is_bool_scalar(item)]
+    if not arrays or not any(_is_int(item) or _is_bool_scalar(item) for item in items):
+        return None
+    ellipses = sum(item is Ellipsis for item in items)
+    named = sum(_dims_consumed(item) for item in items if item is not Ellipsis)
+    if ellipses > 1 or named > len(shape):
+        return None  # numpy's own IndexError says what is wrong
+    expanded = []
+    for item in items:
+        expanded.extend([slice(None)] * (len(shape) - named) if item is Ellipsis else [item])
+    if not ellipses:
+        expanded.extend([slice(None)] * (len(shape) - named))
+    return _placed_arrays(expanded, shape)
+
+
+def _placed_arrays(expanded, shape):
+    """`pytorch_placement` once the Ellipsis is expanded: one entry per dim consumed."""
+    per_dim = []  # per input dim: an int, or (kind, value, slot in `kept`)
+    kept = []  # the items PyTorch keeps after selecting with the ints: each gives output dims
+    axis = 0
+    for item in expanded:
+        if _is_int(item):
+            per_dim.append(item)
+            axis += 1
+        elif item is None:
+            kept.append(("new", None))
+        elif _is_bool_scalar(item):
+            # PyTorch: a new dim of size 1, indexed by [0] (True) or [] (False), an index array
+            per_dim.append(("virtual", np.zeros(1 if bool(item) else 0, dtype=np.int64), len(kept)))
+            kept.append(("array", None))
+        elif isinstance(item, slice):
+            per_dim.append(("slice", np.arange(shape[axis])[item], len(kept)))
+            kept.append(("slice", None))
+            axis += 1
+        else:
+            if item.dtype == bool:
+                if item.shape != tuple(shape[axis : axis + item.ndim]):
+                    raise IndexError(
+                        f"the boolean index of shape {item.shape} does not match the indexed "
+                        f"dims of shape {tuple(shape[axis : axis + item.ndim])}"
+                    )
+                columns = np.nonzero(item)
+            else:
+                columns = (item,)
+            for column in columns:
+                per_dim.append(("array", column, len(kept)))
+            kept.append(("array", None))
+            axis += len(columns)
+    shapes = [entry[1].shape for entry in per_dim if type(entry) is tuple and entry[0] != "slice"]
+    try:
+        block = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError(
+            f"shape mismatch: the index arrays of shapes {shapes} cannot be broadcast together"
+        ) from None
+    slots = [slot for slot, (kind, _) in enumerate(kept) if kind == "array"]
+    adjacent = slots == list(range(slots[0], slots[-1] + 1))
+    # the output dims: adjacent arrays give one block in their place, others a block first
+    starts, position = [], 0 if adjacent else len(block)
+    for slot, (kind, _) in enumerate(kept):
+        if kind != "array":
+            starts.append(position)
+            position += 1
+        elif not adjacent:
+            starts.append(0)
+        else:
+            starts.append(starts[-1] if slot != slots[0] else position)
+            position += len(block) if slot == slots[0] else 0
+    ndim = position
+    return _broadcast_index(per_dim, kept, starts, block, ndim)
+
+
+def _broadcast_index(per_dim, kept, starts, block, ndim):
+    index, empty = [], False
+    for entry in per_dim:
+        if type(entry) is not tuple:
+            index.append(entry)
+            continue
+        kind, values, slot = entry
+        if kind == "virtual":  # a bool's new dim: no input dim, only its size in the block
+            empty = empty or values.size == 0
+            continue
+        start = starts[slot]
+        if kind == "slice":
+            sizes = [1] * ndim
+            sizes[start] = len(values)
+        else:
+            sizes = [1] * start + [1] * (len(block) - values.ndim) + list(values.shape)
+            sizes += [1] * (ndim - len(sizes))
+        index.append(values.reshape(sizes))
+    if empty:  # a False index: the block's last dim is empty; one array carries that
+        first = next(i for i, item in enumerate(index) if isinstance(item, np.ndarray))
+        axis = starts[next(slot for slot, (kind, _) in enumerate(kept) if kind == "array")]
+        index[first] = np.take(index[first], [], axis=axis + len(block) - 1)
+    return tuple(index)
 
 
 def _single_element_view(index):
@@ -139,7 +275,7 @@ class GetItem(Op):
     is_view = True
 
     def forward(self, a, index):
-        self.index, self.basic = normalize_index(index)
+        self.index, self.basic = normalize_index(index, a.shape)
         self.input_shape = a.shape
         try:
             out = a[self.index]
@@ -214,7 +350,7 @@ class SetItem(Op):
     __slots__ = ("index", "written")
 
     def forward(self, a, value, index):
-        self.index = normalize_index(index)[0]
+        self.index = normalize_index(index, a.shape)[0]
         out = a.copy()
         try:
             out[self.index] = value
@@ -246,6 +382,47 @@ class ScatterAdd(Op):
         return (grad_output[self.index],)
 
 
+class Diagonal(Op):
+    """out[..., k] = a[..., i + k, j + k] over dims (dim1, dim2), which move to the end as one
+    dim (PyTorch's layout), i, j = max(-offset, 0), max(offset, 0);  da = zeros with g on
+    that diagonal
+
+    A view, as PyTorch's: `x.diagonal().add_(eps)` and `.fill_()` write into x (with x's
+    version counter; numpy's own `diagonal` is a read-only view, so the strides are set here).
+    """
+
+    __slots__ = ("index", "input_shape")
+    is_view = True
+
+    def forward(self, a, offset, dim1, dim2):
+        rest = [d for d in range(a.ndim) if d not in (dim1, dim2)]
+        moved = a.transpose((*rest, dim1, dim2))
+        rows, columns = moved.shape[-2:]
+        first_row, first_column = max(-offset, 0), max(offset, 0)
+        length = max(0, min(rows - first_row, columns - first_column))
+        self.input_shape = a.shape
+        # the same elements as an index of `a`, for the backward: one array per dim
+        ndim = len(rest) + 1
+        index = [None] * a.ndim
+        for position, dim in enumerate(rest):
+            index[dim] = np.arange(a.shape[dim]).reshape(
+                [-1 if i == position else 1 for i in range(ndim)]
+            )
+        steps = np.arange(length).reshape((1,) * len(rest) + (length,))
+        index[dim1], index[dim2] = steps + first_row, steps + first_column
+        self.index = tuple(index)
+        corner = moved[..., min(first_row, rows) :, min(first_column, columns) :]
+        return np.lib.stride_tricks.as_strided(
+            corner,
+            shape=moved.shape[:-2] + (length,),
+            strides=moved.strides[:-2] + (moved.strides[-2] + moved.strides[-1],),
+        )
+
+    def backward(self, grad_output):
+        # the diagonal's elements are distinct: assigned, not added (basic=True)
+        return (dual.scatter_add(grad_output, self.index, self.input_shape, True),)
+
+
 class Stack(Op):
     """out = the inputs stacked along a new axis;  d(input i) = g taken at i on that axis"""
 
@@ -254,10 +431,10 @@ class Stack(Op):
 
     def forward(self, *arrays, axis=0):
         if not arrays:
-            raise ValueError("stack: needs at least one tensor")
+            raise ArgumentError("stack: needs at least one tensor")
         shapes = {np.shape(array) for array in arrays}
         if len(shapes) > 1:
-            raise ValueError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
+            raise ShapeError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
         # The new axis may be any of ndim + 1 positions.
         self.axis = normalize_axis(axis, np.ndim(arrays[0]) + 1, "stack")
         return np.stack(arrays, axis=self.axis)
@@ -275,15 +452,15 @@ class Concatenate(Op):
 
     def forward(self, *arrays, axis=0):
         if not arrays:
-            raise ValueError("concatenate: needs at least one tensor")
+            raise ArgumentError("concatenate: needs at least one tensor")
         shapes = [np.shape(array) for array in arrays]
         if any(len(shape) == 0 for shape in shapes):
-            raise ValueError(f"concatenate: 0-d tensors cannot be joined (shapes {shapes})")
+            raise ShapeError(f"concatenate: 0-d tensors cannot be joined (shapes {shapes})")
         self.axis = normalize_axis(axis, len(shapes[0]), "concatenate")
         try:
             out = np.concatenate(arrays, axis=self.axis)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"concatenate: shapes {shapes} do not match except along axis {axis}"
             ) from None
         sizes = [np.shape(array)[self.axis] for array in arrays]

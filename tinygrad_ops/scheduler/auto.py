@@ -28,6 +28,7 @@ import time
 from typing import NamedTuple
 
 from .calibration import calibrate, per_product
+from .declared import declared_in
 from .experience import Experience, signature
 from .scan_scheduler import ScanScheduler
 from .spine import deeper_than, probe_shape, window_from
@@ -274,6 +275,11 @@ class AutoScheduler(ScanScheduler):
         self._shape = None  # the shape of the graph being run, once the gate has read it
 
     def run(self, graph):
+        if graph.wanted is None and declared_in(
+            graph.roots
+        ):  # a tg.scan's chain: the cost model decides at its top anchor
+            super().run(graph)
+            return
         shape = self.verdicts.shape_of(graph)
         walked = self.verdicts.lookup(shape)
         if walked is not None:  # a graph of a shape walked before: no gate, no look

@@ -12,7 +12,7 @@ from operator import attrgetter, is_, itemgetter
 import numpy as np
 
 from ..ops.base import LAST_CHANGE, RELEASE_BYTES, Op, released_inputs
-from .steps import op_attributes
+from .steps import CannotScan, op_attributes
 
 _BATCHED_CLASSES = {}
 _GET_SAVED = attrgetter("saved")
@@ -35,7 +35,7 @@ def _batched_class(op_class):
     return batched
 
 
-class SavedValuesError(ValueError):
+class SavedValuesError(CannotScan):
     """A node of the segment cannot give its saved values as they were recorded (freed by
     an earlier backward, or changed in place): the walk, which raises the engine's own
     error for it, takes over."""
@@ -57,7 +57,7 @@ class BatchedSlot:
         if None in saved_per_node:
             raise SavedValuesError("a saved value was freed")
         if list(map(len, saved_per_node)).count(len(first.saved)) != count:
-            raise ValueError("the steps saved different numbers of values")
+            raise CannotScan("the steps saved different numbers of values")
         _check_versions(nodes)
         # Freed together by ReleaseAll when Op.release would free every one of them.
         self.saves = any(saved_per_node)

@@ -67,13 +67,10 @@ def calibrate(force=False):
     costs = {}
     # Its small RNNs' backward passes are this scheduler's own timing, not the caller's
     # work: while tg.compile captures (the first backward with `auto` may be inside one),
-    # they must not reach the recorder.
-    recorder, STATE.recorder = STATE.recorder, None
-    try:
+    # nothing watches them.
+    with STATE.tracer.paused():
         _engine_costs(costs)
         _numpy_costs(costs)
-    finally:
-        STATE.recorder = recorder
     # The wide walk's extra cost is a small difference of two noisy timings and came out
     # at 0 in some runs: at least half a vector-matrix product per row and node (about
     # one in two nodes of an RNN step is a product by the weight).

@@ -3,12 +3,14 @@
 import numpy as np
 
 from ..autograd.graph import BackwardGraph
-from . import resolve_scheduler
+from . import resolve_scheduler, scans
 from .auto import AutoScheduler, best_choice, calibrate, estimate
 from .below import next_chain_below, pending_after
+from .calibration import per_product
+from .declared import declared_at, declared_in, segment_of
 from .finder import find_chains
 from .scan_scheduler import ScanScheduler
-from .steps import MIN_STEPS, ChainPlan
+from .steps import MIN_STEPS, CannotScan, ChainPlan
 
 
 class SegmentPlan:
@@ -25,6 +27,44 @@ class SegmentPlan:
         self.estimates = estimates  # name -> estimated seconds
         self.estimated_by = estimated_by  # whose figures: what auto compared, or for show
         self.anchors = segment.anchors
+        # Per scheduler: (matrix products, vector products, depth), counted by the scans.
+        self.work_and_depth = {
+            method: scans.work_and_depth(method, self.length, block_size or 256)
+            for method in ("sequential", "hillis-steele", "blelloch", "blocked")
+        }
+
+    def predicted(self, workers):
+        """Seconds per scheduler with `workers` parallel workers: the cost model's estimate
+        (P = 1, this machine as calibrated) with the scan's products shared out (work / P;
+        Brent's bound, the depth a sum of one numpy call per level, already in the
+        estimate). The walk has no parallel work: its figure stays."""
+        costs = calibrate()
+        size = self.state_shape[-1] if self.state_shape else 1
+        rows = int(np.prod(self.state_shape[:-1])) if len(self.state_shape) > 1 else 1
+        matrix, vector = per_product(costs["t_mm"], size), per_product(costs["t_mv"], size)
+        times = {}
+        for method, (products, applied, _) in self.work_and_depth.items():
+            estimate = self.estimates.get(method)
+            if estimate is None:
+                continue
+            work = 0.0 if method == "sequential" else rows * (products * matrix + applied * vector)
+            times[method] = max(estimate - work * (1 - 1 / workers), 0.0)
+        return times
+
+    def work_and_depth_lines(self):
+        """The trade-off in words: per scheduler, work and depth, and the predicted times."""
+        counts = ", ".join(
+            f"{method} {products}+{applied} / {depth}"
+            for method, (products, applied, depth) in self.work_and_depth.items()
+        )
+        lines = [f"    work (matrix+vector products) / depth (levels): {counts}"]
+        for workers in (1, 64):
+            times = ", ".join(
+                f"{method} {seconds * 1e3:.2f}"
+                for method, seconds in self.predicted(workers).items()
+            )
+            lines.append(f"    predicted ms with {workers} worker(s) (work/P + depth): {times}")
+        return lines
 
     @property
     def scanned(self):
@@ -77,6 +117,7 @@ class BackwardPlan:
                 for name, seconds in sorted(segment.estimates.items(), key=lambda item: item[1])
             )
             lines.append(f"    estimated ({segment.estimated_by}): {estimates}")
+            lines.extend(segment.work_and_depth_lines())
         if not self.segments:
             lines.append("  no chain found: the whole graph is walked sequentially")
         return "\n".join(lines)
@@ -108,6 +149,9 @@ def backward_plan(loss, scheduler=None, gradient=None):
     name = getattr(chosen, "name", type(chosen).__name__)
     scanning = isinstance(chosen, ScanScheduler)
     min_steps = chosen.min_steps if scanning else MIN_STEPS
+    if declared_in([loss]):  # tg.scan's chains: what the scan schedulers' walk takes (declared.py)
+        decision, segments = _declared(loss, chosen, scanning, min_steps)
+        return BackwardPlan(name, _count_tensors(loss), segments, 0, decision)
     # The same analysis the scan schedulers run: the first look, else the full analysis.
     plan = find_chains(graph, min_steps)
     if plan.index is None and plan.segments:
@@ -119,6 +163,53 @@ def backward_plan(loss, scheduler=None, gradient=None):
     independent = len(plan.independent)
     decision, segments = _decide(chosen, graph, plan, scanning)
     return BackwardPlan(name, _count_tensors(loss), segments, independent, decision)
+
+
+def _declared(loss, chosen, scanning, min_steps):
+    """(what decided, the SegmentPlans) for the chains `tg.scan` declared in the graph."""
+    if not scanning:
+        rule = "not a scan scheduler: the walk (or the scheduler's own run)"
+    elif isinstance(chosen, AutoScheduler):
+        rule = "auto: per declared chain, the cheapest of the walk and the scans (the cost model)"
+    else:
+        rule = f"{chosen.name}: every declared chain is scanned"
+    segments, refusals = [], []
+    for top in _declared_tops(loss):
+        try:
+            segment = segment_of(declared_at(top), top, None, min_steps)
+        except CannotScan as reason:
+            refusals.append(f"a tg.scan of {len(declared_at(top).below)} steps is walked: {reason}")
+            continue
+        if not scanning:
+            method, block_size = "sequential", None
+        else:
+            method, block_size = chosen.choose(segment)
+        by = "what auto compares" if isinstance(chosen, AutoScheduler) else "the cost model"
+        times = chosen.estimates_for(segment) if by == "what auto compares" else None
+        times = times or _estimates(segment, False)
+        segments.append(
+            SegmentPlan(segment, method, block_size if method == "blocked" else None, times, by)
+        )
+    return "; ".join([rule] + refusals), segments
+
+
+def _declared_tops(root):
+    """The top anchors of declared chains in the graph of `root`, the newest first."""
+    tops = []
+    seen = {id(root)}
+    stack = [root]
+    while stack:
+        tensor = stack.pop()
+        if declared_at(tensor) is not None:
+            tops.append(tensor)
+        node = tensor._ctx
+        if node is None:
+            continue
+        for operand, needs in zip(node.inputs, node.needs_input_grad):
+            if needs and id(operand) not in seen:
+                seen.add(id(operand))
+                stack.append(operand)
+    return sorted(tops, key=lambda tensor: -tensor._ctx.sequence)
 
 
 def _add_chains_below(graph, plan, min_steps):

@@ -19,6 +19,7 @@ would not be recorded node by node.
 """
 
 import gc
+import heapq
 import itertools
 from operator import attrgetter, is_
 
@@ -26,11 +27,12 @@ import numpy as np
 
 from ..autograd.graph import ScannedSegment, unbroadcast
 from ..mode import STATE
-from ..ops import MatMul
 from . import jacobians, scans
 from .batched import BatchedSlot, ReleaseAll
 from .below import next_chain_below, pending_tensors
+from .declared import declared_at, declared_in, first_sequence, segment_of
 from .finder import find_chains, full_analysis
+from .steps import CannotScan
 
 
 def _per_step_sum(grad, count, shape, node, index):
@@ -156,7 +158,7 @@ class SegmentRun:
                 # A loss per step: one number each, broadcast over that step's values.
                 ndim = max(np.ndim(operand) for operand in batched.first.inputs)
                 grad = np.reshape(grad, grad.shape + (1,) * ndim)
-            results = self._vjp(node, batched, grad, needs, start, stop)
+            results = node.backward(grad)
             for k, code in enumerate(wiring):
                 result = results[k]
                 if result is None or not needs[k] or code == "const":
@@ -178,23 +180,6 @@ class SegmentRun:
                     previous = pending.get(target)
                     pending[target] = value if previous is None else previous + value
 
-    @staticmethod
-    def _vjp(node, batched, grad, needs, start, stop):
-        """The op's own backward on the stacked gradient; x @ W with a shared 2-D W sums
-        over the steps inside one matrix product instead of stacking per-step products."""
-        if batched.op_class is MatMul and needs[1] and batched.is_stacked[0]:
-            a, b = node.saved_tensors
-            if not batched.is_stacked[1] and np.ndim(b) == 2:
-                size_in = a.shape[-1]
-                flat_a = a.reshape(-1, size_in)
-                flat_grad = np.broadcast_to(grad, a.shape[:-1] + (b.shape[-1],)).reshape(
-                    -1, b.shape[-1]
-                )
-                grad_b = flat_a.T @ flat_grad
-                grad_a = grad @ b.T if needs[0] else None
-                return (grad_a, grad_b)
-        return node.backward(grad)
-
     # -- the whole segment ---------------------------------------------------------------------
 
     def _injections(self, pending, missing):
@@ -209,11 +194,9 @@ class SegmentRun:
         return injections
 
     def run(self, method, block_size):
-        recorder = STATE.recorder  # tg.compile's capture records the scan as one kernel
-        if recorder is not None and recorder.scanning is None:
-            recorder.record_scan(self, method, block_size)
-            return
         graph = self.graph
+        if graph.scan_watched(self, method, block_size):  # (tg.compile: one kernel)
+            return
         anchors = self.segment.anchors
         count = self.count
         top = anchors[-1]
@@ -285,6 +268,7 @@ class ScanScheduler:
         self.name = method
         self.block_size = block_size
         self.min_steps = min_steps
+        self.refusals = []  # why the last backward's declared chains were walked
 
     def choose(self, segment):
         """(method, block size) for a segment; `auto` overrides this with its cost model."""
@@ -300,7 +284,13 @@ class ScanScheduler:
         return True
 
     def run(self, graph):
-        if graph.create_graph or STATE.anomaly or not self.worth_analysing(graph):
+        if graph.create_graph or STATE.anomaly:
+            graph.run_sequential()
+            return
+        if graph.wanted is None and declared_in(graph.roots):  # a tg.scan's chain: nothing to find
+            walk(graph, self)
+            return
+        if not self.worth_analysing(graph):
             graph.run_sequential()
             return
         # The analysis and the batching make many small lists; pausing the cyclic garbage
@@ -458,3 +448,65 @@ def _scan(graph, entry, name):
 def note_scanned(graph, name, segment, method, block_size):
     """Tell the graph (and whoever watches it: viz) which chain was scanned, and how."""
     graph.scanned_segments.append(ScannedSegment(name, segment.anchors, method, block_size))
+
+
+def walk(graph, scheduler):
+    """The engine's walk (the newest pending node first), scanning a declared chain
+    (`tg.scan`, declared.py) when it reaches the chain's top anchor; the leaves last."""
+    scheduler.refusals = []
+    heap = graph.heap = []
+    graph.leaves = []  # (sent leaves stay pending in `graph.grads` for the walk below)
+    for key in graph.grads:
+        node = graph.tensors[key]._ctx
+        if node is not None:
+            heap.append((-node.sequence, key))
+    heapq.heapify(heap)
+    try:
+        while heap:
+            key = heapq.heappop(heap)[1]
+            if key not in graph.grads:
+                continue  # taken by a scan (x_0's injection), queued again when it sent g_0
+            tensor = graph.tensors[key]
+            declaration = declared_at(tensor)
+            if declaration is not None and scan_declared(graph, scheduler, declaration, tensor):
+                continue
+            graph.owned.discard(key)
+            graph.visit(tensor, graph.grads.pop(key))
+    finally:
+        graph.heap = graph.leaves = None
+    graph.run_sequential()  # the leaves
+
+
+def scan_declared(graph, scheduler, declaration, top):
+    """Scan the declared chain whose top anchor the walk has reached; False (the reason
+    kept in the scheduler's `refusals`) when it cannot be scanned: the walk goes on.
+
+    Before the scan, the walk goes on below the top through the pending tensors made
+    since the chain's first step, but for its anchors: the readouts of the steps (y_t =
+    h_t V, its loss), which send the injections e_t to the anchors. None of them leads
+    back into the chain (a step reads only its own tensors, its carry and tensors made
+    before the chain: `segment_of` checks), so their gradients are complete. (A readout
+    of a tensor inside a step, not its carry, sends its part through that step's ops
+    now, and the scan sends the chain's part later: the rules are linear in the
+    gradient, so the sum is the walk's.)"""
+    try:
+        segment = segment_of(declaration, top, graph.capture, scheduler.min_steps)
+        method, block_size = scheduler.choose(segment)
+        if method == "sequential":
+            raise CannotScan(f"{scheduler.name}: the walk is estimated cheaper")
+        runner = SegmentRun(graph, segment)
+    except CannotScan as reason:
+        scheduler.refusals.append(str(reason))
+        return False
+    anchors = set(map(id, segment.anchors))
+    bound = first_sequence(segment)
+    heap = graph.heap
+    while heap and -heap[0][0] > bound:
+        entry = heapq.heappop(heap)
+        if entry[1] in anchors:
+            continue  # an injection: the scan takes it from `graph.grads`
+        graph.owned.discard(entry[1])
+        graph.visit(graph.tensors[entry[1]], graph.grads.pop(entry[1]))
+    runner.run(method, block_size)
+    note_scanned(graph, scheduler.name, segment, method, block_size)
+    return True

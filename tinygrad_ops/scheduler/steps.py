@@ -30,6 +30,10 @@ MIN_STEPS = 2  # a segment shorter than this is not worth a scan
 MAX_PERIOD = 16  # the most ops per step that the period search tries
 
 
+class CannotScan(ValueError):  # noqa: N818 (a reason, shown by backward_plan)
+    """Why a chain is walked instead of scanned, in words for `backward_plan`."""
+
+
 class NotAChain(Exception):  # noqa: N818 (a signal inside the finder, not an error)
     """Raised inside the finder when the graph leaves the shape of a chain (a leaf where an
     op was expected, a constant where a tensor was); the phase that catches it ends the

@@ -1,4 +1,5 @@
-"""Open `viz.html`'s pages in the installed headless Chromium (for tests and screenshots).
+"""Open `viz.html`'s pages in the installed headless Chromium (for the browser tests and
+the screenshots of docs/images/make_pictures.py).
 
 selenium drives Debian's `chromium` with its `chromedriver`; the driver's path is given,
 so selenium never downloads one. Nothing here is needed to *view* a page: any browser

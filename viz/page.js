@@ -1,61 +1,3 @@
-"""The page `viz.html` writes: HTML, CSS and the script that draws and steps the walk.
-
-`__TITLE__` and `__DATA__` are replaced by the title and by the JSON of `html.page_data`
-(nodes with their positions, edges, the engine's backward steps). The script only draws
-what the JSON says: it computes no gradient and no order of its own. Elements carry
-`data-*` attributes (`data-node`, `data-field`) so that the browser tests can read what a
-reader sees.
-"""
-
-PAGE_STYLE = """
-body { margin: 0; font: 13px/1.4 Helvetica, Arial, sans-serif; color: #222; }
-header { display: flex; gap: 6px; align-items: center; padding: 6px 10px;
-  border-bottom: 1px solid #ccc; background: #f7f7f7; flex-wrap: wrap; }
-header h1 { font-size: 14px; margin: 0 12px 0 0; }
-header button { font: inherit; padding: 2px 8px; }
-#counter { min-width: 18em; font-variant-numeric: tabular-nums; }
-main { display: flex; height: calc(100vh - 42px); }
-#canvas { flex: 1; overflow: hidden; position: relative; }
-#graph { width: 100%; height: 100%; cursor: grab; background: #fff; }
-#panel { width: 360px; overflow: auto; border-left: 1px solid #ccc; padding: 8px 12px;
-  background: #fcfcfc; }
-#panel h2 { font-size: 14px; margin: 4px 0; }
-#panel .rule { font-family: monospace; background: #f0ecf5; padding: 4px; white-space: pre-wrap; }
-#panel .box { border: 1px solid #ddd; border-radius: 4px; padding: 4px 6px; margin: 4px 0; }
-#panel .box b { color: #555; }
-#panel code { display: block; white-space: pre-wrap; word-break: break-all; }
-#panel .grad { border-color: #e6b8b3; background: #fdf3f2; }
-#panel .pending { color: #999; }
-.node rect { stroke-width: 1.2; }
-.node text { font-size: 12px; text-anchor: middle; pointer-events: none; }
-.node text.sub { font-size: 10px; fill: #555; }
-.node.op rect, .node.output rect { fill: #e1d5e7; stroke: #9673a6; }
-.node.output rect { stroke-width: 2.4; stroke: #b85450; }
-.node.parameter rect { fill: #ffe6cc; stroke: #d79b00; }
-.node.leaf rect { fill: #d5e8d4; stroke: #82b366; }
-.node.input rect { fill: #dae8fc; stroke: #6c8ebf; }
-.node.call rect { fill: #eaeef7; stroke: #6c7a99; stroke-dasharray: 4 2; }
-.node.scan rect { fill: #fff2cc; stroke: #d6b656; stroke-width: 2; }
-.node.done rect { opacity: 0.55; }
-.node.current rect { stroke: #b03a2e; stroke-width: 3.5; opacity: 1; }
-.node.selected rect { stroke: #1f6feb; stroke-width: 3; }
-.badge circle { fill: #fff; stroke: #b03a2e; }
-.badge text { font-size: 10px; fill: #b03a2e; font-weight: bold; }
-.node.done .badge circle, .node.current .badge circle { fill: #b03a2e; }
-.node.done .badge text, .node.current .badge text { fill: #fff; }
-.edge path { fill: none; stroke: #999; stroke-width: 1.2; }
-.edge text { font-size: 10px; fill: #a05a55; display: none; }
-.edge.arrived path { stroke: #a05a55; stroke-width: 1.8; }
-.edge.arrived text { display: inline; }
-.edge.sending path { stroke: #b03a2e; stroke-width: 3.2; }
-.edge.sending text { font-weight: bold; fill: #b03a2e; }
-.levels rect { fill: #eee; stroke: #bbb; }
-.levels rect.now { fill: #f8cecc; stroke: #b03a2e; }
-.levels rect.made { fill: #fff2cc; stroke: #d6b656; }
-.levels text { font-size: 9px; text-anchor: middle; }
-"""
-
-PAGE_SCRIPT = r"""
 "use strict";
 const data = JSON.parse(document.getElementById("tg-data").textContent);
 const SVG = "http://www.w3.org/2000/svg";
@@ -104,16 +46,16 @@ const edgeElements = data.edges.map((edge) => {
   const spread = 28 * (index - (pairCount.get(pair) - 1) / 2);
   const group = svg("g", { class: "edge", "data-from": edge.from, "data-to": edge.to }, viewport);
   const y1 = source.y + NODE_HEIGHT / 2, y2 = target.y - NODE_HEIGHT / 2, middle = (y1 + y2) / 2;
-  svg("path", { d: `M${source.x},${y1} C${source.x + spread},${middle} ` +
-    `${target.x + spread},${middle} ${target.x},${y2}`, "marker-end": "url(#arrow)" }, group);
+  // The arrowhead is the stylesheet's (marker-end by class): one size, the edge's colour.
+  const path = svg("path", { d: `M${source.x},${y1} C${source.x + spread},${middle} ` +
+    `${target.x + spread},${middle} ${target.x},${y2}` }, group);
+  let label = null;
   if (edge.grad) {
-    const side = spread < 0 ? { x: (source.x + target.x) / 2 + spread - 4, "text-anchor": "end" }
-      : { x: (source.x + target.x) / 2 + spread + 4 };
-    const label = svg("text", { ...side, y: middle, "data-field": "edge-grad" }, group);
+    label = svg("text", { "data-field": "edge-grad" }, group);
     label.textContent = edge.grad.values && edge.grad.values.length <= 4
       ? "∇ " + numbers(edge.grad.values) : `∇ ‖${number(edge.grad.norm)}‖`;
   }
-  return { edge, group };
+  return { edge, group, path, label };
 });
 
 const nodeElements = new Map();
@@ -122,23 +64,70 @@ for (const node of data.nodes) {
     transform: `translate(${node.x},${node.y})` }, viewport);
   svg("rect", { x: -node.w / 2, y: -NODE_HEIGHT / 2, width: node.w, height: NODE_HEIGHT, rx: 7 },
     group);
-  svg("text", { y: node.sub ? -3 : 4 }, group).textContent = node.label;
-  if (node.sub) svg("text", { y: 11, class: "sub" }, group).textContent = node.sub;
-  const steps = stepsOf.get(node.id);
-  if (steps) {
-    const corner = `translate(${node.w / 2},${-NODE_HEIGHT / 2})`;
-    const badge = svg("g", { class: "badge", transform: corner }, group);
-    const caption = steps.length === 1 ? String(steps[0])
-      : `${steps[0]}–${steps[steps.length - 1]}`;
-    svg("circle", { r: 6 + 3 * caption.length }, badge);
+  // The badge of the node's backward steps sits in its own room at the right, so that it
+  // never covers the label; the two lines of text are centred in the rest.
+  const room = node.badge_width || 0, centre = -room / 2, inner = node.w - room - 12;
+  fitText(svg("text", { x: centre, y: node.sub ? -3 : 4, "data-field": "label" }, group),
+    node.label, inner);
+  if (node.sub) fitText(svg("text", { x: centre, y: 11, class: "sub" }, group), node.sub, inner);
+  if (node.badge) {
+    const badge = svg("g", { class: "badge", transform: `translate(${node.w / 2 - room / 2},0)` },
+      group);
+    svg("rect", { x: -room / 2 + 3, y: -8, width: room - 6, height: 16, rx: 8 }, badge);
     const order = svg("text", { y: 3.5, "text-anchor": "middle", "data-field": "order" }, badge);
-    order.textContent = caption;
+    order.textContent = node.badge;
   }
   group.addEventListener("mouseenter", () => { if (!state.pinned) showDetails(node.id); });
   group.addEventListener("mouseleave", () => { if (!state.pinned) showDetails(null); });
   group.addEventListener("click", (event) => { event.stopPropagation(); pin(node.id); });
   nodeElements.set(node.id, group);
 }
+
+function fitText(element, content, width) {
+  // Python sized the node from a guess of the text's width: squeeze a text that is wider.
+  element.textContent = content;
+  if (element.getComputedTextLength() > width) {
+    element.setAttribute("textLength", width);
+    element.setAttribute("lengthAdjust", "spacingAndGlyphs");
+  }
+}
+
+// Edge labels: each at the first point along its edge (from the middle outwards, either
+// side) where its box meets no node and no label placed before it.
+function overlaps(a, b) {
+  return a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+}
+function placeLabels() {
+  const taken = data.nodes.map((node) => ({ x: node.x - node.w / 2, y: node.y - NODE_HEIGHT / 2,
+    w: node.w, h: NODE_HEIGHT }));
+  for (const { path, label } of edgeElements) {
+    if (!label) continue;
+    label.style.display = "inline";  // hidden labels measure as empty
+    const size = label.getBBox(), length = path.getTotalLength();
+    label.style.display = "";
+    const box = (t, side, drop) => {
+      const point = path.getPointAtLength(length * t);
+      const x = side > 0 ? point.x + 4 : point.x - 4 - size.width;
+      return { x, y: point.y - size.height / 2 + drop, w: size.width, h: size.height };
+    };
+    let chosen = null;
+    for (const t of [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8]) {
+      for (const side of [1, -1]) {
+        const candidate = box(t, side, 0);
+        if (!taken.some((other) => overlaps(candidate, other))) { chosen = candidate; break; }
+      }
+      if (chosen) break;
+    }
+    for (let drop = 1; !chosen; drop++) {  // crowded: the first free place below the middle
+      const candidate = box(0.5, 1, drop * (size.height + 1));
+      if (!taken.some((other) => overlaps(candidate, other))) chosen = candidate;
+    }
+    taken.push(chosen);
+    label.setAttribute("x", chosen.x);
+    label.setAttribute("y", chosen.y + chosen.h / 2);
+  }
+}
+placeLabels();
 
 // ---- pan and zoom --------------------------------------------------------------------------
 
@@ -190,9 +179,7 @@ window.addEventListener("mousemove", (event) => {
   applyView();
 });
 canvas.addEventListener("click", () => pin(null));
-"""
 
-PAGE_SCRIPT_STEPS = r"""
 // ---- the details panel ---------------------------------------------------------------------
 
 const panel = document.getElementById("panel");
@@ -242,6 +229,12 @@ function leafDetails(node) {
   valueBox("gradient (total)", node.grad, "grad", panel);
 }
 
+function elidedDetails(node) {
+  text("h2", node.label, { "data-field": "heading" }, panel);
+  text("p", "The nodes farthest from the loss are not drawn (max_nodes). Group the module " +
+    "calls (groups= and depth=) to see the whole graph folded.", {}, panel);
+}
+
 function ranges(numbers) {  // [1, 2, 3, 7] -> "1–3, 7"
   const parts = [];
   for (let i = 0; i < numbers.length; i++) {
@@ -284,18 +277,29 @@ function scanDetails(node) {
     state.level = Math.min(levels.length, state.level + 1);
     showDetails(node.id);
   };
-  const cell = Math.max(12, Math.min(40, 320 / count));
-  const size = { width: cell * count + 4, height: 22 * (levels.length + 1) + 20 };
+  // One row per level, labelled at the left; one column per position of the chain,
+  // labelled at the top (a label that would run into the one before it is left out).
+  const left = 52, cell = Math.max(10, Math.min(40, 290 / count));
+  const size = { width: left + cell * count + 4, height: 22 * levels.length + 24 };
   const picture = svg("svg", { class: "levels", ...size }, panel);
+  let free = left;
   for (let position = 0; position < count; position++) {
-    svg("text", { x: cell * position + cell / 2 + 2, y: 12 }, picture).textContent =
-      intervalName(node, position, position).replace("g(", "").replace(")", "");
+    const name = intervalName(node, position, position).replace("g(", "").replace(")", "");
+    const label = svg("text", { x: left + cell * position + cell / 2 + 2, y: 12,
+      "data-field": "position" }, picture);
+    label.textContent = name;
+    const box = label.getBBox();
+    if (box.x < free) label.remove();
+    else free = box.x + box.width + 3;
   }
   levels.forEach((pairs, index) => {
+    const y = 18 + 22 * index;
+    svg("text", { x: 2, y: y + 12, class: "level-name", "data-field": "level-name" },
+      picture).textContent = `level ${index + 1}`;
     for (const [a, , , d] of pairs) {
       const made = index + 1 === state.level ? "now" : index + 1 < state.level ? "made" : "";
-      svg("rect", { x: cell * a + 2, y: 18 + 22 * index, width: cell * (d - a + 1) - 2,
-        height: 16, class: made }, picture);
+      svg("rect", { x: left + cell * a + 2, y, width: cell * (d - a + 1) - 2, height: 16,
+        class: made }, picture);
     }
   });
   if (state.level > 0) {
@@ -322,6 +326,7 @@ function showDetails(nodeId) {
   panel.setAttribute("data-showing", shown);
   if (node.kind === "op" || node.kind === "output") opDetails(node);
   else if (node.kind === "call" || node.kind === "scan") groupDetails(node);
+  else if (node.kind === "elided") elidedDetails(node);
   else leafDetails(node);
 }
 
@@ -347,8 +352,10 @@ function go(step) {
     group.classList.toggle("done", steps.some((number) => number < state.step));
   }
   for (const { edge, group } of edgeElements) {
-    group.classList.toggle("arrived", edge.step !== null && edge.step <= state.step);
-    group.classList.toggle("sending", edge.step !== null && edge.step === state.step);
+    // Only an edge a gradient came back along lights up (none flows into x, a constant).
+    const ran = edge.carries && edge.step !== null;
+    group.classList.toggle("arrived", ran && edge.step <= state.step);
+    group.classList.toggle("sending", ran && edge.step === state.step);
   }
   slider.value = state.step;
   const counter = document.getElementById("counter");
@@ -376,45 +383,3 @@ window.addEventListener("keydown", (event) => {
 document.getElementById("title").textContent = `${data.title} (${data.scheduler})`;
 fit();
 go(0);
-"""
-
-PAGE_TEMPLATE = (
-    """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>__TITLE__</title>
-<style>"""
-    + PAGE_STYLE
-    + """</style>
-</head>
-<body>
-<header>
-  <h1 id="title"></h1>
-  <button id="first" title="before backward (Home)">|◀ start</button>
-  <button id="prev" title="one step back (←)">◀ back</button>
-  <button id="next" title="one step on (→)">next ▶</button>
-  <button id="last" title="the whole walk (End)">end ▶|</button>
-  <input type="range" id="slider" min="0" value="0">
-  <span id="counter"></span>
-  <button id="fit">fit</button>
-</header>
-<main>
-  <div id="canvas">
-    <svg id="graph" xmlns="http://www.w3.org/2000/svg">
-      <defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7"
-        markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#999"/></marker></defs>
-      <g id="viewport"></g>
-    </svg>
-  </div>
-  <aside id="panel"></aside>
-</main>
-<script type="application/json" id="tg-data">__DATA__</script>
-<script>"""
-    + PAGE_SCRIPT
-    + PAGE_SCRIPT_STEPS
-    + """</script>
-</body>
-</html>
-"""
-)
