@@ -214,7 +214,7 @@ def linspace(start, end, steps, dtype=None, requires_grad=False):
         raise TypeError(f"linspace: steps must be an int, got {steps!r}")
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
-    dtype = np.dtype(DEFAULT_DTYPE if dtype is None else dtype)
+    dtype = _spaced_dtype(dtype, "linspace")
     return _fresh(_spaced(start, end, steps, dtype).astype(dtype), requires_grad)
 
 
@@ -226,9 +226,17 @@ def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False):
     >>> tg.logspace(0, 2, 3).tolist()
     [1.0, 10.0, 100.0]
     """
+    dtype = _spaced_dtype(dtype, "logspace")
     exponents = linspace(start, end, steps, dtype=np.float64).data
-    dtype = DEFAULT_DTYPE if dtype is None else np.dtype(dtype)
     return _fresh(np.power(float(base), exponents).astype(dtype), requires_grad)
+
+
+def _spaced_dtype(dtype, op_name):
+    """float32 by default; a number dtype (PyTorch has no bool ranges: NotImplementedError)."""
+    dtype = np.dtype(DEFAULT_DTYPE if dtype is None else dtype)
+    if dtype.kind not in "iuf":
+        raise NotImplementedError(f"{op_name}: not implemented for dtype {dtype}, as PyTorch's")
+    return dtype
 
 
 def _spaced(start, end, steps, dtype):
