@@ -46,7 +46,7 @@ def cross(input, other, dim=None):
 
 def kron(input, other):
     """out = the Kronecker product: out[i·p + k, j·q + l] = a[i, j] b[k, l] (any number of
-    dims, the fewer padded with leading 1s), as torch.kron.
+    dims, the tensor with fewer padded with leading dims of size one), as torch.kron.
 
     >>> import tinygrad_ops as tg
     >>> kron(tg.Tensor([[1.0, 2.0]]), tg.Tensor([[1.0], [10.0]])).tolist()
