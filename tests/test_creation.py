@@ -132,6 +132,9 @@ def test_linspace_default_dtype_tensor_ends_and_refusals():
         tg.linspace(0, 1, -1)
     with pytest.raises(TypeError, match="steps must be an int"):
         tg.linspace(0, 1, 2.0)
+    for function in (tg.linspace, tg.logspace):  # as torch's: no bool ranges
+        with pytest.raises(NotImplementedError, match="bool"):
+            function(5, 10, 3, dtype=np.bool_)
 
 
 @pytest.mark.parametrize("arguments", [(0, 2, 3), (-2, 3, 9), (-2.3, 3.1, 17), (1, 1, 1)])

@@ -13,7 +13,7 @@ PACKAGES = {"tinygrad_ops": "tinygrad_ops", "viz": "tinygrad_ops.viz"}
 # Lowest first. The scheduler registry sits below the engine: the engine resolves scheduler
 # names through it (it imports no implementation). A package's __init__ only re-exports.
 LAYERS = [
-    ("mode", ["tinygrad_ops.mode"]),
+    ("mode", ["tinygrad_ops.mode", "tinygrad_ops.random_state"]),
     ("ops", ["tinygrad_ops.ops"]),
     ("registry", ["tinygrad_ops.scheduler.registry"]),
     ("engine", ["tinygrad_ops.autograd"]),

@@ -80,3 +80,38 @@ def test_sum_with_dtype_differentiates():
     total.backward()
     assert x.grad.dtype == np.float32
     assert x.grad.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "check"),
+    [
+        ("uniform_", (-2.0, 3.0), lambda v: v.min() >= -2.0 and v.max() < 3.0),
+        ("normal_", (5.0, 0.5), lambda v: abs(v.mean() - 5.0) < 0.05 and abs(v.std() - 0.5) < 0.05),
+    ],
+)
+def test_uniform_and_normal_in_place(name, arguments, check):
+    x = tg.zeros(4000, dtype=np.float64)
+    version = list(x._version)
+    assert getattr(x, name)(*arguments) is x
+    assert check(x.numpy())
+    assert x.dtype == np.float64
+    assert list(x._version) != version
+    tg.manual_seed(3)
+    first = getattr(tg.zeros(5), name)(*arguments).tolist()
+    tg.manual_seed(3)
+    assert getattr(tg.zeros(5), name)(*arguments).tolist() == first
+    generator = np.random.default_rng(0)
+    again = getattr(tg.zeros(5), name)(*arguments, generator=np.random.default_rng(0)).tolist()
+    assert getattr(tg.zeros(5), name)(*arguments, generator=generator).tolist() == again
+    # as PyTorch's: refused on a leaf that requires grad, allowed under no_grad; the old
+    # values of a non-leaf get no gradient
+    parameter = tg.nn.Parameter(np.zeros(3, dtype=np.float32))
+    with pytest.raises(RuntimeError, match="leaf"):
+        getattr(parameter, name)()
+    with tg.no_grad():
+        getattr(parameter, name)()
+    weight = tg.ones(3, requires_grad=True)
+    filled = weight * 2
+    getattr(filled, name)()
+    filled.sum().backward()
+    assert weight.grad.tolist() == [0.0, 0.0, 0.0]

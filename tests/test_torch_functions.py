@@ -45,6 +45,12 @@ CALLS = {
     "swapaxes": ((0, 1), {}),
     "lerp": ((), {}),
     "nan_to_num": ((), {"nan": 1.5}),
+    "kthvalue": ((2,), {"dim": 1}),
+    "median": ((), {"dim": 0}),
+    "mode": ((), {"dim": 1}),
+    "quantile": ((0.3,), {"dim": 1}),
+    "count_nonzero": ((), {"dim": 1}),
+    "aminmax": ((), {"dim": 1}),
 }
 # The functions defined on part of the line: their inputs are moved there.
 DOMAINS = {

@@ -5,59 +5,11 @@ import math
 import numpy as np
 
 from .ops.checks import check_number, checked_shape, varargs_shape
+
+# The one shared generator lives in random_state.py; its functions are re-exported here,
+# where the tensors it fills are made.
+from .random_state import default_generator, get_rng_state, manual_seed, set_rng_state  # noqa: F401
 from .tensor import DEFAULT_DTYPE, Tensor, from_numpy
-
-# The one shared generator, as PyTorch's default generator: `manual_seed(n)` reseeds it, so
-# `tg.manual_seed(0)` then randn, rand, dropout and layers' initial weights repeat exactly.
-
-
-_DEFAULT = {"generator": np.random.default_rng()}
-
-
-def manual_seed(seed):
-    """Reseed the generator that tg.randn/tg.rand, F.dropout, layers' initial weights (and
-    the training command) draw from, as torch.manual_seed.
-
-    >>> import tinygrad_ops as tg
-    >>> tg.manual_seed(0)
-    >>> first = tg.nn.Linear(2, 2).weight.numpy().copy()
-    >>> tg.manual_seed(0)
-    >>> bool((tg.nn.Linear(2, 2).weight.numpy() == first).all())
-    True
-    """
-    _DEFAULT["generator"] = np.random.default_rng(seed)
-
-
-def default_generator():
-    """The shared `numpy.random.Generator` that `manual_seed` reseeds."""
-    return _DEFAULT["generator"]
-
-
-def get_rng_state():
-    """The shared generator's state, a plain dict of numbers (JSON-friendly).
-
-    >>> import tinygrad_ops as tg
-    >>> state = tg.nn.get_rng_state()
-    >>> first = tg.nn.Linear(2, 2).weight.numpy().copy()
-    >>> tg.nn.set_rng_state(state)
-    >>> bool((tg.nn.Linear(2, 2).weight.numpy() == first).all())
-    True
-    """
-    return _DEFAULT["generator"].bit_generator.state
-
-
-def set_rng_state(state):
-    """Restore a state returned by `get_rng_state` (what a resumed checkpoint does).
-
-    >>> import tinygrad_ops as tg
-    >>> state = tg.nn.get_rng_state()
-    >>> tg.nn.set_rng_state(state)
-    >>> tg.nn.get_rng_state() == state
-    True
-    """
-    generator = np.random.default_rng()
-    generator.bit_generator.state = state
-    _DEFAULT["generator"] = generator
 
 
 def _generator(seed, generator, op_name):
@@ -262,7 +214,7 @@ def linspace(start, end, steps, dtype=None, requires_grad=False):
         raise TypeError(f"linspace: steps must be an int, got {steps!r}")
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
-    dtype = np.dtype(DEFAULT_DTYPE if dtype is None else dtype)
+    dtype = _spaced_dtype(dtype, "linspace")
     return _fresh(_spaced(start, end, steps, dtype).astype(dtype), requires_grad)
 
 
@@ -274,9 +226,17 @@ def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False):
     >>> tg.logspace(0, 2, 3).tolist()
     [1.0, 10.0, 100.0]
     """
+    dtype = _spaced_dtype(dtype, "logspace")
     exponents = linspace(start, end, steps, dtype=np.float64).data
-    dtype = DEFAULT_DTYPE if dtype is None else np.dtype(dtype)
     return _fresh(np.power(float(base), exponents).astype(dtype), requires_grad)
+
+
+def _spaced_dtype(dtype, op_name):
+    """float32 by default; a number dtype (PyTorch has no bool ranges: NotImplementedError)."""
+    dtype = np.dtype(DEFAULT_DTYPE if dtype is None else dtype)
+    if dtype.kind not in "iuf":
+        raise NotImplementedError(f"{op_name}: not implemented for dtype {dtype}, as PyTorch's")
+    return dtype
 
 
 def _spaced(start, end, steps, dtype):

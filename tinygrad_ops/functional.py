@@ -436,6 +436,7 @@ def dropout(x, p=0.5, training=True, generator=None, seed=None):
 # ----------------------------------------------------------------------------------------------
 # Convolution and pooling (tinygrad_ops/ops/conv.py and ops/pool.py; the "opsnew" section)
 
+from .ops.adaptive_max import adaptive_max_pool2d  # noqa: E402
 from .ops.conv import conv1d, conv2d  # noqa: E402 (a section of its own, kept apart)
 from .ops.conv_transpose import conv_transpose2d  # noqa: E402
 from .ops.pool import (  # noqa: E402
@@ -448,8 +449,8 @@ from .ops.pool import (  # noqa: E402
 from .ops.unpool import max_unpool2d  # noqa: E402
 
 __all__ += [
-    "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "conv_transpose2d",
-    "max_pool1d", "max_pool2d", "max_unpool2d",
+    "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "conv1d",
+    "conv2d", "conv_transpose2d", "max_pool1d", "max_pool2d", "max_unpool2d",
 ]  # fmt: skip
 
 # Indexing and padding (tinygrad_ops/ops/indexing.py, ops/movement.py; the "opsnew" section)

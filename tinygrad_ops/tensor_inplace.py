@@ -17,6 +17,7 @@ from .mode import STATE
 from .ops.base import as_operand, bump_version, is_tensor, values_written
 from .ops.checks import check_number
 from .ops.elementwise import Add, Clip, Div, Fill, Mul, Relu, Sub
+from .random_state import default_generator
 from .tensor_math import check_bounds
 
 
@@ -77,6 +78,18 @@ class InplaceMethods:
         """a = value in place, NaNs and infs included (no gradient flows to the old values)."""
         check_number("fill_", value)
         return self._inplace(Fill, value)
+
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        """a = samples of U(a, b) in place (PyTorch's `from` and `to`), drawn from `generator`
+        or the shared one `tg.manual_seed` reseeds; no gradient flows to the old values."""
+        draws = (generator or default_generator()).uniform(a, b, size=self.shape)
+        return self._inplace(Fill, draws.astype(self.dtype))
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """a = samples of N(mean, std²) in place, drawn as uniform_'s; no gradient flows to
+        the old values."""
+        draws = (generator or default_generator()).normal(mean, std, size=self.shape)
+        return self._inplace(Fill, draws.astype(self.dtype))
 
     def copy_(self, source):
         """Overwrite the data with `source` (not recorded: use under tg.no_grad())."""

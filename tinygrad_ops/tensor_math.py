@@ -52,6 +52,7 @@ from .ops import (
     Tan,
     Tanh,
     Trunc,
+    products,
 )
 from .ops.base import is_tensor, values_read
 from .ops.checks import ArgumentError, reduction_arguments
@@ -330,6 +331,18 @@ class MathMethods:
         """out = a is NaN: a boolean tensor outside the tape (no gradient)."""
         values_read(self, "isnan")
         return constant(np.isnan(self.data))
+
+    def cross(self, other, dim=None):
+        return products.cross(self, other, dim)
+
+    def kron(self, other):
+        return products.kron(self, other)
+
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        return products.diff(self, n, dim, prepend, append)
+
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        return products.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
     def logical_not(self):
         """out = not a (nonzero counts as true): a boolean tensor outside the tape."""

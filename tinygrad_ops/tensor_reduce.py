@@ -11,10 +11,11 @@ Reductions take numpy's `axis`/`keepdims` and PyTorch's `dim`/`keepdim`.
 """
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from .ops import scatter_reduce
+from .ops import scatter_reduce, searching
 from .ops.base import is_tensor, values_read
 from .ops.checks import (
     AxisError,
@@ -313,6 +314,155 @@ class ReduceMethods:
         indices = indices.reshape(self.shape)
         values = self.gather(axis, constant(indices)) if self.ndim else self * 1
         return ValuesIndices(values, constant(indices.astype(np.int64)))
+
+    # -- order statistics: elements picked from the sorted order (the gradient goes to them) --
+
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        """(values, indices) of the k-th smallest element along dim (NaN counts as the
+        largest), as torch.kthvalue; the gradient goes to the element picked."""
+        x, dim = _along(self, dim, "kthvalue")
+        size = x.shape[dim]
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= size:
+            raise RuntimeError(
+                f"kthvalue: selected number k={k!r} out of range for dimension {dim} of size {size}"
+            )
+        ranks = np.full(keepdims_shape(x.shape, (dim,)), k - 1)
+        return _picked(self, x, dim, _sorted_order(x, dim, "kthvalue"), ranks, keepdim)
+
+    def median(self, dim=None, keepdim=False):
+        """The lower median (the ((n - 1) // 2)-th smallest; NaN where a NaN is present), as
+        torch.median: of every element without dim, else (values, indices) along dim; the
+        gradient goes to the element picked."""
+        if dim is None:
+            return self.reshape(-1).median(0).values
+        x, dim = _along(self, dim, "median")
+        order = _sorted_order(x, dim, "median")
+        valid = np.sum(~np.isnan(x.data), axis=dim, keepdims=True) if x.dtype.kind == "f" else None
+        ranks = np.full(keepdims_shape(x.shape, (dim,)), (x.shape[dim] - 1) // 2)
+        if valid is not None:  # a NaN sorts last: the first of them is picked, as PyTorch
+            ranks = np.where(valid < x.shape[dim], valid, ranks)
+        return _picked(self, x, dim, order, ranks, keepdim)
+
+    def mode(self, dim=-1, keepdim=False):
+        """(values, indices) of the most frequent value along dim (the smallest of equally
+        frequent ones, at its last position), as torch.mode; the gradient goes there."""
+        x, dim = _along(self, dim, "mode")
+        values_read(x, "mode")
+        rows = np.moveaxis(x.data, dim, -1).reshape(-1, x.shape[dim])
+        positions = np.empty(len(rows), dtype=np.int64)
+        for number, row in enumerate(rows):
+            candidates, counts = np.unique(row, return_counts=True)
+            chosen = candidates[np.argmax(counts)]  # (unique sorts: the first max is smallest)
+            positions[number] = len(row) - 1 - np.argmax(row[::-1] == chosen)
+        kept = np.moveaxis(x.data, dim, -1).shape[:-1]
+        index = np.expand_dims(positions.reshape(kept), dim)
+        values = x.gather(dim, constant(index))
+        if not keepdim:
+            values, index = values.squeeze(dim), index.squeeze(dim)
+        return _restored(self, values, index, keepdim)
+
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        """The q-th quantiles along dim (of every element without dim), as torch.quantile:
+        rank q (n - 1) in the sorted values, between its neighbours by `interpolation`
+        (linear, lower, higher, midpoint, nearest); NaN where a NaN is present. A 1-d q puts
+        its dim first. Composed of gathers and lerp, so the gradient is theirs."""
+        check_float("quantile", self.data)
+        levels = np.asarray(q.data if is_tensor(q) else q, dtype=np.float64)
+        if levels.ndim > 1 or np.any((levels < 0) | (levels > 1)) or np.any(np.isnan(levels)):
+            raise RuntimeError(
+                f"quantile: q must be a scalar or 1-d, with values in [0, 1], got {q}"
+            )
+        if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
+            raise RuntimeError(f"quantile: interpolation {interpolation!r} is unknown")
+        source = self.reshape(-1) if dim is None else self
+        x, axis = _along(source, -1 if dim is None else dim, "quantile")
+        order = _sorted_order(x, axis, "quantile")
+        size = x.shape[axis]
+        ranks = levels.reshape(-1) * (size - 1)
+        below, above = np.floor(ranks), np.ceil(ranks)
+        if interpolation == "nearest":
+            below = above = np.round(ranks)  # (half to even, as PyTorch's round)
+        weights = {"linear": ranks - below, "midpoint": np.where(above > below, 0.5, 0.0)}
+        weight = weights.get(interpolation, np.zeros_like(ranks))
+        if interpolation == "lower":
+            above = below
+        elif interpolation == "higher":
+            below = above
+        shape = [1] * x.ndim
+        shape[axis] = len(ranks)
+        nan_rows = np.any(np.isnan(x.data), axis=axis, keepdims=True)
+        low, high = (
+            np.where(nan_rows, size - 1, r.astype(np.int64).reshape(shape)) for r in (below, above)
+        )
+        start = x.gather(axis, constant(np.take_along_axis(order, low, axis)))
+        end = x.gather(axis, constant(np.take_along_axis(order, high, axis)))
+        out = start.lerp(end, constant(weight.astype(x.dtype).reshape(shape)))
+        out = out.moveaxis(axis, 0)  # (the quantiles first)
+        if keepdim:
+            kept = (
+                (1,) * self.ndim
+                if dim is None
+                else out.shape[1 : axis + 1] + (1,) + out.shape[axis + 1 :]
+            )
+            out = out.reshape((len(ranks), *kept))
+        if levels.ndim == 0:
+            out = out.reshape(out.shape[1:])
+        return out
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        return searching.unique(self, sorted, return_inverse, return_counts, dim)
+
+    def count_nonzero(self, dim=None):
+        """The number of nonzero elements over dim (all without), int64, no gradient, as
+        torch.count_nonzero."""
+        axes = None if dim is None else normalize_axes(dim, self.ndim, "count_nonzero")
+        values_read(self, "count_nonzero")
+        return constant(np.asarray(np.count_nonzero(self.data, axis=axes), dtype=np.int64))
+
+    def aminmax(self, *, dim=None, keepdim=False):
+        """(min, max) over dim (every element without), as torch.aminmax: amin's and amax's
+        values and gradients (shared among ties)."""
+        if dim is None:
+            low, high = self.amin(tuple(range(self.ndim))), self.amax(tuple(range(self.ndim)))
+            if keepdim:
+                low, high = low.reshape((1,) * self.ndim), high.reshape((1,) * self.ndim)
+            return MinMax(low, high)
+        return MinMax(self.amin(dim, keepdim), self.amax(dim, keepdim))
+
+
+class MinMax(NamedTuple):
+    """What aminmax returns (PyTorch's torch.return_types.aminmax)."""
+
+    min: object
+    max: object
+
+
+def _along(tensor, dim, op_name):
+    """(tensor with at least one dim, dim normalised): a 0-d tensor is one element."""
+    x = tensor.reshape((1,)) if tensor.ndim == 0 else tensor
+    return x, normalize_axis(dim, x.ndim, op_name, "dim")
+
+
+def _sorted_order(x, dim, op_name):
+    """The stable ascending order along dim (NaN last, as PyTorch's sort)."""
+    values_read(x, op_name)
+    return np.argsort(x.data, axis=dim, kind="stable")
+
+
+def _picked(original, x, dim, order, ranks, keepdim):
+    """ValuesIndices of the elements at sorted positions `ranks` (shaped with 1 along dim)."""
+    index = np.take_along_axis(order, ranks.astype(np.int64), dim)
+    values = x.gather(dim, constant(index))
+    if not keepdim:
+        values, index = values.squeeze(dim), index.squeeze(dim)
+    return _restored(original, values, index, keepdim)
+
+
+def _restored(original, values, index, keepdim):
+    """0-d results for a 0-d input; the indices as an int64 tensor."""
+    if original.ndim == 0:
+        values, index = values.reshape(()), np.asarray(index).reshape(())
+    return ValuesIndices(values, constant(np.asarray(index, dtype=np.int64)))
 
 
 def var_mean(input, dim=None, *, correction=None, keepdim=False, unbiased=None):

@@ -37,7 +37,16 @@ from .activation import (
 from .attention import MultiheadAttention
 from .cnn import SmallCNN, Unflatten
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
+from .conv import (
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    Conv1d,
+    Conv2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from .conv_transpose import ConvTranspose2d
 from .embedding import Embedding
 from .gated import GRU, LSTM, GRUCell, LSTMCell
@@ -82,6 +91,7 @@ __all__ = [
     "RNN",
     "SELU",
     "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool2d",
     "AvgPool1d",
     "AvgPool2d",
     "BCELoss",

@@ -250,6 +250,27 @@ class AdaptiveAvgPool2d(Module):
         return f"output_size={self.output_size}"
 
 
+class AdaptiveMaxPool2d(Module):
+    """adaptive_max_pool2d as a layer: the max over output_size bins of each plane, as
+    torch.nn.AdaptiveMaxPool2d (with return_indices, also where each max is).
+
+    >>> import tinygrad_ops as tg
+    >>> tg.nn.AdaptiveMaxPool2d((2, 1))(tg.ones(2, 3, 7, 5)).shape
+    (2, 3, 2, 1)
+    """
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, x):
+        return F.adaptive_max_pool2d(x, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
 __all__ = [
-    "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
+    "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "Conv1d", "Conv2d",
+    "MaxPool1d", "MaxPool2d",
 ]  # fmt: skip
