@@ -26,6 +26,7 @@ auto's gate is all it adds), and the crossover plot of the benchmark's form.
 
     .venv/bin/python benchmarks/bench_scan.py            # the full sweep (long)
     .venv/bin/python benchmarks/bench_scan.py --quick    # a small sweep (a few minutes)
+    .venv/bin/python benchmarks/bench_scan.py --scan     # the loops written as tg.scan
 
 Output goes under runs/bench_scan/ unless --out says otherwise (the picture in docs/ is
 written only when --plot names it). Scans whose dense Jacobians would not fit in

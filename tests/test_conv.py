@@ -94,6 +94,10 @@ CASES = [
     ),
     pool_case("avg_divisor", "avg_pool2d", (2, 2, 4, 4), 2, divisor_override=3),
     pool_case("avg_unbatched", "avg_pool2d", (3, 4, 4), 2),
+    pool_case("max_ceil_small", "max_pool2d", (1, 2, 2, 2), 3, ceil_mode=True),  # < kernel
+    pool_case("max_ceil_small_pad", "max_pool2d", (1, 1, 2, 5), (3, 2), padding=1, ceil_mode=True),
+    pool_case("avg_ceil_small", "avg_pool2d", (1, 2, 2, 2), 3, ceil_mode=True),
+    pool_case("avg_ceil_small_1", "avg_pool2d", (2, 1, 1, 1), 2, ceil_mode=True),
     pool_case("max1d", "max_pool1d", (2, 3, 7), 3, stride=2),
     pool_case("avg1d", "avg_pool1d", (2, 3, 7), 2, padding=1),
 ]
@@ -111,6 +115,18 @@ def test_max_pool_ties_go_to_the_first_maximum_as_in_torch():
         lambda t: torch_functional.max_pool2d(t, 2, stride=1),
         x,
     )
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
+def test_max_pool_of_integers_matches_torch(dtype):
+    x = np.random.default_rng(4).integers(0, 100, size=(2, 3, 7, 6)).astype(dtype)
+    out, indices = F.max_pool2d(tg.Tensor(x), 3, stride=2, padding=1, return_indices=True)
+    expected, expected_indices = torch_functional.max_pool2d(
+        torch.tensor(x), 3, stride=2, padding=1, return_indices=True
+    )
+    assert out.dtype == expected.numpy().dtype
+    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    np.testing.assert_array_equal(indices.numpy(), expected_indices.numpy())
 
 
 def test_max_pool_return_indices_match_torch():
@@ -255,7 +271,7 @@ def test_lower_precision_keeps_its_dtype(dtype):
         (lambda: F.max_pool2d(tg.zeros(1, 1, 1, 4), 2), ValueError, "smaller"),
         (lambda: F.avg_pool2d(tg.zeros(1, 1, 4, 4), 2, divisor_override=0), ValueError, "divisor"),
         (
-            lambda: F.max_pool2d(tg.Tensor(np.zeros((1, 1, 4, 4), dtype=np.int64)), 2),
+            lambda: F.avg_pool2d(tg.Tensor(np.zeros((1, 1, 4, 4), dtype=np.int64)), 2),
             TypeError,
             "float",
         ),

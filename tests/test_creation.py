@@ -100,3 +100,73 @@ def test_manual_seed_makes_every_draw_repeat_as_torch(draw):
     first = draw().copy()
     tg.manual_seed(0)
     np.testing.assert_array_equal(draw(), first)
+
+
+LINSPACE_CASES = [(0, 1, 5), (0, 10, 4), (-3.5, 7.25, 11), (2, 2, 3), (5, -5, 7), (0, 1, 1)]
+LINSPACE_CASES += [(0, 1, 0), (1e-3, 1e8, 100), (0.1, 0.7, 33)]
+
+
+@pytest.mark.parametrize("arguments", LINSPACE_CASES)
+@pytest.mark.parametrize(
+    ("dtype", "torch_dtype", "tolerance"),
+    [
+        (np.float64, torch.float64, 1e-15),
+        (np.float32, torch.float32, 3e-7),
+        (np.int64, torch.int64, 0),
+        (np.int32, torch.int32, 0),
+    ],
+)
+def test_linspace_against_torch(arguments, dtype, torch_dtype, tolerance):
+    ours = tg.linspace(*arguments, dtype=dtype)
+    theirs = torch.linspace(*arguments, dtype=torch_dtype)
+    assert ours.dtype == dtype
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=tolerance, atol=tolerance)
+    assert ours.numpy()[:1].tolist() == theirs.numpy()[:1].tolist()  # the ends are exact
+    assert ours.numpy()[-1:].tolist() == theirs.numpy()[-1:].tolist()
+
+
+def test_linspace_default_dtype_tensor_ends_and_refusals():
+    assert tg.linspace(0, 1, 3).dtype == np.float32
+    assert tg.linspace(tg.Tensor(0.0), tg.Tensor(2.0), 3).tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(RuntimeError, match="non-negative"):
+        tg.linspace(0, 1, -1)
+    with pytest.raises(TypeError, match="steps must be an int"):
+        tg.linspace(0, 1, 2.0)
+
+
+@pytest.mark.parametrize("arguments", [(0, 2, 3), (-2, 3, 9), (-2.3, 3.1, 17), (1, 1, 1)])
+@pytest.mark.parametrize("base", [10.0, 2, 0.5])
+def test_logspace_against_torch(arguments, base):
+    ours = tg.logspace(*arguments, base=base, dtype=np.float64)
+    theirs = torch.logspace(*arguments, base=base, dtype=torch.float64)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-14)
+    assert tg.logspace(*arguments, base=base).dtype == np.float32
+
+
+@pytest.mark.parametrize("name", ["randn_like", "rand_like"])
+def test_random_like_takes_shape_and_dtype(name):
+    function = getattr(tg, name)
+    base = tg.zeros(3, 4, dtype=np.float64)
+    assert function(base).shape == (3, 4)
+    assert function(base).dtype == np.float64
+    assert function(base, dtype=np.float32).dtype == np.float32
+    assert function(base, seed=0).tolist() == function(base, seed=0).tolist()
+    tg.manual_seed(2)
+    first = function(base).tolist()
+    tg.manual_seed(2)
+    assert function(base).tolist() == first
+    with pytest.raises(NotImplementedError, match="floating-point"):
+        function(tg.tensor([1, 2]))
+    assert function(base, requires_grad=True).requires_grad
+
+
+def test_randint_as_torch():
+    sample = tg.randint(3, 7, (200,), seed=0)
+    assert sample.dtype == np.int64
+    assert set(sample.tolist()) == {3, 4, 5, 6}
+    assert set(tg.randint(2, (50,), seed=1).tolist()) == {0, 1}
+    assert torch.randint(3, 7, (2,)).dtype == torch.int64
+    with pytest.raises(RuntimeError, match="less than"):
+        tg.randint(5, 2, (3,))
+    with pytest.raises(TypeError, match="size"):
+        tg.randint(5)

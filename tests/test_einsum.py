@@ -37,6 +37,9 @@ CASES = [
     case(",ij->ij", (), (2, 3)),
     case("ij,jk->ik", (0, 3), (3, 2)),
     case("i->", (0,)),
+    case("ij...,ij...->ij", (2, 3, 4, 2), (2, 3, 4, 2)),  # the ellipsis dims summed, as torch
+    case("...i->i", (2, 3)),
+    case("i...j,ji...->...", (2, 3, 4, 5), (5, 2, 3, 4)),
 ]
 
 
@@ -85,7 +88,7 @@ def test_second_order_matches_torch():
         ("i1->i", ((2, 3),), "letters"),
         ("ij->k", ((2, 3),), "in no operand"),
         ("ij->ii", ((2, 2),), "repeated"),
-        ("...i->i", ((2, 3),), "needs '...'"),
+        ("...i...->i", ((2, 3),), "at most one '...'"),
         ("ij,jk->ik", ((2, 3), (4, 2)), "einsum"),
     ],
 )

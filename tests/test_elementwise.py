@@ -151,6 +151,36 @@ ELEMENTWISE_CASES = (
             "clip-high-only", lambda a: a.clamp(None, 0.5), lambda a: a.clamp(max=0.5), CLIP_EDGES
         ),
         case("clip-0d", lambda a: a.clip(-0.1, 0.1), lambda a: a.clamp(-0.1, 0.1), ()),
+        # Tensor bounds, broadcast, each given its share of the gradient (ties go to a)
+        case(
+            "clamp-min-tensor",
+            lambda a, m: a.clamp(min=m),
+            lambda a, m: a.clamp(min=m),
+            (3, 4),
+            (4,),
+        ),
+        case(
+            "clamp-max-tensor",
+            lambda a, m: a.clamp(max=m),
+            lambda a, m: a.clamp(max=m),
+            (3, 4),
+            (3, 1),
+        ),
+        case(
+            "clamp-both-tensors",
+            lambda a, low, high: a.clamp(low, high + 1.0),
+            lambda a, low, high: a.clamp(low, high + 1.0),
+            (3, 4),
+            (4,),
+            (3, 1),
+        ),
+        case(
+            "clamp-tensor-ties",
+            lambda a, m: a.clip(m, None),
+            lambda a, m: a.clamp(min=m),
+            CLIP_EDGES,
+            np.array([-2.0, 0.0, 0.0, 0.5, 2.0, 3.0]),
+        ),
     ]
 )
 
@@ -167,3 +197,26 @@ def test_clamp_takes_pytorchs_min_and_max_keywords():
         expected = torch.tensor(values).clamp(**options).numpy()
         np.testing.assert_array_equal(x.clamp(**options).numpy(), expected)
         np.testing.assert_array_equal(x.clamp_(**options).numpy(), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("upstream", [np.nan, np.inf, -np.inf, 2.0])
+def test_relu_gradient_is_zero_at_dead_units_whatever_the_upstream_as_torch(dtype, upstream):
+    values = np.array([[-1.0, 0.0, 2.0, np.nan], [3.0, -2.0, 0.5, -0.0]], dtype=dtype)
+    grad = np.full(values.shape, upstream, dtype=dtype)
+    ours, theirs = tg.Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    ours.relu().backward(grad)
+    theirs.relu().backward(torch.tensor(grad))
+    assert ours.grad.dtype == dtype
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+def test_relu_gradient_at_dead_units_under_create_graph_matches_torch():
+    values = np.array([-1.0, 0.0, 2.0, 3.0])
+    ours, theirs = tg.Tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    (grad,) = tg.grad((ours.relu() ** 3).sum(), [ours], create_graph=True)
+    (torch_grad,) = torch.autograd.grad((theirs.relu() ** 3).sum(), [theirs], create_graph=True)
+    np.testing.assert_array_equal(grad.numpy(), torch_grad.detach().numpy())
+    grad.sum().backward()
+    torch_grad.sum().backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())

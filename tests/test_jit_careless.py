@@ -359,3 +359,43 @@ def test_train_or_eval_at_the_top_of_the_step(mode):
         return out
 
     assert outcome(scenario) == "equal"
+
+
+def test_a_learning_rate_decayed_by_hand_inside_the_step():
+    def scenario(compile):
+        model = linear_model()
+        optimizer = optim.SGD(model.parameters(), lr=0.5)
+
+        @compile
+        def step(x, y):
+            optimizer.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+            optimizer.param_groups[0]["lr"] *= 0.5  # (eagerly: halved at every call)
+
+        out = []
+        for x, y in data():
+            step(x, y)
+            out += weights_of(model)
+        return out
+
+    assert "param_groups" in outcome(scenario)
+
+
+def test_a_layer_setting_changed_between_calls():
+    def scenario(compile):
+        tg.manual_seed(0)
+        model = tg.nn.Sequential(tg.nn.Linear(4, 6), tg.nn.Dropout(0.5), tg.nn.Linear(6, 3))
+
+        @compile
+        def step(x):
+            return model(x)
+
+        out = []
+        tg.manual_seed(1)
+        for number, (x, _) in enumerate(data()):
+            model[1].p = 0.1 * (number % 3)
+            out.append(step(x).data.copy())
+        return out
+
+    assert outcome(scenario) == "equal"

@@ -352,3 +352,16 @@ def test_a_0d_parameter_under_adam_and_momentum_matches_eager(make_optimizer):
         step = tg.compile(step) if compiled else step
         results.append([step().item() for _ in range(5)] + [weight.item()])
     assert results[0] == results[1]
+
+
+def test_the_jit_is_imported_on_first_use():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tinygrad_ops as tg\n"
+        "assert 'tinygrad_ops.jit' not in sys.modules\n"
+        "assert tg.compile(lambda: None).__class__.__name__ == 'CompiledFunction'\n"
+        "assert 'tinygrad_ops.jit' in sys.modules and tg.CompileError.__name__ == 'CompileError'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -28,7 +28,7 @@ LAYERS = [
         "tinygrad_ops.gradcheck", "tinygrad_ops.serialize", "tinygrad_ops.data",
         "tinygrad_ops.reference", "tinygrad_ops.micro", "tinygrad_ops.jit",
         "tinygrad_ops.compile", "tinygrad_ops.bench", "tinygrad_ops.exercises",
-        "tinygrad_ops.opdocs", "tinygrad_ops.control_flow",
+        "tinygrad_ops.opdocs", "tinygrad_ops.control_flow", "tinygrad_ops.utils",
     ]),
     ("viz", ["tinygrad_ops.viz"]),
     ("cli", ["tinygrad_ops.cli", "tinygrad_ops.__main__"]),

@@ -206,6 +206,39 @@ def test_the_fused_op_is_kept_for_plain_integer_targets():
 
 
 @pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"label_smoothing": 0.1},
+        {"weight": WEIGHT},
+        {"weight": WEIGHT, "label_smoothing": 0.3},
+        {"ignore_index": 1, "label_smoothing": 0.2},
+    ],
+)
+def test_every_target_ignored_gives_nan_and_zero_gradients_as_torch(options):
+    (z,) = random_inputs((3, 3), seed=5)
+    target = np.full(3, options.get("ignore_index", -100))
+    torch_options = {
+        k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in options.items()
+    }
+    ours, theirs = tg.Tensor(z, requires_grad=True), torch.tensor(z, requires_grad=True)
+    loss = F.cross_entropy(ours, target, **options)
+    expected = torch_functional.cross_entropy(theirs, torch.tensor(target), **torch_options)
+    loss.backward()
+    expected.backward()
+    assert np.isnan(loss.item())
+    assert np.isnan(expected.item())
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())  # zeros
+    ours.grad = None
+    F.nll_loss(
+        F.log_softmax(ours, dim=1),
+        target,
+        **{k: v for k, v in options.items() if k != "label_smoothing"},
+    ).backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), np.zeros((3, 3)))
+
+
+@pytest.mark.parametrize(
     "options", [{}, {"weight": WEIGHT}, {"label_smoothing": 0.2}, {"reduction": "none"}]
 )
 def test_second_order_with_ignored_targets_matches_torch(options):

@@ -52,6 +52,10 @@ CASES = [
     pad_case("pad_circular", (1, 2, 5), (2, 3), "circular"),
     pad_case("pad_circular_2d", (1, 1, 3, 4), (1, 2, 2, 1), "circular"),
     pad_case("pad_empty_batch", (0, 3), (1, 1)),
+    pad_case("pad_reflect_crop", (2, 3, 5), (-1, 2, 2, -1), "reflect"),  # negative widths crop
+    pad_case("pad_replicate_crop", (1, 2, 4, 5), (3, -3, 0, -3), "replicate"),
+    pad_case("pad_circular_crop", (2, 3, 5), (-1, 2, 2, -1), "circular"),
+    pad_case("pad_circular_crop_left", (2, 5), (2, -3), "circular"),
     case(
         "split_size",
         lambda x: tg.concatenate(weighted_pieces(x.split(2))),
@@ -75,6 +79,7 @@ CASES = [
     case("flip_0d", lambda x: tg.flip(x, ()), lambda x: torch.flip(x, ()), ()),
     case("roll", *same("roll", 2, 1), (3, 4)),
     case("roll_flat", *same("roll", -3), (3, 4)),
+    case("roll_flat_tuple", *same("roll", (2,)), (3, 4)),
     case("roll_dims", *same("roll", (1, -2), (0, 1)), (3, 4)),
     case("roll_empty", *same("roll", 1, 0), (0, 2)),
     case("tril", *same("tril"), (4, 5)),
@@ -148,6 +153,47 @@ def test_split_and_chunk_pieces_match_torch():
             np.testing.assert_array_equal(mine.numpy(), reference.numpy())
 
 
+@pytest.mark.parametrize(
+    ("offset", "dim1", "dim2", "shape"),
+    [
+        (0, 0, 1, (3, 3)),
+        (1, 0, 1, (3, 4)),
+        (-1, 0, 1, (4, 3)),
+        (0, 2, 0, (3, 2, 3)),
+        (7, 0, 1, (3, 3)),
+    ],
+)
+def test_diagonal_is_a_view_that_in_place_ops_write_through_as_torch(offset, dim1, dim2, shape):
+    data = np.arange(float(np.prod(shape))).reshape(shape)
+    ours, theirs = tg.Tensor(data), torch.tensor(data)
+    ours.diagonal(offset, dim1, dim2).add_(0.5)
+    theirs.diagonal(offset, dim1, dim2).add_(0.5)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    ours.diagonal(offset, dim1, dim2).fill_(-1.0)
+    theirs.diagonal(offset, dim1, dim2).fill_(-1.0)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_a_write_through_the_diagonal_bumps_the_tensors_version():
+    weight = tg.Tensor(np.ones(3), requires_grad=True)
+    cov = tg.Tensor(np.eye(3) * 2.0)
+    out = (cov * weight).sum()  # saves cov for weight's gradient
+    version = cov._version[0]
+    cov.diagonal().add_(1e-3)
+    assert cov._version[0] == version + 1
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        out.backward()
+
+
+def test_an_in_place_op_on_the_diagonal_of_a_recorded_tensor_is_refused():
+    cov = tg.Tensor(np.eye(3), requires_grad=True) * 2.0
+    with pytest.raises(RuntimeError, match="view"):
+        cov.diagonal().add_(1.0)
+    with tg.no_grad():  # the usual way: cov.diagonal().add_(eps) under no_grad
+        cov.diagonal().add_(1.0)
+    np.testing.assert_array_equal(cov.numpy(), np.eye(3) * 3.0)
+
+
 def test_integer_tensors_keep_their_dtype():
     x = tg.Tensor(np.arange(6).reshape(2, 3))
     for out in (x.flip(0), x.roll(1), x.tril(), x.repeat(2, 1), x.diagonal(), F.pad(x, (1, 1))):
@@ -177,13 +223,15 @@ def test_finite_differences(function):
         (lambda x: F.pad(x, (1,)), ValueError, "pairs"),
         (lambda x: F.pad(x, (1, 1, 1, 1, 1, 1)), ValueError, "pairs"),
         (lambda x: F.pad(x, (3, 0), mode="reflect"), ValueError, "smaller than the dim"),
-        (lambda x: F.pad(x, (-1, 0), mode="replicate"), ValueError, "negative"),
+        (lambda x: F.pad(x, (-2, -2), mode="replicate"), ValueError, "crop more than the dim"),
+        (lambda x: F.pad(x, (3, -1), mode="circular"), ValueError, "exceeds the"),
         (lambda x: F.pad(x, (1, 0), mode="wrap"), ValueError, "mode"),
         (lambda x: x.split([1, 2]), ValueError, "add up"),
         (lambda x: x.chunk(0), ValueError, "chunks"),
         (lambda x: x.flip((0, 0)), ValueError, "repeat"),
         (lambda x: x.flip(2), ValueError, "out of range"),
         (lambda x: x.roll((1, 2), 0), ValueError, "same length"),
+        (lambda x: x.roll((1, 2)), ValueError, "one int"),
         (lambda x: x[0].tril(), ValueError, "at least 2 dims"),
         (lambda x: x.repeat(2), ValueError, "one non-negative int per dim"),
         (lambda x: x.repeat_interleave(np.array([1, 2])), ValueError, "one count per element"),

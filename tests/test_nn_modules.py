@@ -434,3 +434,14 @@ def test_a_plain_container_of_layers_is_refused_not_silently_left_untrained(laye
     with pytest.raises(TypeError, match="is not registered, so the optimizer would never see"):
         _Deep(layers)
     _Deep([1, 2])  # a list of anything else is a plain attribute, as ever
+
+
+def test_requires_grad_freezes_and_unfreezes_every_parameter():
+    model = nn.Sequential(nn.Linear(2, 3), nn.Tanh(), nn.Linear(3, 1))
+    assert model[0].requires_grad_(False) is model[0]
+    model(tg.ones(4, 2)).sum().backward()
+    assert model[0].weight.grad is None
+    assert model[0].bias.grad is None
+    assert model[2].weight.grad is not None
+    model.requires_grad_()
+    assert all(parameter.requires_grad for parameter in model.parameters())

@@ -122,6 +122,20 @@ def test_max_with_dim_returns_values_and_indices_as_torch():
 
 
 @pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize(
+    ("shape", "axis"), [((0, 3), 1), ((0, 3), -1), ((2, 0, 3), 2), ((3, 0), 0)]
+)
+def test_argmax_and_argmin_of_an_empty_tensor_along_a_full_dim_are_empty_as_torch(
+    shape, axis, keepdims
+):
+    for name in ("argmax", "argmin"):
+        ours = getattr(tg.zeros(*shape), name)(axis, keepdims)
+        theirs = getattr(torch.zeros(*shape), name)(dim=axis, keepdim=keepdims)
+        assert ours.shape == tuple(theirs.shape)
+        assert ours.dtype == np.int64
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 def test_argmax_argmin_all_any_match_torch(axis, keepdims):
     values = np.array([[1.0, 5.0, 5.0], [7.0, 0.0, -2.0]])
@@ -422,3 +436,46 @@ def test_prod_gradient_at_infinite_and_overflowing_products_matches_torch(values
         x.prod().backward()
     torch_x.prod().backward()
     np.testing.assert_array_equal(x.grad.numpy(), torch_x.grad.numpy())
+
+
+NAN_ROWS = np.array([[1.0, np.nan, 3.0], [1.0, 5.0, 5.0], [np.nan, np.nan, 0.0]])
+
+
+@pytest.mark.parametrize("name", ["amax", "amin"])
+@pytest.mark.parametrize("options", [{"dim": 1}, {}, {"dim": 0, "keepdim": True}, {"dim": (0, 1)}])
+def test_amax_and_amin_give_a_group_holding_nan_nan_gradients_as_torch(name, options):
+    ours = tg.Tensor(NAN_ROWS, requires_grad=True)
+    theirs = torch.tensor(NAN_ROWS, requires_grad=True)
+    out, expected = getattr(ours, name)(**options), getattr(theirs, name)(**options)
+    upstream = np.random.default_rng(2).standard_normal(out.shape)
+    out.backward(upstream)
+    expected.backward(torch.tensor(upstream))
+    np.testing.assert_array_equal(out.numpy(), expected.detach().numpy())
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+def test_max_without_a_dim_still_gives_the_nans_the_gradient_as_torch():
+    ours = tg.Tensor(NAN_ROWS, requires_grad=True)
+    theirs = torch.tensor(NAN_ROWS, requires_grad=True)
+    ours.max().backward()
+    theirs.max().backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+@pytest.mark.parametrize(
+    ("arguments", "options"),
+    [
+        ((), {}),
+        ((1,), {}),
+        ((0,), {"keepdim": True}),
+        (((0, 1),), {"correction": 0}),
+        ((1,), {"unbiased": False}),
+        ((False,), {}),
+    ],
+)
+@pytest.mark.parametrize("name", ["var_mean", "std_mean"])
+def test_var_mean_and_std_mean_against_torch(name, arguments, options):
+    def both(module):  # the variance (standard deviation) and the mean, in one tensor
+        return lambda x: module.stack(getattr(module, name)(x, *arguments, **options))
+
+    check_op(both(tg), both(torch), (3, 4))

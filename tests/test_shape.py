@@ -197,6 +197,23 @@ def test_flatten_with_start_and_end_dims_matches_torch(shape, dims):
 
 
 @pytest.mark.parametrize(
+    ("shape", "dim", "sizes"),
+    [((4, 3, 6), 0, (2, 2)), ((4, 3, 6), -1, (3, 2, 1)), ((4, 6), 1, (-1, 2)), ((0, 6), 0, (0, 5))],
+    ids=str,
+)
+def test_unflatten_matches_torch(shape, dim, sizes):
+    check_op(lambda x: x.unflatten(dim, sizes), lambda x: x.unflatten(dim, sizes), shape)
+
+
+@pytest.mark.parametrize("sizes", [(4, 2), (-1, -1), ()])
+def test_unflatten_to_sizes_that_do_not_fit_is_torchs_runtime_error(sizes):
+    with pytest.raises(RuntimeError):
+        torch.zeros(4, 6).unflatten(1, sizes)
+    with pytest.raises(RuntimeError, match="unflatten: sizes"):
+        tg.zeros(4, 6).unflatten(1, sizes)
+
+
+@pytest.mark.parametrize(
     ("dims", "error", "message"),
     [((2, 1), ValueError, "flatten: start_dim 2 comes after end_dim 1"),
      ((5,), ValueError, "flatten: start_dim 5 is out of range for a 3-d tensor"),

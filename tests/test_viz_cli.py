@@ -135,6 +135,10 @@ def test_every_model_train_makes_is_drawn_and_stepped(name, checkpoints, tmp_pat
     # The CNN's first layer reshapes its rows into images (no op: they need no gradient).
     assert ("4×1×8×8" if name == "cnn" else "x (4 test rows)") in source
     assert ("Conv2d" if name == "cnn" else "Linear") in source
+    if __import__("shutil").which("dot") is not None:  # the picture itself, laid out
+        picture = tmp_path / "model.png"
+        assert main(["graph", "--checkpoint", str(path), "-o", str(picture)]) == 0
+        assert max(png_size(picture)) <= 2000
     page = tmp_path / "model.html"
     assert main(["graph", "--checkpoint", str(path), "--html", str(page)]) == 0
     assert "backward steps" in capsys.readouterr().out
@@ -181,6 +185,9 @@ def test_a_picture_graphviz_cannot_lay_out_in_seconds_is_refused(tmp_path, capsy
     assert main(["graph", "rnn", "--max-nodes", "5000", "-o", str(path)]) == 0
     assert main(["graph", "rnn", "--steps", "100000", "-o", str(path)]) == 2
     assert "--steps 100000" in capsys.readouterr().err
+    page = tmp_path / "rnn.html"
+    assert main(["graph", "rnn", "--max-nodes", "5000", "--html", str(page)]) == 2
+    assert "a browser opens a page" in capsys.readouterr().err
 
 
 def png_size(path):

@@ -83,7 +83,7 @@ def test_a_scanned_chain_is_one_node_with_the_scans_levels():
     assert scan["levels"]["method"] == "blelloch"
     visited = {step["op"] for step in data["steps"]}
     assert not visited & set(scan["members"])  # the scan's ops are not steps of their own
-    assert all(data["display"][op_id] == "scan0" for op_id in scan["members"])
+    assert all(data["display"][op_id] == "cluster_scan_0" for op_id in scan["members"])
 
 
 @pytest.mark.parametrize("method", ["hillis-steele", "blelloch", "blocked"])

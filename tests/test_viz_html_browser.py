@@ -141,7 +141,7 @@ def test_each_node_carries_its_order_number(browser, tmp_path):
 def test_a_scanned_chain_steps_through_its_levels(browser, tmp_path):
     page = viz.html(viz.examples.rnn(steps=8), scheduler="blelloch")
     open_page(browser, page, tmp_path)
-    browser.find_element("css selector", 'g.node[data-node="scan0"]').click()
+    browser.find_element("css selector", 'g.node[data-node="cluster_scan_0"]').click()
     levels = browser.find_element("css selector", "#panel [data-field=level]")
     assert levels.text.strip().startswith("level 0 of")
     total = int(levels.text.split(" of ")[1].split()[0])
@@ -311,7 +311,7 @@ def test_every_label_is_visible_beside_its_step_badge(browser, tmp_path, make):
 def test_every_scan_level_is_labelled(browser, tmp_path):
     page = viz.html(viz.examples.rnn(steps=8), scheduler="blelloch")
     open_page(browser, page, tmp_path)
-    browser.find_element("css selector", 'g.node[data-node="scan0"]').click()
+    browser.find_element("css selector", 'g.node[data-node="cluster_scan_0"]').click()
     total = int(browser.find_element("css selector", "#panel [data-field=level]").text.split()[3])
     names = browser.find_elements("css selector", "#panel [data-field=level-name]")
     assert [name.text for name in names] == [f"level {n}" for n in range(1, total + 1)]

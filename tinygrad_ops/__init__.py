@@ -9,13 +9,27 @@ array([7.], dtype=float32)
 
 import builtins
 
-from . import functional, nn, optim
+from . import functional, nn, optim, utils
 from .autograd.backward import grad
 from .autograd.function import Function
 from .control_flow import scan
-from .creation import arange, eye, full, ones, ones_like, rand, randn, zeros, zeros_like
+from .creation import (
+    arange,
+    eye,
+    full,
+    linspace,
+    logspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    zeros,
+    zeros_like,
+)
 from .gradcheck import GradcheckError, gradcheck
-from .jit import CompileError, compile
 from .mode import (
     detect_anomaly,
     enable_grad,
@@ -60,6 +74,7 @@ from .scheduler import (
 from .serialize import CheckpointError, load, save
 from .tensor import Tensor, concatenate, from_numpy, maximum, stack, where
 from .tensor_functions import bmm, cat, dot, minimum, outer
+from .tensor_reduce import std_mean, var_mean
 
 __version__ = "0.1.0"
 
@@ -95,7 +110,9 @@ __all__ = [
     "inference_mode",
     "is_grad_enabled",
     "is_tensor",
+    "linspace",
     "load",
+    "logspace",
     "manual_seed",
     "masked_fill",
     "maximum",
@@ -111,7 +128,10 @@ __all__ = [
     "optim",
     "outer",
     "rand",
+    "rand_like",
+    "randint",
     "randn",
+    "randn_like",
     "register_scheduler",
     "repeat_interleave",
     "roll",
@@ -125,10 +145,13 @@ __all__ = [
     "sort",
     "split",
     "stack",
+    "std_mean",
     "tensor",
     "topk",
     "tril",
     "triu",
+    "utils",
+    "var_mean",
     "where",
     "zeros",
     "zeros_like",
@@ -149,3 +172,13 @@ from .torch_functions import DTYPES, FUNCTIONS
 globals().update(FUNCTIONS)
 globals().update(DTYPES)
 __all__ += [name for name in FUNCTIONS if name not in dir(builtins)]
+
+
+def __getattr__(name):
+    """`tg.compile`, `tg.CompileError`, `tg.CompiledFunction`: the jit, imported on first use
+    (`import tinygrad_ops` does not load it)."""
+    if name in ("compile", "CompileError", "CompiledFunction"):
+        from . import jit
+
+        return getattr(jit, name)
+    raise AttributeError(f"module 'tinygrad_ops' has no attribute {name!r}")

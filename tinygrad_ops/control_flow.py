@@ -26,7 +26,7 @@ def scan(step, init, xs=None, length=None, reverse=False):
     The carries are recorded as one chain: with `scheduler="blelloch"` (or another scan,
     or `"auto"` where its cost model says it pays) the backward through them is one
     prefix scan. A carry that is one Tensor is scanned; a tuple carry is walked (carry
-    one joint state, as `nn.LSTM` carries [h | c]).
+    one joint state, such as an LSTM's [h | c], to have it scanned).
 
     >>> import tinygrad_ops as tg
     >>> w = tg.Tensor([[0.5, -0.2], [0.1, 0.3]], requires_grad=True)
@@ -44,13 +44,14 @@ def scan(step, init, xs=None, length=None, reverse=False):
     count = _length(sequences, length)
     # Every step's inputs are taken before the first step: a step then reads only its
     # carry and tensors made before the scan (what makes the chain's check cheap).
-    per_step = list(zip(*(_steps_of(sequence) for sequence in sequences))) or [()] * count
+    per_step = list(zip(*(_steps_of(sequence) for sequence in sequences))) or [None] * count
+    if isinstance(xs, Tensor):  # one sequence: each step gets its tensor, not a 1-tuple
+        per_step = [inputs[0] for inputs in per_step]
     carry = init
     anchors = [init]
     ys = [None] * count
     for t in reversed(range(count)) if reverse else range(count):
-        x = None if xs is None else per_step[t][0] if isinstance(xs, Tensor) else per_step[t]
-        result = step(carry, x)
+        result = step(carry, per_step[t])
         if not (isinstance(result, tuple) and len(result) == 2):
             raise TypeError(
                 "scan: step must return a pair (carry, y), got "

@@ -246,3 +246,115 @@ def eye(n, m=None, dtype=DEFAULT_DTYPE):
         if size < 0:
             raise ValueError(f"eye: {name} must be greater or equal to 0, got {size}")
     return _fresh(np.eye(n, m, dtype=dtype))
+
+
+def linspace(start, end, steps, dtype=None, requires_grad=False):
+    """`steps` evenly spaced values from start to end, both included, as torch.linspace
+    (float32 unless `dtype` says otherwise): the first half counted up from start, the
+    second half down from end, as PyTorch computes them, so both ends are exact.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.linspace(0, 1, 5).tolist()
+    [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    start, end = (_endpoint(value, name) for value, name in ((start, "start"), (end, "end")))
+    if not isinstance(steps, (int, np.integer)) or isinstance(steps, (bool, np.bool_)):
+        raise TypeError(f"linspace: steps must be an int, got {steps!r}")
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    dtype = np.dtype(DEFAULT_DTYPE if dtype is None else dtype)
+    return _fresh(_spaced(start, end, steps, dtype).astype(dtype), requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False):
+    """base ** linspace(start, end, steps): `steps` values spaced evenly on a log scale from
+    base**start to base**end, as torch.logspace.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.logspace(0, 2, 3).tolist()
+    [1.0, 10.0, 100.0]
+    """
+    exponents = linspace(start, end, steps, dtype=np.float64).data
+    dtype = DEFAULT_DTYPE if dtype is None else np.dtype(dtype)
+    return _fresh(np.power(float(base), exponents).astype(dtype), requires_grad)
+
+
+def _spaced(start, end, steps, dtype):
+    """PyTorch's linspace (aten's CPU kernel): start + i step for the first half, end -
+    (steps - 1 - i) step for the rest, in the result's float dtype; for an integer dtype
+    the ends are made integers first and the steps taken in float64."""
+    work = dtype if dtype.kind == "f" else np.dtype(np.float64)
+    if dtype.kind != "f":
+        start, end = math.trunc(start), math.trunc(end)
+    start, end = work.type(start), work.type(end)
+    if steps == 1:
+        return np.array([start], dtype=work)
+    step = (end - start) / work.type(steps - 1)
+    positions = np.arange(steps, dtype=work)
+    reverse = np.arange(steps - 1, -1, -1, dtype=work)
+    return np.where(np.arange(steps) < steps // 2, start + step * positions, end - step * reverse)
+
+
+def _endpoint(value, name):
+    if hasattr(value, "item") and np.ndim(value) == 0:  # a 0-d Tensor or array
+        value = value.item()
+    check_number("linspace", value, name)
+    return float(value)
+
+
+def randn_like(tensor, dtype=None, seed=None, generator=None, requires_grad=False):
+    """Standard normal samples in the shape (and float dtype, unless given) of `tensor`,
+    drawn as `randn`'s.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.randn_like(tg.zeros(2, 3, dtype="float64")).dtype
+    dtype('float64')
+    """
+    dtype = _like_dtype(tensor, dtype, "randn_like")
+    return randn(*tensor.shape, seed=seed, generator=generator, dtype=dtype,
+                 requires_grad=requires_grad)  # fmt: skip
+
+
+def rand_like(tensor, dtype=None, seed=None, generator=None, requires_grad=False):
+    """Uniform samples in [0, 1) in the shape (and float dtype, unless given) of `tensor`.
+
+    >>> import tinygrad_ops as tg
+    >>> tg.rand_like(tg.zeros(4)).shape
+    (4,)
+    """
+    dtype = _like_dtype(tensor, dtype, "rand_like")
+    return rand(*tensor.shape, seed=seed, generator=generator, dtype=dtype,
+                requires_grad=requires_grad)  # fmt: skip
+
+
+def _like_dtype(tensor, dtype, op_name):
+    dtype = np.dtype(tensor.dtype if dtype is None else dtype)
+    if dtype.kind != "f":
+        raise NotImplementedError(
+            f"{op_name}: random floats need a floating-point dtype, got {dtype} (pass dtype=)"
+        )
+    return dtype
+
+
+def randint(low, high=None, size=None, seed=None, generator=None, dtype=np.int64):
+    """Integers drawn uniformly from [low, high) (or [0, low) given one bound), in the shape
+    `size`, as torch.randint (int64), from `generator`, `seed` or the shared generator.
+
+    >>> import tinygrad_ops as tg
+    >>> sample = tg.randint(3, 7, (2, 5), seed=0)
+    >>> sample.dtype, bool(((sample.numpy() >= 3) & (sample.numpy() < 7)).all())
+    (dtype('int64'), True)
+    """
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size), as PyTorch
+        high, size = None, high
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint: size (a tuple of ints) is required")
+    if low >= high:
+        raise RuntimeError(
+            f"randint: random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
+    shape = checked_shape(tuple(size) if isinstance(size, (tuple, list)) else (size,), "randint")
+    values = _generator(seed, generator, "randint").integers(low, high, size=shape)
+    return _fresh(values.astype(dtype))

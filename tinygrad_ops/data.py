@@ -142,25 +142,38 @@ class DataLoader:
     def __init__(self, features, labels, batch_size=32, shuffle=True, seed=0, drop_last=False):
         if len(features) != len(labels):
             raise ValueError(f"DataLoader: {len(features)} feature rows but {len(labels)} labels")
-        if batch_size < 1:
-            raise ValueError(f"DataLoader: batch_size must be >= 1, got {batch_size}")
         self.features = np.asarray(features)
         self.labels = np.asarray(labels)
-        self.batch_size = batch_size
-        self.shuffle = shuffle
-        self.drop_last = drop_last
+        self._batching(len(self.labels), batch_size, shuffle, drop_last)
         self.generator = np.random.default_rng(seed)
 
+    def _batching(self, count, batch_size, shuffle, drop_last):
+        if batch_size < 1:
+            raise ValueError(f"DataLoader: batch_size must be >= 1, got {batch_size}")
+        self.count, self.batch_size, self.shuffle, self.drop_last = (
+            count,
+            batch_size,
+            shuffle,
+            drop_last,
+        )
+
     def __len__(self):
-        full, remainder = divmod(len(self.labels), self.batch_size)
+        full, remainder = divmod(self.count, self.batch_size)
         return full if self.drop_last or remainder == 0 else full + 1
 
     def __iter__(self):
-        count = len(self.labels)
-        order = self.generator.permutation(count) if self.shuffle else np.arange(count)
+        for indices in self.index_batches():
+            yield self.batch(indices)
+
+    def index_batches(self):
+        """The index arrays of one pass: 0..count-1, permuted when shuffling, cut into batches."""
+        order = self.generator.permutation(self.count) if self.shuffle else np.arange(self.count)
         for batch in range(len(self)):
-            indices = order[batch * self.batch_size : (batch + 1) * self.batch_size]
-            yield Tensor(self.features[indices]), Tensor(self.labels[indices])
+            yield order[batch * self.batch_size : (batch + 1) * self.batch_size]
+
+    def batch(self, indices):
+        """The (features, labels) Tensors of the rows `indices`."""
+        return Tensor(self.features[indices]), Tensor(self.labels[indices])
 
     def state_dict(self):
         """The shuffling generator's state (a dict of numbers)."""

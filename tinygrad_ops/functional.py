@@ -11,9 +11,12 @@ in `docs/derivations.md`), except relu, sigmoid and tanh, which are core primiti
 array([[0.5, 0.5]], dtype=float32)
 """
 
+import math
+
 import numpy as np
 
 from .creation import default_generator
+from .mode import no_grad
 from .ops import (
     BatchNorm,
     CrossEntropy,
@@ -26,7 +29,7 @@ from .ops import (
     RMSNorm,
 )
 from .ops.base import bump_version
-from .ops.checks import check_float
+from .ops.checks import ArgumentError, ShapeError, check_float
 from .ops.composed_losses import check_reduction, cross_entropy_general, warn_if_sizes_differ
 from .ops.dual import compute_dtype
 from .ops.indexing import as_index
@@ -119,7 +122,7 @@ def gelu(x, approximate="none"):
     if approximate == "tanh":
         return GeluTanh.apply(x)
     if approximate != "none":
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return Gelu.apply(x)
 
 
@@ -273,6 +276,53 @@ def batch_norm(
     return out
 
 
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats=True,
+    momentum=0.1,
+    eps=1e-5,
+):
+    """Normalise each channel of each sample of an (N, C, ...) input over its spatial dims,
+    then x̂ w + b per channel, as torch.nn.functional.instance_norm (Ulyanov et al. 2016):
+    group_norm with one group per channel, so its gradients are LayerNorm's. Given running
+    statistics, they are updated under no_grad with the mean over the batch of each
+    instance's mean and unbiased variance; with use_input_stats=False they normalise instead
+    (batch_norm in eval).
+
+    >>> import tinygrad_ops as tg
+    >>> out = instance_norm(tg.randn(2, 3, 5, seed=0))
+    >>> bool(abs(out.numpy().mean(axis=2)).max() < 1e-6)
+    True
+    """
+    x = _tensor(input, "input", "instance_norm")
+    if x.ndim < 3:
+        raise ValueError(f"instance_norm: expected an (N, C, ...) input, got shape {x.shape}")
+    if not use_input_stats:
+        return batch_norm(x, running_mean, running_var, weight, bias, False, momentum, eps)
+    if use_input_stats and math.prod(x.shape[2:]) <= 1:
+        raise ValueError(
+            f"instance_norm: expected more than 1 spatial element when training, got input "
+            f"of shape {x.shape}"
+        )
+    out = group_norm(x, x.shape[1], weight, bias, eps)
+    with no_grad():  # ops, not writes into .data, so that tg.compile replays them
+        per_instance = x.detach().reshape(x.shape[0], x.shape[1], -1)
+        for stat, value in (
+            (running_mean, per_instance.mean(2).mean(0)),
+            (running_var, per_instance.var(2, correction=1).mean(0)),
+        ):
+            if stat is not None:
+                stat.copy_(stat * (1.0 - momentum) + value.astype(stat.dtype) * momentum)
+    return out
+
+
+__all__ += ["instance_norm"]
+
+
 # ----------------------------------------------------------------------------------------------
 # Linear layer, losses, dropout
 
@@ -340,11 +390,13 @@ def _cross_entropy_general(logits, target, weight, ignore_index, reduction, labe
     if fused and not 0 <= ignore_index < classes:
         return CrossEntropy.apply(logits, target, reduction=reduction, ignore_index=ignore_index)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+        raise ArgumentError(
+            f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}"
+        )
     check_float("cross_entropy", logits.data, "logits")
     weight = _optional_tensor(weight, "weight", "cross_entropy")
     if weight is not None and weight.shape != (classes,):
-        raise ValueError(f"cross_entropy: weight must have shape ({classes},), got {weight.shape}")
+        raise ShapeError(f"cross_entropy: weight must have shape ({classes},), got {weight.shape}")
     check_reduction(reduction, "cross_entropy")
     return cross_entropy_general(logits, target, weight, ignore_index, reduction, label_smoothing)
 
@@ -385,6 +437,7 @@ def dropout(x, p=0.5, training=True, generator=None, seed=None):
 # Convolution and pooling (tinygrad_ops/ops/conv.py and ops/pool.py; the "opsnew" section)
 
 from .ops.conv import conv1d, conv2d  # noqa: E402 (a section of its own, kept apart)
+from .ops.conv_transpose import conv_transpose2d  # noqa: E402
 from .ops.pool import (  # noqa: E402
     adaptive_avg_pool2d,
     avg_pool1d,
@@ -392,10 +445,11 @@ from .ops.pool import (  # noqa: E402
     max_pool1d,
     max_pool2d,
 )
+from .ops.unpool import max_unpool2d  # noqa: E402
 
 __all__ += [
-    "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "max_pool1d",
-    "max_pool2d",
+    "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "conv_transpose2d",
+    "max_pool1d", "max_pool2d", "max_unpool2d",
 ]  # fmt: skip
 
 # Indexing and padding (tinygrad_ops/ops/indexing.py, ops/movement.py; the "opsnew" section)
@@ -422,7 +476,7 @@ def embedding(input, weight, padding_idx=None):
             f"embedding: the indices must be an integer tensor, got dtype {indices.dtype}"
         )
     if weight.ndim != 2:
-        raise ValueError(f"embedding: weight must be 2-d (rows, dim), got shape {weight.shape}")
+        raise ShapeError(f"embedding: weight must be 2-d (rows, dim), got shape {weight.shape}")
     count = weight.shape[0]
     if indices.size and (indices.min() < 0 or indices.max() >= count):
         bad = indices.min() if indices.min() < 0 else indices.max()
@@ -515,3 +569,10 @@ def scaled_dot_product_attention(
     return _attention.scaled_dot_product_attention(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, generator
     )
+
+
+# Resizing (tinygrad_ops/ops/interpolate.py)
+
+from .ops.interpolate import interpolate  # noqa: E402 (a section of its own)
+
+__all__ += ["interpolate"]

@@ -19,6 +19,7 @@ import numpy as np
 from .autograd.backward import tensor_backward
 from .autograd.graph import HookHandle, accumulate_leaf
 from .ops.base import as_operand, bind_tensor, placeholder, values_read
+from .ops.checks import ShapeError
 from .ops.dtypes import FLOATS
 from .ops.elementwise import Add, Div, Mul, Neg, Pow, PowScalar, Sub
 from .ops.linalg import MatMul
@@ -430,7 +431,7 @@ class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, Inplac
         try:
             return Tensor._make(compare(self.data, other), False, None)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"comparison: shapes {self.shape} and {np.shape(other)} cannot be broadcast "
                 "together"
             ) from None

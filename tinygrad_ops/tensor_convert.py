@@ -12,8 +12,17 @@ import numpy as np
 
 from .mode import no_grad
 from .ops import base
-from .ops.checks import check_number, checked_shape, varargs_shape
+from .ops.checks import ArgumentError, check_number, checked_shape, varargs_shape
 from .ops.elementwise import Cast
+
+# PyTorch's legacy type names, by dtype (Tensor.type).
+TYPE_NAMES = {
+    np.dtype(np.float16): "HalfTensor", np.dtype(np.float32): "FloatTensor",
+    np.dtype(np.float64): "DoubleTensor", np.dtype(np.uint8): "ByteTensor",
+    np.dtype(np.int8): "CharTensor", np.dtype(np.int16): "ShortTensor",
+    np.dtype(np.int32): "IntTensor", np.dtype(np.int64): "LongTensor",
+    np.dtype(np.bool_): "BoolTensor",
+}  # fmt: skip
 
 
 class ConversionMethods:
@@ -29,7 +38,7 @@ class ConversionMethods:
     def item(self):
         """The single value of a one-element tensor, as a Python number."""
         if self.data.size != 1:
-            raise ValueError(
+            raise ArgumentError(
                 f"item() needs a tensor with one element, this one has shape {self.shape}"
             )
         base.values_read(self, ".item()")
@@ -137,6 +146,25 @@ class ConversionMethods:
         with no_grad():  # (still one recorded op for tg.compile's capture)
             return Cast.apply(self, dtype=dtype)
 
+    def type(self, dtype=None):
+        """With a dtype (or PyTorch's type name, "torch.DoubleTensor"), this tensor converted
+        to it, as `astype`; without, PyTorch's name of its type ("torch.FloatTensor" for
+        float32), as torch.Tensor.type.
+
+        >>> import tinygrad_ops as tg
+        >>> tg.ones(2).type(), tg.ones(2).type("torch.LongTensor").dtype
+        ('torch.FloatTensor', dtype('int64'))
+        """
+        if dtype is None:
+            return f"torch.{TYPE_NAMES[self.dtype]}"
+        if isinstance(dtype, str) and dtype.removeprefix("torch.") in TYPE_NAMES.values():
+            dtype = next(key for key, name in TYPE_NAMES.items() if f"torch.{name}" == dtype)
+        return self if np.dtype(dtype) == self.dtype else self.astype(dtype)
+
+    def element_size(self):
+        """The bytes one element takes (4 for float32), as torch.Tensor.element_size."""
+        return self.dtype.itemsize
+
     def type_as(self, other):
         """This tensor converted to `other`'s dtype (as `astype(other.dtype)`)."""
         return self.astype(other.dtype)
@@ -207,7 +235,7 @@ class ConversionMethods:
 
     def __bool__(self):
         if self.data.size != 1:
-            raise ValueError(
+            raise ArgumentError(
                 f"the truth value of a tensor with {self.data.size} elements (shape "
                 f"{self.shape}) is ambiguous; use .any() or .all() on .data"
             )

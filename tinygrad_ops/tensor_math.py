@@ -53,16 +53,28 @@ from .ops import (
     Tanh,
     Trunc,
 )
-from .ops.base import values_read
-from .ops.checks import reduction_arguments
+from .ops.base import is_tensor, values_read
+from .ops.checks import ArgumentError, reduction_arguments
 from .tensor_functions import constant, maximum, where
 
 
 def check_bounds(op_name, low, high):
     """clip needs a bound (PyTorch raises too): clip(None, None) is most likely a mistake."""
     if low is None and high is None:
-        raise ValueError(f"{op_name}: at least one of low (min) and high (max) must not be None")
+        raise ArgumentError(f"{op_name}: at least one of low (min) and high (max) must not be None")
     return high
+
+
+def _clip_by_tensors(x, low, high):
+    """clip with Tensor bounds, as torch.clamp: the low bound where x < low, then the high
+    one where that exceeds high;  dx = g where low <= x <= high, dlow = g where x < low,
+    dhigh = g where the result would exceed high (two selections, so NaN-free as PyTorch)."""
+    out = x
+    if low is not None:
+        out = where(out < low, low, out)
+    if high is not None:
+        out = where(out > high, high, out)
+    return out
 
 
 class MathMethods:
@@ -149,16 +161,25 @@ class MathMethods:
         >>> tg.Tensor([-2.0, 0.5, 3.0]).clip(-1, 1).numpy()
         array([-1. ,  0.5,  1. ], dtype=float32)
         """
-        return Clip.apply(self, low=low, high=check_bounds("clip", low, high))
+        check_bounds("clip", low, high)
+        if is_tensor(low) or is_tensor(high):
+            return _clip_by_tensors(self, low, high)
+        return Clip.apply(self, low=low, high=high)
 
     def clamp(self, min=None, max=None):
-        """`clip` with PyTorch's argument names: `x.clamp(min=0)`, `x.clamp(-1, 1)`.
+        """`clip` with PyTorch's argument names: `x.clamp(min=0)`, `x.clamp(-1, 1)`; a
+        bound may be a Tensor (broadcast against x, and given its share of the gradient).
 
         >>> import tinygrad_ops as tg
         >>> tg.Tensor([-2.0, 0.5]).clamp(min=0).numpy()
         array([0. , 0.5], dtype=float32)
+        >>> tg.Tensor([-2.0, 0.5]).clamp(min=tg.Tensor([-3.0, 1.0])).numpy()
+        array([-2.,  1.], dtype=float32)
         """
-        return Clip.apply(self, low=min, high=check_bounds("clamp", min, max))
+        check_bounds("clamp", min, max)
+        if is_tensor(min) or is_tensor(max):
+            return _clip_by_tensors(self, min, max)
+        return Clip.apply(self, low=min, high=max)
 
     def maximum(self, other):
         return maximum(self, other)
@@ -257,7 +278,7 @@ class MathMethods:
         if rounding_mode is None:
             return self / other
         if rounding_mode not in ("floor", "trunc"):
-            raise ValueError(
+            raise ArgumentError(
                 f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
             )
         return RoundedDivide.apply(self, other, rounding_mode=rounding_mode)
@@ -309,6 +330,24 @@ class MathMethods:
         """out = a is NaN: a boolean tensor outside the tape (no gradient)."""
         values_read(self, "isnan")
         return constant(np.isnan(self.data))
+
+    def logical_not(self):
+        """out = not a (nonzero counts as true): a boolean tensor outside the tape."""
+        values_read(self, "logical_not")
+        return constant(np.logical_not(self.data))
+
+    def logical_and(self, other):
+        """out = a and b elementwise (nonzero counts as true), broadcast: a boolean tensor
+        outside the tape."""
+        return self._compare(other, np.logical_and)
+
+    def logical_or(self, other):
+        """out = a or b elementwise: a boolean tensor outside the tape."""
+        return self._compare(other, np.logical_or)
+
+    def logical_xor(self, other):
+        """out = a xor b elementwise (exactly one true): a boolean tensor outside the tape."""
+        return self._compare(other, np.logical_xor)
 
     def isinf(self):
         """out = a is +inf or -inf: a boolean tensor outside the tape (no gradient)."""

@@ -16,7 +16,14 @@ import numpy as np
 
 from .ops import scatter_reduce
 from .ops.base import is_tensor, values_read
-from .ops.checks import check_float, ddof_argument, normalize_axis, reduction_arguments
+from .ops.checks import (
+    AxisError,
+    ShapeError,
+    check_float,
+    ddof_argument,
+    normalize_axis,
+    reduction_arguments,
+)
 from .ops.cumulative import Cumprod, Cumsum, LogCumSumExp
 from .ops.indexing import ValuesIndices
 from .ops.reduce import Max, Min, Sum, VectorNorm, keepdims_shape, normalize_axes
@@ -32,9 +39,15 @@ class ReduceMethods:
 
     # (PyTorch's `dim`/`keepdim` are accepted for numpy's `axis`/`keepdims`.)
 
-    def sum(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+    def sum(self, axis=None, keepdims=False, *, dim=None, keepdim=None, dtype=None):
+        """The sum over `axis` (every element by default); with `dtype`, of this tensor
+        converted to it first, as PyTorch's `sum(dtype=)` (e.g. float64 sums of float32).
+        Booleans and integers sum to int64, as PyTorch."""
         axis, keepdims = reduction_arguments("sum", axis, keepdims, dim, keepdim)
-        return Sum.apply(self, axis=axis, keepdims=keepdims)
+        source = self
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            source = self.astype(dtype)
+        return Sum.apply(source, axis=axis, keepdims=keepdims)
 
     def trace(self):
         """The sum of a matrix's main diagonal, as PyTorch's trace;  dx = g on the diagonal,
@@ -45,7 +58,7 @@ class ReduceMethods:
         5.0
         """
         if self.ndim != 2:
-            raise ValueError(f"trace: expects a matrix (2-d), got shape {self.shape}")
+            raise ShapeError(f"trace: expects a matrix (2-d), got shape {self.shape}")
         return self.diagonal().sum()
 
     def mean(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
@@ -116,17 +129,21 @@ class ReduceMethods:
 
     def amax(self, dim=None, keepdim=False):
         """The maximum over `dim` (an int, a tuple, or None for all), values only; ties share
-        the gradient evenly, as PyTorch's `amax`."""
-        return self.max(axis=_all_if_empty(dim), keepdims=keepdim)
+        the gradient evenly, and a group holding NaN gets NaN gradients, as PyTorch's `amax`
+        (`max` gives the NaNs the gradient)."""
+        keepdim = self._keepdims("amax", keepdim, None)
+        return Max.apply(self, axis=_all_if_empty(dim), keepdims=keepdim, nan_rows=True)
 
     def amin(self, dim=None, keepdim=False):
         """The minimum over `dim`, values only (as `amax`)."""
-        return self.min(axis=_all_if_empty(dim), keepdims=keepdim)
+        keepdim = self._keepdims("amin", keepdim, None)
+        return Min.apply(self, axis=_all_if_empty(dim), keepdims=keepdim, nan_rows=True)
 
     def norm(self, p="fro", dim=None, keepdim=False):
         """The vector p-norm over `dim` (every element by default), as `torch.norm`:
         p = 2 or "fro" the Euclidean norm (its gradient at a zero vector is 0, as
-        PyTorch's), any p > 0, and inf / -inf for the largest / smallest |a|.
+        PyTorch's), any other p (0 counts the nonzero entries), and inf / -inf for the
+        largest / smallest |a|.
 
         >>> import tinygrad_ops as tg
         >>> x = tg.Tensor([[3.0, 4.0], [0.0, 0.0]])
@@ -141,8 +158,6 @@ class ReduceMethods:
             return self.astype(np.float32).norm(p, dim, keepdim).astype(np.float16)
         if math.isinf(p):
             return self.abs().amax(dim, keepdim) if p > 0 else self.abs().amin(dim, keepdim)
-        if p <= 0:
-            raise ValueError(f"norm: p must be positive or +-inf, got {p}")
         return VectorNorm.apply(self, p=float(p), axis=dim, keepdims=keepdim)
 
     def _max_or_min(self, op_name, arg_function, op, dim, keepdim, axis, keepdims):
@@ -168,7 +183,7 @@ class ReduceMethods:
         axis, keepdims = reduction_arguments(op_name, axis, False, dim, keepdim)
         axis = normalize_axis(axis, self.ndim, op_name)
         if self.ndim and self.shape[axis] == 0:
-            raise ValueError(f"{op_name}: cannot reduce over an empty dim (shape {self.shape})")
+            raise AxisError(f"{op_name}: cannot reduce over an empty dim (shape {self.shape})")
         values_read(self, f"{op_name}(dim=...): the indices")
         indices = arg_function(self.data, axis=axis, keepdims=True) if self.ndim else np.array(0)
         values = self.gather(axis, constant(indices)) if self.ndim else self * 1
@@ -188,8 +203,13 @@ class ReduceMethods:
         axis, keepdims = reduction_arguments(op_name, axis, keepdims, dim, keepdim)
         if axis is not None:
             axis = normalize_axis(axis, self.ndim, op_name)
-        if self.size == 0:
-            raise ValueError(f"{op_name}: cannot reduce an empty tensor (shape {self.shape})")
+        if axis is None and self.size == 0:
+            raise AxisError(
+                f"{op_name}: cannot reduce an empty tensor (shape {self.shape}); give a dim "
+                "of nonzero size"
+            )
+        if axis is not None and self.ndim and self.shape[axis] == 0:  # (other dims may be 0)
+            raise AxisError(f"{op_name}: dim {axis} is empty (shape {self.shape})")
         values_read(self, op_name)
         data = self.data if self.ndim else self.data.reshape(1)
         indices = function(data, axis=axis, keepdims=keepdims and axis is not None)
@@ -293,6 +313,41 @@ class ReduceMethods:
         indices = indices.reshape(self.shape)
         values = self.gather(axis, constant(indices)) if self.ndim else self * 1
         return ValuesIndices(values, constant(indices.astype(np.int64)))
+
+
+def var_mean(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """(the variance, the mean) over `dim`, as torch.var_mean: Tensor.var with PyTorch's
+    default correction of 1 (`correction=0` or `unbiased=False` for the biased one).
+
+    >>> import tinygrad_ops as tg
+    >>> [t.item() for t in tg.var_mean(tg.Tensor([1.0, 2.0, 6.0]))]
+    [7.0, 3.0]
+    """
+    dim, unbiased = _dim_or_unbiased("var_mean", dim, unbiased)
+    variance = input.var(dim, correction=correction, unbiased=unbiased, keepdims=keepdim)
+    return variance, input.mean(dim, keepdims=keepdim)
+
+
+def std_mean(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """(the standard deviation, the mean) over `dim`, as torch.std_mean: Tensor.std with
+    PyTorch's default correction of 1.
+
+    >>> import tinygrad_ops as tg
+    >>> [t.tolist() for t in tg.std_mean(tg.Tensor([[1.0, 3.0]]), 1)]
+    [[1.4142135381698608], [2.0]]
+    """
+    dim, unbiased = _dim_or_unbiased("std_mean", dim, unbiased)
+    deviation = input.std(dim, correction=correction, unbiased=unbiased, keepdims=keepdim)
+    return deviation, input.mean(dim, keepdims=keepdim)
+
+
+def _dim_or_unbiased(op_name, dim, unbiased):
+    """PyTorch's overload `var_mean(x, True)`: a bool in dim's place is `unbiased`."""
+    if isinstance(dim, (bool, np.bool_)):
+        if unbiased is not None:
+            raise TypeError(f"{op_name}: unbiased given twice")
+        return None, bool(dim)
+    return dim, unbiased
 
 
 def _reduced_count(shape, axis, op_name):

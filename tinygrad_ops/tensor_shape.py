@@ -16,7 +16,7 @@ from .autograd.inplace import apply_inplace
 from .mode import STATE
 from .ops import indexing, movement, scatter_reduce
 from .ops.base import bump_version, is_tensor, values_written
-from .ops.checks import normalize_axis
+from .ops.checks import ArgumentError, ShapeError, normalize_axis
 from .ops.shape import (
     BroadcastTo,
     GetItem,
@@ -79,12 +79,30 @@ class ShapeMethods:
         start = normalize_axis(start_dim, self.ndim, "flatten", "start_dim")
         end = normalize_axis(end_dim, self.ndim, "flatten", "end_dim")
         if start > end:
-            raise ValueError(
+            raise ArgumentError(
                 f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "
                 f"(for a {self.ndim}-d tensor)"
             )
         merged = math.prod(self.shape[start : end + 1])  # (not -1: a size 0 elsewhere)
         return self.reshape(self.shape[:start] + (merged,) + self.shape[end + 1 :])
+
+    def unflatten(self, dim, sizes):
+        """Dim `dim` split into dims of `sizes` (one of them may be -1), as PyTorch's: the
+        inverse of `flatten`.
+
+        >>> import tinygrad_ops as tg
+        >>> tg.zeros(2, 12).unflatten(1, (3, -1)).shape
+        (2, 3, 4)
+        """
+        axis = normalize_axis(dim, self.ndim, "unflatten", "dim")
+        sizes = tuple(sizes)
+        known = math.prod(size for size in sizes if size != -1)
+        inferred = sizes.count(-1) == 1 and known and self.shape[axis] % known == 0
+        if not sizes or (math.prod(sizes) != self.shape[axis] and not inferred):
+            raise ShapeError(
+                f"unflatten: sizes {sizes} do not multiply to dim {dim}'s size {self.shape[axis]}"
+            )
+        return self.reshape(self.shape[:axis] + sizes + self.shape[axis + 1 :])
 
     def transpose(self, *axes):
         """Swap two dims given as two ints (`x.transpose(0, 1)`, as PyTorch's: numpy's would
@@ -126,7 +144,7 @@ class ShapeMethods:
         sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
         offset = len(sizes) - self.ndim
         if offset < 0:
-            raise ValueError(f"expand: {len(sizes)} sizes for a {self.ndim}-d tensor {self.shape}")
+            raise ShapeError(f"expand: {len(sizes)} sizes for a {self.ndim}-d tensor {self.shape}")
         shape = tuple(
             self.shape[index - offset] if size == -1 and index >= offset else size
             for index, size in enumerate(sizes)

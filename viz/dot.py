@@ -19,7 +19,7 @@ from __future__ import annotations
 import graphviz
 
 from . import style
-from .layout import depth_and_width
+from .layout import RANK_PIXELS, ancestors, depth_and_width
 from .layout import layout as make_layout
 from .style import FONT, GROUP_COLOURS, SCAN_STYLE
 from .trace import shape_text
@@ -28,7 +28,7 @@ RANKDIRS = ("auto", "LR", "TB", "RL", "BT")
 # Pixels a rank takes and a node takes within its rank, top to bottom and left to right
 # (measured on the README's examples at Graphviz's 96 dpi): rankdir="auto" picks the
 # direction whose picture has the shorter longest side.
-TB_RANK, TB_NODE = 77, 126
+TB_RANK, TB_NODE = RANK_PIXELS, 126
 LR_RANK, LR_NODE = 136, 59
 
 
@@ -69,7 +69,7 @@ def draw(
     module called many times in a row (an RNN cell), draw the first and last `fold` calls
     and one node for the rest (None draws every call). `compact`: leave out the nodes of
     intermediate tensors (ops connect directly, edges still show shapes and gradients);
-    "auto" (the default) does so for a picture deeper than 24 ranks, so that it fits 2,000 px.
+    "auto" (the default) does so for a picture that would be taller than 2,000 px.
 
     >>> import tinygrad_ops as tg
     >>> from tinygrad_ops import viz
@@ -117,12 +117,11 @@ def _add_nodes(picture, shown, flags):
         if display_id not in shown.kept or display_id in picture.nodes:
             continue
         if display_id in shown.folds:
-            attributes = style.fold_attributes(
-                shown.folds[display_id], graph, shown.call_of, shown.steps
-            )
+            calls = shown.folds[display_id]
+            attributes = style.calls_attributes(calls, True, graph, shown.call_of, shown.steps)
         elif display_id.startswith("call_"):
-            call = shown.collapsed[display_id[len("call_") :]]
-            attributes = style.collapsed_attributes(call, graph, shown.call_of, shown.steps)
+            calls = [shown.collapsed[display_id[len("call_") :]]]
+            attributes = style.calls_attributes(calls, False, graph, shown.call_of, shown.steps)
         elif node_id in graph.ops:
             attributes = style.op_attributes(graph.ops[node_id], shown.steps.get(node_id))
         else:
@@ -144,12 +143,11 @@ def _add_elided(picture, shown):
         "color": "#999999",
         "fontcolor": "#555555",
     }
-    boundary = set()
-    for item in shown.edges:
-        crosses = item.target in shown.kept and item.source not in shown.kept
-        if crosses and item.target not in boundary:
-            boundary.add(item.target)
-            picture.edges.append((elided, item.target, {"style": "dashed", "color": "#999999"}))
+    kept = shown.kept
+    boundary = [item.target for item in shown.edges if item.source not in kept]
+    for target in dict.fromkeys(boundary):  # each drawn node an edge crosses into, once
+        if target in kept:
+            picture.edges.append((elided, target, {"style": "dashed", "color": "#999999"}))
 
 
 def _add_copies(picture, shown):
@@ -186,20 +184,11 @@ def _to_digraph(picture, rankdir, title, scan_titles):
     members = {}
     for display_id in picture.nodes:
         members.setdefault(picture.cluster_of.get(display_id), []).append(display_id)
-    children = {}
-    call_keys = [key for key in members if key is not None and not isinstance(key, str)]
-    for call in list(call_keys):
-        # Every ancestor of a call with members must be drawn too, to hold it.
-        parent = call.parent
-        child = call
-        while parent is not None:
-            siblings = children.setdefault(parent, [])
-            if child not in siblings:
-                siblings.append(child)
-            child, parent = parent, parent.parent
-        top = children.setdefault(None, [])
-        if child not in top:
-            top.append(child)
+    children = {}  # a call (None: the top) -> the calls drawn inside it
+    for key in members:
+        if key is not None and not isinstance(key, str):
+            for call in ancestors(key):  # a call with members is drawn in all its ancestors
+                children.setdefault(call.parent, set()).add(call)
 
     def add_nodes(target, key):
         for display_id in members.get(key, ()):

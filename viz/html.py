@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html as html_escape
 import json
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from .groups import ModuleCalls
 from .html_layout import layered_layout
 from .html_scan import scan_levels
 from .layout import layout
-from .record import SMALL_SIZE, RecordingScheduler
+from .record import GradientInfo, RecordingScheduler
 from .rules import labelled_rule, missing_rule, rule
 from .trace import CONSTANT, Trace, shape_text, trace
 
@@ -39,14 +40,14 @@ ELIDED = "elided"
 BADGE_PAD = 16  # pixels around a step badge's caption
 
 
+@dataclass(repr=False)
 class HtmlPage:
     """A written page: `text` is the HTML, `record` the `BackwardRecord` it shows, `path`
     where it was written (or None); Jupyter shows it inline (in an iframe)."""
 
-    def __init__(self, text, record, path=None):
-        self.text = text
-        self.record = record
-        self.path = path
+    text: str
+    record: object
+    path: Path | None = None
 
     def _repr_html_(self):
         source = html_escape.escape(self.text, quote=True)
@@ -66,27 +67,14 @@ def _number(value):
     return value if np.isfinite(value) else str(value)
 
 
-def _value_summary(array):
-    """Shape, dtype and statistics of a forward value (the numbers when it is small)."""
-    values = np.asarray(array)
-    summary = {"shape": shape_text(values.shape), "dtype": str(values.dtype)}
-    if values.size and values.dtype.kind in "biuf":
-        as_float = values.astype(np.float64)
-        summary["min"] = _number(as_float.min())
-        with np.errstate(invalid="ignore", over="ignore"):  # -inf and inf average to nan
-            summary["mean"] = _number(as_float.mean())
-        summary["max"] = _number(as_float.max())
-        if values.size <= SMALL_SIZE:
-            summary["values"] = [_number(value) for value in as_float.ravel()]
-    return summary
-
-
-def _grad_summary(info):
-    """A recorded `GradientInfo` as JSON (None where no gradient was recorded)."""
+def _summary(info, dtype=None):
+    """A `GradientInfo` (of a gradient, or of a forward value) as JSON: shape, statistics,
+    the numbers of a small one (None where none was recorded)."""
     if info is None:
         return None
     summary = {
         "shape": shape_text(info.shape),
+        "dtype": dtype,
         "min": _number(info.minimum),
         "mean": _number(info.mean),
         "max": _number(info.maximum),
@@ -95,6 +83,15 @@ def _grad_summary(info):
     if info.values is not None:
         summary["values"] = [_number(value) for value in info.values]
     return summary
+
+
+def _value_summary(array):
+    """A forward value's summary (its shape and dtype only, where it is not numbers)."""
+    values = np.asarray(array)
+    if not values.size or values.dtype.kind not in "biuf":
+        return {"shape": shape_text(values.shape), "dtype": str(values.dtype)}
+    with np.errstate(invalid="ignore", over="ignore"):  # -inf and inf average to nan
+        return _summary(GradientInfo(values), str(values.dtype))
 
 
 def _label(node):
@@ -124,9 +121,9 @@ class _Page:
         for edge in graph.edges:
             if edge.target in graph.ops:
                 self.operand_edges.setdefault(edge.target, []).append(edge)
-        self.scans = {}  # page id of a scanned segment ("scan0") -> its ScannedSegment
+        self.scans = {}  # the layout's key of a scanned segment -> its ScannedSegment
         for number, segment in enumerate(self.record.scanned_segments):
-            self.scans[f"scan{number}"] = segment
+            self.scans[f"cluster_scan_{number}"] = segment
         self.nodes = {}  # page id -> node JSON
         self.copied = {source for source, _ in shown.copies.values()}
         self.alias = {}  # copy id -> the copy that stands for it
@@ -141,8 +138,7 @@ class _Page:
         if display_id not in shown.kept:
             return ELIDED
         if display_id in graph.ops:
-            key = shown.scan_of.get(display_id)  # "cluster_scan_0" -> "scan0"
-            return display_id if key is None else key[len("cluster_") :].replace("_", "")
+            return shown.scan_of.get(display_id, display_id)  # a scan's ops: one node
         node = graph.tensors.get(display_id)
         if node is None:
             return display_id  # a call, a fold or a copy
@@ -181,14 +177,11 @@ class _Page:
             return {"id": ELIDED, "kind": "elided", "label": label, "members": []}
         if page_id in self.scans:
             return self.scan_json(page_id)
-        if page_id in shown.folds:
-            calls = [call.id for call in shown.folds[page_id]]
-            return {"id": page_id, "kind": "call", "label": shown.fold_title(page_id),
-                    "calls": calls, "members": []}  # fmt: skip
-        if page_id.startswith("call_"):
-            call = shown.collapsed[page_id[len("call_") :]]
-            return {"id": page_id, "kind": "call", "label": call.title, "calls": [call.id],
-                    "members": []}  # fmt: skip
+        if page_id in shown.folds or page_id.startswith("call_"):
+            calls = shown.folds.get(page_id) or [shown.collapsed[page_id[len("call_") :]]]
+            label = shown.fold_title(page_id) if page_id in shown.folds else calls[0].title
+            ids = [call.id for call in calls]
+            return {"id": page_id, "kind": "call", "label": label, "calls": ids, "members": []}
         if page_id in self.graph.ops:
             return self.op_json(page_id, self.graph.ops[page_id])
         return self.leaf_json(page_id)
@@ -233,7 +226,7 @@ class _Page:
                     "value": _value_summary(
                         source.value if source.kind == CONSTANT else source.tensor.data
                     ),
-                    "grad": _grad_summary(record.edge_grad(op, edge.index)),
+                    "grad": _summary(record.edge_grad(op, edge.index)),
                 }
             )
         name = op_node.op_name + (f"[{op_node.detail}]" if op_node.detail else "")
@@ -248,7 +241,7 @@ class _Page:
             ),
             "output": _label(output),
             "value": _value_summary(output.tensor.data),
-            "grad": _grad_summary(record.tensor_grad(output.tensor)),
+            "grad": _summary(record.tensor_grad(output.tensor)),
             "operands": operands,
             "step": record.step(op),
         }
@@ -262,7 +255,7 @@ class _Page:
             "label": node.name or node_id,
             "sub": f"{node_id} · {shape_text(node.shape)}",
             "value": _value_summary(node.tensor.data),
-            "grad": _grad_summary(self.record.tensor_grad(node.tensor)),
+            "grad": _summary(self.record.tensor_grad(node.tensor)),
         }
 
     def edges(self):
@@ -286,7 +279,7 @@ class _Page:
                     "from": source,
                     "to": target,
                     "shape": shape_text(item.edge.shape),
-                    "grad": None if merged else _grad_summary(info),
+                    "grad": None if merged else _summary(info),
                     "carries": info is not None,
                     "step": self.record.step(op),
                 }
@@ -298,12 +291,9 @@ class _Page:
 
     def steps(self):
         """The backward walk: one entry per op visit, in the order the engine ran them."""
-        steps = []
-        for op in self.record.visit_order:
-            op_id = self.graph.op_ids.get(id(op))
-            if op_id is not None:
-                steps.append({"op": op_id, "node": self.page_id(self.shown.display_of[op_id])})
-        return steps
+        op_ids = [self.graph.op_ids.get(id(op)) for op in self.record.visit_order]
+        display_of = self.shown.display_of
+        return [{"op": op_id, "node": self.page_id(display_of[op_id])} for op_id in op_ids if op_id]
 
 
 def _node_width(node):
@@ -342,18 +332,13 @@ def page_data(root, record, groups=None, depth=None, fold=3, max_nodes=PAGE_NODE
     for node in nodes:
         node["x"], node["y"] = positions[node["id"]]
         node["w"] = widths[node["id"]]
-    display = {}
-    for node_id, display_id in shown.display_of.items():
-        page_id = page.page_id(display_id)
-        if page_id is not None:
-            display[node_id] = page_id
     return {
         "title": f"backward of {_label(graph.tensors[graph.root_ids[0]])}",
         "scheduler": record.scheduler_name,
         "nodes": nodes,
         "edges": edges,
         "steps": steps,
-        "display": display,
+        "display": {node: page.page_id(drawn) for node, drawn in shown.display_of.items()},
     }
 
 

@@ -9,7 +9,7 @@ which nodes `max_nodes` keeps (those nearest the output).
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from .groups import ModuleCalls
@@ -44,11 +44,6 @@ def common_call(calls):
             break
         common = level[0]
     return common
-
-
-def is_within(call, outer):
-    """Whether `call` is `outer` or nested inside it."""
-    return any(each is outer for each in ancestors(call))
 
 
 @dataclass
@@ -140,10 +135,8 @@ def depth_and_width(result):
             rank[node] = min(below) - 1
     if not rank:
         return 0, 0
-    per_rank = {}
-    for value in rank.values():
-        per_rank[value] = per_rank.get(value, 0) + 1
-    return max(rank.values()) + 1, max(per_rank.values())
+    per_rank = Counter(rank.values())  # rank -> how many nodes sit on it
+    return max(per_rank) + 1, max(per_rank.values())
 
 
 def resolve_record(backward):
@@ -161,20 +154,22 @@ def resolve_record(backward):
     )
 
 
-# compact="auto": a picture deeper than this many ranks leaves out its intermediate tensors
-# (about 77 px a rank, top to bottom: 24 ranks keep a picture within 2,000 px).
-COMPACT_RANKS = 24
+# compact="auto": a picture taller than this, top to bottom, leaves out its unnamed
+# intermediate tensors. Graphviz gives a rank about 77 px, a module call's box about 45.
+PICTURE_PIXELS, RANK_PIXELS, BOX_PIXELS = 2000, 77, 45
 
 
 def layout(root, backward=None, groups=None, depth=None, fold=3, compact="auto", max_nodes=400):
     """The `Layout` of `root`'s graph (the options are `draw`'s).
 
-    `compact="auto"` leaves out the intermediate tensors of a picture deeper than
-    `COMPACT_RANKS` ranks, whose full drawing would be a long strip.
+    `compact="auto"` leaves out the intermediate tensors of a picture that would be
+    taller than `PICTURE_PIXELS`, a long strip.
     """
     if compact == "auto":
         full = layout(root, backward, groups, depth, fold, False, max_nodes)
-        if depth_and_width(full)[0] <= COMPACT_RANKS:
+        boxes = {full.cluster_of(node, drawn) for node, drawn in full.display_of.items()}
+        height = depth_and_width(full)[0] * RANK_PIXELS + len(boxes - {None}) * BOX_PIXELS
+        if height <= PICTURE_PIXELS:
             return full
         compact = True
     if compact not in (True, False):

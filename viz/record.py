@@ -1,16 +1,13 @@
 """Recording a backward pass: the order ops are visited and the gradient on every edge.
 
-The engine is not changed: a `RecordingScheduler` wraps the scheduler that would have run
-(sequential by default, or any scan scheduler) and, for the duration of its `run(graph)`,
-wraps two methods of that one `BackwardGraph` object. `input_grads(node, grad)` is where
-every scheduler runs an op's backward rule: the order of those calls is the backward
-order, `grad` is the total gradient of the op's output, and the results are the gradients
-sent back along each edge to the op's operands. `visit(tensor, grad)` is where a leaf
-receives its total gradient (a leaf, or a tensor a scan scheduler delivers).
-
-Scan schedulers (see docs/scan.md, section 3) may fill `graph.scanned_segments`, a list of
-`ScannedSegment(scheduler, tensors, method, block_size)` records; the record keeps it, and
-`draw` shows each segment as one highlighted cluster named after its scan.
+The engine is not changed: a `RecordingScheduler` runs the scheduler that would have run
+(sequential by default, or any scan scheduler) with an observer on its `BackwardGraph`
+(`graph.observers`). It is told `rule_ran(node, grad, results)` after every op's backward
+rule (the order of those calls is the backward order; `results` are the gradients sent
+back to each operand) and `visiting(tensor, grad)` where a tensor receives its total
+gradient. Scan schedulers note each chain segment they scanned in
+`graph.scanned_segments` (`ScannedSegment(scheduler, tensors, method, block_size)`
+records, docs/scan.md); the record keeps that list.
 """
 
 from __future__ import annotations
@@ -28,7 +25,8 @@ SMALL_SIZE = 16  # a gradient of at most this many elements keeps its numbers (`
 
 
 class GradientInfo:
-    """Shape and statistics of one gradient; `values` (a flat list) only for small ones."""
+    """Shape and statistics of one gradient (or value); `values` (a flat list) only for
+    small ones."""
 
     __slots__ = ("shape", "norm", "minimum", "mean", "maximum", "values")
 

@@ -19,7 +19,7 @@ import html
 
 import numpy as np
 
-from .layout import ancestors, is_within
+from .layout import ancestors
 from .record import GradientInfo
 from .trace import CONSTANT, INPUT, INTERMEDIATE, LEAF, OUTPUT, PARAMETER, shape_text
 
@@ -197,23 +197,6 @@ def _step_range(op_ids, steps):
     return [(text, [("size", 9), ("color", STEP_COLOUR)])]
 
 
-def collapsed_attributes(call, graph, call_of, steps):
-    inside = [node_id for node_id in graph.ops if is_within(call_of.get(node_id), call)]
-    lines = [
-        (call.path or "(model)", [("b", None)]),
-        (f"{call.type_name}" + (f" call #{call.call_index}" if call.call_index else ""), []),
-        (f"{len(inside)} ops", [("size", 9), ("color", "#555555")]),
-        *_step_range(inside, steps),
-    ]
-    return {
-        "label": html_label(lines),
-        "shape": "box3d",
-        "style": "filled",
-        "fillcolor": "#e8eefc",
-        "color": "#4a6fa5",
-    }
-
-
 def edge_attributes(edge, graph, flags, record):
     attributes = {}
     lines = []
@@ -234,24 +217,23 @@ def edge_attributes(edge, graph, flags, record):
     return attributes
 
 
-def fold_attributes(run, graph, call_of, steps):
-    members = set(run)
-    inside = [
-        node_id
-        for node_id in graph.ops
-        if any(call in members for call in ancestors(call_of.get(node_id)))
-    ]
-    first, last = run[0], run[-1]
-    lines = [
-        (f"{first.path or '(model)'}  × {len(run)}", [("b", None)]),
-        (f"{first.type_name} calls #{first.call_index} … #{last.call_index}", []),
-        (f"{len(inside)} ops, not drawn", [("size", 9), ("color", "#555555")]),
-        *_step_range(inside, steps),
-    ]
+def calls_attributes(calls, folded, graph, call_of, steps):
+    """One node for module calls: a collapsed call (`calls` is that one call), or the
+    middle of a long run of calls folded (dashed, its ops not drawn)."""
+    members = set(calls)
+    inside = [op_id for op_id in graph.ops if members & set(ancestors(call_of.get(op_id)))]
+    first, last = calls[0], calls[-1]
+    name, ops = first.path or "(model)", f"{len(inside)} ops"
+    if folded:
+        kind = f"{first.type_name} calls #{first.call_index} … #{last.call_index}"
+        name, ops = f"{name}  × {len(calls)}", f"{ops}, not drawn"
+    else:
+        kind = first.type_name + (f" call #{first.call_index}" if first.call_index else "")
+    lines = [(name, [("b", None)]), (kind, []), (ops, [("size", 9), ("color", "#555555")])]
     return {
-        "label": html_label(lines),
+        "label": html_label(lines + _step_range(inside, steps)),
         "shape": "box3d",
-        "style": "filled,dashed",
-        "fillcolor": "#f0f0f0",
+        "style": "filled,dashed" if folded else "filled",
+        "fillcolor": "#f0f0f0" if folded else "#e8eefc",
         "color": "#4a6fa5",
     }

@@ -70,10 +70,6 @@ def shape_text(shape) -> str:
     return "×".join(str(size) for size in shape)
 
 
-def _dtype_text(dtype) -> str:
-    return str(np.dtype(dtype))
-
-
 def _is_parameter(tensor) -> bool:
     # nn.Parameter is found by name so that viz does not need nn to be importable.
     return any(cls.__name__ == "Parameter" for cls in type(tensor).__mro__)
@@ -94,12 +90,8 @@ def _op_name(op) -> str:
 
 
 def _op_detail(op) -> str:
-    parts = []
-    for slot in _DETAIL_SLOTS:
-        value = getattr(op, slot, None)
-        if value is not None:
-            parts.append(f"{slot}={value}")
-    return ", ".join(parts)
+    values = {slot: getattr(op, slot, None) for slot in _DETAIL_SLOTS}
+    return ", ".join(f"{slot}={value}" for slot, value in values.items() if value is not None)
 
 
 class Trace:
@@ -253,7 +245,7 @@ class _Builder:
         else:
             kind = INPUT
         graph.tensors[node_id] = TensorNode(
-            node_id, kind, tuple(tensor.shape), _dtype_text(tensor.dtype), tensor.name, tensor
+            node_id, kind, tuple(tensor.shape), str(np.dtype(tensor.dtype)), tensor.name, tensor
         )
         graph.tensor_ids[id(tensor)] = node_id
         graph.node_order.append(node_id)
@@ -261,7 +253,7 @@ class _Builder:
 
     def constant(self, value):
         node_id = self.new_id("c")
-        dtype = _dtype_text(np.asarray(value).dtype)
+        dtype = str(np.asarray(value).dtype)
         self.graph.tensors[node_id] = TensorNode(
             node_id, CONSTANT, tuple(np.shape(value)), dtype, value=value
         )

@@ -84,17 +84,18 @@ def rnn(folder):
 
 
 def rnn_100_steps(folder):
-    """Over 100 steps: each step collapsed to one node, steps 3-96 folded into one."""
+    """Over 100 steps: each step collapsed to one node, steps 2-97 folded into one."""
     calls = viz.ModuleCalls()
     loss = viz.examples.rnn(steps=100, calls=calls)
     record = viz.backward(loss)
-    title = "RNN over 100 steps: steps collapsed (depth=0), the middle 94 folded"
-    save(folder, "rnn_100_steps", loss, groups=calls, depth=0, backward=record, title=title)
+    title = "RNN over 100 steps: steps collapsed (depth=0), the middle 96 folded (fold=2)"
+    options = {"groups": calls, "depth": 0, "fold": 2, "backward": record, "title": title}
+    save(folder, "rnn_100_steps", loss, **options)
 
 
 def rnn_scan(folder):
     """The scan scheduler: the chain segment it scanned, as one highlighted cluster."""
-    loss = viz.examples.rnn(steps=6)
+    loss = viz.examples.rnn(steps=5)
     record = viz.backward(loss, scheduler="blelloch")
     title = "backward(scheduler='blelloch'): the scanned chain segment"
     save(folder, "rnn_scan", loss, backward=record, compact=True, title=title)
@@ -184,6 +185,37 @@ def layers(folder):
     print("wrote layers.svg and layers.png")
 
 
+def work_depth(folder):
+    """docs/scan.md's trade-off: the work (products) and depth (levels of dependent products)
+    of each scheduler's backward over a chain, against its length, counted by running the
+    scans themselves (`scheduler.scans.work_and_depth`; no timing, so no machine in it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tinygrad_ops.scheduler.scans import work_and_depth
+
+    lengths = [2**power for power in range(2, 14)]
+    figure, (work_axes, depth_axes) = plt.subplots(1, 2, figsize=(9, 3.8))
+    for method in ("sequential", "hillis-steele", "blelloch", "blocked"):
+        counts = [work_and_depth(method, length, block_size=256) for length in lengths]
+        label = "blocked (256)" if method == "blocked" else method
+        work_axes.plot(lengths, [mm + mv for mm, mv, _ in counts], marker=".", label=label)
+        depth_axes.plot(lengths, [depth for _, _, depth in counts], marker=".", label=label)
+    for axes, title in ((work_axes, "work: products"), (depth_axes, "depth: levels")):
+        axes.set_xscale("log", base=2)
+        axes.set_yscale("log", base=2)
+        axes.set_xlabel("chain length n (steps)")
+        axes.set_title(title)
+        axes.grid(True, which="major", alpha=0.3)
+    depth_axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(folder / "work_depth.png", dpi=110, metadata={"Software": None})
+    plt.close(figure)
+    print("wrote work_depth.png")
+
+
 # Maker -> the files it writes in the folder.
 PICTURES = {
     mlp: ("mlp.svg", "mlp.png"),
@@ -198,6 +230,7 @@ PICTURES = {
     demo_training: ("demo_training.svg",),
     html_walk: ("html_walk.png",),  # needs headless Chromium (see tests/browser.py)
     layers: ("layers.svg", "layers.png"),
+    work_depth: ("work_depth.png",),
 }
 # Measured on this machine by the benchmark scripts (minutes each): picture -> command.
 MEASURED = {

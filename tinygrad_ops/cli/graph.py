@@ -80,14 +80,19 @@ def add_arguments(parser):
         "--scheduler", default=None, help="the backward scheduler to record (with --backward)"
     )
     parser.add_argument(
-        "--max-nodes", type=int, default=400, help="draw at most this many nodes (default 400)"
+        "--max-nodes",
+        type=int,
+        default=400,
+        help="draw at most this many nodes, those nearest the loss (default 400; at most "
+        f"{PICTURE_NODE_LIMIT} in a picture, {PAGE_NODE_LIMIT} in a page)",
     )
     _add_grouping_arguments(parser)
     parser.add_argument(
         "--compact",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="leave out intermediate tensor nodes (the default for a picture deeper than 24 ranks)",
+        help="leave out intermediate tensor nodes (the default for a picture that would be "
+        "taller than 2,000 px)",
     )
     parser.add_argument("--steps", type=int, default=4, help="time steps of the rnn example")
     parser.add_argument(
@@ -127,7 +132,8 @@ def _add_grouping_arguments(parser):
 AUTO_GROUP_NODES = 200
 # Graphviz lays out more nodes than this in minutes, not seconds (DOT text is instant).
 PICTURE_NODE_LIMIT = 500
-MAX_STEPS = 5000  # the rnn example's trace of 5,000 steps takes about two seconds
+PAGE_NODE_LIMIT = 2000  # a browser opens a page of more nodes slowly
+MAX_STEPS = 5000  # a longer rnn example takes long to build and trace before any drawing
 
 
 def _example_loss(name, args):
@@ -226,12 +232,15 @@ def _groups(args, loss, calls):
     return calls, depth, fold
 
 
-def run(args):
-    """Draw the chosen graph to `args.output`; returns the exit code."""
-    if (args.example is None) == (args.checkpoint is None):
-        raise UsageError("name an example (mlp, rnn, softmax, layernorm) or give --checkpoint")
-    if args.max_nodes is not None and args.max_nodes < 1:
+def _check_size(args):
+    """Refuse a drawing that would not finish promptly, saying why and what to do."""
+    if args.max_nodes < 1:
         raise UsageError(f"--max-nodes {args.max_nodes}: give at least 1")
+    if args.html is not None and args.max_nodes > PAGE_NODE_LIMIT:
+        raise UsageError(
+            f"--max-nodes {args.max_nodes}: a browser opens a page of more than "
+            f"{PAGE_NODE_LIMIT} nodes slowly; draw fewer (--group, --depth)"
+        )
     pictured = args.html is None and (args.format or Path(args.output).suffix) not in DOT
     if pictured and args.max_nodes > PICTURE_NODE_LIMIT:
         raise UsageError(
@@ -239,6 +248,13 @@ def run(args):
             f"{PICTURE_NODE_LIMIT} nodes; write DOT text (-o graph.dot), or draw fewer "
             "(--group, --depth)"
         )
+
+
+def run(args):
+    """Draw the chosen graph to `args.output`; returns the exit code."""
+    if (args.example is None) == (args.checkpoint is None):
+        raise UsageError("name an example (mlp, rnn, softmax, layernorm) or give --checkpoint")
+    _check_size(args)
     if args.checkpoint is not None:
         loss, calls, title = _checkpoint_loss(args.checkpoint)
     else:
@@ -255,6 +271,7 @@ def run(args):
             groups=calls,
             depth=depth,
             fold=fold if fold > 0 else None,
+            max_nodes=args.max_nodes,
         )
         print(f"wrote {page.path} ({len(page.record)} backward steps)")
         return 0

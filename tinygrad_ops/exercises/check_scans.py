@@ -16,7 +16,7 @@ import numpy as np
 
 from tinygrad_ops.scheduler import scans
 
-from .checking import Case, MismatchError, close, random
+from .checking import Check, Diagnosis, MismatchError, close, gives, matches, random
 
 
 def reference_combine(left, right):
@@ -40,7 +40,7 @@ def chain(count, d, seed):
     return elements
 
 
-def scan_combine_cases():
+def scan_combine_checks():
     def against_engine(module):
         left, right = chain(3, 3, 30)[1:]
         engine = scans.AffineCompose().combine(
@@ -73,18 +73,50 @@ def scan_combine_cases():
             close(result[1], element[1], f"{what}: vector")
 
     return [
-        Case(
-            "random 3 × 3 pairs",
-            "(A, a) · (B, b) = (A @ B, a @ B + b): a is a row vector, "
-            "so it multiplies B from the left",
-            against_engine,
-        ),
-        Case(
-            "the worked example of docs/scan.md",
-            "[(0, 1), (3, 5), (2, 0)] gives g_1 = 8, g_0 = 16 in either grouping (associativity)",
+        Check("combine of random 3 × 3 pairs equals the engine's", "combine", against_engine),
+        Check(
+            "the worked example of docs/scan.md, [(0, 1), (3, 5), (2, 0)], gives g_1 = 8 and "
+            "g_0 = 16 in either grouping",
+            "combine",
             worked_example,
         ),
-        Case("the identity", "(I, 0): np.eye(d) and np.zeros(d)", the_identity),
+        Check("identity(d) changes nothing on either side", "identity", the_identity),
+    ]
+
+
+def scan_combine_diagnoses():
+    left, right = chain(3, 3, 33)[1:]
+
+    def combine_is(wrong):
+        return lambda m: matches(gives(m.combine, left, right), wrong(left, right))
+
+    return [
+        Diagnosis(
+            "combine",
+            "the earlier pair's vector goes through the later matrix: (A, a) · (B, b) = "
+            "(A B, a B + b); you wrote it the other way round",
+            combine_is(lambda p, q: (p[0] @ q[0], q[1] @ p[0] + p[1])),
+        ),
+        Diagnosis(
+            "combine",
+            "a is carried through B: the vector is a B + b, not a + b",
+            combine_is(lambda p, q: (p[0] @ q[0], p[1] + q[1])),
+        ),
+        Diagnosis(
+            "combine",
+            "a is a row vector: it multiplies B from the left, a @ B (B @ a is Bᵀ's product)",
+            combine_is(lambda p, q: (p[0] @ q[0], q[0] @ p[1] + q[1])),
+        ),
+        Diagnosis(
+            "combine",
+            "the matrices compose in order: A @ B, the earlier on the left",
+            combine_is(lambda p, q: (q[0] @ p[0], p[1] @ q[0] + q[1])),
+        ),
+        Diagnosis(
+            "identity",
+            "the identity is (I, 0): its vector adds nothing, np.zeros(d)",
+            lambda m: matches((gives(m.identity, 3) or (None, None))[1], np.ones(3)),
+        ),
     ]
 
 
@@ -173,24 +205,27 @@ def _scan_gradients(method, count):
     return run
 
 
-def _scan_cases(*fields):
+def _scan_checks(*fields):
     method = ScanMethod(*fields)
-    left = "keep the earlier element on the left: combine(items[i - k], items[i])"
     return [
-        Case("order (strings)", left, _scan_order(method)),
+        Check(
+            "the prefixes of 'abcdefghijk' under concatenation (the order of operands)",
+            method.name,
+            _scan_order(method),
+        ),
         *[
-            Case(
-                f"{count} elements (intervals)",
-                "combine only neighbouring partial products; "
-                "stay within the combines and rounds of the method",
+            Check(
+                f"{count} elements: only neighbouring parts are combined, within the "
+                "method's combines and rounds",
+                method.name,
                 _scan_neighbours(method, count),
             )
             for count in (1, 2, 7, 8, 13)
         ],
         *[
-            Case(
-                f"a chain of {count} (J, e) steps",
-                "the vector of prefix i is g_(n - i)",
+            Check(
+                f"a chain of {count} (J, e) steps: the engine's scan and the walked recurrence",
+                method.name,
                 _scan_gradients(method, count),
             )
             for count in (1, 5, 16)
@@ -202,8 +237,40 @@ def _log2(count):
     return math.ceil(math.log2(count)) if count > 1 else 0
 
 
-def hillis_steele_cases():
-    return _scan_cases(
+def _strings(module, name):
+    return gives(_run_scan, module, name, list("abcdefg"), lambda a, b: a + b)
+
+
+def _swapped(name):
+    def probe(module):
+        got = _strings(module, name)
+        right = ["abcdefg"[: i + 1] for i in range(7)]
+        if not isinstance(got, list) or len(got) != 7 or got == right:
+            return False
+        return all(sorted(str(g)) == sorted(r) for g, r in zip(got, right))
+
+    return Diagnosis(
+        name,
+        "the right parts in the wrong order: keep the earlier element on the left, "
+        "combine(earlier, later); the operator is not commutative",
+        probe,
+    )
+
+
+def _rounds(module, name, count=8):
+    depth = []
+
+    def combine(left, right):
+        level = max(left, right) + 1
+        depth.append(level)
+        return level
+
+    gives(_run_scan, module, name, [0] * count, combine)
+    return max(depth, default=0), len(depth)
+
+
+def hillis_steele_checks():
+    return _scan_checks(
         "hillis_steele",
         scans.hillis_steele_scan,
         lambda n: sum(n - step for step in (2**k for k in range(_log2(n)))),
@@ -211,14 +278,132 @@ def hillis_steele_cases():
     )
 
 
-def blelloch_cases():
-    return _scan_cases("blelloch", scans.blelloch_scan, lambda n: 2 * n, lambda n: 2 * _log2(n))
+def _hillis_steele_in_place(items):
+    items, step = list(items), 1
+    while step < len(items):
+        for i in range(step, len(items)):
+            items[i] = items[i - step] + items[i]
+        step *= 2
+    return items
 
 
-def blocked_cases():
-    return _scan_cases(
-        "blocked",
-        lambda stacked, operator: scans.blocked_scan(stacked, operator, block_size=BLOCK_SIZE),
-        lambda n: 2 * n,
-        lambda n: n,
-    )
+def hillis_steele_diagnoses():
+    return [
+        _swapped("hillis_steele"),
+        Diagnosis(
+            "hillis_steele",
+            "double the step each round (k = 1, 2, 4, ...): ceil(log2 n) rounds, not n - 1",
+            lambda m: _rounds(m, "hillis_steele")[0] > 3,
+        ),
+        Diagnosis(
+            "hillis_steele",
+            "a round reads the old values only: build the round's new list from the "
+            "previous one, never update it in place",
+            lambda m: _strings(m, "hillis_steele") == _hillis_steele_in_place("abcdefg"),
+        ),
+    ]
+
+
+def blelloch_checks():
+    return _scan_checks("blelloch", scans.blelloch_scan, lambda n: 2 * n, lambda n: 2 * _log2(n))
+
+
+def _blelloch_off_by_one(items):
+    if len(items) <= 1:
+        return list(items)
+    pairs = [items[i] + items[i + 1] for i in range(0, len(items) - 1, 2)]
+    prefixes = _blelloch_off_by_one(pairs)
+    out = [items[0]]
+    for i in range(1, len(items)):
+        if i % 2 == 1:
+            out.append(prefixes[i // 2])
+        else:
+            out.append(prefixes[min(i // 2, len(prefixes) - 1)] + items[i])
+    return out
+
+
+def blelloch_diagnoses():
+    return [
+        _swapped("blelloch"),
+        Diagnosis(
+            "blelloch",
+            "the down-sweep is off by one: out[2j] = P[j - 1] · x[2j], the pair prefix "
+            "that ends just before 2j",
+            lambda m: _strings(m, "blelloch") == _blelloch_off_by_one(list("abcdefg")),
+        ),
+        Diagnosis(
+            "blelloch",
+            "a fold is n - 1 rounds deep: combine neighbours in pairs (up-sweep), scan the "
+            "pairs, then fill in the even positions (down-sweep)",
+            lambda m: _rounds(m, "blelloch")[0] >= 7,
+        ),
+    ]
+
+
+def _blocks_scanned(module):
+    calls = []
+
+    def scan(block, combine):
+        calls.append(list(block))
+        return reference_blelloch(block, combine)
+
+    got = module.blocked(list("abcdefgh"), lambda a, b: a + b, BLOCK_SIZE, scan)
+    return got, calls
+
+
+def _blocks_check(module):
+    got, calls = _blocks_scanned(module)
+    expected = [list("abc"), list("def"), list("gh")]
+    if calls != expected:
+        raise MismatchError(f"scan was called on {calls}; expected the blocks {expected}")
+    if got != ["abcdefgh"[: i + 1] for i in range(8)]:
+        raise MismatchError(f"prefixes {got}")
+
+
+def blocked_checks():
+    return [
+        Check(
+            "scan is called on each block of block_size elements, in order (a ragged last "
+            "one), and nothing else",
+            "blocked",
+            _blocks_check,
+        ),
+        *_scan_checks(
+            "blocked",
+            lambda stacked, operator: scans.blocked_scan(stacked, operator, block_size=BLOCK_SIZE),
+            lambda n: 2 * n,
+            lambda n: n,
+        ),
+    ]
+
+
+def blocked_diagnoses():
+    def calls(module):
+        result = gives(_blocks_scanned, module)
+        return None if result is None else result[1]
+
+    return [
+        _swapped("blocked"),
+        Diagnosis(
+            "blocked",
+            "scan each block with the `scan` you are given: scan(items[start:start + "
+            "block_size], combine); a plain fold never blocks",
+            lambda m: calls(m) == [],
+        ),
+        Diagnosis(
+            "blocked",
+            "cut the list into blocks of block_size before scanning: one scan of the whole "
+            "list is not blocked",
+            lambda m: any(len(call) > BLOCK_SIZE for call in calls(m) or []),
+        ),
+        Diagnosis(
+            "blocked",
+            "the carry is the last prefix of everything so far (out[-1]), and it is the "
+            "earlier operand: combine(carry, prefix)",
+            lambda m: (
+                calls(m) == [list("abc"), list("def"), list("gh")]
+                and (gives(_blocks_scanned, m) or [None])[0]
+                != ["abcdefgh"[: i + 1] for i in range(8)]
+            ),
+        ),
+    ]

@@ -1,10 +1,11 @@
-"""What every check uses: the `Case` record, `MismatchError`, and the three oracles.
+"""What every check uses: `Check`, `Diagnosis`, `MismatchError`, and the three oracles.
 
-A case runs a student's module on one input and raises `MismatchError` when a number is wrong;
-its name says what is special about the input (the shape, the dtype, a near-zero
-variance, an all -inf row, fp16), and its hint says what usually goes wrong there. The
-oracles are central differences in float64 (`numerical_gradient`), `tinygrad_ops.reference`
-(the loop versions) and the engine (`engine_gradients`).
+A check states one property of a student's function ("dx is 0 where x is exactly 0") and
+raises `MismatchError` when it does not hold. When a function fails a check, its
+diagnoses run: each probes the student's code for one known mistake (the hint comes from
+what the code does, never from which check failed). The oracles are central differences
+in float64 (`numerical_gradient`), `tinygrad_ops.reference` (the loop versions) and the
+engine (`engine_gradients`).
 """
 
 from __future__ import annotations
@@ -22,12 +23,65 @@ class MismatchError(AssertionError):
 
 
 @dataclass
-class Case:
-    """One input of one exercise: `run(module)` raises MismatchError if the module is wrong."""
+class Check:
+    """One property of one function of an exercise; `run(module)` raises MismatchError
+    when the module's `function` does not have it."""
 
-    name: str
-    hint: str
+    property: str  # a statement of what must hold, shown with the result
+    function: str  # the student's function it tests: its diagnoses run when it fails
     run: Callable
+    time_limit: float = 10.0  # seconds; a check running longer is stopped as a hang
+    last: bool = False  # runs only once every other check has passed (the finishing test)
+
+
+LAST_NOT_RUN = "not run: it runs once every other check passes"
+
+
+@dataclass
+class Diagnosis:
+    """One known mistake in `function`: `probe(module)` is True when the module makes it;
+    `mistake` is the hint, naming the mistake and what to write instead."""
+
+    function: str
+    mistake: str
+    probe: Callable
+
+
+def gives(function, *arguments):
+    """What `function(*arguments)` returns (on copies of array arguments), or None when it
+    raises (for probes)."""
+    arguments = [a.copy() if isinstance(a, np.ndarray) else a for a in arguments]
+    try:
+        with np.errstate(all="ignore"):
+            return function(*arguments)
+    except Exception:  # a probe asks "does the code do X?"; raising means it does not
+        return None
+
+
+def raises(function, *arguments) -> bool:
+    """True when `function(*arguments)` raises (for probes of calls that return None)."""
+    try:
+        with np.errstate(all="ignore"):
+            function(*arguments)
+    except Exception:  # a probe asks "does the code do X?"; raising means it does not
+        return True
+    return False
+
+
+def matches(got, expected, rtol=1e-6, atol=1e-9):
+    """True when `got` has `expected`'s shape and values (nan where it is nan); tuples
+    are compared part by part."""
+    if isinstance(expected, tuple):
+        return (
+            isinstance(got, (tuple, list))
+            and len(got) == len(expected)
+            and all(matches(g, e, rtol, atol) for g, e in zip(got, expected))
+        )
+    try:
+        close(got, expected, "probe", rtol=rtol, atol=atol)
+    except (MismatchError, TypeError, ValueError):
+        return False
+    return True
 
 
 def close(got, expected, what, rtol=1e-6, atol=1e-9):

@@ -28,7 +28,7 @@ from ..autograd.graph import BackwardGraph, made_by_rule, needed_grads
 from ..mode import STATE, Trace
 from ..nn.init import default_generator
 from ..tensor import Tensor
-from .guards import members
+from .guards import members, parameters_of
 from .kernels import (
     Backward,
     Call,
@@ -146,6 +146,7 @@ class Recorder(Trace):
         self.flags_set = set()  # ids of the modules whose flag a replayed train() sets
         self.grad_of = {}  # id(leaf) -> (leaf, the .grad the program leaves it with)
         self.random = _RandomState()
+        self.settings = {}  # id(optimizer) -> (optimizer, its groups' settings as last seen)
         self.graphs = []
         self.muted = 0
         self.scanning = None  # the SegmentRun being recorded
@@ -343,6 +344,7 @@ class Recorder(Trace):
         if self.muted:
             return function(owner, *args, **kwargs)
         self.random.check(self)
+        self.check_settings()
         parameters = list(parameters_of(owner))
         self.phase = "update"
         for parameter in parameters:
@@ -361,7 +363,35 @@ class Recorder(Trace):
         if function.__name__ == "train" and hasattr(owner, "modules"):
             self.flags_set.update(id(module) for module in owner.modules())
         self.random.after(self)
+        self.watch_settings(owner)
+        for optimizer, _ in list(self.settings.values()):  # (a scheduler's step sets the lr)
+            self.watch_settings(optimizer)
         return result
+
+    def watch_settings(self, owner):
+        """Note an optimizer's settings now: a change the step's Python makes later
+        (`param_groups[0]["lr"] *= 0.5`) is one a replay would not repeat."""
+        groups = getattr(owner, "param_groups", None)
+        if groups is not None:
+            settings = [{k: v for k, v in group.items() if k != "params"} for group in groups]
+            self.settings[id(owner)] = (owner, settings)
+
+    def check_settings(self):
+        """Refuse a change of an optimizer's settings made by the step's Python, unless
+        the new value is one of the call's arguments (a kernel writes it: sync_settings;
+        a Python number is guarded by value)."""
+        arguments = {id(value) for value in self.values}
+        for optimizer, before in self.settings.values():
+            for number, (group, seen) in enumerate(zip(optimizer.param_groups, before)):
+                for key, value in seen.items():
+                    now = group.get(key)
+                    if now is not value and now != value and id(now) not in arguments:
+                        self.refuse(
+                            f"a change of the optimizer's param_groups[{number}][{key!r}] "
+                            f"({value!r} -> {now!r}) made by the function's Python: a replay "
+                            "would not repeat it. Use a learning-rate scheduler (replayed), or "
+                            "pass the value as a Tensor or array argument"
+                        )
 
     def sync_grad(self, tensor):
         """The kernel that gives `tensor` the .grad the step's Python gave it since the
@@ -535,6 +565,7 @@ class Recorder(Trace):
         """At the end of capture: no scan ran behind the recorder's back, and every change
         to a captured tensor was made by a kernel the program replays."""
         self.random.check(self)
+        self.check_settings()
         recorded = sum(isinstance(kernel, ScanKernel) for kernel in self.kernels)
         if sum(len(graph.scanned_segments) for graph in self.graphs) > recorded:
             self.refuse_scheduler()
@@ -574,15 +605,6 @@ class Recorder(Trace):
     def written_to(self, tensor):
         slot = self.slot_by_array.get(id(tensor.data))
         return slot is not None and slot in self.written
-
-
-def parameters_of(owner):
-    """The parameters an optimizer (`param_groups`) or a module (`parameters()`) holds."""
-    groups = getattr(owner, "param_groups", None)
-    if groups is not None:
-        return (parameter for group in groups for parameter in group["params"])
-    parameters = getattr(owner, "parameters", None)
-    return parameters() if callable(parameters) else ()
 
 
 def _interned(value) -> bool:

@@ -27,7 +27,6 @@ from ..autograd.graph import accumulate_leaf, unbroadcast
 from ..ops.base import bump_version, new_tensor
 from ..ops.kernels import column_sum
 from ..tensor import Tensor
-from .rules import NAMESPACE as FUSED_NAMESPACE
 
 
 def write_leaf(tensor, grad, owned):
@@ -54,7 +53,6 @@ _COMMON = {
     "unbroadcast": unbroadcast,
     "column_sum": column_sum,
     "make": Tensor._make,
-    **FUSED_NAMESPACE,
 }
 
 
@@ -67,8 +65,7 @@ NEW = "new"  # added into a new array (the slot's array is not the replay's to w
 class PendingGrads:
     """Which pending-gradient slots hold an array, and which of those arrays the replay
     owns (may add into in place): the walk's ownership rule, followed once through the
-    program in order, for the generated lines (`Source`) and the interpreted run
-    (`Program.interpret`) alike, instead of at every step."""
+    program in order for the generated lines (`Source`), instead of at every step."""
 
     def __init__(self):
         self.arrived = set()

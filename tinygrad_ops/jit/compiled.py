@@ -70,6 +70,10 @@ class CompiledFunction:
         """The capture itself (see `capture`)."""
         names = [f"argument {position}" for position in range(len(values))]
         recorder = Recorder(values, names)
+        for _, _, value in reached_names(self.function):  # (what the step's Python may change)
+            recorder.watch_settings(value)
+        for value in values:
+            recorder.watch_settings(value)
         guards = Guards(values, keywords, [], [], [])  # the world as the capture starts
         previous, STATE.tracer = STATE.tracer, recorder
         try:

@@ -18,17 +18,12 @@ import numpy as np
 
 from ..mode import STATE
 from ..nn.init import default_generator
-from ..nn.module import Module
-from ..optim import Optimizer
 from ..scheduler import get_default_scheduler
 from ..tensor import Tensor
 from .codegen import compiled_code
-from .kernels import Call, ForgetGrad, LeafWrite
+from .kernels import Call, ForgetGrad, LeafWrite, SetGrad
 
 INTERPRETED_CHECKS = 2  # calls checked by `differences` before the checks are compiled
-
-# The replayed zero_grad() methods: each sets the .grad of the parameters it holds to None.
-_ZERO_GRADS = (Optimizer.zero_grad.__wrapped__, Module.zero_grad.__wrapped__)
 
 
 def describe_value(value):
@@ -169,7 +164,7 @@ class Guards:
             if not holds_members(module, held):
                 found.append(
                     f"a parameter, buffer, submodule or array of {type(module).__name__} "
-                    "was replaced"
+                    "was replaced, or one of its settings changed"
                 )
         for namespace, name, value in self.reached:
             if _reached_now(namespace, name) is not value:
@@ -189,24 +184,32 @@ def needed_grad_guards(grad_guards, kernels) -> list:
 
 
 def _reset_first(tensor, kernels) -> bool:
-    """Whether the first kernel that touches `tensor.grad` is a zero_grad() that resets it."""
+    """Whether the first kernel that touches `tensor.grad` is a zero_grad() that resets it
+    (an optimizer or a module: what holds `param_groups` or `parameters()`)."""
     for kernel in kernels:
-        if isinstance(kernel, (LeafWrite, ForgetGrad)) and kernel.tensor is tensor:
+        if isinstance(kernel, (LeafWrite, ForgetGrad, SetGrad)) and kernel.tensor is tensor:
             return False
-        if not isinstance(kernel, Call) or not isinstance(kernel.owner, (Optimizer, Module)):
+        if not isinstance(kernel, Call) or not _holds_parameters(kernel.owner):
             continue  # (a learning-rate scheduler's step does not touch gradients)
-        if kernel.function in _ZERO_GRADS and not kernel.args and not kernel.kwargs:
-            if any(parameter is tensor for parameter in _parameters_of(kernel.owner)):
+        if kernel.function.__name__ == "zero_grad" and not kernel.args and not kernel.kwargs:
+            if any(parameter is tensor for parameter in parameters_of(kernel.owner)):
                 return True
-        elif isinstance(kernel.owner, Optimizer):
+        elif hasattr(kernel.owner, "param_groups"):
             return False  # a step reads the gradients it finds
     return False
 
 
-def _parameters_of(owner):
-    if isinstance(owner, Module):
-        return owner.parameters()
-    return (parameter for group in owner.param_groups for parameter in group["params"])
+def _holds_parameters(owner) -> bool:
+    return hasattr(owner, "param_groups") or callable(getattr(owner, "parameters", None))
+
+
+def parameters_of(owner):
+    """The parameters an optimizer (`param_groups`) or a module (`parameters()`) holds."""
+    groups = getattr(owner, "param_groups", None)
+    if groups is not None:
+        return (parameter for group in groups for parameter in group["params"])
+    parameters = getattr(owner, "parameters", None)
+    return parameters() if callable(parameters) else ()
 
 
 def _argument_check(position, expected, bind) -> list:
@@ -240,30 +243,53 @@ def _module_checks(module, training, held, bind) -> list:
     train() or eval()), and that it holds the objects of `members` (and no others)."""
     checks = [] if training is None else [f"{module}.training != {training}"]
     size = f"len({module}._parameters) + len({module}._buffers) + len({module}._modules)"
-    checks.append(f"{size} != {len(held)}")
+    checks.append(f"{size} != {sum(entry[3] is not _SETTING for entry in held)}")
     for registry, name, value, data in held:
+        if data is _SETTING:  # a number or string the module's forward reads (Dropout's p)
+            checks.append(f"{bind(registry)}.get({name!r}) != {bind(value)}")
+            continue
         checks.append(f"{bind(registry)}.get({name!r}) is not {bind(value)}")
         if data is not None:
             checks.append(f"{bind(value)}._data is not {bind(data)}")
     return checks
 
 
+_SETTING = object()  # (the `data` of a member that is a plain setting, compared by value)
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _plain(value) -> bool:
+    if isinstance(value, tuple):
+        return all(isinstance(item, _PLAIN) for item in value)
+    return isinstance(value, _PLAIN)
+
+
 def members(module) -> tuple:
     """(registry, name, object, its array or None) for each parameter, buffer and
     submodule `module` holds itself: the program read those objects and those arrays
     (`model.head = nn.Linear(...)`, `bn.running_mean.data = ...` make another program)."""
-    return tuple(
+    held = [
         (registry, name, value, getattr(value, "_data", None))
         for registry in (module._parameters, module._buffers, module._modules)
         for name, value in registry.items()
-    )
+    ]
+    settings = vars(module)
+    held += [
+        (settings, name, value, _SETTING)
+        for name, value in settings.items()
+        if name != "training" and _plain(value)
+    ]
+    return tuple(held)
 
 
 def holds_members(module, held) -> bool:
     """Whether `module` still holds the objects and arrays of `members`."""
     size = len(module._parameters) + len(module._buffers) + len(module._modules)
-    return len(held) == size and all(
-        registry.get(name) is value and (data is None or value._data is data)
+    objects = [entry for entry in held if entry[3] is not _SETTING]
+    return len(objects) == size and all(
+        registry.get(name) == value
+        if data is _SETTING
+        else registry.get(name) is value and (data is None or value._data is data)
         for registry, name, value, data in held
     )
 

@@ -12,11 +12,6 @@ backward kernels' lines carry the walk's decisions, taken at capture: which grad
 must be cast or summed down to its input's shape (`Edge`), and which pending gradient
 the replay owns and may add into in place (`Source.accumulate`).
 
-Before a program is compiled (its first replays, see `Program.run`), the kernels run
-themselves instead: `prepare` takes the same decisions once, `run(env, values)` does the
-work on `env`, the list of the slots' arrays. Only the kernels the recorder writes run
-so; the fused ones (fused.py, fused_optim.py, made when the program is compiled) only
-emit.
 """
 
 from __future__ import annotations
@@ -26,49 +21,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..autograd.graph import unbroadcast
-from ..ops.base import bump_version, node_name
-from ..tensor import Tensor
-from .codegen import FIRST, IN_PLACE, write_leaf
-
-
-def accumulate(env, slot, value, how):
-    """env[slot] (+)= value, as `Source.accumulate` writes it (`how` from PendingGrads)."""
-    if how == FIRST:
-        env[slot] = value
-    elif how == IN_PLACE:
-        np.add(env[slot], value, out=env[slot])
-    else:
-        env[slot] = np.asarray(env[slot] + value)
-
-
-def along(edge, value, node):
-    """A rule's result as `Source.send` passes it on along `edge`: wrapped as an array,
-    cast, summed down to the input's shape, as the capture found needed."""
-    if edge.wrap:
-        value = np.asarray(value)
-    if edge.cast:
-        value = value.astype(edge.dtype)
-    if edge.reduce:
-        value = unbroadcast(value, edge.shape, node, edge.index)
-    return value
+from ..ops.base import node_name
 
 
 class Kernel:
     """One step of a program. `emit(code, number)` writes its lines; `frees` lists the
-    slots nobody reads afterwards (deleted after its lines, so their memory goes back).
-    `prepare(pending)` and `run(env, values)` run it without generated code."""
+    slots nobody reads afterwards (deleted after its lines, so their memory goes back)."""
 
     __slots__ = ("frees",)
 
     def emit(self, code, number):  # pragma: no cover - every kernel overrides it
-        raise NotImplementedError
-
-    def prepare(self, slots, pending):
-        """Take, once, the decisions `emit` writes into the lines (`pending`: a
-        codegen.PendingGrads followed in program order; `slots`: the program's)."""
-
-    def run(self, env, values):  # pragma: no cover - every recorded kernel overrides it
         raise NotImplementedError
 
     def reads(self) -> tuple:
@@ -103,7 +65,6 @@ class Forward(Kernel):
         "conversions",
         "release",
         "function",
-        "zero_d",
     )
 
     def __init__(self, node, inputs, options, output, conversions=()):
@@ -128,18 +89,6 @@ class Forward(Kernel):
         code.line(f"{code.slot(self.output)} = {call}  # {type(self.node).__name__}.forward")
         if self.release:
             code.line(f"{code.bind(self.node, 'node')}.saved = None")
-
-    def prepare(self, slots, pending):
-        self.zero_d = slots[self.output].shape == ()
-
-    def run(self, env, values):
-        arguments = [env[slot] for slot in self.inputs]
-        for position, dtype in self.conversions:
-            arguments[position] = arguments[position].astype(dtype)
-        result = self.function(*arguments)
-        env[self.output] = np.asarray(result) if self.zero_d else result
-        if self.release:
-            self.node.saved = None
 
     def reads(self):
         return self.inputs
@@ -175,7 +124,7 @@ class Edge(NamedTuple):
 class Backward(Kernel):
     """grads = node.backward(pending gradient of its output); each sent along its edge."""
 
-    __slots__ = ("node", "grad", "edges", "release", "hows")
+    __slots__ = ("node", "grad", "edges", "release")
 
     def __init__(self, node, grad, edges):
         self.node = node
@@ -196,20 +145,6 @@ class Backward(Kernel):
         for edge in self.edges:
             code.send(edge, f"r[{edge.index}]", self.node)
 
-    def prepare(self, slots, pending):
-        pending.consume(self.grad)
-        self.hows = [pending.accumulate(edge.slot, edge.owned) for edge in self.edges]
-
-    def run(self, env, values):
-        grad = env[self.grad]
-        env[self.grad] = None
-        results = self.node.backward(grad)
-        del grad
-        if self.release:
-            self.node.saved = None
-        for edge, how in zip(self.edges, self.hows):
-            accumulate(env, edge.slot, along(edge, results[edge.index], self.node), how)
-
     def reads(self):
         return (self.grad,)
 
@@ -229,7 +164,7 @@ class CustomBackward(Kernel):
     before this one; their results (`results`, one slot or None per input) go along the
     edges as any rule's."""
 
-    __slots__ = ("node", "results", "edges", "hows")
+    __slots__ = ("node", "results", "edges")
 
     def __init__(self, node, results, edges):
         self.node = node
@@ -240,14 +175,6 @@ class CustomBackward(Kernel):
     def emit(self, code, number):
         for edge in self.edges:
             code.send(edge, code.slot(self.results[edge.index]), self.node)
-
-    def prepare(self, slots, pending):
-        self.hows = [pending.accumulate(edge.slot, edge.owned) for edge in self.edges]
-
-    def run(self, env, values):
-        for edge, how in zip(self.edges, self.hows):
-            value = along(edge, env[self.results[edge.index]], self.node)
-            accumulate(env, edge.slot, value, how)
 
     def reads(self):
         return tuple(slot for slot in self.results if slot is not None)
@@ -273,12 +200,6 @@ class Seed(Kernel):
     def emit(self, code, number):
         code.accumulate(self.slot, code.slot(self.source), False)
 
-    def prepare(self, slots, pending):
-        self.how = pending.accumulate(self.slot, False)
-
-    def run(self, env, values):
-        accumulate(env, self.slot, env[self.source], self.how)
-
     def reads(self):
         return (self.source,)
 
@@ -303,7 +224,7 @@ class LeafWrite(Kernel):
     the kernels that read the gradient. A leaf passed as argument `position` is that
     call's argument (`tensor` is None then)."""
 
-    __slots__ = ("tensor", "slot", "result", "label", "position", "owned")
+    __slots__ = ("tensor", "slot", "result", "label", "position")
 
     def __init__(self, tensor, slot, result, label, position=None):
         self.tensor = None if position is not None else tensor
@@ -320,15 +241,6 @@ class LeafWrite(Kernel):
         call = f"write_leaf({tensor}, {grad}, {owned})"
         code.line(f"{code.slot(self.result)} = {call}  # {self.label}.grad")
         code.line(f"del {grad}")
-
-    def prepare(self, slots, pending):
-        self.owned = pending.consume(self.slot)
-
-    def run(self, env, values):
-        tensor = self.tensor if self.position is None else values[self.position]
-        grad = env[self.slot]
-        env[self.slot] = None
-        env[self.result] = write_leaf(tensor, grad, self.owned)
 
     def reads(self):
         return (self.slot,)
@@ -358,10 +270,6 @@ class ForgetGrad(Kernel):
     def emit(self, code, number):
         code.line(f"{_leaf(code, self.tensor, self.position)}.grad = None")
 
-    def run(self, env, values):
-        tensor = self.tensor if self.position is None else values[self.position]
-        tensor.grad = None
-
     def describe(self, name):
         return f"{self.label}.grad = None"
 
@@ -382,10 +290,6 @@ class SetGrad(Kernel):
     def emit(self, code, number):
         leaf = _leaf(code, self.tensor, self.position)
         code.line(f"{leaf}._grad = make({code.slot(self.slot)}, False, None)")
-
-    def run(self, env, values):
-        tensor = self.tensor if self.position is None else values[self.position]
-        tensor._grad = Tensor._make(env[self.slot], False, None)
 
     def reads(self):
         return (self.slot,)
@@ -409,9 +313,6 @@ class SetSetting(Kernel):
     def emit(self, code, number):
         code.line(f"{code.bind(self.group, 'group')}[{self.key!r}] = values[{self.position}]")
 
-    def run(self, env, values):
-        self.group[self.key] = values[self.position]
-
     def describe(self, name):
         return f"param_groups[...][{self.key!r}] = argument {self.position}"
 
@@ -432,11 +333,6 @@ class Write(Kernel):
         code.line(f'copyto({target}, {source}, casting="same_kind")  # in place')
         if self.tensor is not None:
             code.line(f"bump_version({code.bind(self.tensor, 'tensor')})")
-
-    def run(self, env, values):
-        np.copyto(env[self.target], env[self.source], casting="same_kind")
-        if self.tensor is not None:
-            bump_version(self.tensor)
 
     def reads(self):
         return (self.target, self.source)
@@ -464,9 +360,6 @@ class Call(Kernel):
     def emit(self, code, number):
         call = functools.partial(self.function, self.owner, *self.args, **self.kwargs)
         code.line(f"{code.bind(call, 'call')}()  # {self.describe(None)}")
-
-    def run(self, env, values):
-        self.function(self.owner, *self.args, **self.kwargs)
 
     def emit_otherwise(self, code):
         """`else:` and this call (for a fused kernel whose assumptions did not hold)."""

@@ -7,18 +7,14 @@ recorded, no graph is walked: the order was fixed once, at capture.
 `print(program)` lists the kernels; `print(program.source)` shows the function.
 
 Writing and compiling that function costs more than an eager step (Python's compiler,
-about 10 us a line), so a program does not pay for it at the capture: its first
-`INTERPRETED_RUNS` replays run the recorded kernels one by one from a list
-(`interpret`: the ops' own rules, the optimizer's own methods), and only a program
-replayed again is compiled, fused kernels and all, as tracing JITs compile the code that
-has proved hot. Both ways run the same numpy calls as eager: the same results.
+about 10 us a line), so the capture does not pay it: the first replay does (and the text
+is compiled once per process: another program that writes the same text reuses it).
 """
 
 from __future__ import annotations
 
-from ..tensor import Tensor
-from .codegen import PendingGrads, generate
-from .fused import FusedForward, fuse
+from .codegen import generate
+from .fused import FusedBackward, FusedForward, fuse
 from .kernels import Backward, Forward
 from .scan_kernel import place_stacks
 
@@ -72,20 +68,6 @@ class Output:
             return "[" + ", ".join(items) + "]"
         return "(" + "".join(f"{item}, " for item in items) + ")"
 
-    def build(self, env, values):
-        """The value `expression` builds, from an interpreted run's arrays (`env`)."""
-        kind = self.kind
-        if kind == "slot":
-            return Tensor._make(env[self.value], False, None)
-        if kind == "argument":
-            return values[self.value]
-        if kind in ("tensor", "constant"):
-            return self.value
-        items = [item.build(env, values) for item in self.items]
-        if kind == "dict":
-            return dict(zip(self.value, items))
-        return items if kind == "list" else tuple(items)
-
     def slots(self):
         if self.kind == "slot":
             yield self.value
@@ -101,9 +83,6 @@ class Output:
             return repr(self.value) if self.kind == "constant" else "a captured tensor"
         inner = ", ".join(item.describe(name) for item in self.items)
         return f"({inner})" if self.kind == "tuple" else f"[{inner}]"
-
-
-INTERPRETED_RUNS = 1  # replays run from the kernel list before the program is compiled
 
 
 class Program:
@@ -123,38 +102,14 @@ class Program:
         self.output = output
         self.scanned = scanned
         self.recorded = kernels, phases
-        self.runs = 0
         self.compiled = None  # (kernels, phases, source), once compiled
-        # The interpreted plan: the recorded kernels, their stacks placed, their memory
-        # planned, their decisions taken. (`compile` plans the same kernels' frees again
-        # for its own list, and then the plan is dropped.)
-        plan, _ = place_stacks(kernels, phases)
-        plan_memory(plan, slots, set(output.slots()), scanned)
-        pending = PendingGrads()
-        for kernel in plan:
-            kernel.prepare(slots, pending)
-        self.plan = [(kernel.run, kernel.frees) for kernel in plan]
 
     def run(self, values):
         """Replay the program on the call's argument values (positional, then keywords);
-        returns what the function returned, built anew. After `INTERPRETED_RUNS` calls
-        the program is compiled, and `run` becomes the generated function itself."""
-        self.runs += 1
-        if self.runs <= INTERPRETED_RUNS:
-            return self.interpret(values)
+        returns what the function returned, built anew. The first replay compiles the
+        program, and `run` becomes the generated function itself."""
         self.compile()
         return self.run(values)
-
-    def interpret(self, values):
-        """Run the recorded kernels in order over `env`, the list of the slots' arrays."""
-        env = list(self.initial)
-        for slot, position, is_tensor in self.arguments:
-            env[slot] = values[position]._data if is_tensor else values[position]
-        for run, frees in self.plan:
-            run(env, values)
-            for slot in frees:
-                env[slot] = None
-        return self.output.build(env, values)
 
     def compile(self):
         """Fuse the recorded kernels (fused.py), place the stacks, plan the memory, write
@@ -168,7 +123,6 @@ class Program:
         replay, source = generate(self.name, *arguments)
         self.compiled = kernels, phases, source
         self.replay = self.run = replay
-        self.plan = None
 
     @property
     def kernels(self) -> list:
@@ -231,11 +185,17 @@ def plan_memory(kernels, slots, kept, scanned=()):
         kernel.frees = tuple(sorted(slot_list))
     last_backward = {}
     for position, kernel in enumerate(kernels):
-        if isinstance(kernel, Backward):
-            last_backward[id(kernel.node)] = position
+        if isinstance(kernel, (Backward, FusedBackward)):
+            last_backward[id(_node(kernel))] = position
     for position, kernel in enumerate(kernels):
         if isinstance(kernel, Backward):
             kernel.release = last_backward[id(kernel.node)] == position
+        elif isinstance(kernel, FusedBackward):
+            kernel.kernel.release = last_backward[id(kernel.kernel.node)] == position
         elif isinstance(kernel, (Forward, FusedForward)):
-            node = getattr(kernel, "node", None) or kernel.kernel.node
+            node = _node(kernel)
             kernel.release = id(node) not in last_backward and id(node) not in scanned
+
+
+def _node(kernel):
+    return getattr(kernel, "node", None) or kernel.kernel.node

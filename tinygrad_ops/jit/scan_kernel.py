@@ -22,11 +22,9 @@ and the scan reads the stacks: no Python pass over the steps at all.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..scheduler.scan_scheduler import SegmentRun
 from .fused import FusedForward
-from .kernels import Forward, Kernel, accumulate
+from .kernels import Forward, Kernel
 from .stacks import OUT_FORMS, namespace_functions
 
 
@@ -64,7 +62,6 @@ class ScanKernel(Kernel):
         "nodes",
         "keys",
         "saving",
-        "hows",
     )
 
     def __init__(self, segment, method, block_size, taken, sent):
@@ -102,22 +99,6 @@ class ScanKernel(Kernel):
         code.free(taken)
         for index, slot in enumerate(self.sent):
             code.accumulate(slot, f"r[{index}]", False)
-
-    def prepare(self, slots, pending):
-        for slot in self.taken:
-            if slot is not None:
-                pending.consume(slot)
-        self.hows = [pending.accumulate(slot, False) for slot in self.sent]
-
-    def run(self, env, values):
-        taken = [slot for slot in self.taken if slot is not None]
-        arrays = [env[slot] for slot in taken + list(self.arguments())]
-        for slot in taken:
-            env[slot] = None
-        results = self(*arrays)
-        del arrays
-        for slot, result, how in zip(self.sent, results, self.hows):
-            accumulate(env, slot, result, how)
 
     def arguments(self):
         """The slots passed after the pending gradients (none here)."""
@@ -181,11 +162,6 @@ class StackAlloc(Kernel):
         if self.stack.first is not None:
             code.line(f"{name}[0] = {code.slot(self.stack.first)}")
 
-    def run(self, env, values):
-        stack = env[self.stack.slot] = np.empty(self.stack.shape, self.stack.dtype)
-        if self.stack.first is not None:
-            stack[0] = env[self.stack.first]
-
     def reads(self):
         return () if self.stack.first is None else (self.stack.first,)
 
@@ -230,16 +206,6 @@ class StackedForward(Kernel):
             copies = rows[1:]
         for row in copies:
             code.line(f"copyto({row}, {out})  # into the stack")
-
-    def prepare(self, slots, pending):
-        self.kernel.prepare(slots, pending)
-
-    def run(self, env, values):
-        """The op's kernel as it is (not fused: it runs itself), its output copied in."""
-        self.kernel.run(env, values)
-        out = env[self.kernel.output]
-        for stack, row in self.targets:
-            np.copyto(env[stack.slot][row], out)
 
     def reads(self):
         return self.kernel.reads()

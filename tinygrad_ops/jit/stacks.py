@@ -41,7 +41,7 @@ from ..scheduler.steps import op_attributes
 from .kernels import Forward
 
 # A fused op's forward written into a given array (numpy's `out=`): the same ufunc or
-# matmul call as rules.py's line, so the same bits. `{out}` is the row of the stack.
+# matmul call as the op's own forward, so the same bits. `{out}` is the row of the stack.
 OUT_FORMS = {
     "Add": ("add({0}, {1}, out={out})",),
     "Sub": ("subtract({0}, {1}, out={out})",),

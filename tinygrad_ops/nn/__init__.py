@@ -9,7 +9,7 @@
 (4, 1)
 """
 
-from . import utils  # (tg.nn.utils.clip_grad_norm_, as torch.nn.utils)
+from . import functional, utils  # (tg.nn.functional and tg.nn.utils, as torch.nn's)
 from .activation import (
     CELU,
     ELU,
@@ -38,6 +38,7 @@ from .attention import MultiheadAttention
 from .cnn import SmallCNN, Unflatten
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d
+from .conv_transpose import ConvTranspose2d
 from .embedding import Embedding
 from .gated import GRU, LSTM, GRUCell, LSTMCell
 from .init import get_rng_state, manual_seed, set_rng_state
@@ -55,7 +56,15 @@ from .loss import (
 )
 from .mlp import MLP
 from .module import Module, Parameter, RemovableHandle
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+    RMSNorm,
+)
 from .rnn import RNN, RNNCell
 from .transformer import (
     TransformerEncoder,
@@ -81,6 +90,7 @@ __all__ = [
     "BatchNorm2d",
     "Conv1d",
     "Conv2d",
+    "ConvTranspose2d",
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
@@ -92,6 +102,8 @@ __all__ = [
     "Hardtanh",
     "HuberLoss",
     "Identity",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
     "KLDivLoss",
     "L1Loss",
     "LSTMCell",
@@ -127,6 +139,7 @@ __all__ = [
     "TransformerEncoder",
     "TransformerEncoderLayer",
     "Unflatten",
+    "functional",
     "generate_square_subsequent_mask",
     "get_rng_state",
     "manual_seed",

@@ -278,6 +278,14 @@ class Module:
         for parameter in self.parameters():
             clear_leaf_grad(parameter, set_to_none)
 
+    def requires_grad_(self, requires_grad=True):
+        """Set requires_grad on every parameter (False freezes them: backward then gives
+        them no gradient and an optimizer leaves them as they are); returns self, as
+        PyTorch's."""
+        for parameter in self.parameters():
+            parameter.requires_grad_(requires_grad)
+        return self
+
     def to(self, dtype):
         """Convert every floating parameter and buffer to `dtype`, in place (the Parameter
         objects stay the same, so an optimizer built earlier still holds them)."""

@@ -215,3 +215,90 @@ class GroupNorm(Module):
 
     def extra_repr(self):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class _InstanceNorm(Module):
+    """What InstanceNorm1d and InstanceNorm2d share (`spatial` dims after N and C)."""
+
+    spatial = 1
+
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=False,
+        track_running_stats=False,
+        dtype=DEFAULT_DTYPE,
+    ):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        _per_channel_affine(self, num_features, affine, dtype)
+        if track_running_stats:
+            self.register_buffer("running_mean", Tensor(np.zeros(num_features, dtype=dtype)))
+            self.register_buffer("running_var", Tensor(np.ones(num_features, dtype=dtype)))
+            self.register_buffer("num_batches_tracked", Tensor(np.array(0, dtype=np.int64)))
+        else:
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
+
+    def forward(self, x):
+        name = type(self).__name__
+        unbatched = x.ndim == self.spatial + 1
+        if x.ndim not in (self.spatial + 1, self.spatial + 2):
+            raise ValueError(
+                f"{name}: expected a {self.spatial + 2}-d (N, C, ...) or {self.spatial + 1}-d "
+                f"(C, ...) input, got shape {x.shape}"
+            )
+        batched = x.unsqueeze(0) if unbatched else x
+        if (self.affine or self.track_running_stats) and batched.shape[1] != self.num_features:
+            raise ValueError(
+                f"{name}({self.num_features}): expected the input's size at dim 1 (channels) "
+                f"to be {self.num_features}, got shape {x.shape}"
+            )
+        # (num_batches_tracked stays 0: PyTorch's instance norms keep it but never count)
+        out = F.instance_norm(
+            batched,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            use_input_stats=self.training or not self.track_running_stats,
+            momentum=0.0 if self.momentum is None else self.momentum,
+            eps=self.eps,
+        )
+        return out[0] if unbatched else out
+
+    def extra_repr(self):
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+        )
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Normalise each channel of each sample over its length (Ulyanov et al. 2016), as
+    torch.nn.InstanceNorm1d: input (N, C, L) or (C, L); no affine and no running statistics
+    unless asked for (PyTorch's defaults).
+
+    >>> import tinygrad_ops as tg
+    >>> out = tg.nn.InstanceNorm1d(3)(tg.randn(2, 3, 5, seed=0))
+    >>> bool(abs(out.numpy().mean(axis=2)).max() < 1e-6)
+    True
+    """
+
+    spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Normalise each channel of each image over its height and width, as
+    torch.nn.InstanceNorm2d: input (N, C, H, W) or (C, H, W).
+
+    >>> import tinygrad_ops as tg
+    >>> layer = tg.nn.InstanceNorm2d(3, affine=True, track_running_stats=True)
+    >>> [name for name in layer.state_dict()]
+    ['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']
+    """
+
+    spatial = 2

@@ -57,6 +57,7 @@ from .scatter_reduce import ScatterReduce
 from .shape import (
     BroadcastTo,
     Concatenate,
+    Diagonal,
     GetItem,
     Reshape,
     ScatterAdd,
@@ -106,6 +107,7 @@ PRIMITIVES = (
     Sum, Max, Min, VectorNorm, Cumsum, Cumprod, LogCumSumExp,
     # shape
     Reshape, Transpose, BroadcastTo, GetItem, SetItem, ScatterAdd, Stack, Concatenate,
+    Diagonal,
     # linear algebra
     MatMul, Linear,
     # activations, norms, losses (fused, hand-derived backward)

@@ -1,6 +1,43 @@
-"""Argument checks of the fused ops: each raises a clear error naming the op and the argument."""
+"""Argument checks of the fused ops: each raises a clear error naming the op and the argument.
+
+The error classes are those a PyTorch `except` clause catches, where PyTorch raises: an axis
+out of range is an IndexError, a shape or an argument an op cannot take a RuntimeError, a mode
+it does not have a NotImplementedError. Each also subclasses the class numpy raises there
+(ValueError, TypeError), so that `except ValueError` keeps catching what it caught.
+
+>>> import tinygrad_ops as tg
+>>> try:
+...     tg.ones(2, 3) @ tg.ones(2, 3)
+... except RuntimeError as error:
+...     print(type(error).__name__, error)
+ShapeError matmul: shapes (2, 3) and (2, 3) are not aligned (3 != 2)
+"""
 
 import numpy as np
+
+
+class AxisError(IndexError, ValueError):
+    """An axis (a dim) out of range for the tensor: PyTorch's IndexError."""
+
+
+class ArgumentError(RuntimeError, ValueError):
+    """An argument the op cannot take (a size, a step, a rounding mode): PyTorch's
+    RuntimeError."""
+
+
+class ShapeError(ArgumentError):
+    """Shapes that do not fit together (matmul, reshape, broadcasting, conv): PyTorch's
+    RuntimeError."""
+
+
+class DtypeError(RuntimeError, TypeError):
+    """A tensor of a dtype the op cannot take (float indices, mixed dtypes in scatter):
+    PyTorch's RuntimeError."""
+
+
+class UnsupportedError(NotImplementedError, ValueError):
+    """A mode or a form the op does not have (pad's mode='typo'): PyTorch's
+    NotImplementedError."""
 
 
 def check_float(op_name, array, what="input"):
@@ -22,7 +59,7 @@ def normalize_axis(axis, ndim, op_name, what="axis"):
         raise TypeError(f"{op_name}: {what} must be an int, got {axis!r}")
     bound = max(ndim, 1)
     if not -bound <= axis < bound:
-        raise ValueError(
+        raise AxisError(
             f"{op_name}: {what} {axis} is out of range for a {ndim}-d tensor "
             f"(expected {-bound} to {bound - 1})"
         )
@@ -34,7 +71,7 @@ def check_affine(op_name, name, parameter, expected_shape, x):
         return
     check_float(op_name, parameter, name)
     if parameter.shape != tuple(expected_shape):
-        raise ValueError(
+        raise ShapeError(
             f"{op_name}: {name} has shape {parameter.shape}, expected {tuple(expected_shape)}"
         )
     if parameter.dtype != x.dtype:
@@ -48,7 +85,7 @@ def check_normalized_shape(op_name, x, normalized_shape):
     normalized_shape = tuple(int(size) for size in normalized_shape)
     k = len(normalized_shape)
     if k == 0 or x.ndim < k or x.shape[x.ndim - k :] != normalized_shape:
-        raise ValueError(
+        raise ShapeError(
             f"{op_name}: normalized_shape={normalized_shape} must be the last "
             f"{k} dims of the input, but the input has shape {x.shape}"
         )
@@ -117,7 +154,7 @@ def checked_shape(shape, op_name):
         if not isinstance(size, (int, np.integer)) or isinstance(size, (bool, np.bool_)):
             raise TypeError(f"{op_name}: sizes must be ints, got {size!r} in shape {shape}")
         if size < 0:
-            raise ValueError(f"{op_name}: negative size {size} in shape {shape}")
+            raise ArgumentError(f"{op_name}: negative size {size} in shape {shape}")
     return tuple(int(size) for size in shape)
 
 

@@ -10,7 +10,8 @@ import numpy as np
 
 from .base import values_read
 from .binary import Xlogy
-from .checks import check_float
+from .checks import ArgumentError, check_float
+from .elementwise import Where
 from .losses import BinaryCrossEntropy
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -72,7 +73,9 @@ def nll_rows(log_probabilities, target, weight, ignore_index, op_name):
     sample_weight = kept.astype(rows.dtype)
     if weight is not None:
         sample_weight = sample_weight * weight[safe]  # weight: an array, a constant
-    return -picked * sample_weight, sample_weight
+    # ignored samples are selected out, not multiplied by 0: with every target ignored the
+    # mean's upstream gradient is inf, and PyTorch's gradient is 0 there, not NaN
+    return Where.apply(kept, -picked * sample_weight, 0.0), sample_weight
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
@@ -96,7 +99,10 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         return losses.reshape(target.shape)
     if reduction == "sum":
         return losses.sum()
-    return losses.sum() / sample_weight.sum()
+    total = sample_weight.sum()
+    if total == 0:  # every target ignored: the mean is NaN, its gradient 0, as PyTorch's
+        return losses.sum() * float("nan")
+    return losses.sum() / total
 
 
 def cross_entropy_general(logits, target, weight, ignore_index, reduction, label_smoothing):
@@ -122,13 +128,16 @@ def cross_entropy_general(logits, target, weight, ignore_index, reduction, label
         rows = class_rows(log_probabilities, "cross_entropy")
         if weight is not None:
             rows = rows * weight
-        smooth = -rows.sum(axis=1) * (sample_weight != 0).astype(rows.dtype)
+        smooth = Where.apply(sample_weight != 0, -rows.sum(axis=1), 0.0)  # (as nll_rows)
         losses = losses * (1.0 - label_smoothing) + smooth * (label_smoothing / classes)
     if reduction == "none":
         return losses.reshape(target.shape)
     if reduction == "sum":
         return losses.sum()
-    return losses.sum() / sample_weight.sum()
+    total = sample_weight.sum()
+    if total == 0:  # every target ignored: the mean is NaN, its gradient 0, as PyTorch's
+        return losses.sum() * float("nan")
+    return losses.sum() / total
 
 
 def broadcastable(*shapes):
@@ -206,7 +215,7 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     """
     p, t = _pair(input, target, "binary_cross_entropy")
     if p.size and (np.nanmin(p.data) < 0 or np.nanmax(p.data) > 1):
-        raise ValueError(
+        raise ArgumentError(
             "binary_cross_entropy: every input must be a probability in [0, 1] "
             "(for logits use binary_cross_entropy_with_logits)"
         )
@@ -253,7 +262,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     array([0.125, 2.5  ], dtype=float32)
     """
     if not delta > 0:
-        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
+        raise ArgumentError(f"huber_loss: delta must be positive, got {delta}")
     x, t = _pair(input, target, "huber_loss", shapes="warn")
     difference = x - t
     size = difference.abs()

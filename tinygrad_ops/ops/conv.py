@@ -26,6 +26,7 @@ run on Tensors, the columns recomputed from the input Tensor, so they are differ
 import numpy as np
 
 from .base import Op, is_tensor, new_tensor
+from .checks import ArgumentError, DtypeError, ShapeError
 from .windows import add_windows, pad_array_or_tensor, spatial_tuple, windows_of, with_batch
 
 
@@ -122,9 +123,11 @@ def conv_padding(padding, kernel, stride, dilation, op_name):
         if padding == "valid":
             return ((0, 0),) * dims
         if padding != "same":
-            raise ValueError(f"{op_name}: padding must be 'valid', 'same' or ints, got {padding!r}")
+            raise ArgumentError(
+                f"{op_name}: padding must be 'valid', 'same' or ints, got {padding!r}"
+            )
         if any(step != 1 for step in stride):
-            raise ValueError(f"{op_name}: padding='same' needs stride 1, got stride {stride}")
+            raise ArgumentError(f"{op_name}: padding='same' needs stride 1, got stride {stride}")
         totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
         return tuple((total // 2, total - total // 2) for total in totals)
     return tuple((size, size) for size in spatial_tuple(padding, dims, "padding", op_name, 0))
@@ -135,25 +138,25 @@ def check_conv(x, weight, bias, groups, op_name):
         if value is not None and value.dtype.kind != "f":
             raise TypeError(f"{op_name}: {name} must be floating point, got {value.dtype}")
         if value is not None and value.dtype != x.dtype:
-            raise TypeError(
+            raise DtypeError(
                 f"{op_name}: input ({x.dtype}) and {name} ({value.dtype}) must have one dtype"
             )
     if weight.ndim != x.ndim:
-        raise ValueError(
+        raise ShapeError(
             f"{op_name}: weight must be (out_channels, in_channels / groups, kernel...) with "
             f"{x.ndim} dims, got shape {weight.shape}"
         )
     if not isinstance(groups, (int, np.integer)) or groups < 1:
-        raise ValueError(f"{op_name}: groups must be a positive int, got {groups!r}")
+        raise ArgumentError(f"{op_name}: groups must be a positive int, got {groups!r}")
     channels, out_channels = x.shape[1], weight.shape[0]
     if channels % groups or out_channels % groups or weight.shape[1] * groups != channels:
-        raise ValueError(
+        raise ShapeError(
             f"{op_name}: input with {channels} channels, weight of shape {weight.shape} and "
             f"groups={groups} do not fit: in_channels and out_channels must divide by groups "
             f"and weight.shape[1] must be in_channels / groups"
         )
     if bias is not None and bias.shape != (out_channels,):
-        raise ValueError(f"{op_name}: bias must have shape ({out_channels},), got {bias.shape}")
+        raise ShapeError(f"{op_name}: bias must have shape ({out_channels},), got {bias.shape}")
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -177,7 +180,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     widths = conv_padding(padding, kernel, stride, dilation, "conv2d")
     for size, (before, after), k, d, name in zip(x.shape[2:], widths, kernel, dilation, "HW"):
         if size + before + after < d * (k - 1) + 1:
-            raise ValueError(
+            raise ShapeError(
                 f"conv2d: the padded input ({name} = {size + before + after}) is smaller than "
                 f"the dilated kernel ({d * (k - 1) + 1}); input shape {x.shape}, weight "
                 f"shape {weight.shape}"
@@ -199,7 +202,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x, weight = _as_tensor(input, "input", "conv1d"), _as_tensor(weight, "weight", "conv1d")
     x, unbatched = with_batch(x, 1, "conv1d")
     if weight.ndim != 3:
-        raise ValueError(
+        raise ShapeError(
             f"conv1d: weight must be (out_channels, in_channels / groups, k), got {weight.shape}"
         )
     if not isinstance(padding, str):

@@ -14,6 +14,7 @@ and an identity matrix ties the two together, so the gradient lands on the diago
 
 Ellipses ("...") are spelled out as letters first (right-aligned, broadcast as numpy does);
 a size-1 dim broadcast against a larger one is summed back by the engine (`unbroadcast`).
+An explicit output without "..." sums the ellipsis dims, as PyTorch does.
 """
 
 import string
@@ -21,6 +22,7 @@ import string
 import numpy as np
 
 from .base import Op, is_tensor, new_tensor
+from .checks import ArgumentError, ShapeError
 
 LETTERS = string.ascii_letters
 
@@ -35,18 +37,20 @@ def parse(equation, shapes):
     inputs, arrow, output = equation.partition("->")
     terms = inputs.split(",")
     if len(terms) != len(shapes):
-        raise ValueError(
+        raise ArgumentError(
             f"einsum: the equation {equation!r} has {len(terms)} operand(s), got {len(shapes)}"
         )
     bad = set(equation) - set(LETTERS) - set(",.->")
     if bad:
-        raise ValueError(f"einsum: subscripts must be letters, got {''.join(sorted(bad))!r}")
+        raise ArgumentError(f"einsum: subscripts must be letters, got {''.join(sorted(bad))!r}")
     free = [letter for letter in LETTERS if letter not in equation]
     widest = 0
     for term, shape in zip(terms, shapes):
+        if term.count("...") > 1 or output.count("...") > 1:
+            raise ArgumentError(f"einsum: at most one '...' per term, got {equation!r}")
         named = len(term.replace("...", ""))
         if ("..." in term and named > len(shape)) or ("..." not in term and named != len(shape)):
-            raise ValueError(
+            raise ShapeError(
                 f"einsum: subscripts {term!r} do not fit an operand of shape {tuple(shape)}"
             )
         if "..." in term:
@@ -61,16 +65,11 @@ def parse(equation, shapes):
         output = "..." * bool(widest) + "".join(
             sorted(c for c in set(joined) if joined.count(c) == 1)
         )
-    if "..." in output:
-        output = output.replace("...", ellipsis)
-    elif widest:
-        raise ValueError(
-            "einsum: the operands have '...' dims, so the output needs '...' too (PyTorch and "
-            "numpy sum no ellipsis dims)"
-        )
+    # an explicit output without '...' sums the ellipsis dims, as PyTorch's einsum does
+    output = output.replace("...", ellipsis)
     for letter in output:
         if output.count(letter) > 1 or not any(letter in term for term in spelled):
-            raise ValueError(f"einsum: output letter {letter!r} is repeated or in no operand")
+            raise ArgumentError(f"einsum: output letter {letter!r} is repeated or in no operand")
     return spelled, output
 
 
@@ -102,7 +101,7 @@ class Einsum(Op):
         try:
             return np.einsum(plain, *operands, optimize=len(operands) > 2)
         except ValueError as error:
-            raise ValueError(f"einsum: {error} (operand shapes {shapes})") from None
+            raise ShapeError(f"einsum: {error} (operand shapes {shapes})") from None
 
     def backward(self, grad_output):
         operands = self.saved_tensors

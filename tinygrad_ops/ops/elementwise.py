@@ -9,6 +9,7 @@ import numpy as np
 
 from . import dual
 from .base import Op
+from .checks import ArgumentError, ShapeError
 from .dtypes import promote, promote_branches, promote_float, result_dtype
 from .jacobian import (
     IDENTITY,
@@ -22,7 +23,7 @@ from .jacobian import (
 def broadcast_error(op_name, a, b):
     shape_a = np.shape(a)
     shape_b = np.shape(b)
-    return ValueError(
+    return ShapeError(
         f"{op_name}: shapes {tuple(shape_a)} and {tuple(shape_b)} cannot be broadcast together"
     )
 
@@ -161,7 +162,7 @@ class PowScalar(Op):
 
     def forward(self, a, exponent):
         if a.dtype.kind in "iub" and isinstance(exponent, int) and exponent < 0:
-            raise ValueError(
+            raise ArgumentError(
                 "pow: Integers to negative integer powers are not allowed (as in PyTorch): "
                 f"exponent {exponent} of a {a.dtype} tensor; convert the tensor to float first"
             )
@@ -274,7 +275,10 @@ class Abs(Op):
 
 
 class Relu(Op):
-    """out = max(a, 0);  da = g * (out != 0)  (0 at a == 0, g at NaN: as PyTorch)"""
+    """out = max(a, 0);  da = g * (out != 0)  (0 at a == 0, g at NaN: as PyTorch)
+
+    The product is a selection: a dead unit's gradient is 0 even where g is NaN or inf, as
+    PyTorch's (`keep_where`, not numpy's g * mask, which gives NaN there)."""
 
     __slots__ = ()
 
@@ -290,7 +294,27 @@ class Relu(Op):
 
     def backward(self, grad_output):
         (positive,) = self.saved_tensors
-        return (grad_output * positive,)
+        if type(grad_output) is not np.ndarray or grad_output.itemsize not in _SAME_SIZE_INT:
+            return (dual.where(positive, grad_output, 0.0),)  # a Tensor: create_graph
+        return (keep_where(grad_output, positive),)
+
+
+def keep_where(values, mask):
+    """`values` where `mask` holds, +0.0 elsewhere, whatever the values there (NaN, inf):
+    a bitwise and of the floats' bits with -mask (all ones or all zeros). One pass, about
+    the cost of values * mask, which gives NaN where a masked-out value is NaN or inf;
+    np.where with a mask of random bits is several times slower (a branch per element).
+
+    >>> keep_where(np.array([1.5, np.nan, np.inf]), np.array([True, False, False]))
+    array([1.5, 0. , 0. ])
+    """
+    bits = _SAME_SIZE_INT[values.itemsize]
+    kept = np.empty(values.shape, values.dtype)  # owned, not a view of an int array
+    np.bitwise_and(values.view(bits), np.negative(mask.view(np.int8)), out=kept.view(bits))
+    return kept
+
+
+_SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}  # float16, float32, float64
 
 
 class Maximum(Op):
@@ -349,7 +373,7 @@ class Where(Op):
         try:
             out = np.where(condition, a, b)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"where: condition, x and y of shapes {condition.shape}, {np.shape(a)} and "
                 f"{np.shape(b)} cannot be broadcast together"
             ) from None

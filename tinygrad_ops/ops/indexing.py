@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .base import Op, is_tensor, new_tensor, values_read
-from .checks import normalize_axis
+from .checks import ArgumentError, DtypeError, ShapeError, normalize_axis
 from .windows import pad_array_or_tensor
 
 
@@ -40,7 +40,7 @@ def as_index(value, op_name, name="index"):
         return data.astype(np.int64, copy=False)
     if data.dtype.kind == "f" and np.all(np.isfinite(data)) and np.all(data == np.round(data)):
         return data.astype(np.int64)
-    raise TypeError(
+    raise DtypeError(
         f"{op_name}: {name} must hold integers, got dtype {data.dtype}"
         + (" with non-integer values" if data.dtype.kind == "f" else "")
         + "; pass an integer tensor, e.g. tg.Tensor(indices, dtype=np.int64)"
@@ -68,18 +68,18 @@ def along(index, dim):
 def check_index(op_name, array, dim, index, other=None):
     """Shapes and bounds as PyTorch checks them for gather/scatter."""
     if index.ndim != array.ndim:
-        raise ValueError(
+        raise ShapeError(
             f"{op_name}: index must have as many dims as the input ({array.ndim}), "
             f"got index of shape {index.shape} for input of shape {array.shape}"
         )
     for axis, (size, limit) in enumerate(zip(index.shape, array.shape)):
         if axis != dim and size > limit:
-            raise ValueError(
+            raise ShapeError(
                 f"{op_name}: index of shape {index.shape} is larger than the input "
                 f"{array.shape} in dim {axis} (only dim {dim} may differ)"
             )
         if other is not None and size > np.shape(other)[axis]:
-            raise ValueError(
+            raise ShapeError(
                 f"{op_name}: index of shape {index.shape} is larger than src "
                 f"{np.shape(other)} in dim {axis}"
             )
@@ -194,7 +194,7 @@ def _as_1d(x, index, op_name):
     """0-d input and index as 1-d (PyTorch allows them; numpy's fancy indexing needs a dim)."""
     if x.ndim == 0:
         if index.ndim != 0:
-            raise ValueError(f"{op_name}: a 0-d input needs a 0-d index, got {index.shape}")
+            raise ShapeError(f"{op_name}: a 0-d input needs a 0-d index, got {index.shape}")
         return x.reshape((1,)), index.reshape(1), True
     return x, index, False
 
@@ -224,9 +224,11 @@ def _scatter(op_class, op_name, input, dim, index, src, axis):
     if is_tensor(src) or isinstance(src, (np.ndarray, list)):
         src = _tensor(src, op_name, "src")
         if src.dtype != x.dtype:
-            raise TypeError(f"{op_name}: src ({src.dtype}) must have the input's dtype ({x.dtype})")
+            raise DtypeError(
+                f"{op_name}: src ({src.dtype}) must have the input's dtype ({x.dtype})"
+            )
         if src.ndim != index.ndim:
-            raise ValueError(
+            raise ShapeError(
                 f"{op_name}: src must have as many dims as index ({index.ndim}), got {src.shape}"
             )
     else:
@@ -234,7 +236,7 @@ def _scatter(op_class, op_name, input, dim, index, src, axis):
     scalar = x.ndim == 0
     if scalar:
         if index.ndim != 0:
-            raise ValueError(f"{op_name}: a 0-d input needs a 0-d index, got {index.shape}")
+            raise ShapeError(f"{op_name}: a 0-d input needs a 0-d index, got {index.shape}")
         x, index = x.reshape((1,)), index.reshape(1)
         src = src.reshape((1,)) if is_tensor(src) else src
     dim = normalize_axis(pick_dim(dim, axis, op_name), x.ndim, op_name, "dim")
@@ -281,15 +283,17 @@ def one_hot(tensor, num_classes=-1):
     """
     index = as_index(tensor, "one_hot", "tensor")
     if index.size and index.min() < 0:
-        raise ValueError(f"one_hot: class indices must be non-negative, got {index.min()}")
+        raise ArgumentError(f"one_hot: class indices must be non-negative, got {index.min()}")
     if num_classes == -1:
         if not index.size:
-            raise ValueError("one_hot: cannot infer num_classes from an empty tensor; pass it")
+            raise ArgumentError("one_hot: cannot infer num_classes from an empty tensor; pass it")
         num_classes = int(index.max()) + 1
     if not isinstance(num_classes, (int, np.integer)) or num_classes < 1:
-        raise ValueError(f"one_hot: num_classes must be a positive int or -1, got {num_classes!r}")
+        raise ArgumentError(
+            f"one_hot: num_classes must be a positive int or -1, got {num_classes!r}"
+        )
     if index.size and index.max() >= num_classes:
-        raise ValueError(
+        raise ArgumentError(
             f"one_hot: class index {index.max()} is not below num_classes={num_classes}"
         )
     return new_tensor((index[..., None] == np.arange(num_classes)).astype(np.int64))
@@ -310,7 +314,7 @@ def masked_fill(input, mask, value):
     x = _tensor(input, "masked_fill")
     mask_data = mask.data if is_tensor(mask) else np.asarray(mask)
     if mask_data.dtype != np.bool_:
-        raise TypeError(
+        raise DtypeError(
             f"masked_fill: mask must be a boolean tensor (e.g. x < 0), got dtype {mask_data.dtype}"
         )
     try:
@@ -318,13 +322,13 @@ def masked_fill(input, mask, value):
     except ValueError:
         shape = None
     if shape != x.shape:
-        raise ValueError(
+        raise ShapeError(
             f"masked_fill: mask of shape {mask_data.shape} does not broadcast to the input's "
             f"shape {x.shape}"
         )
     if is_tensor(value):
         if value.ndim != 0:
-            raise ValueError(
+            raise ArgumentError(
                 f"masked_fill: value must be a number or a 0-d tensor, got {value.shape}"
             )
         fill = value.astype(x.dtype) if value.dtype != x.dtype else value
@@ -388,7 +392,7 @@ def topk(input, k, dim=None, largest=True, sorted=True, *, axis=None):
     dim = normalize_axis(pick_dim(dim, axis, "topk", default=-1), x.ndim, "topk", "dim")
     size = x.shape[dim]
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 0 <= k <= size:
-        raise ValueError(f"topk: k must be an int from 0 to {size} (the dim's size), got {k!r}")
+        raise ArgumentError(f"topk: k must be an int from 0 to {size} (the dim's size), got {k!r}")
     values_read(x, "topk: the order of the values")
     order = _stable_order(x.data, dim, descending=largest)
     order = np.take(order, np.arange(k), axis=dim)

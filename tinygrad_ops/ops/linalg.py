@@ -4,7 +4,7 @@ fused linear layer y = x Wᵀ + b."""
 import numpy as np
 
 from .base import Op
-from .checks import check_float
+from .checks import DtypeError, ShapeError, check_float
 from .dtypes import promote
 from .jacobian import first_input_dense_kind, weight_matrix
 from .kernels import as_matrix, column_sum, reshaped
@@ -35,7 +35,7 @@ class MatMul(Op):
 
     def forward(self, a, b):
         if np.ndim(a) == 0 or np.ndim(b) == 0:
-            raise ValueError(
+            raise ShapeError(
                 f"matmul: both operands need at least one dim, got shapes {np.shape(a)} "
                 f"and {np.shape(b)} (use * for scalars)"
             )
@@ -46,11 +46,11 @@ class MatMul(Op):
             inner_a = np.shape(a)[-1]
             inner_b = np.shape(b)[-2] if np.ndim(b) > 1 else np.shape(b)[0]
             if inner_a == inner_b:  # the inner dims agree: the batch dims do not broadcast
-                raise ValueError(
+                raise ShapeError(
                     f"matmul: shapes {np.shape(a)} and {np.shape(b)} have batch dims "
                     f"{np.shape(a)[:-2]} and {np.shape(b)[:-2]} that cannot be broadcast together"
                 ) from None
-            raise ValueError(
+            raise ShapeError(
                 f"matmul: shapes {np.shape(a)} and {np.shape(b)} are not aligned "
                 f"({inner_a} != {inner_b})"
             ) from None
@@ -74,7 +74,14 @@ class MatMul(Op):
             if a_is_vector:
                 grad_a = grad_a.reshape(grad_a.shape[:-2] + (grad_a.shape[-1],))
         if needs_b:
-            grad_b = a.swapaxes(-1, -2) @ grad_output
+            if b.ndim == 2 and a.ndim > 2 and not self.graph_mode:
+                # One b for every matrix of a batch (x_t W over the steps of a chain, stacked):
+                # the sum over the batch is inside one product, not a stack of (k, n) ones
+                # (numpy arrays; a create_graph pass records the composed rule below).
+                rows = np.broadcast_to(grad_output, a.shape[:-1] + grad_output.shape[-1:])
+                grad_b = a.reshape(-1, a.shape[-1]).T @ rows.reshape(-1, rows.shape[-1])
+            else:
+                grad_b = a.swapaxes(-1, -2) @ grad_output
             if b_is_vector:
                 grad_b = grad_b.reshape(grad_b.shape[:-1])
         return grad_a, grad_b
@@ -103,20 +110,20 @@ class Linear(Op):
         check_float("linear", x)
         check_float("linear", weight, "weight")
         if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
-            raise ValueError(
+            raise ShapeError(
                 f"linear: input of shape {x.shape} does not match weight of shape "
                 f"{weight.shape} (expected weight (out_features, {x.shape[-1] if x.ndim else '?'}))"
             )
         out_features = weight.shape[0]
         if bias is not None and bias.shape != (out_features,):
-            raise ValueError(
+            raise ShapeError(
                 f"linear: bias has shape {bias.shape}, expected ({out_features},) for weight "
                 f"of shape {weight.shape}"
             )
         dtype = x.dtype
         if weight.dtype != dtype or (bias is not None and bias.dtype != dtype):
             name, value = ("weight", weight) if weight.dtype != dtype else ("bias", bias)
-            raise TypeError(
+            raise DtypeError(
                 f"linear: {name} has dtype {value.dtype} but the input has dtype {dtype}"
             )
 

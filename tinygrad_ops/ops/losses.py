@@ -9,7 +9,7 @@ import numpy as np
 
 from .activations import Softmax
 from .base import Op
-from .checks import check_float
+from .checks import DtypeError, ShapeError, check_float
 from .dual import compute_dtype, like_inputs, upcast
 from .jacobian import side_kind
 from .kernels import (
@@ -89,7 +89,7 @@ class CrossEntropy(Op):
                 f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}"
             )
         if target.dtype.kind not in "iu":
-            raise TypeError(
+            raise DtypeError(
                 f"cross_entropy: target must hold integer class indices, got dtype "
                 f"{target.dtype} (class probabilities are not supported)"
             )
@@ -211,7 +211,7 @@ class MSELoss(Op):
         try:
             difference = np.subtract(a, b)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"mse_loss: input of shape {np.shape(a)} and target of shape {np.shape(b)} "
                 "cannot be broadcast together"
             ) from None

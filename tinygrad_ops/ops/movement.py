@@ -13,8 +13,9 @@ import itertools
 import numpy as np
 
 from .base import is_tensor, new_tensor, values_read
-from .checks import normalize_axis
+from .checks import ArgumentError, ShapeError, UnsupportedError, normalize_axis
 from .indexing import scatter
+from .shape import Diagonal
 from .windows import Pad, SlidingWindows
 
 PAD_MODES = ("constant", "reflect", "replicate", "circular")
@@ -39,12 +40,14 @@ def _along(dim, index):
 
 def _padded_positions(size, before, after, mode):
     """Which element of a dim of `size` each padded position reads (reflect, replicate,
-    circular). reflect mirrors without repeating the edge: [c b | a b c d | c b]."""
+    circular). reflect mirrors without repeating the edge: [c b | a b c d | c b]. A negative
+    width crops."""
     positions = np.arange(-before, size + after)
     if mode == "replicate":
         return np.clip(positions, 0, size - 1)
-    if mode == "circular":
-        return positions % size
+    if mode == "circular":  # PyTorch crops the negative widths first, then wraps around
+        start, stop = max(-before, 0), size - max(-after, 0)
+        return start + np.arange(-max(before, 0), stop - start + max(after, 0)) % (stop - start)
     period = 2 * (size - 1)
     positions = np.abs(positions) % period if period else np.zeros_like(positions)
     return np.where(positions >= size, period - positions, positions)
@@ -52,26 +55,29 @@ def _padded_positions(size, before, after, mode):
 
 def _check_pad(x, pad, mode):
     if mode not in PAD_MODES:
-        raise ValueError(f"pad: mode must be one of {', '.join(PAD_MODES)}, got {mode!r}")
+        raise UnsupportedError(f"pad: mode must be one of {', '.join(PAD_MODES)}, got {mode!r}")
     pad = tuple(pad)
     if len(pad) % 2 or len(pad) // 2 > x.ndim or not all(isinstance(p, int) for p in pad):
-        raise ValueError(
+        raise ArgumentError(
             f"pad: pad must be pairs of ints (left, right) from the last dim backwards, at most "
             f"one pair per dim of the {x.ndim}-d input, got {pad!r}"
         )
     pairs = [(pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
     widths = [(0, 0)] * (x.ndim - len(pairs)) + pairs[::-1]  # first dim first
     for size, (before, after) in zip(x.shape, widths):
-        if mode != "constant" and min(before, after) < 0:
-            raise ValueError(f"pad: negative padding is only for mode 'constant', got {pad!r}")
+        if mode != "constant" and size + before + after < 0:
+            raise ArgumentError(f"pad: the negative widths {pad!r} crop more than the dim ({size})")
         if mode == "reflect" and max(before, after) >= max(size, 1) and (before or after):
-            raise ValueError(
+            raise ArgumentError(
                 f"pad: reflect padding ({before}, {after}) must be smaller than the dim ({size})"
             )
         if mode in ("replicate", "circular") and size == 0 and (before or after):
-            raise ValueError(f"pad: {mode} padding of an empty dim has nothing to repeat")
-        if mode == "circular" and max(before, after) > size:
-            raise ValueError(f"pad: circular padding ({before}, {after}) exceeds the dim ({size})")
+            raise ArgumentError(f"pad: {mode} padding of an empty dim has nothing to repeat")
+        kept = size + min(before, 0) + min(after, 0)  # circular wraps what the crop kept
+        if mode == "circular" and max(before, after) > kept:
+            raise ArgumentError(
+                f"pad: circular padding ({before}, {after}) exceeds the (cropped) dim ({kept})"
+            )
     return widths
 
 
@@ -114,12 +120,12 @@ def split(tensor, split_size_or_sections, dim=0):
     if isinstance(split_size_or_sections, (int, np.integer)):
         step = int(split_size_or_sections)
         if step < 1 and size:
-            raise ValueError(f"split: split_size must be positive, got {step}")
+            raise ArgumentError(f"split: split_size must be positive, got {step}")
         sizes = [min(step, size - start) for start in range(0, size, step)] if size else [0]
     else:
         sizes = [int(part) for part in split_size_or_sections]
         if sum(sizes) != size or min(sizes, default=0) < 0:
-            raise ValueError(
+            raise ArgumentError(
                 f"split: sections {sizes} must be non-negative and add up to the dim's size {size}"
             )
     bounds = np.cumsum([0, *sizes]).tolist()
@@ -135,7 +141,7 @@ def chunk(input, chunks, dim=0):
     """
     x = _tensor(input, "chunk")
     if not isinstance(chunks, (int, np.integer)) or chunks < 1:
-        raise ValueError(f"chunk: chunks must be a positive int, got {chunks!r}")
+        raise ArgumentError(f"chunk: chunks must be a positive int, got {chunks!r}")
     size = x.shape[_axis(dim, x.ndim, "chunk")]
     return split(x, max(1, -(-size // chunks)), dim)
 
@@ -144,7 +150,7 @@ def _dims(dims, ndim, op_name):
     dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
     normalized = tuple(_axis(dim, ndim, op_name) for dim in dims)
     if len(set(normalized)) != len(normalized):
-        raise ValueError(f"{op_name}: dims {dims} repeat a dim")
+        raise ArgumentError(f"{op_name}: dims {dims} repeat a dim")
     return normalized
 
 
@@ -171,13 +177,15 @@ def roll(input, shifts, dims=None):
     """
     x = _tensor(input, "roll")
     if dims is None:
+        if isinstance(shifts, (tuple, list)) and len(shifts) == 1:  # roll((1,)), as PyTorch
+            shifts = shifts[0]
         if not isinstance(shifts, (int, np.integer)):
-            raise ValueError(f"roll: without dims, shifts must be one int, got {shifts!r}")
+            raise ArgumentError(f"roll: without dims, shifts must be one int, got {shifts!r}")
         return roll(x.reshape(-1), shifts, 0).reshape(x.shape)
     shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
     dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
     if len(shifts) != len(dims):
-        raise ValueError(f"roll: shifts {shifts} and dims {dims} must have the same length")
+        raise ArgumentError(f"roll: shifts {shifts} and dims {dims} must have the same length")
     for shift, dim in zip(shifts, dims):
         dim = _axis(dim, x.ndim, "roll")
         size = x.shape[dim]
@@ -191,7 +199,7 @@ def _triangle(x, diagonal, keep_lower, op_name):
 
     x = _tensor(x, op_name)
     if x.ndim < 2:
-        raise ValueError(f"{op_name}: the input must have at least 2 dims, got shape {x.shape}")
+        raise ShapeError(f"{op_name}: the input must have at least 2 dims, got shape {x.shape}")
     rows, columns = x.shape[-2:]
     offsets = np.arange(columns)[None, :] - np.arange(rows)[:, None]
     keep = offsets <= diagonal if keep_lower else offsets >= diagonal
@@ -232,7 +240,7 @@ def repeat(input, *sizes):
     x = _tensor(input, "repeat")
     sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
     if len(sizes) < x.ndim or not all(isinstance(s, (int, np.integer)) and s >= 0 for s in sizes):
-        raise ValueError(
+        raise ArgumentError(
             f"repeat: give one non-negative int per dim (at least {x.ndim}), got {sizes!r}"
         )
     shape = (1,) * (len(sizes) - x.ndim) + x.shape
@@ -259,9 +267,11 @@ def repeat_interleave(input, repeats, dim=None):
     values_read(counts, "repeat_interleave: the repeats")
     size = x.shape[dim] if x.ndim else 1
     if counts.dtype.kind not in "iuf" or np.any(counts < 0) or np.any(counts != np.round(counts)):
-        raise ValueError(f"repeat_interleave: repeats must be non-negative integers, got {repeats}")
+        raise ArgumentError(
+            f"repeat_interleave: repeats must be non-negative integers, got {repeats}"
+        )
     if counts.ndim > 1 or (counts.ndim == 1 and counts.size not in (1, size)):
-        raise ValueError(
+        raise ShapeError(
             f"repeat_interleave: repeats must be an int or one count per element ({size}), "
             f"got shape {counts.shape}"
         )
@@ -270,7 +280,8 @@ def repeat_interleave(input, repeats, dim=None):
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """out[..., k] = x[..., i, i + offset] over dims (dim1, dim2), which move to the end as
-    one dim (PyTorch's layout);  dx = zeros with g on that diagonal.
+    one dim (PyTorch's layout);  dx = zeros with g on that diagonal. A view of x, as
+    PyTorch's (`x.diagonal().fill_(0)` writes into x): the op `Diagonal` in ops/shape.py.
 
     >>> import tinygrad_ops as tg
     >>> diagonal(tg.Tensor([[1.0, 2.0], [3.0, 4.0]])).numpy()
@@ -279,14 +290,8 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     x = _tensor(input, "diagonal")
     first, second = _axis(dim1, x.ndim, "diagonal", "dim1"), _axis(dim2, x.ndim, "diagonal", "dim2")
     if first == second:
-        raise ValueError(f"diagonal: dim1 and dim2 must differ, got {dim1} and {dim2}")
-    rest = [d for d in range(x.ndim) if d not in (first, second)]
-    moved = x.transpose((*rest, first, second))
-    rows, columns = moved.shape[-2:]
-    length = max(0, min(rows - max(-offset, 0), columns - max(offset, 0)))
-    positions = np.arange(length)
-    index = (Ellipsis, positions + max(-offset, 0), positions + max(offset, 0))
-    return moved[index]
+        raise ArgumentError(f"diagonal: dim1 and dim2 must differ, got {dim1} and {dim2}")
+    return Diagonal.apply(x, offset=int(offset), dim1=first, dim2=second)
 
 
 def diag(input, diagonal=0):
@@ -308,7 +313,7 @@ def diag(input, diagonal=0):
     if x.ndim == 2:
         return x.diagonal(int(diagonal))
     if x.ndim != 1:
-        raise ValueError(f"diag: expects a 1-d or 2-d tensor, got shape {x.shape}")
+        raise ShapeError(f"diag: expects a 1-d or 2-d tensor, got shape {x.shape}")
     # The vector written into a flat zero matrix at the diagonal's positions (a scatter: an
     # x * eye product would spread a NaN or an inf of x over its row, and make -0.0s).
     length, offset = x.shape[0], int(diagonal)
@@ -334,12 +339,12 @@ def unfold(input, dimension, size, step):
         return unfold(x.reshape((1,)), 0, size, step).reshape((size,))
     dimension = _axis(dimension, x.ndim, "unfold", "dimension")
     if not (isinstance(size, (int, np.integer)) and 0 <= size <= x.shape[dimension]):
-        raise ValueError(
+        raise ArgumentError(
             f"unfold: size must be an int from 0 to the dim's size {x.shape[dimension]}, "
             f"got {size!r}"
         )
     if not isinstance(step, (int, np.integer)) or step < 1:
-        raise ValueError(f"unfold: step must be a positive int, got {step!r}")
+        raise ArgumentError(f"unfold: step must be a positive int, got {step!r}")
     last = movedim(x, dimension, -1)
     windows = SlidingWindows.apply(last, kernel=(size,), stride=(step,), dilation=(1,))
     return movedim(windows, -2, dimension)
@@ -356,10 +361,10 @@ def meshgrid(*tensors, indexing="ij"):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing not in ("ij", "xy"):
-        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+        raise ArgumentError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
     tensors = [_tensor(tensor, "meshgrid") for tensor in tensors]
     if any(tensor.ndim > 1 for tensor in tensors):
-        raise ValueError("meshgrid: every input must be 0-d or 1-d")
+        raise ShapeError("meshgrid: every input must be 0-d or 1-d")
     tensors = [tensor.reshape(-1) for tensor in tensors]
     swap = indexing == "xy" and len(tensors) >= 2
     order = [1, 0, *range(2, len(tensors))] if swap else list(range(len(tensors)))
@@ -385,7 +390,7 @@ def movedim(input, source, destination):
     sources = _dims(source, x.ndim, "movedim")
     destinations = _dims(destination, x.ndim, "movedim")
     if len(sources) != len(destinations):
-        raise ValueError(
+        raise ArgumentError(
             f"movedim: source {source} and destination {destination} must have the same length"
         )
     rest = iter(d for d in range(x.ndim) if d not in sources)

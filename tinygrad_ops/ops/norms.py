@@ -8,7 +8,7 @@ One node each, forward and backward formulas in the docstring, derived step by s
 import numpy as np
 
 from .base import Op, is_tensor
-from .checks import check_affine, check_float, check_normalized_shape
+from .checks import ArgumentError, ShapeError, check_affine, check_float, check_normalized_shape
 from .dual import like_inputs, upcast
 from .jacobian import Dense
 from .kernels import (
@@ -233,7 +233,7 @@ class BatchNorm(Op):
     def forward(self, x, weight, bias, running_mean, running_var, training, momentum, eps):
         check_float("batch_norm", x)
         if x.ndim < 2:
-            raise ValueError(
+            raise ShapeError(
                 f"batch_norm: expected an input of shape (N, C) or (N, C, ...) with the "
                 f"channels on dim 1, got shape {x.shape}"
             )
@@ -242,7 +242,7 @@ class BatchNorm(Op):
         check_affine("batch_norm", "bias", bias, (channels,), x)
         for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
             if stat is not None and stat.shape != (channels,):
-                raise ValueError(
+                raise ShapeError(
                     f"batch_norm: {name} has shape {stat.shape}, expected ({channels},) "
                     f"for an input of shape {x.shape}"
                 )
@@ -275,7 +275,7 @@ class BatchNorm(Op):
             inverse_std = np.reciprocal(np.sqrt(variance + eps))
         else:
             if running_mean is None or running_var is None:
-                raise ValueError("batch_norm: eval mode needs running_mean and running_var")
+                raise ArgumentError("batch_norm: eval mode needs running_mean and running_var")
             inverse_std = np.reciprocal(np.sqrt(upcast(running_var) + eps))
             with RowBuffers(columns.shape[1]):
                 centered = np.subtract(columns, upcast(running_mean))
@@ -354,16 +354,16 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if not is_tensor(input):
         raise TypeError(f"group_norm: input must be a Tensor, got {type(input).__name__}")
     if input.ndim < 2:
-        raise ValueError(f"group_norm: expected an input of shape (N, C, ...), got {input.shape}")
+        raise ShapeError(f"group_norm: expected an input of shape (N, C, ...), got {input.shape}")
     channels = input.shape[1]
     if not isinstance(num_groups, int) or num_groups < 1 or channels % num_groups:
-        raise ValueError(
+        raise ArgumentError(
             f"group_norm: num_groups must be a positive int that divides the {channels} "
             f"channels, got {num_groups!r}"
         )
     for name, value in (("weight", weight), ("bias", bias)):
         if value is not None and tuple(value.shape) != (channels,):
-            raise ValueError(
+            raise ShapeError(
                 f"group_norm: {name} has shape {tuple(value.shape)}, expected ({channels},)"
             )
     grouped = input.reshape(input.shape[0], num_groups, -1)

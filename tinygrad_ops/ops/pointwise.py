@@ -14,7 +14,7 @@ import numpy as np
 
 from . import dual
 from .base import Op
-from .checks import check_float
+from .checks import ArgumentError, check_float
 from .jacobian import diagonal_from_vjp, diagonal_kind
 from .unary import Sigmoid, Tanh, call, stable_sigmoid
 
@@ -304,7 +304,7 @@ def celu(x, alpha=1.0):
     array([-0.7869,  2.    ], dtype=float32)
     """
     if alpha == 0:
-        raise ValueError("celu: alpha must not be 0 (it divides the input)")
+        raise ArgumentError("celu: alpha must not be 0 (it divides the input)")
     scale = 1.0 / float(alpha)
     return Elu.apply(x, negative_scale=float(alpha), positive_scale=1.0, input_scale=scale)
 

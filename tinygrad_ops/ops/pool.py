@@ -15,6 +15,7 @@ counted in no average.
 import numpy as np
 
 from .base import Op, is_tensor, new_tensor
+from .checks import ArgumentError, DtypeError, ShapeError
 from .shape import Stack
 from .windows import (
     Pad,
@@ -35,7 +36,9 @@ class MaxPool2d(Op):
 
     def forward(self, x, kernel, stride, dilation, widths):
         self.kernel, self.stride, self.dilation, self.widths = kernel, stride, dilation, widths
-        padded = np.pad(x, widths, constant_values=-np.inf) if np.any(widths) else x
+        # padding never wins a window: -inf, or an integer input's least value
+        lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        padded = np.pad(x, widths, constant_values=lowest) if np.any(widths) else x
         self.padded_shape = padded.shape
         windows = sliding_windows(padded, kernel, stride, dilation)
         flat = windows.reshape((*windows.shape[:4], kernel[0] * kernel[1]))
@@ -86,7 +89,7 @@ def pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, op_name)
     for size, k, s, p, d in zip(x.shape[2:], kernel, stride, padding, dilation):
         span = d * (k - 1) + 1
         if p > span // 2:
-            raise ValueError(
+            raise ArgumentError(
                 f"{op_name}: padding ({p}) must be at most half the (dilated) kernel size "
                 f"({span}), as in PyTorch"
             )
@@ -95,8 +98,8 @@ def pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, op_name)
             count = -(-(size + 2 * p - span) // s) + 1
             if (count - 1) * s >= size + p:  # the last window would start in the padding
                 count -= 1
-        if size + 2 * p < span or count < 1:
-            raise ValueError(
+        if count < 1:  # (ceil_mode gives a window to an input smaller than the kernel)
+            raise ShapeError(
                 f"{op_name}: the input of shape {x.shape} (padded by {padding}) is smaller "
                 f"than the kernel {kernel} (dilation {dilation})"
             )
@@ -106,9 +109,11 @@ def pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, op_name)
 
 
 def _batched_windows(op_name, input, kernel_size, stride, padding, dilation, ceil_mode):
-    """The input as a float (N, C, H, W) tensor, whether a batch dim was added to it, and
-    the windows' (kernel, stride, dilation, widths) from `pool_geometry`."""
-    x, unbatched = with_batch(_float_tensor(input, op_name), 2, op_name)
+    """The input as an (N, C, H, W) tensor (float; max pooling also takes integers, as
+    PyTorch's), whether a batch dim was added to it, and the windows' (kernel, stride,
+    dilation, widths) from `pool_geometry`."""
+    integers = op_name == "max_pool2d"
+    x, unbatched = with_batch(_float_tensor(input, op_name, integers), 2, op_name)
     geometry = pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, op_name)
     return x, unbatched, geometry
 
@@ -171,7 +176,7 @@ def avg_pool2d(
     totals = windows.sum(axis=(-2, -1))
     if divisor_override is not None:
         if not isinstance(divisor_override, (int, np.integer)) or divisor_override < 1:
-            raise ValueError(
+            raise ArgumentError(
                 f"avg_pool2d: divisor_override must be a positive int, got {divisor_override!r}"
             )
         out = totals / float(divisor_override)
@@ -225,7 +230,7 @@ def _output_size(output_size, lengths):
         for size in sizes
     )
     if not valid:
-        raise ValueError(
+        raise ArgumentError(
             f"adaptive_avg_pool2d: output_size must be an int or a pair of ints (or None) of "
             f"at least 1, got {output_size!r}"
         )
@@ -255,7 +260,7 @@ def max_pool1d(
     >>> max_pool1d(tg.Tensor([[[1.0, 3.0, 2.0, 0.0]]]), 2).numpy()
     array([[[3., 2.]]], dtype=float32)
     """
-    x = _float_tensor(input, "max_pool1d")
+    x = _float_tensor(input, "max_pool1d", integers=True)
     x = x.expand_dims(-2)
     result = max_pool2d(
         x,
@@ -291,11 +296,12 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return out.squeeze(-2)
 
 
-def _float_tensor(value, op_name):
+def _float_tensor(value, op_name, integers=False):
     if not is_tensor(value):
         if not isinstance(value, np.ndarray):
             raise TypeError(f"{op_name}: input must be a Tensor, got {type(value).__name__}")
         value = new_tensor(value)
-    if value.dtype.kind != "f":
-        raise TypeError(f"{op_name}: input must be floating point, got {value.dtype}")
+    if value.dtype.kind != "f" and not (integers and value.dtype.kind in "iu"):
+        kinds = "floating point or integer" if integers else "floating point"
+        raise DtypeError(f"{op_name}: input must be {kinds}, got {value.dtype}")
     return value

@@ -4,7 +4,7 @@ import numpy as np
 
 from . import dual
 from .base import Op
-from .checks import normalize_axis
+from .checks import ArgumentError, AxisError, normalize_axis
 
 # An empty tuple of axes, PyTorch's way per op: sum, mean, var and std reduce every dim
 # (`x.sum(())` is x.sum(), where numpy would reduce none), any and all reduce none, and the
@@ -38,7 +38,7 @@ def normalize_axes(axis, ndim, op_name):
         raise TypeError(f"{op_name}: axis must be an int or a tuple of ints, got {axis!r}")
     normalized = [normalize_axis(value, ndim, op_name) for value in axes]
     if len(set(normalized)) != len(normalized):
-        raise ValueError(f"{op_name}: axis {axis!r} repeats an axis")
+        raise ArgumentError(f"{op_name}: axis {axis!r} repeats an axis")
     return tuple(sorted(normalized)) if ndim else ()
 
 
@@ -73,25 +73,27 @@ class Sum(Op):
 class _Extremum(Op):
     """Shared rule of max and min: the gradient goes to the elements equal to the result,
     split evenly among ties (as torch.amax / torch.amin); where the result is NaN, to the
-    NaNs (as `torch.max(x)`, where amax would give NaN gradients)."""
+    NaNs (as `torch.max(x)`), or with `nan_rows=True` NaN to every element of that group
+    (as `torch.amax`, whose count of elements equal to a NaN result is 0)."""
 
     __slots__ = ("kept_shape",)
     reduce = None
     op_name = ""
 
-    def forward(self, a, axis=None, keepdims=False):
+    def forward(self, a, axis=None, keepdims=False, nan_rows=False):
         axes = normalize_axes(axis, a.ndim, self.op_name)
         if a.size == 0 and any(a.shape[axis] == 0 for axis in axes):
-            raise ValueError(
+            raise AxisError(
                 f"{self.op_name}: cannot reduce over an empty axis (input shape {a.shape})"
             )
         self.kept_shape = keepdims_shape(a.shape, axes)
         out = type(self).reduce(a, axis=axes, keepdims=True)
         hits = a == out
-        if out.dtype.kind == "f" and np.isnan(out).any():
+        if not nan_rows and out.dtype.kind == "f" and np.isnan(out).any():
             hits |= np.isnan(a)  # a NaN result: its NaNs share g (PyTorch's max/min rule)
         count = hits.sum(axis=axes, keepdims=True).astype(a.dtype)
-        self.save_for_backward(hits / count)
+        with np.errstate(invalid="ignore"):  # 0 / 0 in a NaN group under nan_rows: NaN
+            self.save_for_backward(hits / count)
         return out if keepdims else np.squeeze(out, axis=axes)
 
     def backward(self, grad_output):
@@ -119,7 +121,9 @@ class VectorNorm(Op):
     """out = (sum over axes of |a|^p)^(1/p) (p=2: the Euclidean norm);
     da = g * sign(a) |a|^(p-1) / out^(p-1), and 0 where out is 0 (PyTorch's subgradient)
 
-    p = 1 gives da = g * sign(a); p = inf is `abs().amax()` (see `Tensor.norm`).
+    p = 1 gives da = g * sign(a); p = inf is `abs().amax()` (see `Tensor.norm`). p = 0 is
+    the count of nonzero entries, with gradient 0; a negative p gives 0 when an entry is 0
+    (|0|^p is inf); a zero entry gets gradient 0 for every p, as PyTorch's.
     """
 
     __slots__ = ("kept_shape", "axes", "p")
@@ -139,16 +143,25 @@ class VectorNorm(Op):
             return (a * a).sum(axis=self.axes, keepdims=True) ** 0.5
         if self.p == 1:
             return abs(a).sum(axis=self.axes, keepdims=True)
-        return (abs(a) ** self.p).sum(axis=self.axes, keepdims=True) ** (1 / self.p)
+        if self.p == 0:  # a count: a constant even under create_graph
+            count = np.count_nonzero(dual.raw(a), axis=self.axes, keepdims=True)
+            return count.astype(dual.raw(a).dtype)
+        with np.errstate(divide="ignore"):  # |0|^p = inf for p < 0: the norm is 0 then
+            return (abs(a) ** self.p).sum(axis=self.axes, keepdims=True) ** (1 / self.p)
 
     def backward(self, grad_output):
         (a,) = self.saved_tensors
         grad = grad_output.reshape(self.kept_shape)
         if self.p == 1:
             return (grad * dual.sign(a),)
+        if self.p == 0:
+            return (dual.zeros_like(a),)
         norm = self.norm(a)
-        if self.p == 2:
-            scale = a / norm
-        else:
-            scale = dual.sign(a) * abs(a) ** (self.p - 1) / norm ** (self.p - 1)
-        return (grad * dual.where(dual.raw(norm) == 0, 0.0, scale),)
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 where out is 0: masked
+            if self.p == 2:
+                scale = a / norm
+            else:
+                scale = dual.sign(a) * abs(a) ** (self.p - 1) / norm ** (self.p - 1)
+        # 0 where out is 0, and at a zero entry (|0|^(p-1) is inf for p < 1), as PyTorch's
+        zero = (dual.raw(norm) == 0) | (dual.raw(a) == 0)
+        return (grad * dual.where(zero, 0.0, scale),)

@@ -4,7 +4,7 @@ import numpy as np
 
 from . import dual
 from .base import Op, is_tensor
-from .checks import normalize_axis
+from .checks import ArgumentError, ShapeError, normalize_axis
 from .dtypes import promote
 from .jacobian import Dense
 
@@ -20,7 +20,7 @@ class Reshape(Op):
         try:
             return a.reshape(shape)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"reshape: cannot reshape a tensor of shape {a.shape} ({a.size} elements) "
                 f"into shape {tuple(shape)}"
             ) from None
@@ -38,7 +38,7 @@ class Transpose(Op):
     def forward(self, a, axes):
         axes = tuple(normalize_axis(axis, a.ndim, "transpose") for axis in axes)
         if sorted(axes) != list(range(a.ndim)):
-            raise ValueError(
+            raise ShapeError(
                 f"transpose: axes {tuple(axes)} are not a permutation of the {a.ndim} axes "
                 f"of a tensor of shape {a.shape}"
             )
@@ -59,7 +59,7 @@ class BroadcastTo(Op):
         try:
             return np.broadcast_to(a, shape)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"broadcast_to: cannot broadcast shape {a.shape} to shape {tuple(shape)}"
             ) from None
 
@@ -382,6 +382,47 @@ class ScatterAdd(Op):
         return (grad_output[self.index],)
 
 
+class Diagonal(Op):
+    """out[..., k] = a[..., i + k, j + k] over dims (dim1, dim2), which move to the end as one
+    dim (PyTorch's layout), i, j = max(-offset, 0), max(offset, 0);  da = zeros with g on
+    that diagonal
+
+    A view, as PyTorch's: `x.diagonal().add_(eps)` and `.fill_()` write into x (with x's
+    version counter; numpy's own `diagonal` is a read-only view, so the strides are set here).
+    """
+
+    __slots__ = ("index", "input_shape")
+    is_view = True
+
+    def forward(self, a, offset, dim1, dim2):
+        rest = [d for d in range(a.ndim) if d not in (dim1, dim2)]
+        moved = a.transpose((*rest, dim1, dim2))
+        rows, columns = moved.shape[-2:]
+        first_row, first_column = max(-offset, 0), max(offset, 0)
+        length = max(0, min(rows - first_row, columns - first_column))
+        self.input_shape = a.shape
+        # the same elements as an index of `a`, for the backward: one array per dim
+        ndim = len(rest) + 1
+        index = [None] * a.ndim
+        for position, dim in enumerate(rest):
+            index[dim] = np.arange(a.shape[dim]).reshape(
+                [-1 if i == position else 1 for i in range(ndim)]
+            )
+        steps = np.arange(length).reshape((1,) * len(rest) + (length,))
+        index[dim1], index[dim2] = steps + first_row, steps + first_column
+        self.index = tuple(index)
+        corner = moved[..., min(first_row, rows) :, min(first_column, columns) :]
+        return np.lib.stride_tricks.as_strided(
+            corner,
+            shape=moved.shape[:-2] + (length,),
+            strides=moved.strides[:-2] + (moved.strides[-2] + moved.strides[-1],),
+        )
+
+    def backward(self, grad_output):
+        # the diagonal's elements are distinct: assigned, not added (basic=True)
+        return (dual.scatter_add(grad_output, self.index, self.input_shape, True),)
+
+
 class Stack(Op):
     """out = the inputs stacked along a new axis;  d(input i) = g taken at i on that axis"""
 
@@ -390,10 +431,10 @@ class Stack(Op):
 
     def forward(self, *arrays, axis=0):
         if not arrays:
-            raise ValueError("stack: needs at least one tensor")
+            raise ArgumentError("stack: needs at least one tensor")
         shapes = {np.shape(array) for array in arrays}
         if len(shapes) > 1:
-            raise ValueError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
+            raise ShapeError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
         # The new axis may be any of ndim + 1 positions.
         self.axis = normalize_axis(axis, np.ndim(arrays[0]) + 1, "stack")
         return np.stack(arrays, axis=self.axis)
@@ -411,15 +452,15 @@ class Concatenate(Op):
 
     def forward(self, *arrays, axis=0):
         if not arrays:
-            raise ValueError("concatenate: needs at least one tensor")
+            raise ArgumentError("concatenate: needs at least one tensor")
         shapes = [np.shape(array) for array in arrays]
         if any(len(shape) == 0 for shape in shapes):
-            raise ValueError(f"concatenate: 0-d tensors cannot be joined (shapes {shapes})")
+            raise ShapeError(f"concatenate: 0-d tensors cannot be joined (shapes {shapes})")
         self.axis = normalize_axis(axis, len(shapes[0]), "concatenate")
         try:
             out = np.concatenate(arrays, axis=self.axis)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"concatenate: shapes {shapes} do not match except along axis {axis}"
             ) from None
         sizes = [np.shape(array)[self.axis] for array in arrays]

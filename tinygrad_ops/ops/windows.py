@@ -13,6 +13,7 @@ positions i s + p d for p = 0 .. k - 1.
 import numpy as np
 
 from .base import Op, is_tensor
+from .checks import ArgumentError, ShapeError
 
 
 def window_count(size, kernel, stride, dilation):
@@ -160,7 +161,7 @@ def spatial_tuple(value, dims, name, op_name, minimum=1):
     if len(values) == 1 and dims > 1:
         values = values * dims
     if len(values) != dims or any(item < minimum for item in values):
-        raise ValueError(
+        raise ArgumentError(
             f"{op_name}: {name} must be {dims} int(s) of at least {minimum}, got {value!r}"
         )
     return values
@@ -172,7 +173,7 @@ def with_batch(x, spatial_dims, op_name):
         return x.reshape((1, *x.shape)), True
     if x.ndim != spatial_dims + 2:
         layout = "(N, C, L)" if spatial_dims == 1 else "(N, C, H, W)"
-        raise ValueError(
+        raise ShapeError(
             f"{op_name}: the input must be {layout} or unbatched without N, got shape {x.shape}"
         )
     return x, False

@@ -279,6 +279,10 @@ class SGD(Optimizer):
         }
         super().__init__(params, defaults)
 
+    # The step is this update for each parameter, with these settings of its group
+    # (a compiled step calls it per parameter: jit/fused_optim.py).
+    parameter_update = (sgd_update, ("lr", "momentum", "dampening", "weight_decay", "nesterov"))
+
     @replayed_whole
     def step(self):
         for group in self.param_groups:
@@ -330,6 +334,9 @@ class Adam(Optimizer):
             "amsgrad": bool(amsgrad),
         }
         super().__init__(params, defaults)
+
+    # The step is this update for each parameter, with these settings of its group.
+    parameter_update = (adam_update, ("lr", "betas", "eps", "weight_decay", "amsgrad"))
 
     @replayed_whole
     def step(self):
@@ -460,6 +467,7 @@ from .lr_scheduler import (  # noqa: E402 (below the optimizers they schedule)
     LambdaLR,
     LRScheduler,
     MultiStepLR,
+    ReduceLROnPlateau,
     StepLR,
 )
 
@@ -475,6 +483,7 @@ __all__ = [
     "MultiStepLR",
     "Optimizer",
     "RMSprop",
+    "ReduceLROnPlateau",
     "StepLR",
     "lr_scheduler",
 ]

@@ -188,3 +188,105 @@ __all__ = [
     "MultiStepLR",
     "StepLR",
 ]
+
+
+class ReduceLROnPlateau:
+    """Multiply every group's lr by `factor` once a metric has stopped improving for
+    `patience` epochs, as torch.optim.lr_scheduler.ReduceLROnPlateau: call
+    `scheduler.step(validation_loss)` once per epoch. Better means below best · (1 -
+    threshold) in mode "min" ("rel"; best - threshold with threshold_mode "abs"), above in
+    mode "max"; after a reduction `cooldown` epochs pass before counting again; no lr goes
+    below `min_lr`, and a change smaller than `eps` is not made.
+
+    >>> import tinygrad_ops as tg
+    >>> optimizer = tg.optim.SGD([tg.nn.Parameter(tg.zeros(1))], lr=1.0)
+    >>> scheduler = tg.optim.ReduceLROnPlateau(optimizer, patience=1, factor=0.5)
+    >>> for loss in [3.0, 2.0, 2.0, 2.0, 2.0, 2.0]:
+    ...     scheduler.step(loss)
+    >>> scheduler.get_last_lr()
+    [0.25]
+    """
+
+    def __init__(
+        self,
+        optimizer,
+        mode="min",
+        factor=0.1,
+        patience=10,
+        threshold=1e-4,
+        threshold_mode="rel",
+        cooldown=0,
+        min_lr=0,
+        eps=1e-8,
+    ):
+        if factor >= 1.0:
+            raise ValueError(f"ReduceLROnPlateau: factor should be < 1.0, got {factor}")
+        if mode not in ("min", "max"):
+            raise ValueError(f"ReduceLROnPlateau: mode {mode!r} is unknown (min or max)")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(
+                f"ReduceLROnPlateau: threshold_mode {threshold_mode!r} is unknown (rel or abs)"
+            )
+        groups = optimizer.param_groups
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != len(groups):
+                raise ValueError(
+                    f"ReduceLROnPlateau: expected {len(groups)} min_lrs, got {len(min_lr)}"
+                )
+            self.min_lrs = list(min_lr)
+        else:
+            self.min_lrs = [min_lr] * len(groups)
+        self.optimizer, self.mode, self.factor, self.patience = optimizer, mode, factor, patience
+        self.threshold, self.threshold_mode, self.cooldown, self.eps = (
+            threshold,
+            threshold_mode,
+            cooldown,
+            eps,
+        )
+        self.best = math.inf if mode == "min" else -math.inf
+        self.num_bad_epochs, self.cooldown_counter, self.last_epoch = 0, 0, 0
+
+    def is_better(self, value, best):
+        if self.mode == "min":
+            bound = (
+                best * (1 - self.threshold)
+                if self.threshold_mode == "rel"
+                else best - self.threshold
+            )
+            return value < bound
+        bound = (
+            best * (1 + self.threshold) if self.threshold_mode == "rel" else best + self.threshold
+        )
+        return value > bound
+
+    def step(self, metrics):
+        """One epoch's metric (a number or a one-element Tensor, read once)."""
+        current = float(metrics.item() if hasattr(metrics, "item") else metrics)
+        self.last_epoch += 1
+        if self.is_better(current, self.best):
+            self.best, self.num_bad_epochs = current, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0  # the epochs of the cooldown do not count
+        if self.num_bad_epochs > self.patience:
+            self._reduce()
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+
+    def _reduce(self):
+        for group, min_lr in zip(self.optimizer.param_groups, self.min_lrs, strict=True):
+            new_lr = max(group["lr"] * self.factor, min_lr)
+            if group["lr"] - new_lr > self.eps:
+                group["lr"] = new_lr
+
+    def get_last_lr(self):
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self):
+        keys = ("best", "num_bad_epochs", "cooldown_counter", "last_epoch")
+        return {key: getattr(self, key) for key in keys}
+
+    def load_state_dict(self, state_dict):
+        for key, value in state_dict.items():
+            setattr(self, key, value)

@@ -27,7 +27,6 @@ import numpy as np
 
 from ..autograd.graph import ScannedSegment, unbroadcast
 from ..mode import STATE
-from ..ops import MatMul
 from . import jacobians, scans
 from .batched import BatchedSlot, ReleaseAll
 from .below import next_chain_below, pending_tensors
@@ -159,7 +158,7 @@ class SegmentRun:
                 # A loss per step: one number each, broadcast over that step's values.
                 ndim = max(np.ndim(operand) for operand in batched.first.inputs)
                 grad = np.reshape(grad, grad.shape + (1,) * ndim)
-            results = self._vjp(node, batched, grad, needs, start, stop)
+            results = node.backward(grad)
             for k, code in enumerate(wiring):
                 result = results[k]
                 if result is None or not needs[k] or code == "const":
@@ -180,23 +179,6 @@ class SegmentRun:
                     value = _per_step_sum(result, count, shape, batched.first, k)
                     previous = pending.get(target)
                     pending[target] = value if previous is None else previous + value
-
-    @staticmethod
-    def _vjp(node, batched, grad, needs, start, stop):
-        """The op's own backward on the stacked gradient; x @ W with a shared 2-D W sums
-        over the steps inside one matrix product instead of stacking per-step products."""
-        if batched.op_class is MatMul and needs[1] and batched.is_stacked[0]:
-            a, b = node.saved_tensors
-            if not batched.is_stacked[1] and np.ndim(b) == 2:
-                size_in = a.shape[-1]
-                flat_a = a.reshape(-1, size_in)
-                flat_grad = np.broadcast_to(grad, a.shape[:-1] + (b.shape[-1],)).reshape(
-                    -1, b.shape[-1]
-                )
-                grad_b = flat_a.T @ flat_grad
-                grad_a = grad @ b.T if needs[0] else None
-                return (grad_a, grad_b)
-        return node.backward(grad)
 
     # -- the whole segment ---------------------------------------------------------------------
 

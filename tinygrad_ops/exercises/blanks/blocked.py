@@ -1,0 +1,16 @@
+"""The blocked scan: blocks of `block_size` elements, one after the other.
+
+    carry = nothing
+    for each block of block_size elements, in order:
+        scan the block in parallel (Blelloch, blelloch.py) -> its own prefixes
+        prefix out[i] of the whole list = carry · (the block's prefix at i)
+        carry = the last of those
+
+The work in flight (and the memory of a caller that builds elements block by block) is
+bounded by the block size; combines stay O(n). `scan` is the in-block scan to use.
+"""
+
+
+def blocked(elements, combine, block_size, scan):
+    """The list of inclusive prefixes of `elements`; `scan(block, combine)` scans a block."""
+    raise NotImplementedError("exercise: write this part (see the docstring)")
