@@ -144,3 +144,49 @@ def test_interpolate_finite_differences(mode, shape):
 def test_interpolate_refusals(arguments, error, words):
     with pytest.raises(error, match=words):
         F.interpolate(tg.ones(1, 2, 3), **arguments)
+
+
+def uint8_cases():
+    """Random uint8 images and sizes, both ways of resizing, with and without align_corners.
+    (Not an output width of 1 with more than 4 channels: PyTorch's uint8 kernel then repeats
+    the first output row down the whole image, where its float kernel and ours do not.)"""
+    rng = np.random.default_rng(8)
+    for _ in range(40):
+        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 5)), *rng.integers(1, 40, 2))
+        size = tuple(int(length) for length in rng.integers(1, 50, 2))
+        yield (rng.random(shape) * 255).astype(np.uint8), size, bool(rng.integers(2))
+
+
+@pytest.mark.parametrize(("image", "size", "align_corners"), list(uint8_cases()))
+def test_bilinear_on_uint8_equals_torchs_fixed_point_kernel(image, size, align_corners):
+    ours = F.interpolate(tg.tensor(image), size=size, mode="bilinear", align_corners=align_corners)
+    theirs = TF.interpolate(
+        torch.tensor(image), size=size, mode="bilinear", align_corners=align_corners
+    )
+    assert ours.dtype == np.uint8
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_bilinear_on_uint8_takes_a_scale_factor_as_torch():
+    image = (np.random.default_rng(3).random((1, 3, 7, 9)) * 255).astype(np.uint8)
+    ours = F.interpolate(tg.tensor(image), scale_factor=1.7, mode="bilinear")
+    theirs = TF.interpolate(torch.tensor(image), scale_factor=1.7, mode="bilinear")
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "mode"),
+    [
+        ((1, 2, 5), np.uint8, "linear"),
+        ((1, 2, 3, 3, 3), np.uint8, "trilinear"),
+        ((1, 2, 4, 4), np.int32, "bilinear"),
+        ((1, 2, 4, 4), np.int64, "bilinear"),
+    ],
+)
+def test_linear_modes_on_other_integers_are_torchs_not_implemented(shape, dtype, mode):
+    image = np.ones(shape, dtype=dtype)
+    size = (3,) * (len(shape) - 2)
+    with pytest.raises(NotImplementedError):
+        TF.interpolate(torch.tensor(image), size=size, mode=mode)
+    with pytest.raises(NotImplementedError, match="cast the input to a float dtype"):
+        F.interpolate(tg.tensor(image), size=size, mode=mode)

@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from .base import is_tensor
-from .checks import check_float
+from .base import is_tensor, new_tensor
+from .checks import UnsupportedError, check_float
 
 LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3}  # mode: the spatial dims it takes
 NEAREST_MODES = ("nearest", "nearest-exact")
@@ -50,6 +50,8 @@ def interpolate(
     # aten leaves a dim whose size is unchanged as it is, whatever scale_factor says, in the
     # linear modes and in 2-d "nearest" (whose kernel also doubles a dim by repeating each
     # row), and applies the scale elsewhere.
+    if input.dtype.kind != "f" and mode in LINEAR_MODES:
+        return _bilinear_uint8(input, mode, sizes, scales, bool(align_corners))
     shortcuts = mode == "nearest" and spatial == 2
     out = input
     for axis, (length, scale) in enumerate(zip(sizes, scales, strict=True), start=2):
@@ -143,11 +145,9 @@ def _nearest_source(input_size, output_size, scale, exact, dtype):
     return np.minimum(np.floor(positions * ratio).astype(np.int64), input_size - 1)
 
 
-def _linear_along(x, axis, output_size, scale, align_corners):
-    """(1 - λ) x[i0] + λ x[i1] along `axis`, from aten's source positions."""
-    check_float("interpolate", x.data)
-    input_size = x.shape[axis]
-    dtype = x.dtype.type
+def _linear_source(input_size, output_size, scale, align_corners, dtype):
+    """The two source indices (lower, upper) of every output index and the weight λ of the
+    upper one, in `dtype`, from aten's source positions (area_pixel_compute_source_index)."""
     index = np.arange(output_size, dtype=dtype)
     if align_corners:
         ratio = (input_size - 1) / (output_size - 1) if output_size > 1 else 0.0
@@ -157,8 +157,53 @@ def _linear_along(x, axis, output_size, scale, align_corners):
         source = np.maximum(ratio * (index + dtype(0.5)) - dtype(0.5), dtype(0))
     lower = np.minimum(source.astype(np.int64), input_size - 1)
     upper = np.minimum(lower + 1, input_size - 1)
-    weight = (source - lower).astype(dtype)
+    return lower, upper, (source - lower).astype(dtype)
+
+
+def _linear_along(x, axis, output_size, scale, align_corners):
+    """(1 - λ) x[i0] + λ x[i1] along `axis`, from aten's source positions."""
+    check_float("interpolate", x.data)
+    lower, upper, weight = _linear_source(
+        x.shape[axis], output_size, scale, align_corners, x.dtype.type
+    )
     shape = [1] * x.ndim
     shape[axis] = output_size
     weight = weight.reshape(shape)
     return x.index_select(axis, lower) * (1 - weight) + x.index_select(axis, upper) * weight
+
+
+def _bilinear_uint8(input, mode, sizes, scales, align_corners):
+    """Bilinear resizing of a uint8 image as PyTorch's CPU kernel does it (no gradient: an
+    integer tensor has none): one pass per dim, width first, each in fixed point. The two
+    weights are scaled by 2**p, p the largest precision at which the larger weight still fits
+    an int16, and out = clip((2**(p-1) + Σ x w) >> p, 0, 255) rounds to the nearest (Pillow's
+    resampling arithmetic, which aten's uint8 path follows). Other modes and integer dtypes
+    are PyTorch's NotImplementedError."""
+    if mode != "bilinear" or input.dtype != np.uint8:
+        raise UnsupportedError(
+            f"interpolate: mode {mode!r} is not implemented for {input.dtype} inputs (PyTorch's "
+            "CPU kernels take uint8 in bilinear only); cast the input to a float dtype first"
+        )
+    image = input.data
+    for axis in (3, 2):
+        if sizes[axis - 2] != image.shape[axis]:
+            image = _fixed_point_pass(image, axis, sizes[axis - 2], scales[axis - 2], align_corners)
+    return new_tensor(image)
+
+
+def _fixed_point_pass(image, axis, output_size, scale, align_corners):
+    """One dim of `_bilinear_uint8`: the two neighbours mixed with int16 weights."""
+    lower, upper, weight = _linear_source(
+        image.shape[axis], output_size, scale, align_corners, np.float64
+    )
+    largest = max(float((1 - weight).max()), float(weight.max()))
+    precision = 0
+    while precision < 15 and int(0.5 + largest * (1 << (precision + 1))) < (1 << 15):
+        precision += 1
+    shape = [1] * image.ndim
+    shape[axis] = output_size
+    lower_weight = np.floor((1 - weight) * (1 << precision) + 0.5).astype(np.int64).reshape(shape)
+    upper_weight = np.floor(weight * (1 << precision) + 0.5).astype(np.int64).reshape(shape)
+    total = (1 << (precision - 1)) + np.take(image, lower, axis).astype(np.int64) * lower_weight
+    total += np.take(image, upper, axis).astype(np.int64) * upper_weight
+    return np.clip(total >> precision, 0, 255).astype(np.uint8)
