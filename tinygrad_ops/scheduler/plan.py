@@ -195,13 +195,18 @@ def _declared(loss, chosen, scanning, min_steps):
 
 def _declared_tops(root):
     """The top anchors of declared chains in the graph of `root`, the newest first."""
-    tops = []
+    tops = [tensor for tensor in _reached(root) if declared_at(tensor) is not None]
+    return sorted(tops, key=lambda tensor: -tensor._ctx.sequence)
+
+
+def _reached(root):
+    """`root` and every tensor that requires grad the backward pass from it would reach,
+    each once (an iterative search: no recursion limit)."""
     seen = {id(root)}
     stack = [root]
     while stack:
         tensor = stack.pop()
-        if declared_at(tensor) is not None:
-            tops.append(tensor)
+        yield tensor
         node = tensor._ctx
         if node is None:
             continue
@@ -209,7 +214,6 @@ def _declared_tops(root):
             if needs and id(operand) not in seen:
                 seen.add(id(operand))
                 stack.append(operand)
-    return sorted(tops, key=lambda tensor: -tensor._ctx.sequence)
 
 
 def _add_chains_below(graph, plan, min_steps):
@@ -296,17 +300,7 @@ _PAST = {"scan": "scanned", "walk": "walked"}
 
 def _count_tensors(root):
     """How many tensors that require grad the backward pass would reach."""
-    seen = {id(root)}
-    stack = [root]
-    while stack:
-        node = stack.pop()._ctx
-        if node is None:
-            continue
-        for operand, needs in zip(node.inputs, node.needs_input_grad):
-            if needs and id(operand) not in seen:
-                seen.add(id(operand))
-                stack.append(operand)
-    return len(seen)
+    return sum(1 for _ in _reached(root))
 
 
 def _estimates(segment, full):
