@@ -1,6 +1,8 @@
 """tg.compile's generated replay and its fused kernels (jit/codegen.py, fused.py,
 fused_optim.py): bit for bit the eager results, and the general path where they do not fit."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -74,7 +76,7 @@ def test_the_generated_function_can_be_read():
     source = step.program.source
     assert source.startswith("def replay(values):")
     assert "# CrossEntropy.forward (inlined)" in source
-    assert "subtract(" in source
+    assert re.search(r"subtract\d*\(", source)  # (numpy's functions, by their names)
 
 
 def change_hyperparameters(number, model, optimizer):

@@ -11,27 +11,77 @@ exactly where the rule does.
 
 from __future__ import annotations
 
+import ast
+
+import numpy as np
+
 from .fused_optim import fuse_call
-from .inline import rule_of, write
+from .inline import channel_names, prepare, rule_of, write
 from .kernels import Backward, Call, ForgetGrad, Forward, Kernel, LeafWrite, SetGrad, _sends
+from .specialise import Fact, array_fact, constant, frozen
 
 FUSING = True  # False: every node replays by calling its op's methods (for the tests)
 
 
 class FusedForward(Kernel):
-    """An op's forward, inlined (its `compute` if it has one): the result into the
-    output's slot, the saved values into `saved`, the program's local for the backward."""
+    """An op's forward, inlined (its `compute` if it has one), specialised to what the
+    capture fixed (specialise.py): the result into the output's slot, what the node keeps
+    for its backward (`backward_body`, inlined by FusedBackward) into names of the program."""
 
-    __slots__ = ("kernel", "body", "release")
+    __slots__ = ("kernel", "body", "backward_body", "unstable", "release", "pair")
 
-    def __init__(self, kernel, body):
+    def __init__(self, kernel, body, backward_body, unstable):
         self.kernel = kernel  # the generic Forward it replaces (for its slots and listing)
         self.body = body
+        self.backward_body = backward_body  # (None: the node has no backward kernel)
+        self.unstable = unstable  # slots whose shapes the guards do not fix
         self.release = False  # (set by the memory plan: no backward reads the saved values)
         self.frees = ()
+        self.pair = None
+
+    def prepare(self, code):
+        """The forward's and the backward's statements, specialised once (inline.Pair)."""
+        if self.pair is not None:
+            return self.pair
+        kernel = self.kernel
+        converted = dict(kernel.conversions)
+        facts, inputs = {}, []
+        for name, slot in zip(self.body.parameters, kernel.inputs):
+            fact = slot_fact(code, slot, self.unstable)
+            if slot in converted.values() or kernel.inputs.index(slot) in converted:
+                dtype = converted.get(kernel.inputs.index(slot))
+                shape = None if fact is None else fact.shape
+                fact = None if shape is None or dtype is None else array_fact(shape, dtype, True)
+            inputs.append(fact)
+            if fact is not None:
+                facts[name] = fact
+        for name in self.body.parameters[len(kernel.inputs) :]:
+            value = kernel.options.get(name, self.body.defaults.get(name))
+            if frozen(value):
+                facts[name] = Fact(constant(value, self.bind(code)), value)
+        grad = slot_fact(code, kernel.output, self.unstable)
+        needs = kernel.node.needs_input_grad
+        self.pair = prepare(
+            self.body, self.backward_body, facts, grad, inputs, needs, self.bind(code)
+        )
+        return self.pair
+
+    @staticmethod
+    def bind(code):
+        """Names for what the folding found: a function's or a class's own name, else
+        `known`, and a number."""
+
+        def bind(value):
+            name = getattr(value, "__name__", None)
+            return code.bind(
+                value, name if isinstance(name, str) and name.isidentifier() else "known"
+            )
+
+        return bind
 
     def emit(self, code, number):
         kernel = self.kernel
+        pair = self.prepare(code)
         inputs = [code.slot(slot) for slot in kernel.inputs]
         for position, dtype in kernel.conversions:
             inputs[position] += f".astype({code.bind(dtype, 'dtype')})"
@@ -41,17 +91,15 @@ class FusedForward(Kernel):
             arguments[name] = code.bind(value, "option")
         out = code.slot(kernel.output)
         node = code.bind(kernel.node, "node")
-        op = type(kernel.node).__name__
-        code.line(f"# {op}.forward (inlined)")
-        needs = kernel.node.needs_input_grad
-        names = write(
-            code, self.body, f"f{number}", node, saved_name(kernel), out, arguments, needs
-        )
+        code.line(f"# {type(kernel.node).__name__}.forward (inlined)")
+        prefix = channel_prefix(kernel)
+        names = write(code, self.body, pair.forward, f"f{number}", node, prefix, out, arguments)
         if code.slots[kernel.output].shape == ():  # a 0-d result may come back a numpy scalar
             code.line(f"{out} = asarray({out})")
         if self.release:
-            names.append(saved_name(kernel))
-        code.line(" = ".join([*names, "None"]))
+            names += channel_names(pair.channel, prefix)
+        if names:
+            code.line(" = ".join([*names, "None"]))
 
     def reads(self):
         return self.kernel.inputs
@@ -63,9 +111,32 @@ class FusedForward(Kernel):
         return self.kernel.describe(name) + "   (inlined)"
 
 
-def saved_name(forward) -> str:
-    """The program's local that holds a node's saved values between its two kernels."""
-    return f"saved{forward.output}"
+def channel_prefix(forward) -> str:
+    """The start of the program's names for what a node keeps between its two kernels."""
+    return f"k{forward.output}_"
+
+
+def slot_fact(code, slot, unstable):
+    """What the guards fix of a slot's array (shape, dtype), or a constant's value."""
+    info = code.slots[slot]
+    name = code.slot(slot)
+    if info.kind == "constant":
+        value = code.namespace[name]
+        if frozen(value):
+            expression = ast.Name(name, ast.Load())
+            expression.bound, expression.known = True, value
+            return Fact(expression, value)
+        if isinstance(value, np.ndarray):
+            return array_fact(value.shape, value.dtype, False)
+        return None
+    if info.shape is None or slot in unstable:
+        return None
+    fact = array_fact(info.shape, info.dtype, info.kind != "input")
+    if info.kind in ("input", "captured"):  # (one array all through the replay: its name)
+        expression = ast.Name(name, ast.Load())
+        expression.bound = True
+        fact = fact._replace(expression=expression)
+    return fact
 
 
 class FusedBackward(Kernel):
@@ -75,27 +146,32 @@ class FusedBackward(Kernel):
 
     def __init__(self, kernel, forward, body):
         self.kernel = kernel  # the generic Backward it replaces
-        self.forward = forward  # the op's Forward (the saved values' local)
+        self.forward = forward  # the node's FusedForward (what it kept, its names)
         self.body = body
         self.frees = ()
 
     def emit(self, code, number):
         kernel = self.kernel
+        pair = self.forward.prepare(code)
         grad = code.slot(kernel.grad)
         code.consume(kernel.grad)
         node = code.bind(kernel.node, "node")
         code.line(f"# {type(kernel.node).__name__}.backward (inlined)")
         arguments = {self.body.parameters[0]: grad}
-        saved = saved_name(self.forward)
-        needs = kernel.node.needs_input_grad
-        names, elements = write(code, self.body, f"b{number}", node, saved, None, arguments, needs)
+        prefix = channel_prefix(self.forward.kernel)
+        names, elements = write(
+            code, self.body, pair.backward, f"b{number}", node, prefix, None, arguments
+        )
         for edge in kernel.edges:
             value = f"r[{edge.index}]" if elements is None else f"({elements[edge.index]})"
             code.send(edge, value, kernel.node)
         code.line(f"del {grad}")
         if kernel.release:
-            names.append(saved)
-        code.line(" = ".join([*names, "r", "None"]))
+            names += channel_names(pair.channel, prefix)
+        if elements is None:
+            names.append("r")
+        if names:
+            code.line(" = ".join([*names, "None"]))
 
     def consumes(self):
         return (self.kernel.grad,)
@@ -111,6 +187,24 @@ class FusedBackward(Kernel):
         return f"{_sends(self.kernel.edges, name)} <- {rule}   (inlined)"
 
 
+def _unstable(kernels) -> set:
+    """The slots whose shapes the guards do not fix: those an op computes with an option
+    that may change between calls (a mask, an index array: they can change its shape),
+    and every slot computed from one."""
+    unstable = set()
+    for kernel in kernels:
+        if isinstance(kernel, Forward) and (
+            any(slot in unstable for slot in kernel.inputs)
+            or not all(frozen(value) or _draws(value) for value in kernel.options.values())
+        ):
+            unstable.add(kernel.output)
+    return unstable
+
+
+def _draws(value) -> bool:
+    return isinstance(value, np.random.Generator)
+
+
 def fuse(kernels, slots, scanned=()) -> list:
     """The kernels with every node whose op's methods can be inlined replaced by its
     inlined kernels (forward and backward both, or neither), and zero_grad() and the SGD
@@ -120,7 +214,8 @@ def fuse(kernels, slots, scanned=()) -> list:
     for kernel in kernels:
         if isinstance(kernel, Backward):
             backward_of[id(kernel.node)] = True
-    fused = {}  # id(node) -> (its Forward, the backward's body)
+    fused = {}  # id(node) -> its FusedForward
+    unstable = _unstable(kernels)
     grads = {}  # id(leaf) -> the slot of the gradient this program wrote into it
     result = []
     for kernel in kernels:
@@ -129,11 +224,12 @@ def fuse(kernels, slots, scanned=()) -> list:
             forward = rule_of(kernel.node, "forward")
             backward = rule_of(kernel.node, "backward") if id(kernel.node) in backward_of else True
             if forward is not None and backward is not None:
-                replacement = FusedForward(kernel, forward)
-                fused[id(kernel.node)] = (kernel, backward)
+                backward = None if backward is True else backward
+                replacement = FusedForward(kernel, forward, backward, unstable)
+                fused[id(kernel.node)] = replacement
         elif isinstance(kernel, Backward) and id(kernel.node) in fused:
-            forward, body = fused[id(kernel.node)]
-            replacement = FusedBackward(kernel, forward, body)
+            forward = fused[id(kernel.node)]
+            replacement = FusedBackward(kernel, forward, forward.backward_body)
         elif isinstance(kernel, LeafWrite) and kernel.tensor is not None:
             grads[id(kernel.tensor)] = kernel.result
         elif isinstance(kernel, SetGrad) and kernel.tensor is not None:

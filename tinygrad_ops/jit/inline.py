@@ -29,6 +29,8 @@ import textwrap
 import types
 from typing import NamedTuple
 
+from .specialise import Fact, Specialise, constant, drop_dead, overwritten
+
 RESULT = "_result_"  # the name a tail `return` assigns (replaced by the output's)
 _SAVED = ("saved_tensors", "saved")
 
@@ -200,149 +202,205 @@ def _is_self_attribute(node) -> bool:
     )
 
 
-class _Rewrite(ast.NodeTransformer):
-    """Renames for one inlined body (see the module docstring)."""
+# -- what the node keeps between its two kernels ------------------------------------------
 
-    def __init__(self, rename, node_name, saved_name):
-        self.rename = rename
-        self.node_name = node_name
-        self.saved_name = saved_name
+SAVED = "__s"  # the program's names for the saved values: __s0, __s1, ... (or __s, a tuple)
+ATTRIBUTE = "__a_"  # and for the attributes the forward sets: __a_index, ...
+
+
+def saved_count(body):
+    """How many values the forward's `save_for_backward` calls keep (0 if none): one name
+    each; None when they differ or are starred (then one name holds the tuple)."""
+    counts = set()
+    for statement in body.statements:
+        for node in ast.walk(statement):
+            if _is_save(node):
+                if any(isinstance(argument, ast.Starred) for argument in node.args):
+                    return None
+                counts.add(len(node.args))
+    return counts.pop() if len(counts) == 1 else (0 if not counts else None)
+
+
+def _is_save(node) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and _is_self_attribute(node.func)
+        and node.func.attr == "save_for_backward"
+    )
+
+
+class _Channel(ast.NodeTransformer):
+    """`self.save_for_backward(a, b)` as `__s0, __s1 = a, b`; `self.saved_tensors` (and
+    `self.saved`) as `(__s0, __s1)`: the saved values pass in names of the program."""
+
+    def __init__(self, count):
+        self.count = count
+
+    def names(self, context):
+        if self.count is None:
+            return ast.Name(SAVED, context())
+        return ast.Tuple([ast.Name(f"{SAVED}{i}", context()) for i in range(self.count)], context())
 
     def visit_Expr(self, node):
-        call = node.value
-        if isinstance(call, ast.Call) and _is_self_attribute(call.func):
-            values = [self.visit(argument) for argument in call.args]
-            target = ast.Name(self.saved_name, ast.Store())
-            return ast.Assign([target], ast.Tuple(values, ast.Load()), lineno=0)
-        return self.generic_visit(node)
+        if not _is_save(node.value):
+            return self.generic_visit(node)
+        values = [self.visit(argument) for argument in node.value.args]
+        if self.count == 1:
+            return ast.Assign([ast.Name(f"{SAVED}0", ast.Store())], values[0], lineno=0)
+        return ast.Assign([self.names(ast.Store)], ast.Tuple(values, ast.Load()), lineno=0)
 
     def visit_Attribute(self, node):
         if _is_self_attribute(node) and node.attr in _SAVED and isinstance(node.ctx, ast.Load):
-            return ast.Name(self.saved_name, ast.Load())
+            return self.names(ast.Load)
         return self.generic_visit(node)
 
+
+def _kept_attributes(statements) -> set:
+    """The attributes the forward sets before anything reads them, at its top level (not
+    in a branch or a loop): those pass in names of the program, not on the node."""
+    decided = {}
+    for statement in statements:
+        for node in ast.walk(statement):
+            if _is_self_attribute(node) and isinstance(node.ctx, ast.Load):
+                decided.setdefault(node.attr, False)  # (read first: the node's own)
+        top = statement.targets if isinstance(statement, ast.Assign) else ()
+        elements = [e for target in top for e in getattr(target, "elts", [target])]
+        for node in ast.walk(statement):
+            if _is_self_attribute(node) and not isinstance(node.ctx, ast.Load):
+                decided.setdefault(node.attr, any(node is element for element in elements))
+    return {name for name, kept in decided.items() if kept}
+
+
+class _Attributes(ast.NodeTransformer):
+    def __init__(self, names):
+        self.names = names
+
+    def visit_Attribute(self, node):
+        if _is_self_attribute(node) and node.attr in self.names:
+            return ast.Name(ATTRIBUTE + node.attr, node.ctx)
+        return self.generic_visit(node)
+
+
+class Pair(NamedTuple):
+    """A node's forward and backward made ready to write: statements specialised to what
+    the capture fixed (specialise.py), and the program's names they share."""
+
+    forward: list
+    backward: list | None
+    channel: list  # the names of the node's kept values the forward assigns
+
+
+def prepare(forward, backward, facts, grad_fact, inputs, needs, bind) -> Pair:
+    """Specialise a node's forward `forward` (a Body) and its `backward` (or None) to what
+    the capture fixed: `facts` of the forward's parameters (name -> Fact), `grad_fact` of
+    the backward's gradient, `inputs` the operands' facts, `needs` the node's
+    needs_input_grad; `bind` names a value in the generated function."""
+    count = saved_count(forward)
+    needs_fact = Fact(constant(tuple(needs), bind), tuple(needs))
+    statements = [_Channel(count).visit(copy.deepcopy(s)) for s in forward.statements]
+    facts = {**_globals(forward), "self.needs_input_grad": needs_fact, **facts}
+    known = Specialise(facts, bind, inputs)
+    statements = known.block(statements)
+    kept = _kept_attributes(statements)
+    backward_statements = None
+    if backward is not None:
+        passed = {**_globals(backward), "self.needs_input_grad": needs_fact}
+        if grad_fact is not None:
+            passed[backward.parameters[0]] = grad_fact
+        for name, fact in known.facts.items():
+            if name.startswith(("self.", SAVED)) and (
+                fact.expression is None or getattr(fact.expression, "bound", False)
+            ):
+                passed[name] = fact  # (what the forward's folding found, for the backward)
+        body = [_Channel(count).visit(copy.deepcopy(s)) for s in backward.statements]
+        saved = {name for s in statements for name in _assigned(s) if name.startswith(SAVED)}
+        aliases = saved if not any(saved & _assigned(s) for s in body) else ()
+        backward_statements = Specialise(passed, bind, inputs, aliases).block(body)
+        backward_statements = [_Attributes(kept).visit(s) for s in backward_statements]
+    statements = [_Attributes(kept).visit(s) for s in statements]
+    bodies = [statements] + ([backward_statements] if backward_statements is not None else [])
+    bodies = drop_dead(bodies, live={RESULT})
+    statements = _result_named(bodies[0], forward)
+    channel = sorted({name for s in statements for name in _assigned(s) if name.startswith("__")})
+    return Pair(statements, bodies[1] if backward is not None else None, channel)
+
+
+def _globals(body) -> dict:
+    """The facts of a body's globals: their values (the names stay, bound as they are)."""
+    return {name: Fact(None, value) for name, value in body.global_values.items()}
+
+
+def _assigned(statement) -> set:
+    return {node.id for node in ast.walk(statement) if _stored(node)}
+
+
+def _result_named(statements, body):
+    """A forward that ends `return out` (a local) computes into the result's name itself."""
+    last = statements[-1] if statements else None
+    if not (
+        isinstance(last, ast.Assign)
+        and isinstance(last.targets[0], ast.Name)
+        and last.targets[0].id == RESULT
+        and isinstance(last.value, ast.Name)
+        and last.value.id in body.local_names
+        and last.value.id not in body.parameters
+        and not last.value.id.startswith("__")
+    ):
+        return statements
+    local = last.value.id
+    rename = _Renamed({local: RESULT})
+    return [rename.visit(statement) for statement in statements[:-1]]
+
+
+class _Renamed(ast.NodeTransformer):
+    def __init__(self, names):
+        self.names = names
+
     def visit_Name(self, node):
+        return ast.Name(self.names[node.id], node.ctx) if node.id in self.names else node
+
+
+class _Rewrite(ast.NodeTransformer):
+    """Names for one inlined body: its locals get the prefix, the node's kept values the
+    program's names, its globals their bound names, `self` the node's."""
+
+    def __init__(self, rename, node_name, channel_prefix):
+        self.rename = rename
+        self.node_name = node_name
+        self.channel_prefix = channel_prefix
+
+    def visit_Name(self, node):
+        if getattr(node, "bound", False):
+            return node
         if node.id == "self":
             return ast.Name(self.node_name, node.ctx)
+        if node.id.startswith(SAVED):
+            return ast.Name(self.channel_prefix + "s" + node.id[3:], node.ctx)
+        if node.id.startswith(ATTRIBUTE):
+            return ast.Name(self.channel_prefix + node.id[4:], node.ctx)
         return ast.Name(self.rename.get(node.id, node.id), node.ctx)
 
 
-class _Fold(ast.NodeTransformer):
-    """What the capture fixed, folded: `self.needs_input_grad` is the node's tuple of
-    bools, a name assigned once from it is that constant, and an `if`, a conditional
-    expression, `and`/`or`/`not` and an index on constants take their value (so a rule's
-    branch for an input without a gradient is not written at all)."""
-
-    def __init__(self, needs, assigned_once):
-        self.needs = needs
-        self.once = assigned_once
-        self.known = {}
-
-    def fold_body(self, statements):
-        result = []
-        for statement in statements:
-            folded = self.visit(statement)
-            if folded is None:
-                continue
-            result.extend(folded if isinstance(folded, list) else [folded])
-        return result
-
-    def visit_Attribute(self, node):
-        if _is_self_attribute(node) and node.attr == "needs_input_grad":
-            return ast.Constant(self.needs)
-        return self.generic_visit(node)
-
-    def visit_Name(self, node):
-        if isinstance(node.ctx, ast.Load) and node.id in self.known:
-            return ast.Constant(self.known[node.id])
-        return node
-
-    def visit_Assign(self, node):
-        node.value = self.visit(node.value)
-        target = node.targets[0] if len(node.targets) == 1 else None
-        value = node.value
-        if isinstance(value, ast.Constant) and isinstance(value.value, tuple):
-            names = target.elts if isinstance(target, ast.Tuple) else None
-            if (
-                names
-                and len(names) == len(value.value)
-                and all(isinstance(name, ast.Name) and name.id in self.once for name in names)
-            ):
-                self.known.update(zip((name.id for name in names), value.value))
-                return None
-        if isinstance(target, ast.Name) and target.id in self.once and _bool(value):
-            self.known[target.id] = value.value
-            return None
-        node.targets = [self.visit(target) for target in node.targets]
-        return node
-
-    def visit_If(self, node):
-        node.test = self.visit(node.test)
-        if _bool(node.test):
-            return self.fold_body(node.body if node.test.value else node.orelse) or None
-        node.body = self.fold_body(node.body) or [ast.Pass()]
-        node.orelse = self.fold_body(node.orelse)
-        return node
-
-    def visit_With(self, node):
-        node.items = [self.visit(item) for item in node.items]
-        node.body = self.fold_body(node.body) or [ast.Pass()]
-        return node
-
-    def visit_IfExp(self, node):
-        node = self.generic_visit(node)
-        if _bool(node.test):
-            return node.body if node.test.value else node.orelse
-        return node
-
-    def visit_Subscript(self, node):
-        node = self.generic_visit(node)
-        if (
-            isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, tuple)
-            and isinstance(node.slice, ast.Constant)
-            and isinstance(node.slice.value, int)
-        ):
-            return ast.Constant(node.value.value[node.slice.value])
-        return node
-
-    def visit_UnaryOp(self, node):
-        node = self.generic_visit(node)
-        if isinstance(node.op, ast.Not) and _bool(node.operand):
-            return ast.Constant(not node.operand.value)
-        return node
-
-    def visit_BoolOp(self, node):
-        node = self.generic_visit(node)
-        if all(_bool(value) for value in node.values):
-            values = [value.value for value in node.values]
-            return ast.Constant(all(values) if isinstance(node.op, ast.And) else any(values))
-        return node
+def channel_names(channel, prefix) -> list:
+    """The program's names of a node's kept values (`Pair.channel`)."""
+    rewrite = _Rewrite({}, "", prefix)
+    return [rewrite.visit(ast.Name(name, ast.Load())).id for name in channel]
 
 
-def _bool(node) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, bool)
-
-
-def _assigned_once(statements) -> frozenset:
-    counts = {}
-    for statement in statements:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                counts[node.id] = counts.get(node.id, 0) + 1
-    return frozenset(name for name, count in counts.items() if count == 1)
-
-
-def write(code, body, prefix, node_name, saved_name, result, arguments, needs=None):
-    """Write `body` into `code` (a codegen.Source): its parameters take `arguments` (name ->
-    an expression), its result goes into the name `result`; `needs`, the node's
-    needs_input_grad, is folded in. Returns its locals' names, and, when the body ends in
+def write(code, body, statements, prefix, node_name, channel_prefix, result, arguments):
+    """Write `statements` (of `body`, specialised: `prepare`) into `code` (a
+    codegen.Source): its parameters take `arguments` (name -> an expression), its result
+    goes into the name `result`. Returns its locals' names, and, when the body ends in
     `return (a, b, ...)` and `result` is None, the elements' expressions instead of an
     assignment (each gradient then goes straight to its edge)."""
-    statements = [_copy(statement) for statement in body.statements]
-    if needs is not None:
-        statements = _Fold(tuple(needs), _assigned_once(statements)).fold_body(statements)
-    stored = {node.id for statement in statements for node in ast.walk(statement) if _stored(node)}
+    statements = [copy.deepcopy(statement) for statement in statements]
+    stored = {name for statement in statements for name in _assigned(statement)}
+    loaded = {
+        node.id
+        for statement in statements
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
     rename = {name: f"{prefix}_{name}" for name in body.local_names}
     rename[RESULT] = result or "r"
     for name, value in body.global_values.items():
@@ -353,9 +411,9 @@ def write(code, body, prefix, node_name, saved_name, result, arguments, needs=No
     for name in body.parameters:
         if name not in stored and arguments[name].isidentifier():
             rename[name] = arguments[name]  # (never assigned: the slot's name itself)
-        else:
+        elif name in loaded and not overwritten(name, statements):
             code.line(f"{rename[name]} = {arguments[name]}")
-    rewrite = _Rewrite(rename, node_name, saved_name)
+    rewrite = _Rewrite(rename, node_name, channel_prefix)
     elements = None
     last = statements[-1] if statements else None
     if (
@@ -375,13 +433,11 @@ def write(code, body, prefix, node_name, saved_name, result, arguments, needs=No
         for text in ast.unparse(tree).splitlines():
             code.line(text)
     locals_ = [
-        rename[name] for name in sorted(body.local_names) if name in stored and name != RESULT
+        rename[name]
+        for name in sorted(body.local_names)
+        if name in stored and name != RESULT and not name.startswith("__")
     ]
     return locals_ if result is not None else (locals_, elements)
-
-
-def _copy(statement):
-    return copy.deepcopy(statement)
 
 
 def rule_of(node, method):

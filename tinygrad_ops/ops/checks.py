@@ -16,6 +16,23 @@ ShapeError matmul: shapes (2, 3) and (2, 3) are not aligned (3 != 2)
 import numpy as np
 
 
+def pure(function):
+    """Mark `function` as pure: its result depends on its arguments alone, never on an
+    array's values or on any state (an index normalised against a shape, the axes of a
+    reduction). tg.compile calls such a helper once, when it writes the replay, wherever
+    its arguments are values the capture fixed (numbers, tuples, shapes), and replays the
+    result; eager calls it as any function.
+
+    >>> @pure
+    ... def rows(shape):
+    ...     return shape[0]
+    >>> rows.pure, rows((3, 4))
+    (True, 3)
+    """
+    function.pure = True
+    return function
+
+
 class AxisError(IndexError, ValueError):
     """An axis (a dim) out of range for the tensor: PyTorch's IndexError."""
 

@@ -294,7 +294,7 @@ class Relu(Op):
 
     def backward(self, grad_output):
         (positive,) = self.saved_tensors
-        if type(grad_output) is not np.ndarray or grad_output.itemsize not in _SAME_SIZE_INT:
+        if type(grad_output) is not np.ndarray or grad_output.itemsize not in _FLOAT_SIZES:
             return (dual.where(positive, grad_output, 0.0),)  # a Tensor: create_graph
         return (keep_where(grad_output, positive),)
 
@@ -315,6 +315,7 @@ def keep_where(values, mask):
 
 
 _SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}  # float16, float32, float64
+_FLOAT_SIZES = frozenset(_SAME_SIZE_INT)  # (immutable: tg.compile decides the test once)
 
 
 class Maximum(Op):

@@ -5,11 +5,13 @@ One node each, forward and backward formulas in the docstring, derived in
 create_graph, and how float16 is computed).
 """
 
+import math
+
 import numpy as np
 
 from .activations import Softmax
 from .base import Op
-from .checks import DtypeError, ShapeError, check_float
+from .checks import DtypeError, ShapeError, check_float, pure
 from .dual import compute_dtype, like_inputs, upcast
 from .jacobian import side_kind
 from .kernels import (
@@ -55,6 +57,19 @@ def drop_ignored(flat_target, class_count, ignore_index):
             f"ignore_index={ignore_index})"
         )
     return ~ignored, np.where(ignored, 0, flat_target)
+
+
+@pure
+def class_layout(shape):
+    """(C, N) for logits of `shape` ((C,), (N, C) or (N, C, d...)): the class count and
+    the count of rows of the (N·d..., C) matrix the loss works on.
+
+    >>> class_layout((8, 10, 3, 2))
+    (10, 48)
+    """
+    if len(shape) == 1:
+        return shape[0], 1
+    return shape[1], math.prod(shape[:1] + shape[2:])
 
 
 def check_class_dim(logits):
@@ -105,7 +120,7 @@ class CrossEntropy(Op):
         """The loss of arguments that passed `check`; the target's bounds, which depend on
         its values, are checked here."""
         target = np.asarray(target)
-        class_count = logits.shape[1] if logits.ndim > 1 else logits.shape[0]
+        class_count, count = class_layout(logits.shape)
         if logits.ndim == 1:  # a single sample of C logits with a 0-d target
             logits = logits.reshape(1, class_count)
         flat_target = target.reshape(-1)
@@ -119,7 +134,6 @@ class CrossEntropy(Op):
         self.target = flat_target
         self.class_count = class_count
         rows = as_rows(upcast(logits), 1)
-        count = rows.shape[0]
         self.count = count
         # Each sample's target logit, found by its position in the flattened (N, C) rows
         # (one `take`, and the backward reuses the positions).

@@ -4,7 +4,7 @@ import numpy as np
 
 from . import dual
 from .base import Op
-from .checks import ArgumentError, AxisError, normalize_axis
+from .checks import ArgumentError, AxisError, normalize_axis, pure
 
 # An empty tuple of axes, PyTorch's way per op: sum, mean, var and std reduce every dim
 # (`x.sum(())` is x.sum(), where numpy would reduce none), any and all reduce none, and the
@@ -13,6 +13,7 @@ _EMPTY_REDUCES_ALL = frozenset(("sum", "mean", "var", "std"))
 _EMPTY_REDUCES_NONE = frozenset(("all", "any"))
 
 
+@pure
 def normalize_axes(axis, ndim, op_name):
     """`axis` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative ints.
 
@@ -42,6 +43,7 @@ def normalize_axes(axis, ndim, op_name):
     return tuple(sorted(normalized)) if ndim else ()
 
 
+@pure
 def keepdims_shape(shape, axes):
     """`shape` with the reduced `axes` set to 1 (the shape numpy's keepdims=True gives)."""
     return tuple(1 if index in axes else size for index, size in enumerate(shape))

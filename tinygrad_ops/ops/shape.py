@@ -4,7 +4,7 @@ import numpy as np
 
 from . import dual
 from .base import Op, is_tensor
-from .checks import ArgumentError, ShapeError, normalize_axis
+from .checks import ArgumentError, ShapeError, normalize_axis, pure
 from .dtypes import promote
 from .jacobian import Dense
 
@@ -91,6 +91,7 @@ def squeezed_shape(shape, axis=None):
     return tuple(size for index, size in enumerate(shape) if size != 1 or index not in named)
 
 
+@pure
 def normalize_index(index, shape=None):
     """Turn Tensors, lists and tuples inside an index into numpy arrays (as numpy and PyTorch
     read `x[(0, 1), :]` and `x[[0, 1]]`); say if it is basic indexing.
@@ -260,6 +261,7 @@ def _broadcast_index(per_dim, kept, starts, block, ndim):
     return tuple(index)
 
 
+@pure
 def _single_element_view(index):
     """The index of one element, written so that numpy gives a 0-d view, not a scalar copy
     (`x[0]` of a 1-d x is a view in PyTorch: `x[0].add_(1)` writes into x). A trailing
