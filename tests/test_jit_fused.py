@@ -9,6 +9,7 @@ import pytest
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops import optim
+from tinygrad_ops.ops.elementwise import keep_where
 
 
 def plain_mlp(dtype, seed=0):
@@ -240,3 +241,20 @@ def test_viz_draws_the_program_kernels_and_slots():
     for kernel in step.program.kernels:
         assert kernel.describe(step.program.name_of).split("(")[0] in source
     assert "%0 (16, 6)" in source  # the argument's slot, on the edge to the first Linear
+
+
+@pytest.mark.parametrize("size", [1, 64, 512, 513, 4096])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_relus_gradient_keeps_its_bits_on_both_sides_of_the_small_size(size, dtype):
+    """keep_where (Relu's backward) takes np.where for small arrays, the bitwise and for
+    large ones: the same bits, NaN, inf and -0.0 included, in a new array of its own."""
+    generator = np.random.default_rng(size)
+    values = generator.standard_normal(size).astype(dtype)
+    values[::3], values[1::5], values[2::7] = np.nan, -0.0, -np.inf
+    mask = generator.random(size) > 0.5
+    kept = keep_where(values, mask)
+    bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[values.itemsize]
+    expected = np.where(mask, values.view(bits), 0)  # (the kept bits, +0.0 elsewhere)
+    assert kept.dtype == dtype
+    assert kept.base is None
+    np.testing.assert_array_equal(kept.view(bits), expected)

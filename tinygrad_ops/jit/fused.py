@@ -154,13 +154,27 @@ class FusedBackward(Kernel):
         kernel = self.kernel
         pair = self.forward.prepare(code)
         grad = code.slot(kernel.grad)
-        code.consume(kernel.grad)
+        owned = code.consume(kernel.grad)
         node = code.bind(kernel.node, "node")
         code.line(f"# {type(kernel.node).__name__}.backward (inlined)")
         arguments = {self.body.parameters[0]: grad}
         prefix = channel_prefix(self.forward.kernel)
+        output = code.slots[self.forward.kernel.output]
+        stable = self.forward.kernel.output not in self.forward.unstable
+
+        def reuse(index):  # (the gradient's array is the replay's and fits this result)
+            edge = next((edge for edge in kernel.edges if edge.index == index), None)
+            return (
+                owned
+                and stable
+                and edge is not None
+                and not (edge.wrap or edge.cast or edge.reduce)
+                and edge.shape == output.shape
+                and edge.dtype == output.dtype
+            )
+
         names, elements = write(
-            code, self.body, pair.backward, f"b{number}", node, prefix, None, arguments
+            code, self.body, pair.backward, f"b{number}", node, prefix, None, arguments, reuse
         )
         for edge in kernel.edges:
             value = f"r[{edge.index}]" if elements is None else f"({elements[edge.index]})"

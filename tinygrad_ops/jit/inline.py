@@ -29,6 +29,8 @@ import textwrap
 import types
 from typing import NamedTuple
 
+import numpy as np
+
 from .specialise import Fact, Specialise, constant, drop_dead, overwritten
 
 RESULT = "_result_"  # the name a tail `return` assigns (replaced by the output's)
@@ -387,12 +389,13 @@ def channel_names(channel, prefix) -> list:
     return [rewrite.visit(ast.Name(name, ast.Load())).id for name in channel]
 
 
-def write(code, body, statements, prefix, node_name, channel_prefix, result, arguments):
+def write(code, body, statements, prefix, node_name, channel_prefix, result, arguments, reuse=None):
     """Write `statements` (of `body`, specialised: `prepare`) into `code` (a
     codegen.Source): its parameters take `arguments` (name -> an expression), its result
     goes into the name `result`. Returns its locals' names, and, when the body ends in
     `return (a, b, ...)` and `result` is None, the elements' expressions instead of an
-    assignment (each gradient then goes straight to its edge)."""
+    assignment (each gradient then goes straight to its edge). `reuse(index)`: whether
+    element `index` may be computed into the first parameter's array (see `_into`)."""
     statements = [copy.deepcopy(statement) for statement in statements]
     stored = {name for statement in statements for name in _assigned(statement)}
     loaded = {
@@ -424,9 +427,11 @@ def write(code, body, statements, prefix, node_name, channel_prefix, result, arg
         and isinstance(last.value, ast.Tuple)
     ):
         statements = statements[:-1]
+        values = last.value.elts
+        if reuse is not None:
+            values = _into(code, statements, values, body.parameters[0], reuse)
         elements = [
-            ast.unparse(ast.fix_missing_locations(rewrite.visit(element)))
-            for element in last.value.elts
+            ast.unparse(ast.fix_missing_locations(rewrite.visit(element))) for element in values
         ]
     for statement in statements:
         tree = ast.fix_missing_locations(rewrite.visit(statement))
@@ -438,6 +443,34 @@ def write(code, body, statements, prefix, node_name, channel_prefix, result, arg
         if name in stored and name != RESULT and not name.startswith("__")
     ]
     return locals_ if result is not None else (locals_, elements)
+
+
+def _into(code, statements, elements, grad, reuse) -> list:
+    """The elements, one of them `g * x` computed into g's own array (`multiply(g, x,
+    out=g)`: the same products, one new array fewer) where g, the output's gradient, is
+    read nowhere else and `reuse` says the replay owns g and the result has g's shape and
+    dtype (the same numbers then: the same ufunc on the same operands)."""
+    uses = [
+        node
+        for tree in [*statements, *elements]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and node.id == grad
+    ]
+    if len(uses) != 1:
+        return elements
+    result = list(elements)
+    for index, element in enumerate(elements):
+        if (
+            isinstance(element, ast.BinOp)
+            and isinstance(element.op, ast.Mult)
+            and element.left is uses[0]
+            and reuse(index)
+        ):
+            function = ast.Name(code.bind(np.multiply, "multiply"), ast.Load())
+            function.bound = True
+            out = ast.keyword("out", ast.Name(grad, ast.Load()))
+            result[index] = ast.Call(function, [element.left, element.right], [out])
+    return result
 
 
 def rule_of(node, method):

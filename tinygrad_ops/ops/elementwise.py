@@ -303,11 +303,15 @@ def keep_where(values, mask):
     """`values` where `mask` holds, +0.0 elsewhere, whatever the values there (NaN, inf):
     a bitwise and of the floats' bits with -mask (all ones or all zeros). One pass, about
     the cost of values * mask, which gives NaN where a masked-out value is NaN or inf;
-    np.where with a mask of random bits is several times slower (a branch per element).
+    np.where with a mask of random bits is several times slower (a branch per element),
+    but one call instead of four below about a thousand elements: there it is the faster,
+    with the same bits (it copies the kept values as they are).
 
     >>> keep_where(np.array([1.5, np.nan, np.inf]), np.array([True, False, False]))
     array([1.5, 0. , 0. ])
     """
+    if values.size <= _SMALL:
+        return np.where(mask, values, 0.0)
     bits = _SAME_SIZE_INT[values.itemsize]
     kept = np.empty(values.shape, values.dtype)  # owned, not a view of an int array
     np.bitwise_and(values.view(bits), np.negative(mask.view(np.int8)), out=kept.view(bits))
@@ -316,6 +320,7 @@ def keep_where(values, mask):
 
 _SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}  # float16, float32, float64
 _FLOAT_SIZES = frozenset(_SAME_SIZE_INT)  # (immutable: tg.compile decides the test once)
+_SMALL = 512  # (elements: 8x8 float32, 2.2 us with the bitwise and, 1.2 us with np.where)
 
 
 class Maximum(Op):
