@@ -62,7 +62,7 @@ class FusedForward(Kernel):
         grad = slot_fact(code, kernel.output, self.unstable)
         needs = kernel.node.needs_input_grad
         self.pair = prepare(
-            self.body, self.backward_body, facts, grad, inputs, needs, self.bind(code)
+            code, self.body, self.backward_body, facts, grad, inputs, needs, self.bind(code)
         )
         return self.pair
 

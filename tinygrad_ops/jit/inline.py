@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import functools
 import inspect
 import textwrap
 import types
+import weakref
 from typing import NamedTuple
 
 import numpy as np
 
-from .specialise import Fact, Specialise, constant, drop_dead, overwritten
+from .specialise import MISSING, Fact, Specialise, clone, constant, drop_dead, frozen, overwritten
 
 RESULT = "_result_"  # the name a tail `return` assigns (replaced by the output's)
 _SAVED = ("saved_tensors", "saved")
@@ -292,14 +292,69 @@ class Pair(NamedTuple):
     channel: list  # the names of the node's kept values the forward assigns
 
 
-def prepare(forward, backward, facts, grad_fact, inputs, needs, bind) -> Pair:
+_PREPARED = weakref.WeakKeyDictionary()  # codegen.Source -> {what prepare saw: its Pair}
+
+
+def prepare(code, forward, backward, facts, grad_fact, inputs, needs, bind) -> Pair:
     """Specialise a node's forward `forward` (a Body) and its `backward` (or None) to what
     the capture fixed: `facts` of the forward's parameters (name -> Fact), `grad_fact` of
     the backward's gradient, `inputs` the operands' facts, `needs` the node's
-    needs_input_grad; `bind` names a value in the generated function."""
+    needs_input_grad; `bind` names a value in the generated function (`code`'s). The
+    nodes of one program that see the same get the same Pair (an RNN's 512 steps'
+    products: one specialisation)."""
+    key = (
+        id(forward),
+        id(backward),
+        tuple(needs),
+        tuple((name, _fact_key(fact)) for name, fact in facts.items()),
+        _fact_key(grad_fact),
+        tuple(_fact_key(fact) for fact in inputs),
+    )
+    known = _PREPARED.setdefault(code, {})
+    pair = known.get(key)
+    if pair is None:
+        pair = known[key] = _prepare(forward, backward, facts, grad_fact, inputs, needs, bind)
+    return pair
+
+
+def _fact_key(fact):
+    if fact is None:
+        return None
+    value = fact.value
+    if value is not MISSING and not (frozen(value) and _hashable(value)):
+        value = ("object", id(value))
+    expression = None if fact.expression is None else ast.dump(fact.expression)
+    return (expression, value, fact.shape, fact.dtype, fact.plain)
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _channelled(body, count) -> list:
+    """The body's statements with what the node keeps as names (`_Channel`), once per body."""
+    known = _CHANNELLED.get((id(body), count))
+    if known is None or known[0] is not body:  # (the body itself, kept: its id is not reused)
+        if len(_CHANNELLED) >= 1024:
+            _CHANNELLED.clear()
+        known = _CHANNELLED[id(body), count] = (
+            body,
+            [_Channel(count).visit(clone(s)) for s in body.statements],
+        )
+    return known[1]
+
+
+_CHANNELLED = {}  # (id(body), saved count) -> (body, its statements through _Channel)
+
+
+def _prepare(forward, backward, facts, grad_fact, inputs, needs, bind) -> Pair:
     count = saved_count(forward)
     needs_fact = Fact(constant(tuple(needs), bind), tuple(needs))
-    statements = [_Channel(count).visit(copy.deepcopy(s)) for s in forward.statements]
+    statements = [clone(s) for s in _channelled(forward, count)]
     facts = {**_globals(forward), "self.needs_input_grad": needs_fact, **facts}
     known = Specialise(facts, bind, inputs)
     statements = known.block(statements)
@@ -314,7 +369,7 @@ def prepare(forward, backward, facts, grad_fact, inputs, needs, bind) -> Pair:
                 fact.expression is None or getattr(fact.expression, "bound", False)
             ):
                 passed[name] = fact  # (what the forward's folding found, for the backward)
-        body = [_Channel(count).visit(copy.deepcopy(s)) for s in backward.statements]
+        body = [clone(s) for s in _channelled(backward, count)]
         saved = {name for s in statements for name in _assigned(s) if name.startswith(SAVED)}
         aliases = saved if not any(saved & _assigned(s) for s in body) else ()
         backward_statements = Specialise(passed, bind, inputs, aliases).block(body)
@@ -396,7 +451,7 @@ def write(code, body, statements, prefix, node_name, channel_prefix, result, arg
     `return (a, b, ...)` and `result` is None, the elements' expressions instead of an
     assignment (each gradient then goes straight to its edge). `reuse(index)`: whether
     element `index` may be computed into the first parameter's array (see `_into`)."""
-    statements = [copy.deepcopy(statement) for statement in statements]
+    statements = [clone(statement) for statement in statements]
     stored = {name for statement in statements for name in _assigned(statement)}
     loaded = {
         node.id

@@ -26,7 +26,6 @@ them, the backward's folding knows too.
 from __future__ import annotations
 
 import ast
-import copy
 import math
 import operator
 import types
@@ -46,6 +45,19 @@ class Fact(NamedTuple):
     shape: tuple | None = None
     dtype: object = None
     plain: bool = False  # (an array known to be an np.ndarray itself, not a subclass)
+
+
+def clone(node):
+    """A copy of an AST (its nodes new, the values they hold shared): copy.deepcopy's
+    result, several times faster."""
+    if isinstance(node, list):
+        return [clone(item) for item in node]
+    if not isinstance(node, ast.AST):
+        return node
+    copied = node.__class__.__new__(node.__class__)
+    for name, value in node.__dict__.items():
+        copied.__dict__[name] = clone(value) if isinstance(value, (ast.AST, list)) else value
+    return copied
 
 
 def array_fact(shape, dtype, plain) -> Fact:
@@ -307,7 +319,7 @@ class Specialise:
     def _load(self, node, fact):
         if fact is None:
             return node
-        result = copy.copy(fact.expression) if fact.expression is not None else node
+        result = clone(fact.expression) if fact.expression is not None else node
         if fact.value is not MISSING:
             result.known = fact.value
         if fact.shape is not None:
