@@ -15,6 +15,7 @@ from tinygrad_ops import optim
 from tinygrad_ops.jit import inline
 from tinygrad_ops.jit.specialise import Fact, Specialise, array_fact, drop_dead
 from tinygrad_ops.ops import shape
+from tinygrad_ops.ops.base import Op
 
 
 def rnn_run(compiled, shapes):
@@ -228,3 +229,41 @@ def test_a_call_of_an_impure_function_or_on_a_mutable_value_stays():
     )
     assert [ast.unparse(s) for s in statements] == ["_ = f(3)", "_ = len(items)", "_ = 5"]
     assert values == [4]
+
+
+def _rescale(op, factor):
+    """A helper given the node: it sets an attribute the forward set before."""
+    op.scale = op.scale * factor
+
+
+class _Scaled(Op):
+    """out = a * scale (scale set, then changed by a helper given the node); da = g * scale"""
+
+    __slots__ = ("scale", "dims")
+
+    def forward(self, a, factor=3.0):
+        self.scale = 2.0
+        self.dims = a.ndim
+        _rescale(self, factor)
+        return a * (self.scale + self.dims)
+
+    def backward(self, grad_output):
+        return (grad_output * (self.scale + self.dims),)
+
+
+def test_an_attribute_a_helper_changes_through_the_node_is_read_from_the_node():
+    x = tg.Tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+
+    def step(x):
+        _Scaled.apply(x).sum().backward()
+
+    compiled = tg.compile(step)
+    for _ in range(4):
+        grads = []
+        for function in (step, compiled):
+            x.grad = None
+            function(x)
+            grads.append(x.grad.data.copy())
+        np.testing.assert_array_equal(grads[0], np.full((2, 3), 8.0))
+        np.testing.assert_array_equal(grads[1], grads[0])
+    assert "_Scaled.forward (inlined)" in compiled.program.source

@@ -31,7 +31,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .specialise import MISSING, Fact, Specialise, clone, constant, drop_dead, frozen, overwritten
+from .specialise import (
+    MISSING,
+    Fact,
+    Specialise,
+    clone,
+    constant,
+    drop_dead,
+    frozen,
+    overwritten,
+    passes_self,
+)
 
 RESULT = "_result_"  # the name a tail `return` assigns (replaced by the output's)
 _SAVED = ("saved_tensors", "saved")
@@ -358,7 +368,9 @@ def _prepare(forward, backward, facts, grad_fact, inputs, needs, bind) -> Pair:
     facts = {**_globals(forward), "self.needs_input_grad": needs_fact, **facts}
     known = Specialise(facts, bind, inputs)
     statements = known.block(statements)
-    kept = _kept_attributes(statements)
+    bodies = [forward.statements] + ([backward.statements] if backward is not None else [])
+    given = any(passes_self(body) for body in bodies)  # (then the node keeps its attributes)
+    kept = set() if given else _kept_attributes(statements)
     backward_statements = None
     if backward is not None:
         passed = {**_globals(backward), "self.needs_input_grad": needs_fact}

@@ -214,7 +214,10 @@ class Specialise:
                 self.facts.pop(name, None)
             self.children(node)
             return [node]
-        return [self.opaque(node)]
+        if kind in (ast.For, ast.While, ast.Try):
+            return [self.opaque(node)]
+        self.facts = {}  # (another statement, a `match`: nothing known after it, nothing folded)
+        return [node]
 
     def branch(self, node) -> list:
         node.test = self.expression(node.test)
@@ -473,9 +476,21 @@ class Specialise:
         node.orelse = self.expression(node.orelse)
         return node
 
+    def _namedexpr(self, node):
+        node.value = self.expression(node.value)
+        self.facts.pop(node.target.id, None)
+        return node
+
     def _call(self, node):
+        passed_self = any(_is_self(argument) for argument in node.args) or any(
+            _is_self(keyword.value) for keyword in node.keywords
+        )
         self.children(node)
         function = known(node.func)
+        if passed_self and not (function is not MISSING and _pure(function)):
+            for name in [name for name in self.facts if name.startswith("self.")]:
+                if name != "self.needs_input_grad":  # (a helper given the node may set these)
+                    del self.facts[name]
         if function is MISSING or any(isinstance(argument, ast.Starred) for argument in node.args):
             return node
         if node.args and not node.keywords and len(node.args) <= 2:
@@ -498,6 +513,21 @@ class Specialise:
 
 class _ArrayValue:
     """An array in a comparison: never None, never identical to a known value."""
+
+
+def _is_self(node) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def passes_self(statements) -> bool:
+    """Whether the node itself (not one of its attributes) is used: given to a helper, which
+    may read or set its attributes."""
+    names = attributes = 0
+    for statement in statements:
+        for node in ast.walk(statement):
+            names += _is_self(node)
+            attributes += _is_self_attribute(node)
+    return names != attributes
 
 
 def _is_self_attribute(node) -> bool:
