@@ -162,9 +162,11 @@ class FusedBackward(Kernel):
         output = code.slots[self.forward.kernel.output]
         stable = self.forward.kernel.output not in self.forward.unstable
 
-        def reuse(index):  # (the gradient's array is the replay's and fits this result)
+        passed = set()  # the edge that g itself goes on to, read nowhere else
+
+        def reuse(index, passed_on=False):  # (g's array is the replay's and fits this result)
             edge = next((edge for edge in kernel.edges if edge.index == index), None)
-            return (
+            fits = (
                 owned
                 and stable
                 and edge is not None
@@ -172,12 +174,19 @@ class FusedBackward(Kernel):
                 and edge.shape == output.shape
                 and edge.dtype == output.dtype
             )
+            if fits and passed_on:
+                passed.add(index)
+            return fits
+
+        reuse.live = {edge.index for edge in kernel.edges}
 
         names, elements = write(
             code, self.body, pair.backward, f"b{number}", node, prefix, None, arguments, reuse
         )
         for edge in kernel.edges:
             value = f"r[{edge.index}]" if elements is None else f"({elements[edge.index]})"
+            if edge.index in passed:  # (the replay's own array, on to its one reader)
+                edge = edge._replace(owned=True)
             code.send(edge, value, kernel.node)
         code.line(f"del {grad}")
         if kernel.release:

@@ -516,10 +516,12 @@ def _into(code, statements, elements, grad, reuse) -> list:
     """The elements, one of them `g * x` computed into g's own array (`multiply(g, x,
     out=g)`: the same products, one new array fewer) where g, the output's gradient, is
     read nowhere else and `reuse` says the replay owns g and the result has g's shape and
-    dtype (the same numbers then: the same ufunc on the same operands)."""
+    dtype (the same numbers then: the same ufunc on the same operands). An element that
+    is g itself, read nowhere else, is reported to `reuse` (`passed_on=True`)."""
+    live = [element for index, element in enumerate(elements) if index in reuse.live]
     uses = [
         node
-        for tree in [*statements, *elements]
+        for tree in [*statements, *live]
         for node in ast.walk(tree)
         if isinstance(node, ast.Name) and node.id == grad
     ]
@@ -527,7 +529,9 @@ def _into(code, statements, elements, grad, reuse) -> list:
         return elements
     result = list(elements)
     for index, element in enumerate(elements):
-        if (
+        if element is uses[0]:
+            reuse(index, passed_on=True)  # (g itself goes on: still the replay's, if it was)
+        elif (
             isinstance(element, ast.BinOp)
             and isinstance(element.op, ast.Mult)
             and element.left is uses[0]
