@@ -361,15 +361,33 @@ def _channelled(body, count) -> list:
 _CHANNELLED = {}  # (id(body), saved count) -> (body, its statements through _Channel)
 
 
+def _of_body(body, function):
+    """`function(body)`, once per body (what its statements say does not change)."""
+    key = (id(body), function)
+    known = _OF_BODY.get(key)
+    if known is None or known[0] is not body:  # (the body kept: its id is not reused)
+        if len(_OF_BODY) >= 2048:
+            _OF_BODY.clear()
+        known = _OF_BODY[key] = (body, function(body))
+    return known[1]
+
+
+_OF_BODY = {}
+
+
+def _passes_self(body) -> bool:
+    return passes_self(body.statements)
+
+
 def _prepare(forward, backward, facts, grad_fact, inputs, needs, bind) -> Pair:
-    count = saved_count(forward)
+    count = _of_body(forward, saved_count)
     needs_fact = Fact(constant(tuple(needs), bind), tuple(needs))
     statements = [clone(s) for s in _channelled(forward, count)]
     facts = {**_globals(forward), "self.needs_input_grad": needs_fact, **facts}
     known = Specialise(facts, bind, inputs)
     statements = known.block(statements)
-    bodies = [forward.statements] + ([backward.statements] if backward is not None else [])
-    given = any(passes_self(body) for body in bodies)  # (then the node keeps its attributes)
+    bodies = [forward] + ([backward] if backward is not None else [])
+    given = any(_of_body(body, _passes_self) for body in bodies)  # (the node keeps them)
     kept = set() if given else _kept_attributes(statements)
     backward_statements = None
     if backward is not None:
