@@ -294,7 +294,7 @@ class Specialise:
             expression = node
         if array is None:
             return Fact(expression, value)
-        return Fact(expression, value, array.shape, array.dtype)
+        return Fact(expression, value, array.shape, array.dtype, array.plain)
 
     # -- expressions -----------------------------------------------------------------------
 
@@ -364,7 +364,7 @@ class Specialise:
             and 0 <= node.slice.value < len(self.inputs)
         ):
             fact = self.inputs[node.slice.value]  # (an operand: its shape and dtype)
-            if fact is not None:
+            if fact is not None and fact.shape is not None:
                 node.array = fact
             return node
         self.children(node)
