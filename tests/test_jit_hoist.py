@@ -267,3 +267,27 @@ def test_an_attribute_a_helper_changes_through_the_node_is_read_from_the_node():
         np.testing.assert_array_equal(grads[0], np.full((2, 3), 8.0))
         np.testing.assert_array_equal(grads[1], grads[0])
     assert "_Scaled.forward (inlined)" in compiled.program.source
+
+
+def test_checks_of_shapes_and_dtypes_are_made_at_capture_not_at_each_replay():
+    tg.manual_seed(0)
+    norm = tg.nn.LayerNorm(4)
+    target = tg.Tensor(np.arange(12.0).reshape(3, 4).astype(np.float32))
+
+    def step(x):
+        loss = (norm(x) * target).sum()
+        loss.backward()
+        return loss
+
+    compiled = tg.compile(step)
+    for call in range(4):
+        results = []
+        for function in (step, compiled):
+            norm.weight.grad = norm.bias.grad = None
+            x = tg.Tensor(np.random.default_rng(call).standard_normal((3, 4)).astype(np.float32))
+            results += [function(x).data, norm.weight.grad.data.copy(), norm.bias.grad.data]
+        assert_equal(results[:3], results[3:])
+    source = compiled.program.source
+    assert "LayerNorm.forward (inlined)" in source
+    for check in ("check_float", "check_affine", "check_normalized_shape"):
+        assert check not in source

@@ -363,10 +363,7 @@ class Specialise:
             and isinstance(node.slice.value, int)
             and 0 <= node.slice.value < len(self.inputs)
         ):
-            fact = self.inputs[node.slice.value]  # (an operand: its shape and dtype)
-            if fact is not None and fact.shape is not None:
-                node.array = fact
-            return node
+            return self._load(node, self.inputs[node.slice.value])  # (an operand's fact)
         self.children(node)
         value = _known_frozen(node.value)
         index = self.index(node.slice)
@@ -503,12 +500,23 @@ class Specialise:
                 return node if value is MISSING else constant(value, self.bind)
         if not _pure(function):
             return node
-        arguments = [_known_frozen(argument) for argument in node.args]
-        keywords = {keyword.arg: _known_frozen(keyword.value) for keyword in node.keywords}
+        declared = getattr(function, "pure", False) is True  # (an op's helper: arrays may come)
+        arguments = [_argument(argument, declared) for argument in node.args]
+        keywords = {keyword.arg: _argument(keyword.value, declared) for keyword in node.keywords}
         values = [*arguments, *keywords.values()]
         if any(value is MISSING for value in values) or None in keywords:
             return node
         return self.computed(lambda: function(*arguments, **keywords), node)
+
+
+def _argument(node, arrays):
+    """A call's argument as the folding knows it: an immutable value, or (`arrays`) for an
+    array whose shape and dtype are fixed an array of those that reads as zeros."""
+    value = _known_frozen(node)
+    fact = _array_of(node)
+    if value is MISSING and arrays and fact is not None:
+        return np.broadcast_to(np.zeros((), fact.dtype), fact.shape)
+    return value
 
 
 class _ArrayValue:

@@ -17,11 +17,13 @@ import numpy as np
 
 
 def pure(function):
-    """Mark `function` as pure: its result depends on its arguments alone, never on an
-    array's values or on any state (an index normalised against a shape, the axes of a
-    reduction). tg.compile calls such a helper once, when it writes the replay, wherever
-    its arguments are values the capture fixed (numbers, tuples, shapes), and replays the
-    result; eager calls it as any function.
+    """Mark `function` as pure: its result depends on its arguments alone (numbers,
+    strings, tuples; of an array, its shape and dtype only), never on an array's values or
+    on any state: an index normalised against a shape, the axes of a reduction, a check of
+    shapes and dtypes. tg.compile calls such a helper once, when it writes the replay,
+    wherever its arguments are what the capture fixed (an array then stands for itself by
+    an array of its shape and dtype), and replays the result: a check that passed is not
+    made again. Eager calls it as any function.
 
     >>> @pure
     ... def rows(shape):
@@ -57,12 +59,14 @@ class UnsupportedError(NotImplementedError, ValueError):
     NotImplementedError."""
 
 
+@pure
 def check_float(op_name, array, what="input"):
     if not isinstance(array, np.ndarray) or array.dtype.kind != "f":
         dtype = getattr(array, "dtype", type(array).__name__)
         raise TypeError(f"{op_name}: the {what} must be a floating-point tensor, got {dtype}")
 
 
+@pure
 def normalize_axis(axis, ndim, op_name, what="axis"):
     """`axis` (negatives counted from the end) as a non-negative int, checked against `ndim`.
 
@@ -83,6 +87,7 @@ def normalize_axis(axis, ndim, op_name, what="axis"):
     return int(axis) % bound
 
 
+@pure
 def check_affine(op_name, name, parameter, expected_shape, x):
     if parameter is None:
         return
@@ -98,6 +103,7 @@ def check_affine(op_name, name, parameter, expected_shape, x):
         )
 
 
+@pure
 def check_normalized_shape(op_name, x, normalized_shape):
     normalized_shape = tuple(int(size) for size in normalized_shape)
     k = len(normalized_shape)
