@@ -3,10 +3,11 @@
 A generic kernel calls the op's `forward` and `backward` methods. A node whose op's
 methods can be inlined (inline.py: most ops; the one statement of each rule is the op's
 own method) is replayed instead by their bodies, written into the generated function:
-the forward's saved values pass to the backward in a local of the program, not through
+the forward's saved values pass to the backward in names of the program, not through
 the node, and no call is made. The walk's decisions taken at capture (`Edge`) apply to
 the results unchanged: the statements are the rule's own, so each makes a new array
-exactly where the rule does.
+exactly where the rule does, but one: a backward's `g * x` is computed into g's own
+array where the replay owns g and nothing else reads it (inline._into; the same values).
 """
 
 from __future__ import annotations

@@ -9,12 +9,14 @@ bits. There is no second statement of any rule: change `Tanh.backward` and the r
 inlines the new body.
 
 What is rewritten, and only this: the method's parameters and locals get names of their
-own (`i7_out`), its globals are bound in the generated function's namespace, `self` is the
-node, `self.save_for_backward(...)` and `self.saved_tensors` become one local of the
-program (the saved values pass from the forward to the backward without the node), a
+own (`f7_out`), its globals are bound in the generated function's namespace, `self` is the
+node, the saved values (`self.save_for_backward(a, b)`, `self.saved_tensors`) and the
+attributes the forward sets before anything reads them become names of the program
+(`k9_s0`, `k9_count`: they pass from the forward to the backward without the node), a
 `try` whose handlers only raise becomes its body (the guards fixed the shapes the eager
-capture checked), and each `return` in tail position assigns the result. A method that
-does anything else (calls one of its own methods, has a return elsewhere, a nested
+capture checked), and each `return` in tail position assigns the result. Then both
+bodies are specialised to what the capture fixed (`prepare`, specialise.py). A method
+that does anything else (calls one of its own methods, has a return elsewhere, a nested
 function) is not inlined: its kernel calls it, as before.
 """
 
