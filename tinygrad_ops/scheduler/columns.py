@@ -275,3 +275,22 @@ def chains_beside(outside, count, capture):
         if covered >= 2:
             found[(slot, k)] = Beside(template, anchors, checked, covered)
     return found
+
+
+def segment_from(template, anchors, min_steps):
+    """The `Segment` of the steps from the top down (`anchors`: x_n, x_{n-1}, ... as
+    `walk_route` gives them) that match `template`, the top step's; `CannotScan` when
+    fewer than `min_steps` do or their inputs do not stack."""
+    count, tensors, nodes, outside = check_columns(template, anchors)
+    if count < min_steps:
+        raise steps.CannotScan(
+            f"only the last {count} step(s) share the last step's ops and shapes"
+        )
+    per_step = steps.shared_or_per_step(
+        template, [(slot, k, column[count - 1 :: -1]) for slot, k, column in outside], count
+    )
+    if per_step is None:
+        raise steps.CannotScan("the steps' inputs differ in shape")
+    columns = [column[count - 1 :: -1] for column in tensors]
+    step_nodes = [column[count - 1 :: -1] for column in nodes]
+    return steps.Segment(template, anchors[count::-1], columns, per_step, step_nodes)

@@ -284,6 +284,10 @@ class Segment:
         self.columns = columns
         self.outside = [OutsideColumn(*column) for column in outside]
         self._nodes = nodes
+        # The ids of tensors made since the first step that the walk leaves pending until
+        # the scan: those its per-step inputs are made from (loops.py; declared chains
+        # read none).
+        self.held = set()
 
     @classmethod
     def from_steps(cls, template, steps, outside):
@@ -399,7 +403,7 @@ def shared_or_per_step(template, columns, count):
     return per_step
 
 
-def build_template(lower, upper, belongs, capture):
+def build_template(lower, upper, belongs, capture, max_slots=None):
     """The (Template, Step) of the step from `lower` (x_{i-1}) to `upper` (x_i), or None if
     the step breaks a rule.
 
@@ -407,7 +411,8 @@ def build_template(lower, upper, belongs, capture):
     the step ("slot"), comes from outside it ("outside") or is not in the graph ("const").
     The slots are found breadth first from x_i; every slot's op must have a Jacobian
     rule and no hooks (nor be a tg.grad input, in `capture`); every op on a path from
-    x_{i-1} to x_i must be row-wise through that input (`jacobians.chain_kind` says).
+    x_{i-1} to x_i must be row-wise through that input (`jacobians.chain_kind` says);
+    with `max_slots`, a step of more tensors is none.
     """
     if upper.shape != lower.shape or upper._ctx is None:
         return None
@@ -416,6 +421,8 @@ def build_template(lower, upper, belongs, capture):
     classes, paths, wiring, shapes, outside = [], [None], [], [], []
     cursor = 0
     while cursor < len(slots):
+        if max_slots is not None and len(slots) > max_slots:
+            return None
         tensor = slots[cursor]
         node = tensor._ctx
         if not jacobians.has_rule(node) or tensor._hooks:
