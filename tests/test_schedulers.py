@@ -200,26 +200,27 @@ def test_the_first_look_finds_the_chains_without_the_full_analysis(model_name):
     assert plan.segments
 
 
-def test_auto_reuses_its_gates_walk_down_the_graph_exactly(monkeypatch):
-    from test_scan_formulations import FIXED_CALIBRATION
+def test_auto_walks_a_shallow_graph_without_running_the_finder(monkeypatch):
+    from tinygrad_ops.scheduler import auto
 
-    from tinygrad_ops.autograd import BackwardGraph
-    from tinygrad_ops.scheduler import calibration
-    from tinygrad_ops.scheduler.spine import descend
+    calls = []
+    scheduler = auto.AutoScheduler()
+    monkeypatch.setattr(auto.ScanScheduler, "find", lambda self, graph: calls.append(graph) or {})
+    shallow, _ = MODELS["mlp-skip-layer-norm"](np, np.float64, 0)
+    shallow.backward(scheduler=scheduler)
+    assert calls == []
+    deep, _ = rnn_model(steps=16, size=3, batch=2)(np, np.float64, 0)
+    deep.backward(scheduler=scheduler)
+    assert len(calls) == 1
 
-    # The gate decides from the calibration: a fixed one, not this machine's load.
-    monkeypatch.setattr(calibration, "_CALIBRATION", dict(FIXED_CALIBRATION))
 
-    loss, _ = rnn_model(steps=120, size=3, batch=2)(np, np.float64, 0)
-    graph = BackwardGraph([loss], None, False, True)
-    graph.send(loss, np.ones_like(loss.data))
-    scheduler = tg.scheduler.AutoScheduler()
-    assert scheduler.worth_analysing(graph)
-    window = scheduler.window(graph)
-    assert window is not None
-    assert [id(tensor) for tensor in window] == [id(tensor) for tensor in descend(loss, 128)]
-    other = BackwardGraph([loss], None, False, True)
-    assert scheduler.window(other) is None  # kept for that graph only
+def test_auto_states_its_rule_in_the_plan():
+    from tinygrad_ops.scheduler.auto import RULE
+
+    loss, _ = rnn_model(steps=64, size=3, batch=2)(np, np.float64, 0)
+    plan = tg.backward_plan(loss, scheduler="auto")
+    assert plan.decision.startswith(RULE), str(plan)
+    assert RULE in str(plan).splitlines()[1]
 
 
 def test_registry_names_and_unknown_name():
@@ -449,21 +450,3 @@ def test_auto_prefers_blelloch_unless_hillis_steele_clearly_wins():
     )
     # A scan must beat the walk by the margin, whichever it is.
     assert best_choice({"sequential": 1.0, "hillis-steele": 0.97})[0] == "sequential"
-
-
-@pytest.mark.parametrize("hidden", [2, 8, 32, 128])
-def test_auto_probes_as_deep_as_the_shortest_chain_worth_checking(hidden):
-    from tinygrad_ops.scheduler.auto import _PROBE_OPS_PER_STEP, AutoScheduler
-
-    scheduler = AutoScheduler()
-    shape = (4, hidden)
-    steps = scheduler._shortest_worth_checking(shape)
-    if steps is None:  # no length is worth a check at this width (hidden 128 here)
-        assert not scheduler.worth_checking(2**16, _PROBE_OPS_PER_STEP, shape)
-        return
-    assert steps >= 8
-    assert steps & (steps - 1) == 0  # a power of two
-    assert scheduler.worth_checking(steps, _PROBE_OPS_PER_STEP, shape)
-    if steps > 8:
-        assert not scheduler.worth_checking(steps // 2, _PROBE_OPS_PER_STEP, shape)
-    assert scheduler._shortest_worth_checking(shape) == steps  # cached
