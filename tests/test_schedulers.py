@@ -450,3 +450,46 @@ def test_auto_prefers_blelloch_unless_hillis_steele_clearly_wins():
     )
     # A scan must beat the walk by the margin, whichever it is.
     assert best_choice({"sequential": 1.0, "hillis-steele": 0.97})[0] == "sequential"
+
+
+def two_layer_loop(lib, kind, steps=12, hidden=3, batch=2):
+    """Two tanh RNNs in one Python loop, a loss at every step on both: independent
+    ("two") or the second reading the first's state ("stacked"). (loss, parameters)."""
+    generator = np.random.default_rng(0)
+    arrays = [generator.standard_normal(shape) * 0.4 for shape in [(3, hidden), (hidden, hidden)]]
+    arrays += [generator.standard_normal(shape) * 0.4 for shape in [(3, hidden), (hidden, hidden)]]
+    arrays.append(generator.standard_normal((hidden, 1)) * 0.4)
+    if kind == "stacked":
+        arrays[2] = generator.standard_normal((hidden, hidden)) * 0.4
+    inputs = generator.standard_normal((steps, batch, 3))
+    if lib == "torch":
+        params = [torch.tensor(array, requires_grad=True) for array in arrays]
+        make = torch.tensor
+        h1, h2 = torch.zeros((batch, hidden), dtype=torch.float64), None
+    else:
+        params = [Tensor(array, requires_grad=True) for array in arrays]
+        make = Tensor
+        h1 = Tensor(np.zeros((batch, hidden)))
+    h2 = h1
+    W1, U1, W2, U2, V = params
+    loss = 0
+    for x in inputs:
+        x = make(x)
+        h1 = (x @ W1 + h1 @ U1).tanh()
+        h2 = ((h1 if kind == "stacked" else x) @ W2 + h2 @ U2).tanh()
+        loss = loss + (h1 @ V).sum() * 0.3 + (h2 * h2).sum()
+    return loss, params
+
+
+@pytest.mark.parametrize("kind", ["two", "stacked"])
+@pytest.mark.parametrize("scheduler", SCAN_SCHEDULERS)
+def test_two_chains_in_one_loop_are_both_scanned(kind, scheduler):
+    """The walk meets the first chain's tensors while it prepares the second chain's scan
+    (their steps interleave): they wait for that scan, then the first chain is scanned."""
+    loss, params = two_layer_loop("torch", kind)
+    loss.backward()
+    spy = SpyScheduler(ScanScheduler(scheduler, block_size=4, min_steps=2))
+    loss, ours = two_layer_loop("tg", kind)
+    loss.backward(scheduler=spy)
+    assert len(spy.graph.scanned_segments) == 2
+    assert_same([p.grad.numpy() for p in ours], [p.grad.numpy() for p in params])
