@@ -1,7 +1,7 @@
 """The constants of `auto`'s cost model, measured once per process on this machine.
 
 `calibrate` times, in about half a second: c_visit (one node of the engine's sequential
-walk), c_analysis and c_batch (the scan scheduler's chain check and its batching, per
+walk), c_analysis and c_batch (the scan scheduler's finder and its batching, per
 node), c_chain (what a scan costs once per chain), t_mm(d) and t_mv(d) (one d x d product
 in a stacked `np.matmul`) and c_call (one numpy call). The per-node and per-chain parts
 come from timing two chain lengths. The model that reads them is in `auto.py`.
@@ -15,7 +15,6 @@ import time
 import numpy as np
 
 from ..mode import STATE, enable_grad
-from .finder import find_chains, full_analysis
 from .scan_scheduler import ScanScheduler
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -32,27 +31,18 @@ def _best_time(function, repeats=3):
 
 
 @enable_grad()  # calibration records graphs whatever the caller's grad mode
-def _small_rnn(steps, size=2, batch=2, seed=0, layers=1):
-    """A tanh RNN of `steps` steps (4 ops each per layer) on tiny arrays: (loss, number of
-    nodes). With two layers the first look finds no chain (the lower layer's state is an
-    input of the upper one's steps) and the full analysis runs all its phases."""
+def _small_rnn(steps, size=2, batch=2, seed=0):
+    """A tanh RNN of `steps` steps (4 ops each) on tiny arrays: (loss, number of nodes)."""
     from ..tensor import Tensor
 
     generator = np.random.default_rng(seed)
     weight = Tensor(generator.standard_normal((size, size)) * 0.5, requires_grad=True)
     bias = Tensor(np.zeros(size), requires_grad=True)
     inputs = generator.standard_normal((steps, batch, size))
-    states = [Tensor(np.zeros((batch, size))) for _ in range(layers)]
+    state = Tensor(np.zeros((batch, size)))
     for step in range(steps):
-        below = Tensor(inputs[step])
-        for layer in range(layers):
-            states[layer] = (below + states[layer] @ weight + bias).tanh()
-            below = states[layer]
-    return states[-1].sum(), 4 * layers * steps + 1
-
-
-def _first_look(graph):
-    return find_chains(graph, full=False)
+        state = (Tensor(inputs[step]) + state @ weight + bias).tanh()
+    return state.sum(), 4 * steps + 1
 
 
 def calibrate(force=False):
@@ -106,8 +96,8 @@ def _engine_costs(costs):
         loss, nodes = _small_rnn(steps)
         return paused(lambda: loss.backward(scheduler=scheduler)) / nodes
 
-    def analysis(finder, steps, layers=1):
-        loss, nodes = _small_rnn(steps, layers=layers)
+    def analysis(finder, steps):
+        loss, nodes = _small_rnn(steps)
         graph = BackwardGraph([loss], None, False, True)
         graph.send(loss, np.ones_like(loss.data))
         return paused(lambda: finder(graph)) / nodes
@@ -126,10 +116,9 @@ def _engine_costs(costs):
     short_time, long_time = best["short"] * short_nodes, best["long"] * long_nodes
     scanned = max((long_time - short_time) / (long_nodes - short_nodes), 0.5 * best["long"])
     costs["c_visit"] = best["visit"]
-    costs["c_analysis"] = min(analysis(_first_look, long) for _ in range(3))
-    short_analysis = min(analysis(_first_look, short) for _ in range(3)) * short_nodes
+    costs["c_analysis"] = min(analysis(scan.find, long) for _ in range(3))
+    short_analysis = min(analysis(scan.find, short) for _ in range(3)) * short_nodes
     costs["c_analysis_chain"] = max(short_analysis - costs["c_analysis"] * short_nodes, 0.0)
-    costs["c_analysis_full"] = min(analysis(full_analysis, long // 2, 2) for _ in range(2))
     costs["c_batch"] = max(scanned - costs["c_analysis"], 0.1 * scanned)
     costs["c_chain"] = max(short_time - scanned * short_nodes, 0.0)
     # The walk's cost grows with the arrays (its matrix products are d x d): a second
