@@ -26,7 +26,7 @@ top no chain: a graph without a chain (an MLP) costs a few lookups near its outp
 import heapq
 
 from ..tensor import Tensor
-from .columns import check_columns, segment_from, top_anchors, walk_route
+from .columns import check_columns, made_after, segment_from, top_anchors, walk_route
 from .steps import MAX_PERIOD, CannotScan, build_template
 
 LOOK = MAX_PERIOD
@@ -78,15 +78,21 @@ def find(graph, min_steps=2):
         segments[id(tensor)] = segment
         for column in segment.columns:
             taken.update(map(id, column))
-        push(segment.anchors[0])
-        for column in segment.outside:
-            push(column.operands[-1])  # the newest: the top of a chain below, if any
-        for codes in segment.template.wiring:
-            for code in codes:
-                if isinstance(code, tuple) and code[0] == "shared":
-                    push(code[1])
+        for operand in _below(segment):
+            push(operand)
     _hold(segments)
     return segments
+
+
+def _below(segment):
+    """What a segment's steps are made from outside them: its x_0, its per-step inputs
+    (the lower layer's states of a stacked loop) and its shared ones (the weights)."""
+    operands = [segment.anchors[0]]
+    for column in segment.outside:
+        operands.extend(column.operands)
+    for codes in segment.template.wiring:
+        operands.extend(code[1] for code in codes if type(code) is tuple and code[0] == "shared")
+    return operands
 
 
 def _hold(segments):
@@ -113,7 +119,7 @@ def _upstream(segment, owner):
     `owner`) is taken whole, and the search goes on from its own inputs."""
     bound = min(column[0].sequence for column in segment.nodes)
     held = set()
-    stack = [operand for column in segment.outside for operand in column.operands]
+    stack = _below(segment)
     while stack:
         tensor = stack.pop()
         node = getattr(tensor, "_ctx", None)
@@ -128,9 +134,7 @@ def _upstream(segment, owner):
             continue
         for column in other.columns:
             held.update(map(id, column))
-        stack.append(other.anchors[0])
-        for column in other.outside:
-            stack.extend(column.operands)
+        stack.extend(_below(other))
     return held
 
 
@@ -144,19 +148,32 @@ def _chain_at(top, taken, capture, min_steps):
         if check_columns(template, top_anchors(template.route, step))[0] < 2:
             continue  # the step below is not alike (cheap to tell before walking the chain)
         anchors = walk_route(template.route, step)
+        # The route may lead into a chain found before, or to a tg.grad input: it ends there.
+        anchors = anchors[: _first_among(anchors[1:], taken, capture) + 2]
         if len(anchors) - 1 < min_steps:
             continue
         try:
-            return segment_from(template, anchors, min_steps)
+            segment = segment_from(template, anchors, min_steps)
         except CannotScan:
             continue  # too few steps alike, or per-step inputs that do not stack
+        if all(_first_among(column, taken, capture) == len(column) for column in segment.columns):
+            return segment  # (no tensor is in two segments)
     return None
 
 
+def _first_among(tensors, taken, capture):
+    """The index of the first of `tensors` in a found chain (`taken`) or a tg.grad input
+    (`capture`), else len(tensors): in C passes, over thousands of steps."""
+    found = list(map(taken.__contains__, map(id, tensors)))
+    if capture is not None:
+        found = list(map(bool.__or__, found, map(capture.__contains__, map(id, tensors))))
+    return found.index(True) if True in found else len(tensors)
+
+
 def _candidates(top, taken):
-    """Up to CANDIDATES tensors within MAX_PERIOD ops below `top`, made by its op class,
-    of its shape and dtype, not in a found chain: the nearest first (the newest first
-    among those as near)."""
+    """Up to CANDIDATES tensors within MAX_PERIOD ops below `top` (and among the nearest
+    2 * MAX_SLOTS), made by its op class, of its shape and dtype, not in a found chain:
+    the nearest first (the newest first among those as near)."""
     kind, shape, dtype = type(top._ctx), top.data.shape, top.data.dtype
     found, seen = [], {id(top)}
     level = [top]
@@ -169,6 +186,8 @@ def _candidates(top, taken):
                     seen.add(id(operand))
                     if operand._ctx is not None:
                         following.append(operand)
+        if len(seen) > 2 * MAX_SLOTS:
+            break  # (a stack of every step's state reads thousands: no step is that wide)
         following.sort(key=lambda tensor: tensor._ctx.sequence, reverse=True)
         for tensor in following:
             if type(tensor._ctx) is kind and tensor.shape == shape and tensor.dtype == dtype:
@@ -184,7 +203,7 @@ def _top_step(lower, upper, taken, capture):
     beside the chain taken out of it (`_carried`); None if it is no chain step."""
     excluded = set(taken)
     while True:
-        built = build_template(lower, upper, _made_after(lower, excluded), capture, MAX_SLOTS)
+        built = build_template(lower, upper, made_after(lower, excluded), capture, MAX_SLOTS)
         if built is None:
             return None
         carried = _carried(*built)
@@ -193,20 +212,6 @@ def _top_step(lower, upper, taken, capture):
         if not carried:
             return built
         excluded |= carried
-
-
-def _made_after(lower, excluded):
-    """`belongs` for build_template: a step's tensors are made after its lower anchor and
-    are in no other chain (`excluded`, ids)."""
-    bound = lower._ctx.sequence if lower._ctx is not None else -1
-
-    def belongs(operand):
-        node = operand._ctx
-        if node is None or node.sequence <= bound or id(operand) in excluded:
-            return "outside"
-        return "slot"
-
-    return belongs
 
 
 def _carried(template, step):
