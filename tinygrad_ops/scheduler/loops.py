@@ -201,9 +201,10 @@ def _candidates(top, taken):
 def _top_step(lower, upper, taken, capture):
     """The (template, step) of the step from `lower` to `upper`, with any state carried
     beside the chain taken out of it (`_carried`); None if it is no chain step."""
-    excluded = set(taken)
+    excluded = set()
     while True:
-        built = build_template(lower, upper, made_after(lower, excluded), capture, MAX_SLOTS)
+        belongs = made_after(lower, taken, excluded)
+        built = build_template(lower, upper, belongs, capture, MAX_SLOTS)
         if built is None:
             return None
         carried = _carried(*built)
