@@ -30,58 +30,29 @@ def made_after(lower, *excluded):
     return belongs
 
 
-def walk_route(route, top):
-    """x_n, x_{n-1}, ...: the anchors below the top step, each reached from the one above
-    by the template's route of input indices, while creation numbers keep falling (an
-    in-place op can make a node's input younger than the node; the walk stops there)."""
+def walk_route(route, top, limit=None):
+    """x_n, x_{n-1}, ...: the anchors below the top step (at most `limit` of them), each
+    reached from the one above by the template's route of input indices, while creation
+    numbers keep falling (an in-place op can make a node's input younger than the node;
+    the walk stops there) and the route stays on the graph; a leaf where it ends is x_0."""
     anchors = [top.upper, top.lower]
     tensor = top.lower
-    if tensor._ctx is None:
-        return anchors
-    newest = tensor._ctx.sequence
-    append = anchors.append
-    while True:
+    while tensor._ctx is not None and (limit is None or len(anchors) < limit):
         below = tensor
-        try:
-            for k in route:  # `input_tensor`, inlined (one hop per op of every step)
-                below = below._ctx.inputs[k]
-            node = below._ctx
-        except (AttributeError, IndexError):
-            # The route leads off the graph: a leaf or a constant has no node (None, or no
-            # `_ctx` at all), or a node has fewer inputs. (Asked as one exception, not at
-            # every hop: this loop runs once per op of every step.)
-            return anchors
+        for k in route:
+            node = getattr(below, "_ctx", None)  # (None: a leaf, a number, an array)
+            if node is None or k >= len(node.inputs):
+                return anchors
+            below = node.inputs[k]
+        node = getattr(below, "_ctx", None)
         if node is None:
             if isinstance(below, Tensor):
-                append(below)  # a leaf: x_0, if the step above it checks out
+                anchors.append(below)  # a leaf: x_0, if the step above it checks out
             return anchors
-        if node.sequence >= newest:
-            return anchors
-        append(below)
-        tensor = below
-        newest = node.sequence
-
-
-def top_anchors(route, top, count=3):
-    """The first `count` anchors x_n, x_{n-1}, ... that `walk_route` would give (fewer
-    where the chain ends sooner), without walking the whole chain."""
-    anchors = [top.upper, top.lower]
-    while len(anchors) < count:
-        tensor = anchors[-1]
-        below = tensor
-        try:
-            for k in route:
-                below = below._ctx.inputs[k]
-            node = below._ctx
-        except (AttributeError, IndexError):
-            break
-        if node is None:
-            if isinstance(below, Tensor):
-                anchors.append(below)  # a leaf: x_0, as `walk_route` gives it
-            break
         if node.sequence >= tensor._ctx.sequence:
-            break
+            return anchors
         anchors.append(below)
+        tensor = below
     return anchors
 
 

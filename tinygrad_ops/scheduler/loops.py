@@ -26,7 +26,7 @@ top no chain: a graph without a chain (an MLP) costs a few lookups near its outp
 import heapq
 
 from ..tensor import Tensor
-from .columns import check_columns, made_after, segment_from, top_anchors, walk_route
+from .columns import check_columns, made_after, segment_from, walk_route
 from .steps import MAX_PERIOD, CannotScan, build_template
 
 LOOK = MAX_PERIOD
@@ -51,7 +51,7 @@ def find(graph, min_steps=2):
     ['5 steps of [MatMul->Tanh]']
     """
     segments = {}
-    taken = set()  # the ids of the found chains' tensors: outside every later chain's steps
+    taken = {}  # id(tensor) -> the found segment it is in: outside every later chain's steps
     heap, seen = [], set()
 
     def push(tensor):
@@ -77,10 +77,10 @@ def find(graph, min_steps=2):
         misses = 0
         segments[id(tensor)] = segment
         for column in segment.columns:
-            taken.update(map(id, column))
+            taken.update(dict.fromkeys(map(id, column), segment))
         for operand in _below(segment):
             push(operand)
-    _hold(segments)
+    _hold(segments, taken)
     return segments
 
 
@@ -95,16 +95,13 @@ def _below(segment):
     return operands
 
 
-def _hold(segments):
+def _hold(segments, owner):
     """Set each segment's `held`: the tensors made since its first step that its steps read
     from outside (the lower layer's states of a stacked loop, the RNN under a running sum
     of losses) and everything they are made from there. The walk leaves them pending until
     the scan has sent them its gradients. A segment whose steps read its own chain so
-    (through another state: the layers of a loop that feeds back) is no chain: dropped."""
-    owner = {}
-    for segment in segments.values():
-        for column in segment.columns:
-            owner.update(dict.fromkeys(map(id, column), segment))
+    (through another state: the layers of a loop that feeds back) is no chain: dropped.
+    `owner`: id(tensor) -> the segment it is in."""
     for key, segment in list(segments.items()):
         held = _upstream(segment, owner)
         if held is None:
@@ -139,13 +136,14 @@ def _upstream(segment, owner):
 
 
 def _chain_at(top, taken, capture, min_steps):
-    """The Segment whose top anchor is `top`, or None."""
+    """The Segment whose top anchor is `top`, or None (`taken`: the found chains' tensors'
+    ids)."""
     for lower in _candidates(top, taken):
         built = _top_step(lower, top, taken, capture)
         if built is None:
             continue
         template, step = built
-        if check_columns(template, top_anchors(template.route, step))[0] < 2:
+        if check_columns(template, walk_route(template.route, step, 3))[0] < 2:
             continue  # the step below is not alike (cheap to tell before walking the chain)
         anchors = walk_route(template.route, step)
         # The route may lead into a chain found before, or to a tg.grad input: it ends there.
