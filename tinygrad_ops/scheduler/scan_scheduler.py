@@ -193,7 +193,9 @@ class SegmentRun:
         top = anchors[-1]
         seed = graph.pop_grad(top)
         seed = np.zeros(self.state_shape, dtype=self.dtype) if seed is None else np.asarray(seed)
-        pending = [graph.pop_grad(anchor) for anchor in anchors[:-1]]
+        pending = []
+        if graph.grads:  # (none pending anywhere: none at the anchors, no pass over them)
+            pending = [graph.pop_grad(anchor) for anchor in anchors[:-1]]
         injected = any(value is not None for value in pending)
         injections = self._injections(pending) if injected else None
         diagonal = self.segment.jacobian_kind == "diagonal"
@@ -295,7 +297,10 @@ def found_segments(graph, min_steps):
     if plan is None:
         return {}
     segments = list(plan.segments)
-    if plan.index is None and plan.segments:
+    below = any(
+        column.operands[0]._ctx is not None for segment in segments for column in segment.outside
+    )
+    if plan.index is None and below:  # per-step inputs made by ops: a chain may lie below
         pending = [pending_after(plan)]
 
         def walk_one(tensor):
