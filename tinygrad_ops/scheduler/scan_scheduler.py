@@ -398,7 +398,7 @@ def scan_at(graph, scheduler, segment, chains):
         raise CannotScan(f"{scheduler.name}: the walk is estimated cheaper")
     runner = SegmentRun(graph, segment)
     bound = first_sequence(segment)
-    own = _Own(segment)
+    own = SegmentTensors(segment)
     waiting = made_since(outside_inputs(segment, bound), bound, own)
     waiting.update(id(anchor) for anchor in segment.anchors)
     heap = graph.heap
@@ -434,7 +434,7 @@ def _another_chain(chains, top, scheduler, bound, own):
     except CannotScan as reason:
         scheduler.refusals.append(str(reason))
         return set()
-    other_own = _Own(other)
+    other_own = SegmentTensors(other)
     if not other_own.ids.isdisjoint(own.ids):
         raise CannotScan("two chains share tensors")
     return other_own.ids | made_since(outside_inputs(other, bound), bound, own)
@@ -455,7 +455,7 @@ def outside_inputs(segment, bound):
     ]
 
 
-class _Own:
+class SegmentTensors:
     """The ids of a segment's tensors (its anchors, its steps' tensors), made on first use."""
 
     def __init__(self, segment):
