@@ -186,18 +186,14 @@ def test_backward_plan_for_an_elementwise_chain_is_diagonal():
 
 
 @pytest.mark.parametrize("model_name", ["elementwise-chain", "rnn", "rnn-loss-every-step"])
-def test_the_first_look_finds_the_chains_without_the_full_analysis(model_name):
-    # The elementwise chain's loss (y * y) is a Mul like the step's own: its phase is not
-    # the first tried, and the first look must go on to the next.
+def test_the_finder_finds_the_chains(model_name):
+    # The elementwise chain's loss (y * y) is a Mul like the step's own: the finder must go
+    # on below it.
     from tinygrad_ops.autograd import BackwardGraph
-    from tinygrad_ops.scheduler.finder import find_chains
+    from tinygrad_ops.scheduler.loops import find
 
     loss, _ = MODELS[model_name](np, np.float64, 0)
-    graph = BackwardGraph([loss], None, False, True)
-    graph.send(loss, np.ones_like(loss.data))
-    plan = find_chains(graph, 2, full=False)
-    assert plan is not None
-    assert plan.segments
+    assert find(BackwardGraph([loss], None, False, True), 2)
 
 
 def test_auto_walks_a_shallow_graph_without_running_the_finder(monkeypatch):

@@ -1,6 +1,6 @@
-"""The first look's column checks: the anchors of a chain walked down by its route, and
-every step checked against the template one *column* (one slot over every step) per check
-(first_look.py, steps 2 and 3; docs/scan.md, "How a chain is scanned").
+"""The column checks of a chain: its anchors walked down by the template's route, and every
+step checked against the template one *column* (one slot over every step) per check
+(declared.py, loops.py; docs/scan.md, "How a chain is scanned").
 
 A check is one pass over a slot's tensors in every step (a `map` over the column), and
 the first step that differs ends the chain there: on a long chain the cost is the number
@@ -9,24 +9,21 @@ of passes, each a C loop over objects that are mostly out of the caches.
 
 import itertools
 from operator import attrgetter, eq, gt, is_, itemgetter, lt
-from typing import NamedTuple
 
 from ..tensor import Tensor
 from . import steps
 
 
-def made_after(lower, inside=None):
-    """`belongs` for the first look: a step's tensors are the inputs made after x_{i-1}
-    (and, with `inside`, among those ids)."""
-    lower_node = lower._ctx
+def made_after(lower, excluded=frozenset()):
+    """`belongs` for `steps.build_template`: a step's tensors are the inputs made after its
+    lower anchor x_{i-1}, but those in `excluded` (ids: another chain's, loops.py)."""
+    bound = -1 if lower._ctx is None else lower._ctx.sequence
 
     def belongs(operand):
         node = operand._ctx
-        if node is None or (inside is not None and id(operand) not in inside):
+        if node is None or node.sequence <= bound or id(operand) in excluded:
             return "outside"
-        if lower_node is None or node.sequence > lower_node.sequence:
-            return "slot"
-        return "outside"
+        return "slot"
 
     return belongs
 
@@ -76,8 +73,12 @@ def top_anchors(route, top, count=3):
             node = below._ctx
         except (AttributeError, IndexError):
             break
-        if node is None or node.sequence >= tensor._ctx.sequence:
-            break  # (a leaf x_0 ends the look: too short for `reads_the_chain` anyway)
+        if node is None:
+            if isinstance(below, Tensor):
+                anchors.append(below)  # a leaf: x_0, as `walk_route` gives it
+            break
+        if node.sequence >= tensor._ctx.sequence:
+            break
         anchors.append(below)
     return anchors
 
@@ -140,7 +141,7 @@ def check_columns(template, anchors):
     from: the op class and options, needs_input_grad, shape and dtype (where a constant
     input could change them), no hooks, the wiring by identity, and the creation numbers
     (every slot made after x_{i-1} and before the op that reads it; every outside input
-    made before x_{i-1}). Readers from outside the chain are `outside_readers`' job.
+    made before x_{i-1}).
     """
     good, tensors, nodes = slot_columns(template, anchors)
     good = _check_flags(template, tensors, nodes, good)
@@ -233,45 +234,28 @@ def _outside_columns(template, nodes, lower_sequences, good, tensors):
                         good -= 1
                 continue
             # A per-step input made before the op that reads it (after x_{i-1} for the
-            # lower layer's state of a stacked RNN): `outside_readers` proves that it does
-            # not depend on the chain.
+            # lower layer's state of a stacked loop: loops.py proves that it does not
+            # depend on the chain).
             made = [-1 if node is None else node.sequence for node in _nodes_of(column)]
             readers = [node.sequence for node in nodes[slot][:good]]
             good = _cut(list(map(lt, made, readers)), True, good)
     return good, tensors, nodes, outside
 
 
-class Beside(NamedTuple):
-    """A per-step input column of a chain whose tensors are the anchors of a chain of their
-    own (the lower layer's states of a stacked RNN, read by the upper layer's steps),
-    checked column by column as the first look checks its chain."""
-
-    template: object  # the Template of its top step
-    anchors: list  # x_n, x_{n-1}, ... as `walk_route` gives them
-    checked: tuple  # `check_columns`' result: (count, tensors, nodes, outside)
-    covered: int  # how many of the column's tensors, from the top, are its checked anchors
-
-
-def chains_beside(outside, count, capture):
-    """{(slot, k): Beside} for the per-step outside columns (slot, k, [input of every step],
-    top-down; the top `count` steps) whose tensors, made by ops, are the anchors of a
-    chain: its steps checked column by column once, here, so that the searches of
-    `readers.py` need not go through its tensors one by one (they start from its outside
-    inputs and its bottom instead), and so that the look that scans it later
-    (`below.py`) need not check it again."""
-    found = {}
-    for slot, k, column in outside:
-        column = column[:count]
-        if len(column) < 3 or column[1] is column[0] or column[1]._ctx is None:
-            continue  # a weight shared by every step, a leaf
-        lower = column[1]
-        built = steps.build_template(lower, column[0], made_after(lower), capture)
-        if built is None:
-            continue
-        template, step = built
-        anchors = walk_route(template.route, step)
-        checked = check_columns(template, anchors)
-        covered = _cut(list(map(is_, column, anchors[: checked[0] + 1])), True, len(column))
-        if covered >= 2:
-            found[(slot, k)] = Beside(template, anchors, checked, covered)
-    return found
+def segment_from(template, anchors, min_steps):
+    """The `Segment` of the steps from the top down (`anchors`: x_n, x_{n-1}, ... as
+    `walk_route` gives them) that match `template`, the top step's; `CannotScan` when
+    fewer than `min_steps` do or their inputs do not stack."""
+    count, tensors, nodes, outside = check_columns(template, anchors)
+    if count < min_steps:
+        raise steps.CannotScan(
+            f"only the last {count} step(s) share the last step's ops and shapes"
+        )
+    per_step = steps.shared_or_per_step(
+        template, [(slot, k, column[count - 1 :: -1]) for slot, k, column in outside], count
+    )
+    if per_step is None:
+        raise steps.CannotScan("the steps' inputs differ in shape")
+    columns = [column[count - 1 :: -1] for column in tensors]
+    step_nodes = [column[count - 1 :: -1] for column in nodes]
+    return steps.Segment(template, anchors[count::-1], columns, per_step, step_nodes)

@@ -26,10 +26,9 @@ from ..autograd.graph import ScannedSegment, unbroadcast
 from ..mode import STATE
 from . import jacobians, scans
 from .batched import BatchedSlot, ReleaseAll
-from .below import next_chain_below, pending_after
 from .declared import declared_at, declared_in, first_sequence, segment_of
-from .finder import find_chains
-from .steps import CannotScan, ChainPlan
+from .loops import find
+from .steps import CannotScan
 
 
 def _per_step_sum(grad, count, shape, node, index):
@@ -265,8 +264,8 @@ class ScanScheduler:
         return self.method, self.block_size
 
     def find(self, graph):
-        """The chains of a graph that declares none: {id(top anchor): Segment}."""
-        return found_segments(graph, self.min_steps)
+        """The chains of a graph that declares none: {id(top anchor): Segment} (loops.py)."""
+        return find(graph, self.min_steps)
 
     def run(self, graph):
         if graph.create_graph or STATE.anomaly:
@@ -287,34 +286,6 @@ class ScanScheduler:
         finally:
             if collecting:
                 gc.enable()
-
-
-def found_segments(graph, min_steps):
-    """The chains the finder sees in a hand-written loop, by the id of their top anchor:
-    the first look's (else the full analysis'), and below them the chains that the
-    gradients left pending by those would reach (the lower layer of a stacked loop)."""
-    plan = find_chains(graph, min_steps)
-    if plan is None:
-        return {}
-    segments = list(plan.segments)
-    below = any(
-        column.operands[0]._ctx is not None for segment in segments for column in segment.outside
-    )
-    if plan.index is None and below:  # per-step inputs made by ops: a chain may lie below
-        pending = [pending_after(plan)]
-
-        def walk_one(tensor):
-            pending[0] = pending_after(ChainPlan([], [tensor]), pending[0])
-
-        known = dict(plan.beside)
-        while True:
-            below = next_chain_below(graph, lambda: pending[0], walk_one, min_steps, known=known)
-            if below is None:
-                break
-            known.update(below.beside)
-            segments.extend(below.segments)
-            pending[0] = pending_after(below, pending[0])
-    return {id(segment.anchors[-1]): segment for segment in segments}
 
 
 def note_scanned(graph, name, segment, method, block_size):
@@ -399,7 +370,10 @@ def scan_at(graph, scheduler, segment, chains):
     runner = SegmentRun(graph, segment)
     bound = first_sequence(segment)
     own = SegmentTensors(segment)
-    waiting = made_since(outside_inputs(segment, bound), bound, own)
+    if segment.held is None:  # (a declared chain; the finder sets what its chains hold)
+        waiting = made_since(outside_inputs(segment, bound), bound, own)
+    else:
+        waiting = set(segment.held)
     waiting.update(id(anchor) for anchor in segment.anchors)
     heap = graph.heap
     kept = []

@@ -1,4 +1,4 @@
-"""The data model of the chain finder: the graph as lists, step templates, steps, segments.
+"""The data model of a chain: step templates, steps, segments.
 
 A chain is a path of *anchors* x_0 -> x_1 -> ... -> x_n; the tensors of step i are x_i and
 the tensors it reads that belong to the step (made after x_{i-1}: the `h @ U`, `x_t @ W`,
@@ -9,83 +9,27 @@ step, or an x_t that is different in every step). A *segment* is a run of steps 
 same template, kept as columns (a slot over all the steps) so that the scheduler stacks
 each op's saved values in one call. See docs/scan.md sections 1 and 5.
 
-`build_template` is the one place a step's template is made, for both phases of the
-finder (the first look and the full analysis differ only in how they tell whether an
-input belongs to the step).
+`build_template` is the one place a step's template is made, for a declared chain
+(declared.py) and for a loop's (loops.py): they differ only in how they tell whether an
+input belongs to the step.
 """
 
 import itertools
-from operator import attrgetter, is_, not_
+from operator import attrgetter, is_
 from typing import NamedTuple
 
 import numpy as np
 
-from ..autograd.order import topological_order
 from ..ops.base import Op
 from ..tensor import Tensor
 from . import jacobians
 
 _GET_SHAPE = attrgetter("_data.shape")
-MIN_STEPS = 2  # a segment shorter than this is not worth a scan
-MAX_PERIOD = 16  # the most ops per step that the period search tries
+MAX_PERIOD = 16  # how many ops below a tensor the finder looks for the anchor below it
 
 
 class CannotScan(ValueError):  # noqa: N818 (a reason, shown by backward_plan)
     """Why a chain is walked instead of scanned, in words for `backward_plan`."""
-
-
-class NotAChain(Exception):  # noqa: N818 (a signal inside the finder, not an error)
-    """Raised inside the finder when the graph leaves the shape of a chain (a leaf where an
-    op was expected, a constant where a tensor was); the phase that catches it ends the
-    chain there. Never escapes the finder."""
-
-
-def input_tensor(tensor, index):
-    """Input `index` of the op that made `tensor`; NotAChain if there is none (a leaf, an
-    op with fewer inputs, a constant that is not a Tensor)."""
-    node = tensor._ctx
-    if node is None or index >= len(node.inputs):
-        raise NotAChain
-    operand = node.inputs[index]
-    if not isinstance(operand, Tensor):
-        raise NotAChain
-    return operand
-
-
-class GraphIndex:
-    """The graph as integer lists: tensors in topological order, inputs and consumers."""
-
-    def __init__(self, graph):
-        if graph.wanted is not None:
-            order = graph.order
-        else:
-            order = topological_order(graph.roots)
-        self.tensors = order
-        position = {id(tensor): index for index, tensor in enumerate(order)}
-        self.position = position
-        count = len(order)
-        inputs = [()] * count
-        consumers = [[] for _ in range(count)]
-        depth = [0] * count
-        for index, tensor in enumerate(order):
-            node = tensor._ctx
-            if node is None:
-                continue
-            deepest = -1
-            found = []
-            for operand, needs in zip(node.inputs, node.needs_input_grad):
-                if needs:
-                    where = position.get(id(operand))
-                    if where is not None:
-                        found.append(where)
-                        consumers[where].append(index)
-                        if depth[where] > deepest:
-                            deepest = depth[where]
-            inputs[index] = found
-            depth[index] = deepest + 1
-        self.inputs = inputs
-        self.consumers = consumers
-        self.depth = depth
 
 
 class SlotCheck(NamedTuple):
@@ -120,11 +64,6 @@ class Template:
         self.order = order  # slots, consumers before inputs
         self.needs = needs  # each slot's needs_input_grad
         self.options = options  # each slot's op options: (attribute, value) pairs
-        self.uses = [0] * len(classes)  # how many inputs of the step read each slot
-        for codes in wiring:
-            for code in codes:
-                if isinstance(code, tuple) and code[0] == "slot":
-                    self.uses[code[1]] += 1
         self.prev_path = next(
             ((slot, codes.index("prev")) for slot, codes in enumerate(wiring) if "prev" in codes),
             None,
@@ -145,13 +84,6 @@ class Template:
                 elif isinstance(code, tuple) and code[0] == "slot" and paths[code[1]] != (slot, k):
                     self.extra_slot_inputs.append((slot, k, code[1]))
         self.checks = [self._check(slot) for slot in range(len(classes))]
-        self.key = (
-            tuple(classes),
-            tuple(paths),
-            tuple(tuple(codes) for codes in wiring),
-            tuple(shapes),
-            tuple(tuple((name, option_key(value)) for name, value in pairs) for pairs in options),
-        )
 
     def _route(self):
         """The input indices that lead from x_i down to x_{i-1} (None: x_{i-1} unread)."""
@@ -232,22 +164,6 @@ def same_option(value, expected):
     return type(value) is type(expected) and _simple(value) and value == expected
 
 
-def option_key(value):
-    """A hashable key for an option: its value (a slice as its three numbers), or the
-    object's identity."""
-    return _hashable(value) if _simple(value) else ("object", id(value))
-
-
-def _hashable(value):
-    if type(value) is tuple:
-        return tuple(map(_hashable, value))
-    if type(value) is list:
-        return ("list",) + tuple(map(_hashable, value))
-    if type(value) is slice:  # (unhashable before Python 3.12)
-        return ("slice", value.start, value.stop, value.step)
-    return value
-
-
 class Step:
     """One step of a segment: its slot tensors and its per-step outside inputs."""
 
@@ -284,12 +200,10 @@ class Segment:
         self.columns = columns
         self.outside = [OutsideColumn(*column) for column in outside]
         self._nodes = nodes
-
-    @classmethod
-    def from_steps(cls, template, steps, outside):
-        anchors = [steps[0].lower] + [step.upper for step in steps]
-        columns = [[step.slots[slot] for step in steps] for slot in range(len(template.classes))]
-        return cls(template, anchors, columns, outside)
+        # The ids of tensors made since the first step that the walk leaves pending until
+        # the scan: those its per-step inputs are made from (set by loops.py; None: not
+        # known, the walk finds them).
+        self.held = None
 
     @property
     def nodes(self):
@@ -297,19 +211,6 @@ class Segment:
         if self._nodes is None:
             self._nodes = [[tensor._ctx for tensor in column] for column in self.columns]
         return self._nodes
-
-    @property
-    def steps(self):
-        """The steps as `Step` objects (built on demand: the scan itself reads columns)."""
-        per_step = [[] for _ in range(self.length)]
-        for column in self.outside:
-            for number, operand in enumerate(column.operands):
-                per_step[number].append((column.slot, column.index, operand))
-        rows = zip(*self.columns, strict=True)
-        return [
-            Step(self.anchors[number], self.anchors[number + 1], list(row), per_step[number])
-            for number, row in enumerate(rows)
-        ]
 
     @property
     def length(self):
@@ -332,45 +233,6 @@ class Segment:
         classes = self.template.classes
         names = "->".join(classes[slot].__name__ for slot in reversed(self.template.order))
         return f"{self.length} steps of [{names}]"
-
-
-class AllBut:
-    """The ids of every tensor but the given ones: the `inside` of a first look that must
-    stay out of a chain already found (`first_look.chains_aside`)."""
-
-    def __init__(self, ids):
-        self.ids = ids
-
-    def __contains__(self, key):
-        return key not in self.ids
-
-
-def among(ids, keys):
-    """Whether each of `keys` is in `ids` (a set or an `AllBut`), as an iterator: one C
-    pass over thousands of ids (a chain's per-step inputs)."""
-    if type(ids) is AllBut:
-        return map(not_, map(ids.ids.__contains__, keys))
-    return map(ids.__contains__, keys)
-
-
-class ChainPlan:
-    """What the finder found: the segments, the independent tensors (walked before any
-    segment: per-step losses and their sum), and the graph index the full analysis built
-    (None when the first look found the chain without one). `refusal` says why nothing
-    was found where a phase stopped early. `nested` maps id(segment) to the tensors to
-    walk right before scanning it, for a chain found among the independent tensors of
-    the first (a second RNN): those are walked in order, and a nested chain is scanned
-    on reaching its top anchor. `beside` holds the chains a first look checked column by
-    column beside its own (`columns.Beside`: the lower layer of a stacked RNN), for the
-    look that scans them next."""
-
-    def __init__(self, segments, independent=(), index=None, refusal=None):
-        self.segments = segments
-        self.independent = list(independent)
-        self.index = index
-        self.refusal = refusal
-        self.nested = {}
-        self.beside = {}  # chains checked beside a first look's, by their top's id
 
 
 def shared_or_per_step(template, columns, count):
@@ -399,7 +261,7 @@ def shared_or_per_step(template, columns, count):
     return per_step
 
 
-def build_template(lower, upper, belongs, capture):
+def build_template(lower, upper, belongs, capture, max_slots=None):
     """The (Template, Step) of the step from `lower` (x_{i-1}) to `upper` (x_i), or None if
     the step breaks a rule.
 
@@ -407,7 +269,8 @@ def build_template(lower, upper, belongs, capture):
     the step ("slot"), comes from outside it ("outside") or is not in the graph ("const").
     The slots are found breadth first from x_i; every slot's op must have a Jacobian
     rule and no hooks (nor be a tg.grad input, in `capture`); every op on a path from
-    x_{i-1} to x_i must be row-wise through that input (`jacobians.chain_kind` says).
+    x_{i-1} to x_i must be row-wise through that input (`jacobians.chain_kind` says);
+    with `max_slots`, a step of more tensors is none.
     """
     if upper.shape != lower.shape or upper._ctx is None:
         return None
@@ -416,6 +279,8 @@ def build_template(lower, upper, belongs, capture):
     classes, paths, wiring, shapes, outside = [], [None], [], [], []
     cursor = 0
     while cursor < len(slots):
+        if max_slots is not None and len(slots) > max_slots:
+            return None
         tensor = slots[cursor]
         node = tensor._ctx
         if not jacobians.has_rule(node) or tensor._hooks:
