@@ -237,7 +237,7 @@ def no_chain(rounds, log):
     of microseconds: the gate's own cost is what shows), interleaved rounds: the ratio of
     the minima, and the median (range) of auto's time over the walk's in the same round."""
     warnings = []
-    for width, batch in ((8, 4), (256, 64)):
+    for width, batch in ((64, 32), (128, 32)):
         samples = {"sequential": [], "auto": []}
         for _ in range(rounds):
             for scheduler, times in samples.items():

@@ -210,6 +210,21 @@ def test_auto_walks_a_shallow_graph_without_running_the_finder(monkeypatch):
     assert len(calls) == 1
 
 
+def test_auto_walks_a_chain_too_wide_to_pay_without_running_the_finder(monkeypatch):
+    from test_scan_formulations import FIXED_CALIBRATION
+
+    from tinygrad_ops.scheduler import auto, calibration
+
+    monkeypatch.setattr(calibration, "_CALIBRATION", dict(FIXED_CALIBRATION))
+    calls = []
+    monkeypatch.setattr(auto.ScanScheduler, "find", lambda self, graph: calls.append(graph) or {})
+    for size, looks in ((64, False), (4, True)):
+        loss, _ = rnn_model(steps=64, size=size, batch=2)(np, np.float64, 0)
+        loss.backward(scheduler=auto.AutoScheduler())
+        assert bool(calls) == looks, size
+        calls.clear()
+
+
 def test_auto_states_its_rule_in_the_plan():
     from tinygrad_ops.scheduler.auto import RULE
 

@@ -24,6 +24,7 @@ in a stacked `np.matmul`) and c_call (one numpy call).
 import math
 from typing import NamedTuple
 
+from . import jacobians
 from .calibration import calibrate, per_product
 from .scan_scheduler import ScanScheduler
 
@@ -199,26 +200,45 @@ an RNN cell's 4): a graph that shallow (an MLP's training step) is walked withou
 running the finder."""
 
 RULE = (
-    f"auto: graphs under {SHALLOW} ops deep are walked; each chain takes the cheapest of the "
-    f"walk and the scans by the cost model, a scan only under {SCAN_MARGIN}x the walk"
+    f"auto: a graph under {SHALLOW} ops deep, or whose tensors {SHALLOW} ops below the output "
+    "are too wide for any chain of them to pay, is walked, and else each chain takes the "
+    f"cheapest of the walk and the scans by the cost model (a scan only under {SCAN_MARGIN}x "
+    "the walk)"
 )
 
 
-def deeper_than(tensor, ops):
-    """Whether the graph below `tensor` is more than `ops` ops deep along the path that
-    follows, at every op, the input made last (down a chain: h_{t-1} @ U is made after
-    x_t @ W)."""
+def probe(tensor, ops):
+    """(the tensor `ops` ops below `tensor`, whether a dense Jacobian was met on the way)
+    along the path a chain takes, or None when the graph is not that deep. At every op
+    the path follows the input made last among those made from another op's output (down
+    an RNN whatever the operand order: h_{t-1} @ U, not x_t @ W of a leaf x_t), else
+    the input made last."""
+    dense = False
     for _ in range(ops):
-        newest = None
-        node = tensor._ctx
-        for operand, needs in zip(node.inputs, node.needs_input_grad):
-            made_by = operand._ctx if needs else None
-            if made_by is not None and (newest is None or made_by.sequence > newest.sequence):
-                newest = made_by
-                tensor = operand
-        if newest is None:
-            return False
-    return True
+        following = None
+        for index, (operand, needs) in enumerate(
+            zip(tensor._ctx.inputs, tensor._ctx.needs_input_grad)
+        ):
+            node = operand._ctx if needs else None
+            if node is None:
+                continue
+            leads_on = any(getattr(inner, "_ctx", None) is not None for inner in node.inputs)
+            rank = (leads_on, node.sequence)
+            if following is None or rank > following[0]:
+                following = (rank, operand, index)
+        if following is None:
+            return None
+        kind = jacobians.chain_kind(tensor._ctx, following[2], tensor.shape)
+        dense = dense or kind == "dense"
+        tensor = following[1]
+    return tensor, dense
+
+
+def pays_at(shape, dense, costs=None):
+    """Whether the cost model estimates some scan of a long chain (8,192 steps of 4 ops)
+    of tensors of `shape` cheaper than the walk: at hidden 64 no scan of a dense chain is."""
+    times = estimate(8192, 4, tuple(shape), "dense" if dense else "diagonal", costs)
+    return best_choice(times)[0] != "sequential"
 
 
 class AutoScheduler(ScanScheduler):
@@ -244,8 +264,15 @@ class AutoScheduler(ScanScheduler):
 
     def gate(self, graph):
         """(whether to run the finder on `graph`, why)."""
-        if any(root._ctx is not None and deeper_than(root, SHALLOW) for root in graph.roots):
-            return True, f"the graph is at least {SHALLOW} ops deep: looked for chains"
+        for root in graph.roots:
+            found = probe(root, SHALLOW) if root._ctx is not None else None
+            if found is None:
+                continue
+            below, dense = found
+            kind = "dense" if dense else "diagonal"
+            if pays_at(below.shape, dense):
+                return True, f"{kind} chains of tensors {below.shape} may pay: looked for chains"
+            return False, f"no {kind} chain of tensors {below.shape} pays: walked"
         return False, f"the graph is not {SHALLOW} ops deep: walked"
 
     def choose(self, segment):

@@ -7,7 +7,7 @@ from . import resolve_scheduler, scans
 from .auto import RULE, AutoScheduler, calibrate, estimate
 from .calibration import per_product
 from .declared import declared_at, declared_in, first_sequence, segment_of
-from .scan_scheduler import ScanScheduler, _Own, made_since, outside_inputs
+from .scan_scheduler import ScanScheduler, SegmentTensors, made_since, outside_inputs
 from .steps import CannotScan
 
 
@@ -140,48 +140,61 @@ def backward_plan(loss, scheduler=None, gradient=None):
     graph.send(loss, seed)
     name = getattr(chosen, "name", type(chosen).__name__)
     scanning = isinstance(chosen, ScanScheduler)
-    finder = chosen if scanning else ScanScheduler("blelloch")
-    is_auto = isinstance(chosen, AutoScheduler)
+    declared = declared_in([loss])
+    looks = scanning and declared  # a declared chain: each one decided at its top
     if not scanning:
         rules = ["not a scan scheduler: the walk (or the scheduler's own run)"]
-    elif is_auto:
+    elif isinstance(chosen, AutoScheduler):
         rules = [RULE]
+        if not declared:
+            looks, why = chosen.gate(graph)
+            rules.append(why)
     else:
         rules = [f"{chosen.name}: every chain is scanned"]
+        looks = True
     refusals = []
     segments = []
-    for segment in _segments(graph, loss, finder, refusals, rules if is_auto else []):
-        times = chosen.estimates_for(segment) if is_auto else _estimates(segment)
-        by = "what auto compares" if is_auto else "the cost model, for comparison"
-        method, block_size = chosen.choose(segment) if scanning else ("sequential", None)
-        if method != "sequential":
-            try:
-                bound = first_sequence(segment)
-                made_since(outside_inputs(segment, bound), bound, _Own(segment))
-            except CannotScan as reason:
-                refusals.append(f"a chain of {segment.length} steps is walked: {reason}")
-                method = "sequential"
+    min_steps = chosen.min_steps if scanning else ScanScheduler("blelloch").min_steps
+    for segment in _segments(graph, loss, declared, min_steps, refusals):
+        if looks:
+            method, block_size = chosen.choose(segment)
+            method = _walked_why(segment, method, refusals)
+        else:
+            method, block_size = "sequential", None  # the walk (or a user's scheduler)
+        if looks and isinstance(chosen, AutoScheduler):
+            times, by = chosen.estimates_for(segment), "what auto compares"
+        else:
+            times, by = _estimates(segment), "the cost model, for comparison"
         block_size = block_size if method == "blocked" else None
         segments.append(SegmentPlan(segment, method, block_size, times, by))
     return BackwardPlan(name, _count_tensors(loss), segments, "; ".join(rules + refusals))
 
 
-def _segments(graph, loss, scheduler, refusals, gate_words):
-    """The segments the scheduler's walk would reach: the declared chains (tg.scan) if
-    the graph has any, else those its finder finds (after auto's gate, whose words go to
-    `gate_words`). Declared chains that cannot be scanned add their reason to `refusals`."""
-    if not declared_in([loss]):
-        if gate_words:
-            looks, why = scheduler.gate(graph)
-            gate_words.append(why)
-            if not looks:
-                return []
-        found = scheduler.find(graph)
+def _walked_why(segment, method, refusals):
+    """`method`, or "sequential" (the reason added to `refusals`) where the walk's check
+    before the scan refuses the segment (`scan_scheduler.scan_at`)."""
+    if method == "sequential":
+        return method
+    try:
+        bound = first_sequence(segment)
+        made_since(outside_inputs(segment, bound), bound, SegmentTensors(segment))
+    except CannotScan as reason:
+        refusals.append(f"a chain of {segment.length} steps is walked: {reason}")
+        return "sequential"
+    return method
+
+
+def _segments(graph, loss, declared, min_steps, refusals):
+    """The segments a scan scheduler's walk would reach, newest first: the declared
+    chains (tg.scan) if the graph has any, else those the finder finds. Declared chains
+    that cannot be scanned add their reason to `refusals`."""
+    if not declared:
+        found = ScanScheduler("blelloch", min_steps=min_steps).find(graph)
         return sorted(found.values(), key=lambda segment: -segment.anchors[-1]._ctx.sequence)
     segments = []
     for top in _declared_tops(loss):
         try:
-            segments.append(segment_of(declared_at(top), top, None, scheduler.min_steps))
+            segments.append(segment_of(declared_at(top), top, None, min_steps))
         except CannotScan as reason:
             refusals.append(f"a tg.scan of {len(declared_at(top).below)} steps is walked: {reason}")
     return segments

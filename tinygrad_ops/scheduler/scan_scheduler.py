@@ -192,7 +192,9 @@ class SegmentRun:
         top = anchors[-1]
         seed = graph.pop_grad(top)
         seed = np.zeros(self.state_shape, dtype=self.dtype) if seed is None else np.asarray(seed)
-        pending = [graph.pop_grad(anchor) for anchor in anchors[:-1]]
+        pending = []
+        if graph.grads:  # (none pending anywhere: none at the anchors, no pass over them)
+            pending = [graph.pop_grad(anchor) for anchor in anchors[:-1]]
         injected = any(value is not None for value in pending)
         injections = self._injections(pending) if injected else None
         diagonal = self.segment.jacobian_kind == "diagonal"
@@ -367,7 +369,7 @@ def scan_at(graph, scheduler, segment, chains):
         raise CannotScan(f"{scheduler.name}: the walk is estimated cheaper")
     runner = SegmentRun(graph, segment)
     bound = first_sequence(segment)
-    own = _Own(segment)
+    own = SegmentTensors(segment)
     if segment.held is None:  # (a declared chain; the finder sets what its chains hold)
         waiting = made_since(outside_inputs(segment, bound), bound, own)
     else:
@@ -406,7 +408,7 @@ def _another_chain(chains, top, scheduler, bound, own):
     except CannotScan as reason:
         scheduler.refusals.append(str(reason))
         return set()
-    other_own = _Own(other)
+    other_own = SegmentTensors(other)
     if not other_own.ids.isdisjoint(own.ids):
         raise CannotScan("two chains share tensors")
     return other_own.ids | made_since(outside_inputs(other, bound), bound, own)
@@ -427,7 +429,7 @@ def outside_inputs(segment, bound):
     ]
 
 
-class _Own:
+class SegmentTensors:
     """The ids of a segment's tensors (its anchors, its steps' tensors), made on first use."""
 
     def __init__(self, segment):
