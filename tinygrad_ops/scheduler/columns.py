@@ -10,6 +10,8 @@ of passes, each a C loop over objects that are mostly out of the caches.
 import itertools
 from operator import attrgetter, eq, gt, is_, itemgetter, lt
 
+import numpy as np
+
 from ..tensor import Tensor
 from . import steps
 
@@ -91,15 +93,15 @@ def slot_columns(template, anchors):
     tensors = [anchors[:-1]]
     nodes = [list(map(_GET_CONTEXT, anchors[:-1]))]
     inputs = []
-    for slot, check in enumerate(template.checks):
+    for slot, (op_class, needs) in enumerate(zip(template.classes, template.needs)):
         if slot:
             parent, k = template.paths[slot]
             column = list(map(itemgetter(k), inputs[parent][:count]))
             tensors.append(column)
             nodes.append(_nodes_of(column))
-        count = _cut(list(map(type, nodes[slot])), check.op_class, count)
+        count = _cut(list(map(type, nodes[slot])), op_class, count)
         inputs.append(list(map(_GET_INPUTS, nodes[slot][:count])))
-        count = _cut(list(map(len, inputs[slot])), len(check.needs), count)
+        count = _cut(list(map(len, inputs[slot])), len(needs), count)
     return count, [column[:count] for column in tensors], [column[:count] for column in nodes]
 
 
@@ -119,10 +121,8 @@ def check_columns(template, anchors):
     good, tensors, nodes = slot_columns(template, anchors)
     good = _check_flags(template, tensors, nodes, good)
     lowers = anchors[1 : good + 1]
-    first = template.checks[0]
-    if good and (
-        lowers[good - 1].shape != first.shape or lowers[good - 1].data.dtype != first.dtype
-    ):
+    shape, dtype = template.shapes[0]
+    if good and (lowers[good - 1].shape != shape or lowers[good - 1].data.dtype != dtype):
         good -= 1  # x_0 of another shape or dtype: its step is walked instead
     if good == 0:
         return 0, tensors, nodes, []
@@ -136,16 +136,16 @@ def check_columns(template, anchors):
 def _check_flags(template, tensors, nodes, good):
     """needs_input_grad and no hooks; shape and dtype of slots with a constant input; the
     op options."""
-    for slot, check in enumerate(template.checks):
+    for slot, (shape, dtype) in enumerate(template.shapes):
         column = tensors[slot]
-        good = _cut(list(map(_GET_NEEDS, nodes[slot])), check.needs, good)
+        good = _cut(list(map(_GET_NEEDS, nodes[slot])), template.needs[slot], good)
         good = _cut(list(map(_GET_HOOKS, column)), None, good)
         if slot in template.const_slots:
             # A slot's shape and dtype follow from its inputs' (and its options): only a
             # constant input (x_t without grad, a Python number) can change them; x_0 is
             # checked by the caller, the other inputs are checked slots or the same weight.
-            good = _cut(list(map(_GET_SHAPE, column)), check.shape, good)
-            good = _cut(list(map(_GET_DTYPE, column)), check.dtype, good)
+            good = _cut(list(map(_GET_SHAPE, column)), shape, good)
+            good = _cut(list(map(_GET_DTYPE, column)), np.dtype(dtype), good)
         for name, value in template.options[slot]:
             missing = itertools.repeat(steps.MISSING)
             options = list(map(getattr, nodes[slot], itertools.repeat(name), missing))
@@ -192,8 +192,8 @@ def _outside_columns(template, nodes, lower_sequences, good, tensors):
     """The outside inputs' columns, each input made before x_{i-1} of its step; returns
     (count, tensors, nodes, outside) as `check_columns` does."""
     outside = []
-    for slot, check in enumerate(template.checks):
-        for k in check.outside_inputs:
+    for slot, codes in enumerate(template.wiring):
+        for k in [k for k, code in enumerate(codes) if code == "outside"]:
             if not good:
                 return 0, tensors, nodes, outside
             column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))

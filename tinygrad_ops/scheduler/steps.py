@@ -32,18 +32,6 @@ class CannotScan(ValueError):  # noqa: N818 (a reason, shown by backward_plan)
     """Why a chain is walked instead of scanned, in words for `backward_plan`."""
 
 
-class SlotCheck(NamedTuple):
-    """What every step's tensor in one slot must match (read by name, never by position)."""
-
-    op_class: type
-    needs: tuple  # the node's needs_input_grad
-    shape: tuple
-    dtype: np.dtype
-    prev_inputs: list  # input indices that read x_{i-1}
-    slot_inputs: list  # (input index, slot) pairs that read another slot
-    outside_inputs: list  # input indices that read a tensor from outside the step
-
-
 class Template:
     """The shape of one step: its slots (tensors) and how each op's inputs are wired.
 
@@ -83,7 +71,6 @@ class Template:
                     self.extra_prev.append((slot, k))
                 elif isinstance(code, tuple) and code[0] == "slot" and paths[code[1]] != (slot, k):
                     self.extra_slot_inputs.append((slot, k, code[1]))
-        self.checks = [self._check(slot) for slot in range(len(classes))]
 
     def _route(self):
         """The input indices that lead from x_i down to x_{i-1} (None: x_{i-1} unread)."""
@@ -96,23 +83,6 @@ class Template:
             route.append(k)
             slot = parent
         return route[::-1]
-
-    def _check(self, slot):
-        codes = self.wiring[slot]
-        shape, dtype = self.shapes[slot]
-        return SlotCheck(
-            op_class=self.classes[slot],
-            needs=self.needs[slot],
-            shape=shape,
-            dtype=np.dtype(dtype),
-            prev_inputs=[k for k, code in enumerate(codes) if code == "prev"],
-            slot_inputs=[
-                (k, code[1])
-                for k, code in enumerate(codes)
-                if isinstance(code, tuple) and code[0] == "slot"
-            ],
-            outside_inputs=[k for k, code in enumerate(codes) if code == "outside"],
-        )
 
     @property
     def jacobian_kind(self):
