@@ -111,27 +111,21 @@ _SIMPLE_OPTIONS = (int, float, complex, str, bool, bytes, type(None), np.dtype)
 MISSING = object()  # an option a node does not have
 
 
-def _simple(value):
-    """Numbers, names, dtypes, slices and `...` (an index), and tuples and lists of them: options
-    compared by value."""
-    if type(value) is tuple or type(value) is list:  # (Concatenate's bounds: a list)
-        return all(map(_simple, value))
-    if type(value) is slice:
-        return all(map(_simple, (value.start, value.stop, value.step)))
-    return type(value) in _SIMPLE_OPTIONS or value is Ellipsis
-
-
 def is_simple(value):
     """Whether an option is compared by value (`same_option`): numbers, names, dtypes,
-    slices, `...`, and tuples and lists of them."""
-    return _simple(value)
+    slices and `...` (an index), and tuples and lists of them."""
+    if type(value) is tuple or type(value) is list:  # (Concatenate's bounds: a list)
+        return all(map(is_simple, value))
+    if type(value) is slice:
+        return all(map(is_simple, (value.start, value.stop, value.step)))
+    return type(value) in _SIMPLE_OPTIONS or value is Ellipsis
 
 
 def same_option(value, expected):
     """Options equal by value for numbers, names and tuples of them, else the same object."""
     if value is expected:
         return True
-    return type(value) is type(expected) and _simple(value) and value == expected
+    return type(value) is type(expected) and is_simple(value) and value == expected
 
 
 class Step:
