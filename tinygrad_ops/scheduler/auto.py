@@ -1,9 +1,11 @@
 """`auto`: choose, per chain, between the sequential walk and the scans (docs/scan.md section 4).
 
-The rule, as `backward_plan` prints it (`RULE`): a graph less than `SHALLOW` ops deep is
-walked without a look for chains; otherwise every chain (declared by `tg.scan`, or found
-in a hand-written loop) takes the cheapest of the walk and the scans by the cost model,
-a scan only when its estimate is under `SCAN_MARGIN` of the walk's.
+The rule, as `backward_plan` prints it (`RULE`): a graph less than `SHALLOW` ops deep, or
+whose tensors that deep are too wide for any chain of them to pay, is walked without a
+look for chains; otherwise every chain (declared by `tg.scan`, or found in a hand-written
+loop) takes the cheapest of the walk and the scans by the cost model, a scan only when
+its estimate is under `SCAN_MARGIN` of the walk's; and the chains of a loop that `auto`
+meets again (a training loop's next step) take the faster way as timed (`ChainTimes`).
 
 The cost model, in seconds, for a segment of n steps of s ops each, whose chain tensor
 has R rows of d values:
@@ -22,10 +24,11 @@ in a stacked `np.matmul`) and c_call (one numpy call).
 """
 
 import math
+import time
 from typing import NamedTuple
 
 from . import jacobians
-from .calibration import calibrate, per_product
+from .calibration import SCAN_MARGIN, ChainTimes, calibrate, chains_key, per_product
 from .scan_scheduler import ScanScheduler
 
 CACHE_BYTES = 2**22  # Jacobians beyond this (per scan or per block) slow the products down
@@ -159,11 +162,6 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     return times
 
 
-SCAN_MARGIN = 0.95
-"""A scan is chosen only when its estimate beats the walk's by this factor (a slight
-preference for the walk: past the crossover a wrong scan loses more than a wrong walk)."""
-
-
 def analysis_cost(steps, ops_per_step, costs=None):
     """The part of a scan's estimate already spent once the chain has been found (the
     lean chain check): sunk when `auto` chooses, so left out of that comparison."""
@@ -203,7 +201,9 @@ RULE = (
     f"auto: a graph under {SHALLOW} ops deep, or whose tensors {SHALLOW} ops below the output "
     "are too wide for any chain of them to pay, is walked, and else each chain takes the "
     f"cheapest of the walk and the scans by the cost model (a scan only under {SCAN_MARGIN}x "
-    "the walk)"
+    "the walk), the chains of a loop met again the faster of scan and walk as timed "
+    f"({ChainTimes.TRIALS} backwards each way; a graph of a shape whose chains were so walked "
+    "is walked at once)"
 )
 
 
@@ -257,10 +257,33 @@ class AutoScheduler(ScanScheduler):
         super().__init__("blelloch")
         self.name = "auto"
         self.last_estimates = []
+        self.chain_times = ChainTimes()
+        self.clock = time.process_time  # (CPU time: what the other processes take is left out)
+        self.trial = None  # (chains key, "scan" or "walk", graph key) of the run's chains
+
+    def run(self, graph):
+        self.trial = None
+        start = self.clock()
+        super().run(graph)
+        if self.trial is not None:
+            key, how, graph_key = self.trial
+            self.chain_times.record(key, how, self.clock() - start, graph_key)
 
     def find(self, graph):
+        graph_key = self.chain_times.graph_key(graph)
+        if graph_key in self.chain_times.walked:  # its chains were timed: the walk is faster
+            return {}
         looks, _ = self.gate(graph)
-        return super().find(graph) if looks else {}
+        found = super().find(graph) if looks else {}
+        if found:
+            self.trial = (chains_key(found.values()), self.way(found.values()), graph_key)
+        return found
+
+    def way(self, segments):
+        """ "scan" or "walk" for the found chains `segments`: the faster of the two as
+        measured (`ChainTimes`), the cost model's choice until both are."""
+        scans = any(self._model_choice(segment)[0] != "sequential" for segment in segments)
+        return self.chain_times.way(chains_key(segments), "scan" if scans else "walk")
 
     def gate(self, graph):
         """(whether to run the finder on `graph`, why)."""
@@ -276,8 +299,18 @@ class AutoScheduler(ScanScheduler):
         return False, f"the graph is not {SHALLOW} ops deep: walked"
 
     def choose(self, segment):
-        method, block_size = best_choice(self.estimates_for(segment))
+        method, block_size = self._model_choice(segment)
+        way = None if self.trial is None else self.trial[1]
+        if way == "walk":
+            return "sequential", None
+        if way == "scan" and method == "sequential":  # (timed: the cheapest scan)
+            times = self.estimates_for(segment)
+            del times["sequential"]
+            method, block_size = best_choice({"sequential": math.inf, **times})
         return method, block_size or self.block_size
+
+    def _model_choice(self, segment):
+        return best_choice(self.estimates_for(segment))
 
     def estimates_for(self, segment):
         """The estimates `choose` compares for a segment: the chain is found (or declared)

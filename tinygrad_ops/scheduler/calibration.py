@@ -5,6 +5,7 @@ walk), c_analysis and c_batch (the scan scheduler's finder and its batching, per
 node), c_chain (what a scan costs once per chain), t_mm(d) and t_mv(d) (one d x d product
 in a stacked `np.matmul`) and c_call (one numpy call). The per-node and per-chain parts
 come from timing two chain lengths. The model that reads them is in `auto.py`.
+`ChainTimes` keeps what `auto` timed on the chains of hand-written loops.
 """
 
 import gc
@@ -18,6 +19,9 @@ from ..mode import STATE, enable_grad
 from .scan_scheduler import ScanScheduler
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+SCAN_MARGIN = 0.95
+"""A scan is chosen only when its time (estimated or measured) beats the walk's by this
+factor: past the crossover a wrong scan loses more than a wrong walk."""
 _CALIBRATION = {}
 
 
@@ -180,6 +184,86 @@ def _numpy_costs(costs):
             matrix_product[size],
         )
     costs["t_mm_large"] = large
+
+
+class ChainTimes:
+    """What `auto` measured on the chains it met in hand-written loops: per key (the op
+    classes, length, shape and dtype of each chain: what decides a backward's cost), the
+    CPU times of the whole backward scanned and walked. The cost model, calibrated on one
+    small RNN, misjudges some chains (BPPSA's, hidden 20 in 16 rows, 100 steps: a scan
+    estimated at 0.6x the walk took 1.5x its time); a training loop meets the same chains
+    every step, so `auto` times the first backwards of a chain each way, `TRIALS` times
+    (a first run pays for fresh memory), the model's way first, and then takes the
+    faster. Where that is the walk, the graph's shape (`graph_key`) is remembered, and
+    the next backward of that shape is walked without looking for its chains (the look
+    cost a fifth of BPPSA's 100-step walk). `KEPT` keys at most, the oldest forgotten."""
+
+    TRIALS = 2
+    KEPT = 64
+
+    def __init__(self):
+        self.times = {}  # chains key -> {"scan": [seconds, ...], "walk": [...]}
+        self.walked = {}  # graph key -> chains key, of chains settled on the walk
+        self.newest = None  # the creation number of the output of the latest backward
+
+    def way(self, key, model_way):
+        """ "scan" or "walk" for the next backward of these chains."""
+        times = self.times.get(key, {})
+        other = "walk" if model_way == "scan" else "scan"
+        for how in (model_way, other):
+            if len(times.get(how, ())) < self.TRIALS:
+                return how
+        return "scan" if min(times["scan"]) < SCAN_MARGIN * min(times["walk"]) else "walk"
+
+    def record(self, key, how, seconds, graph_key=None):
+        """Keep a backward's time; remember `graph_key` if these chains settle on the walk."""
+        times = _newest(self.times, key, {})
+        times.setdefault(how, []).append(seconds)
+        settled = all(len(times.get(way, ())) >= self.TRIALS for way in ("scan", "walk"))
+        if graph_key is not None and settled and self.way(key, how) == "walk":
+            _newest(self.walked, graph_key, key)
+        for table in (self.times, self.walked):
+            while len(table) > self.KEPT:
+                del table[next(iter(table))]
+
+    def measured(self, key):
+        """{"scan": best seconds, "walk": ...} of what was timed on these chains."""
+        return {how: min(seconds) for how, seconds in self.times.get(key, {}).items()}
+
+    def graph_key(self, graph):
+        """The shape of `graph`, read without walking it: the class of the op that made its
+        output, the output's shape, and how many ops were recorded since the previous
+        backward that asked (a training step's forward: the same count every step); None
+        for several outputs or `tg.grad` inputs. A shape mistaken for another costs only
+        speed: the gradients are the walk's either way."""
+        if len(graph.roots) != 1 or graph.wanted is not None or graph.roots[0]._ctx is None:
+            return None
+        node = graph.roots[0]._ctx
+        newest, self.newest = self.newest, node.sequence
+        return (
+            None if newest is None else (type(node), graph.roots[0].shape, node.sequence - newest)
+        )
+
+
+def _newest(table, key, default):
+    """table[key] (default if absent), moved to the end: the newest, forgotten last."""
+    value = table.pop(key, default)
+    table[key] = value
+    return value
+
+
+def chains_key(segments):
+    """What decides the cost of a backward among its chains: per segment the op classes of
+    its step, its length, the chain tensor's shape and dtype."""
+    return tuple(
+        (
+            tuple(segment.template.classes),
+            segment.length,
+            tuple(segment.state_shape),
+            segment.anchors[-1].data.dtype.str,
+        )
+        for segment in segments
+    )
 
 
 def per_product(table, size):

@@ -5,7 +5,7 @@ import numpy as np
 from ..autograd.graph import BackwardGraph
 from . import resolve_scheduler, scans
 from .auto import RULE, AutoScheduler, calibrate, estimate
-from .calibration import per_product
+from .calibration import chains_key, per_product
 from .declared import declared_at, declared_in, first_sequence, segment_of
 from .scan_scheduler import ScanScheduler, SegmentTensors, made_since, outside_inputs
 from .steps import CannotScan
@@ -153,21 +153,40 @@ def backward_plan(loss, scheduler=None, gradient=None):
         rules = [f"{chosen.name}: every chain is scanned"]
         looks = True
     refusals = []
-    segments = []
     min_steps = chosen.min_steps if scanning else ScanScheduler("blelloch").min_steps
-    for segment in _segments(graph, loss, declared, min_steps, refusals):
-        if looks:
-            method, block_size = chosen.choose(segment)
-            method = _walked_why(segment, method, refusals)
-        else:
-            method, block_size = "sequential", None  # the walk (or a user's scheduler)
-        if looks and isinstance(chosen, AutoScheduler):
-            times, by = chosen.estimates_for(segment), "what auto compares"
-        else:
-            times, by = _estimates(segment), "the cost model, for comparison"
-        block_size = block_size if method == "blocked" else None
-        segments.append(SegmentPlan(segment, method, block_size, times, by))
+    found = _segments(graph, loss, declared, min_steps, refusals)
+    timed = isinstance(chosen, AutoScheduler) and looks and not declared and found
+    if timed:  # what `auto` timed on these chains decides, as in its run
+        chosen.trial = (chains_key(found), chosen.way(found), None)
+        measured = chosen.chain_times.measured(chosen.trial[0])
+        if measured:
+            figures = ", ".join(
+                f"{how} {seconds * 1e3:.2f} ms" for how, seconds in measured.items()
+            )
+            rules.append(
+                f"timed on these chains before: {figures}; this backward: {chosen.trial[1]}"
+            )
+    try:
+        segments = [_segment_plan(segment, chosen, looks, refusals) for segment in found]
+    finally:
+        if timed:
+            chosen.trial = None
     return BackwardPlan(name, _count_tensors(loss), segments, "; ".join(rules + refusals))
+
+
+def _segment_plan(segment, chosen, looks, refusals):
+    """The SegmentPlan of the scheduler's choice for `segment` (the walk unless `looks`)."""
+    if looks:
+        method, block_size = chosen.choose(segment)
+        method = _walked_why(segment, method, refusals)
+    else:
+        method, block_size = "sequential", None  # the walk (or a user's scheduler)
+    if looks and isinstance(chosen, AutoScheduler):
+        times, by = chosen.estimates_for(segment), "what auto compares"
+    else:
+        times, by = _estimates(segment), "the cost model, for comparison"
+    block_size = block_size if method == "blocked" else None
+    return SegmentPlan(segment, method, block_size, times, by)
 
 
 def _walked_why(segment, method, refusals):
