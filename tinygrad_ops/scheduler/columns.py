@@ -16,22 +16,6 @@ from ..tensor import Tensor
 from . import steps
 
 
-def made_after(lower, *excluded):
-    """`belongs` for `steps.build_template`: a step's tensors are the inputs made after its
-    lower anchor x_{i-1}, but those in one of the `excluded` sets of ids (another chain's,
-    loops.py)."""
-    bound = -1 if lower._ctx is None else lower._ctx.sequence
-
-    def belongs(operand):
-        node = operand._ctx
-        if node is None or node.sequence <= bound:
-            return "outside"
-        key = id(operand)
-        return "outside" if any(key in ids for ids in excluded) else "slot"
-
-    return belongs
-
-
 def walk_route(route, top, limit=None):
     """x_n, x_{n-1}, ...: the anchors below the top step (at most `limit` of them), each
     reached from the one above by the template's route of input indices, while creation

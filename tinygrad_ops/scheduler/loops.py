@@ -26,7 +26,7 @@ top no chain: a graph without a chain (an MLP) costs a few lookups near its outp
 import heapq
 
 from ..tensor import Tensor
-from .columns import check_columns, made_after, segment_from, walk_route
+from .columns import check_columns, segment_from, walk_route
 from .steps import MAX_PERIOD, CannotScan, build_template
 
 LOOK = MAX_PERIOD
@@ -201,8 +201,7 @@ def _top_step(lower, upper, taken, capture):
     beside the chain taken out of it (`_carried`); None if it is no chain step."""
     excluded = set()
     while True:
-        belongs = made_after(lower, taken, excluded)
-        built = build_template(lower, upper, belongs, capture, MAX_SLOTS)
+        built = build_template(lower, upper, capture, (taken, excluded), MAX_SLOTS)
         if built is None:
             return None
         carried = _carried(*built)

@@ -225,19 +225,21 @@ def shared_or_per_step(template, columns, count):
     return per_step
 
 
-def build_template(lower, upper, belongs, capture, max_slots=None):
+def build_template(lower, upper, capture, excluded=(), max_slots=None):
     """The (Template, Step) of the step from `lower` (x_{i-1}) to `upper` (x_i), or None if
     the step breaks a rule.
 
-    `belongs(operand)` says whether an input that is not x_{i-1} nor a slot yet belongs to
-    the step ("slot"), comes from outside it ("outside") or is not in the graph ("const").
-    The slots are found breadth first from x_i; every slot's op must have a Jacobian
-    rule and no hooks (nor be a tg.grad input, in `capture`); every op on a path from
-    x_{i-1} to x_i must be row-wise through that input (`jacobians.chain_kind` says);
-    with `max_slots`, a step of more tensors is none.
+    The step's tensors (its slots) are found breadth first from x_i: an input made after
+    x_{i-1} and in none of the `excluded` sets of ids (another chain's tensors, loops.py)
+    is a slot; x_{i-1} is "prev", another tensor that needs a gradient "outside", anything
+    else "const". Every slot's op must have a Jacobian rule and no hooks (nor be a tg.grad
+    input, in `capture`); every op on a path from x_{i-1} to x_i must be row-wise through
+    that input (`jacobians.chain_kind` says); with `max_slots`, a step of more tensors is
+    none.
     """
     if upper.shape != lower.shape or upper._ctx is None:
         return None
+    bound = -1 if lower._ctx is None else lower._ctx.sequence
     slots = [upper]
     slot_of = {id(upper): 0}
     classes, paths, wiring, shapes, outside = [], [None], [], [], []
@@ -255,16 +257,17 @@ def build_template(lower, upper, belongs, capture, max_slots=None):
         shapes.append((tensor.data.shape, tensor.data.dtype.str))
         codes = []
         for k, (operand, needs) in enumerate(zip(node.inputs, node.needs_input_grad)):
-            where = "const" if not needs or not isinstance(operand, Tensor) else None
-            if where is None and operand is not lower and id(operand) not in slot_of:
-                where = belongs(operand)
-            if where == "const":
+            if not needs or not isinstance(operand, Tensor):
                 codes.append("const")
             elif operand is lower:
                 codes.append("prev")
             elif id(operand) in slot_of:
                 codes.append(("slot", slot_of[id(operand)]))
-            elif where == "slot":
+            elif (
+                operand._ctx is not None
+                and operand._ctx.sequence > bound
+                and not any(id(operand) in ids for ids in excluded)
+            ):
                 codes.append(("slot", len(slots)))
                 slot_of[id(operand)] = len(slots)
                 slots.append(operand)
