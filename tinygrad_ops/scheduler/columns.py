@@ -7,7 +7,7 @@ the first step that differs ends the chain there: on a long chain the cost is th
 of passes, each a C loop over objects that are mostly out of the caches.
 """
 
-import itertools
+from itertools import repeat
 from operator import attrgetter, eq, gt, is_, itemgetter, lt
 
 import numpy as np
@@ -61,14 +61,6 @@ _GET_SHAPE = attrgetter("_data.shape")
 _GET_DTYPE = attrgetter("_data.dtype")
 
 
-def _nodes_of(operands):
-    """The node of every operand (None for a leaf or a value that is not a tensor)."""
-    try:
-        return list(map(_GET_CONTEXT, operands))  # all tensors (a slot's column): faster
-    except AttributeError:  # a number or an array among them
-        return list(map(getattr, operands, itertools.repeat("_ctx"), itertools.repeat(None)))
-
-
 def slot_columns(template, anchors):
     """The slot columns below the top, top-down: (count, tensors, nodes), `count` the
     number of steps from the top whose every slot is made by the template's op class
@@ -82,7 +74,7 @@ def slot_columns(template, anchors):
             parent, k = template.paths[slot]
             column = list(map(itemgetter(k), inputs[parent][:count]))
             tensors.append(column)
-            nodes.append(_nodes_of(column))
+            nodes.append(list(map(getattr, column, repeat("_ctx"), repeat(None))))
         count = _cut(list(map(type, nodes[slot])), op_class, count)
         inputs.append(list(map(_GET_INPUTS, nodes[slot][:count])))
         count = _cut(list(map(len, inputs[slot])), len(needs), count)
@@ -131,10 +123,10 @@ def _check_flags(template, tensors, nodes, good):
             good = _cut(list(map(_GET_SHAPE, column)), shape, good)
             good = _cut(list(map(_GET_DTYPE, column)), np.dtype(dtype), good)
         for name, value in template.options[slot]:
-            missing = itertools.repeat(steps.MISSING)
-            options = list(map(getattr, nodes[slot], itertools.repeat(name), missing))
+            missing = repeat(steps.MISSING)
+            options = list(map(getattr, nodes[slot], repeat(name), missing))
             if not _all_same(options, value):
-                same = list(map(steps.same_option, options, itertools.repeat(value)))
+                same = list(map(steps.same_option, options, repeat(value)))
                 good = _cut(same, True, good)
     return good
 
@@ -144,12 +136,12 @@ def _all_same(options, value):
     same object in every step (a name, a small number), or equal and of its type (a
     slice's index tuple, made afresh by every step's GetItem); False when unsure (then
     they are compared one by one)."""
-    if all(map(is_, options, itertools.repeat(value))):
+    if all(map(is_, options, repeat(value))):
         return True
     if not steps.is_simple(value) or list(map(type, options)).count(type(value)) != len(options):
         return False
     try:
-        return all(map(eq, options, itertools.repeat(value)))
+        return all(map(eq, options, repeat(value)))
     except (TypeError, ValueError):  # an array among an index's items: one by one
         return False
 
@@ -183,7 +175,7 @@ def _outside_columns(template, nodes, lower_sequences, good, tensors):
             column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
             outside.append((slot, k, column))
             first = column[0]
-            if all(map(is_, column, itertools.repeat(first))):
+            if all(map(is_, column, repeat(first))):
                 made = getattr(first, "_ctx", None)
                 if made is not None:
                     # Made before x_{i-1} for every step: x_{i-1} of the lowest step decides.
@@ -193,7 +185,8 @@ def _outside_columns(template, nodes, lower_sequences, good, tensors):
             # A per-step input made before the op that reads it (after x_{i-1} for the
             # lower layer's state of a stacked loop: loops.py proves that it does not
             # depend on the chain).
-            made = [-1 if node is None else node.sequence for node in _nodes_of(column)]
+            made = [getattr(operand, "_ctx", None) for operand in column]
+            made = [-1 if node is None else node.sequence for node in made]
             readers = [node.sequence for node in nodes[slot][:good]]
             good = _cut(list(map(lt, made, readers)), True, good)
     return good, tensors, nodes, outside
