@@ -59,7 +59,16 @@ class Template:
         self.parents = [None] + [parent for parent, _ in paths[1:]]
         parent_slots = set(self.parents[1:])
         self.tree_leaves = [slot for slot in range(len(classes)) if slot not in parent_slots]
-        self.route = self._route()
+        self.route = None  # the input indices that lead from x_i down to x_{i-1}
+        if self.prev_path is not None:
+            slot, k = self.prev_path
+            self.route = [k]
+            while slot:
+                slot, k = paths[slot]
+                self.route.append(k)
+            self.route.reverse()
+        # "diagonal" when every op on the paths from x_{i-1} to x_i is elementwise
+        self.jacobian_kind = "dense" if "dense" in kinds else "diagonal"
         self.const_slots = {slot for slot, codes in enumerate(wiring) if "const" in codes}
         # The reads that the paths do not already prove (checked by identity): x_{i-1}
         # read a second time, a slot read by two ops.
@@ -71,23 +80,6 @@ class Template:
                     self.extra_prev.append((slot, k))
                 elif isinstance(code, tuple) and code[0] == "slot" and paths[code[1]] != (slot, k):
                     self.extra_slot_inputs.append((slot, k, code[1]))
-
-    def _route(self):
-        """The input indices that lead from x_i down to x_{i-1} (None: x_{i-1} unread)."""
-        if self.prev_path is None:
-            return None
-        route = [self.prev_path[1]]
-        slot = self.prev_path[0]
-        while slot:
-            parent, k = self.paths[slot]
-            route.append(k)
-            slot = parent
-        return route[::-1]
-
-    @property
-    def jacobian_kind(self):
-        """'diagonal' when every op on the path from x_{i-1} to x_i is, else 'dense'."""
-        return "dense" if "dense" in self.kinds else "diagonal"
 
 
 def op_attributes(op_class):
@@ -158,40 +150,20 @@ class Segment:
     analysis (the chains, their steps, the per-step values and the Jacobian kind).
     """
 
-    def __init__(self, template, anchors, columns, outside, nodes=None):
+    def __init__(self, template, anchors, columns, outside, nodes):
         self.template = template
         self.anchors = anchors
         self.columns = columns
         self.outside = [OutsideColumn(*column) for column in outside]
-        self._nodes = nodes
+        self.nodes = nodes  # per slot, the node of every step (chain order)
+        self.length = len(anchors) - 1
+        self.state_shape = anchors[-1].shape
+        self.jacobian_kind = template.jacobian_kind  # "diagonal" when every op on it is
+        self.ops_per_step = len(template.classes)
         # The ids of tensors made since the first step that the walk leaves pending until
         # the scan: those its per-step inputs are made from (set by loops.py; None: not
         # known, the walk finds them).
         self.held = None
-
-    @property
-    def nodes(self):
-        """Per slot, the node of every step (chain order)."""
-        if self._nodes is None:
-            self._nodes = [[tensor._ctx for tensor in column] for column in self.columns]
-        return self._nodes
-
-    @property
-    def length(self):
-        return len(self.anchors) - 1
-
-    @property
-    def state_shape(self):
-        return self.anchors[-1].shape
-
-    @property
-    def jacobian_kind(self):
-        """'diagonal' when every op on the path is elementwise, else 'dense'."""
-        return self.template.jacobian_kind
-
-    @property
-    def ops_per_step(self):
-        return len(self.template.classes)
 
     def describe(self):
         classes = self.template.classes
