@@ -120,16 +120,14 @@ def same_option(value, expected):
     return type(value) is type(expected) and is_simple(value) and value == expected
 
 
-class Step:
-    """One step of a segment: its slot tensors and its per-step outside inputs."""
+class Step(NamedTuple):
+    """One step, as `build_template` met it: its anchors, its slot tensors and its inputs
+    from outside it."""
 
-    __slots__ = ("lower", "upper", "slots", "outside")
-
-    def __init__(self, lower, upper, slots, outside):
-        self.lower = lower
-        self.upper = upper
-        self.slots = slots
-        self.outside = outside  # list of (slot, input index, tensor) for "outside" wiring
+    lower: object  # x_{i-1}
+    upper: object  # x_i
+    slots: list
+    outside: list  # (slot, input index, tensor) for each "outside" wiring
 
 
 class OutsideColumn(NamedTuple):
@@ -176,23 +174,19 @@ def shared_or_per_step(template, columns, count):
     tensor in every step: a weight) and per-step ones; rewrite the template's wiring to
     ("shared", tensor) and "step", and return the per-step ones (None when they cannot be
     stacked)."""
-    shared = []
+    wiring = [list(codes) for codes in template.wiring]
     per_step = []
     for slot, k, operands in columns:
         operands = operands[:count]
         first = operands[0]
         if all(map(is_, operands, itertools.repeat(first))):
-            shared.append((slot, k, first))
+            wiring[slot][k] = ("shared", first)
             continue
         shapes = list(map(_GET_SHAPE, operands))
         if shapes.count(shapes[0]) != len(shapes):
             return None  # per-step inputs of different shapes cannot be stacked
-        per_step.append((slot, k, operands))
-    wiring = [list(codes) for codes in template.wiring]
-    for slot, k, operand in shared:
-        wiring[slot][k] = ("shared", operand)
-    for slot, k, _ in per_step:
         wiring[slot][k] = "step"
+        per_step.append((slot, k, operands))
     template.wiring = wiring
     return per_step
 
