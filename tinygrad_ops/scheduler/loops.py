@@ -1,4 +1,4 @@
-"""The chains of hand-written loops: found on the tape (docs/scan.md, "How a chain is found").
+"""The chains of hand-written loops, found on the tape (docs/scan.md, "How a chain is scanned").
 
 A Python loop `for x in xs: h = (x @ W + h @ U + b).tanh()` leaves on the tape a path of
 *anchors* h_0 -> h_1 -> ... -> h_n, every step made of the same ops (`tg.scan` declares
@@ -7,20 +7,23 @@ first as the engine's walk goes, and asks of each tensor T whether it is the top
 of such a chain:
 
 1. `_candidates`: below T, within one step's reach (`MAX_PERIOD` ops), a tensor made by
-   the same op class, of T's shape and dtype, may be the anchor below it (newest first);
+   the same op class, of T's shape and dtype, may be the anchor below it (the nearest
+   first);
 2. `_top_step`: the ops from that anchor up to T are the step's template
    (`steps.build_template`); a state carried beside the chain (the lower layer of a
    stacked loop, the RNN under a running sum of losses) is taken out of the step and
    read as a per-step input instead; a step that reads the chain through such an input
    is no chain step (an LSTM's two states);
-3. the template's route of input indices walks down the chain (`columns.walk_route`) and
-   `columns.segment_from` checks every step against the template, one column (a slot
-   over all the steps) at a time: the first step that differs ends the chain.
+3. `_chain_at`: the template's route of input indices walks down the chain
+   (`columns.walk_route`) and `columns.segment_from` checks every step against the
+   template, one column (a slot over all the steps) at a time: the first step that
+   differs ends the chain.
 
 A chain found, its tensors are never part of a later chain's steps, and the walk goes on
 below it from its x_0 and its inputs from outside (the lower layer's states of a stacked
 loop are the upper layer's per-step inputs). The walk gives up after `LOOK` tensors that
-top no chain: a graph without a chain (an MLP) costs a few lookups near its output.
+top no chain: a graph without a chain (an MLP) costs a few lookups near its output. Last,
+`_hold` gives each chain the tensors the walk must leave pending until its scan.
 """
 
 import heapq
