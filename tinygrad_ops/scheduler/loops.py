@@ -165,6 +165,8 @@ def _chain_at(top, taken, capture, min_steps):
 def _first_among(tensors, taken, capture):
     """The index of the first of `tensors` in a found chain (`taken`) or a tg.grad input
     (`capture`), else len(tensors): in C passes, over thousands of steps."""
+    if not taken and capture is None:
+        return len(tensors)  # (the first chain of a backward)
     found = list(map(taken.__contains__, map(id, tensors)))
     if capture is not None:
         found = list(map(bool.__or__, found, map(capture.__contains__, map(id, tensors))))
