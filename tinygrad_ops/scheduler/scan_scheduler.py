@@ -377,8 +377,12 @@ def scan_at(graph, scheduler, segment, chains):
                 continue
             tensor = graph.tensors[key]
             if key not in waiting and chains.top(key, tensor):
+                kept.append(entry)  # (put back if this scan is refused)
                 own = segment_ids(segment) if own is None else own
                 waiting |= _another_chain(chains, tensor, scheduler, bound, own)
+                if key in waiting:
+                    continue
+                kept.pop()
             if key in waiting:
                 kept.append(entry)
                 continue
