@@ -99,6 +99,53 @@ def jax_step(w, u, xs):
     return lambda: [value.block_until_ready() for value in grad(weights, inputs)]
 
 
+def module_problem(steps, seed=0):
+    """nn.RNN(3, 8) in float64 (PyTorch's init, seeded) and its inputs (steps, 4, 3)."""
+    tg.manual_seed(seed)
+    rnn = tg.nn.RNN(FEATURES, HIDDEN, dtype=np.float64)
+    return rnn, np.random.default_rng(seed).standard_normal((steps, BATCH, FEATURES))
+
+
+def module_step(rnn, scheduler, compiled, backward=True):
+    """nn.RNN's training step, loss = sum(h_T²): `run(inputs)` clears the gradients first."""
+
+    def step(inputs):
+        _, last = rnn(inputs)
+        loss = (last * last).sum()
+        if backward:
+            loss.backward(scheduler=scheduler)
+        return loss
+
+    function = tg.compile(step) if compiled else step
+
+    def run(inputs):
+        rnn.zero_grad()
+        return function(inputs)
+
+    return run
+
+
+def jax_module_step(rnn, xs):
+    """nn.RNN's step under jax.jit with lax.scan: the cell as PyTorch writes it,
+    tanh(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh), the gradients of the four parameters."""
+    names = ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"]
+
+    def loss_of(weights, inputs):
+        weight_ih, weight_hh, bias_ih, bias_hh = weights
+
+        def cell(state, x):
+            state = jnp.tanh(x @ weight_ih.T + bias_ih + state @ weight_hh.T + bias_hh)
+            return state, None
+
+        last, _ = jax.lax.scan(cell, jnp.zeros((BATCH, HIDDEN)), inputs)
+        return jnp.sum(last * last)
+
+    grad = jax.jit(jax.grad(loss_of))
+    weights = tuple(jnp.asarray(getattr(rnn, name).numpy()) for name in names)
+    inputs = jnp.asarray(xs)
+    return lambda: [value.block_until_ready() for value in grad(weights, inputs)]
+
+
 def time_rounds(steps, rounds):
     """Time each step `rounds` times, interleaved (the order rotating). `steps` maps a
     name to (the whole step, its forward alone or None); each round times the forward
@@ -156,8 +203,17 @@ def main(argv=None):
             lambda f=compiled: f(inputs),
             functions["compiled forward"][0],
         )
+    rnn, module_xs = module_problem(steps)
+    module_inputs = tg.Tensor(module_xs)
+    module_forward = module_step(rnn, None, False, False)
+    functions["eager nn.RNN forward"] = (lambda: module_forward(module_inputs), None)
+    for scheduler in ("sequential", "blelloch"):
+        compiled = module_step(rnn, scheduler, True)
+        functions[f"compiled nn.RNN {scheduler}"] = (lambda f=compiled: f(module_inputs), None)
     if jax is not None:
+        jax.config.update("jax_platforms", "cpu")
         functions["jax.jit lax.scan"] = (jax_step(w, u, xs), None)
+        functions["jax nn.RNN's cell"] = (jax_module_step(rnn, module_xs), None)
     timings = time_rounds(functions, args.rounds)
     print(f"tanh RNN, hidden {HIDDEN}, batch {BATCH}, {steps} steps, float64, {args.rounds} rounds")
     print("ms per step: the whole step's median (minimum); the backward's median (whole -")
@@ -183,6 +239,9 @@ def report(timings):
     if "jax.jit lax.scan" in timings:
         ratio = whole[best] / whole["jax.jit lax.scan"]
         print(f"  whole step {ratio:.2f}x jax.jit lax.scan (medians)")
+        module = min(("compiled nn.RNN sequential", "compiled nn.RNN blelloch"), key=whole.get)
+        ratio = whole[module] / whole["jax nn.RNN's cell"]
+        print(f"nn.RNN: {module}, whole step {ratio:.2f}x jax.jit lax.scan of its cell")
 
 
 if __name__ == "__main__":

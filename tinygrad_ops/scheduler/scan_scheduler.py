@@ -27,6 +27,7 @@ import numpy as np
 
 from ..autograd.graph import ScannedSegment, unbroadcast
 from ..mode import STATE
+from ..ops.unbind import source_gradient
 from . import jacobians, scans
 from .batched import BatchedSlot, ReleaseAll
 from .below import next_chain_below, pending_tensors
@@ -53,7 +54,11 @@ def _send_rows(graph, operands, rows):
     """Send row i of the stack `rows` to `operands[i]` (in its dtype): a per-step input
     that needs a gradient (the lower layer's states, read by the upper layer's steps),
     thousands of them, so the sends are one `map` and the rows are cast only if a
-    dtype differs."""
+    dtype differs. The rows of one tensor (a `tg.scan`'s inputs) get one send to it."""
+    whole = source_gradient(operands, rows)
+    if whole is not None:
+        graph.send(*whole)
+        return
     dtypes = list(map(_GET_DTYPE, operands))
     if dtypes.count(rows.dtype) != len(dtypes):
         rows = list(map(np.ndarray.astype, rows, dtypes))
