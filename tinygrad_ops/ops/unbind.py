@@ -42,15 +42,15 @@ class Unbind(Op):
     def backward(self, grad_output):
         count = int(grad_output)  # the rows that handed in a gradient in this pass
         pieces, self.pieces = self.pieces[len(self.pieces) - count :], []
-        grads = [None] * self.length
-        for index, grad in pieces:
-            grads[index] = grad
-        for index, grad in enumerate(grads):
-            if grad is None:
-                grads[index] = np.zeros(self.row_shape, dtype=self.row_dtype)
         if self.graph_mode:  # Tensors (create_graph): the stack is recorded
+            grads = [np.zeros(self.row_shape, dtype=self.row_dtype)] * self.length
+            for index, grad in pieces:
+                grads[index] = grad
             return (Stack.apply(*grads),)
-        return (np.stack(grads),)
+        grad = np.zeros((self.length, *self.row_shape), dtype=self.row_dtype)
+        for index, piece in pieces:
+            grad[index] = piece
+        return (grad,)
 
 
 class Row(Op):
@@ -63,6 +63,11 @@ class Row(Op):
     def forward(self, a, token, index, hub):
         self.index = index
         self.hub = hub
+        return self.compute(a, token, index, hub)
+
+    def compute(self, a, token, index, hub):
+        """a[index] (what a compiled program replays: the capture's node keeps `index`
+        and `hub`, the same at every call)."""
         return a[index]
 
     def backward(self, grad_output):
