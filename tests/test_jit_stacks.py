@@ -205,6 +205,8 @@ def test_nn_rnn_with_a_loss_on_every_state(batch_first):
     )
     assert same
     assert isinstance(scans_of(function)[0], StackedScanKernel)
+    # The output (a Stack of every state) is a copy of the rows of the chain's stack.
+    assert "Stack.forward of the rows %" in str(function.program)
 
 
 def test_a_two_layer_rnn_under_adam():
