@@ -94,20 +94,25 @@ def rows(a):
 
 
 def source_gradient(operands, grads):
-    """(a, its gradient) when the tensors `operands` are the rows start, start + 1, ... of
-    one `rows(a)` and `grads` their gradients stacked (a scan's gradients of its steps'
-    inputs): the stack goes to a in one send, zeros in the rows not among them, where T
-    sends would go through T rows to the hub. None for other operands."""
+    """(a, its gradient) when the tensors `operands` are consecutive rows of one `rows(a)`,
+    in order or in reverse (the steps' inputs of a `tg.scan`, of one with reverse=True),
+    and `grads` their gradients stacked: the stack goes to a in one send, zeros in the
+    rows not among them, where T sends would go through T rows to the hub. None for other
+    operands."""
     first = operands[0]._ctx
     if type(first) is not Row or first.hub is None:
         return None
     hub, start = first.hub, first.index
+    second = operands[1]._ctx if len(operands) > 1 else None
+    step = -1 if type(second) is Row and second.index == start - 1 else 1
     for offset, operand in enumerate(operands):
         node = operand._ctx
-        if type(node) is not Row or node.hub is not hub or node.index != start + offset:
+        if type(node) is not Row or node.hub is not hub or node.index != start + step * offset:
             return None
     source = first.inputs[0]
     grads = np.asarray(grads, dtype=source.dtype)
+    if step < 0:
+        start, grads = start - len(operands) + 1, grads[::-1]
     if len(operands) == hub.length:
         return source, grads
     whole = np.zeros((hub.length,) + grads.shape[1:], dtype=grads.dtype)
