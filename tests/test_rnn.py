@@ -9,7 +9,7 @@ from helpers import SpyScheduler, assert_parameter_grads_match
 
 import tinygrad_ops as tg
 from tinygrad_ops import nn
-from tinygrad_ops.ops import Linear
+from tinygrad_ops.ops import Linear, MatMul
 from tinygrad_ops.scheduler import ScanScheduler
 
 torch.set_num_threads(1)
@@ -116,21 +116,21 @@ def test_each_layer_projects_its_input_once():
     # One Linear over the whole sequence per layer; the steps hold only h W_hhᵀ (T of them).
     ours, _ = pair(2)
     output, _ = ours(tg.Tensor(np.random.default_rng(4).standard_normal((12, 2, 3))))
-    linears = []
+    products = []
     stack = [output]
     seen = set()
     while stack:
-        tensor = stack.pop()
-        node = tensor._ctx
+        node = stack.pop()._ctx
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
-        if isinstance(node, Linear):
-            linears.append(node.inputs[0].shape)
+        if isinstance(node, (Linear, MatMul)):
+            products.append((type(node).__name__, node.inputs[0].shape))
         stack.extend(operand for operand in node.inputs if isinstance(operand, tg.Tensor))
-    assert sorted(linears) == sorted([(12, 2, 3), (12, 2, 4)] + [(2, 4)] * 24)
+    expected = [("Linear", (12, 2, 3)), ("Linear", (12, 2, 4))] + [("MatMul", (2, 4))] * 24
+    assert sorted(products) == sorted(expected)
     plan = tg.backward_plan(output.sum(), scheduler="blelloch")
-    assert "steps of [Linear->Add->Tanh]" in str(plan)
+    assert "steps of [MatMul->Add->Tanh]" in str(plan)
 
 
 def test_a_one_layer_rnn_is_one_scanned_chain():

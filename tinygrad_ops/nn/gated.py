@@ -51,10 +51,9 @@ def _blocks(value, count):
     return [value[..., block * size : (block + 1) * size] for block in range(count)]
 
 
-def lstm_step(projected, h, c, weight_hh, bias_hh=None):
-    """One LSTM step: (h', c') from (h, c), given the input's part of the gates,
-    `projected` = x W_ihᵀ + b_ih (+ b_hh, when `bias_hh` is None)."""
-    gates = projected + F.linear(h, weight_hh, bias_hh)
+def lstm_step(gates, c):
+    """The rest of an LSTM step, given its gates x W_ihᵀ + b_ih + h W_hhᵀ + b_hh:
+    (h', c') from c."""
     i, f, g, o = _blocks(gates, 4)
     c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
     return F.sigmoid(o) * F.tanh(c), c
@@ -113,7 +112,7 @@ class LSTMCell(_GatedCell):
     def forward(self, x, hx=None):
         start = self._check(x)
         h, c = (start, start) if hx is None else hx
-        return lstm_step(self._projected(x), h, c, self.weight_hh, self.bias_hh)
+        return lstm_step(self._projected(x) + F.linear(h, self.weight_hh, self.bias_hh), c)
 
 
 class GRUCell(_GatedCell):
@@ -238,8 +237,9 @@ class LSTM(_GatedNetwork):
             if bias_hh is not None:  # (both biases added once, outside the steps)
                 projected = projected + bias_hh
 
-            def step(state, x, weight_hh=weight_hh):
-                h, c = lstm_step(x, *state, weight_hh)
+            def step(state, x, weight_hh_t=weight_hh.T):
+                h, c = state
+                h, c = lstm_step(x + h @ weight_hh_t, c)
                 return (h, c), h
 
             # Two states, h and c: walked. (A joint state [h | c] is one chain the scans
