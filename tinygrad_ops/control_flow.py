@@ -27,7 +27,10 @@ def scan(step, init, xs=None, length=None, reverse=False):
     The carries are recorded as one chain: with `scheduler="blelloch"` (or another scan,
     or `"auto"` where its cost model says it pays) the backward through them is one
     prefix scan. A carry that is one Tensor is scanned; a tuple carry is walked (carry
-    one joint state, such as an LSTM's [h | c], to have it scanned).
+    one joint state, such as an LSTM's [h | c], to have it scanned). What a step computes
+    without reading the carry (an RNN's x_t W_ihᵀ + b) is cheaper computed for every step
+    before the scan and passed as `xs`: step t gets its row, and the rows' backward is
+    one stack of their gradients (docs/scan.md).
 
     >>> import tinygrad_ops as tg
     >>> w = tg.Tensor([[0.5, -0.2], [0.1, 0.3]], requires_grad=True)
