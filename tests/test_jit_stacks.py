@@ -226,6 +226,34 @@ def test_a_two_layer_rnn_under_adam():
     assert kinds == ["StackedScanKernel", "StackedScanKernel"]
 
 
+def test_nn_rnn_from_a_first_state_that_needs_a_gradient():
+    # The chain's stack starts at h_0 (a parameter here): the output is rows 1..T of it.
+    generator = np.random.default_rng(5)
+    data = [tg.Tensor(generator.standard_normal((9, 2, 3))) for _ in range(2)]
+    results = []
+    for compiled in (False, True):
+        tg.manual_seed(0)
+        rnn = tg.nn.RNN(3, 6, dtype=np.float64)
+        start = tg.Tensor(np.full((1, 2, 6), 0.1), requires_grad=True)
+        optimizer = optim.SGD([*rnn.parameters(), start], lr=0.05)
+
+        def step(x, rnn=rnn, start=start, optimizer=optimizer):
+            optimizer.zero_grad()
+            output, last = rnn(x, start)
+            loss = (output * output).mean() + last.sum()
+            loss.backward(scheduler="blelloch")
+            optimizer.step()
+            return loss
+
+        function = tg.compile(step) if compiled else step
+        losses = [function(x).item() for x in data + data]
+        results.append((losses, [p.data.copy() for p in [*rnn.parameters(), start]]))
+    assert results[0][0] == results[1][0]
+    assert all(map(np.array_equal, results[0][1], results[1][1]))
+    assert "Stack.forward of the rows %" in str(function.program)
+    assert isinstance(scans_of(function)[0], StackedScanKernel)
+
+
 @pytest.mark.parametrize("scheduler", ["blelloch", "sequential"])
 def test_a_gru_and_a_two_layer_lstm(scheduler):
     # Their projections (one Linear over the sequence) and the rows the steps read are

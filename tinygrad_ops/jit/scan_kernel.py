@@ -222,14 +222,13 @@ class StackCopy(Kernel):
     """out = a copy of rows start..stop-1 of a stack: a `Stack` (axis 0) of exactly those
     rows (the states of a `tg.scan`, its `ys`), one copy instead of a stack of n arrays."""
 
-    __slots__ = ("stack", "start", "stop", "output", "node")
+    __slots__ = ("stack", "start", "stop", "output")
 
-    def __init__(self, stack, start, stop, output, node):
+    def __init__(self, stack, start, stop, output):
         self.stack = stack
         self.start = start
         self.stop = stop
         self.output = output
-        self.node = node
         self.frees = ()
 
     def emit(self, code, number):
@@ -262,7 +261,7 @@ def _stack_copy(kernel, row_of):
     stack, start = found[0]
     if [row for _, row in found] != list(range(start, start + len(found))):
         return None
-    return StackCopy(stack, start, start + len(found), kernel.output, kernel.node)
+    return StackCopy(stack, start, start + len(found), kernel.output)
 
 
 def place_stacks(kernels, phases):
