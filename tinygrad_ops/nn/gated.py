@@ -60,9 +60,9 @@ def lstm_step(gates, c):
 
 
 def gru_step(projected, h, weight_hh, bias_hh):
-    """One GRU step: h' from h, given the input's part of the gates, `projected` =
-    x W_ihᵀ + b_ih."""
-    input_r, input_z, input_n = _blocks(projected, 3)
+    """One GRU step: h' from h, given the input's part of the gates, x W_ihᵀ + b_ih cut
+    into its three blocks (`projected`: r, z, n)."""
+    input_r, input_z, input_n = projected
     hidden_r, hidden_z, hidden_n = _blocks(F.linear(h, weight_hh, bias_hh), 3)
     r = F.sigmoid(input_r + hidden_r)
     z = F.sigmoid(input_z + hidden_z)
@@ -130,7 +130,7 @@ class GRUCell(_GatedCell):
     def forward(self, x, hx=None):
         start = self._check(x)
         h = start if hx is None else hx
-        return gru_step(self._projected(x), h, self.weight_hh, self.bias_hh)
+        return gru_step(_blocks(self._projected(x), 3), h, self.weight_hh, self.bias_hh)
 
 
 class _GatedNetwork(Module):
@@ -276,6 +276,7 @@ class GRU(_GatedNetwork):
                 h = gru_step(x, h, weight_hh, bias_hh)
                 return h, h
 
-            h, output = scan(step, h_0[layer], projected)
+            # The gates' blocks are cut once, not in every step: the steps read their rows.
+            h, output = scan(step, h_0[layer], tuple(_blocks(projected, 3)))
             last.append(h)
         return self._output(output, batched), stack(last)
