@@ -24,6 +24,7 @@ import numpy as np
 
 from ..autograd.graph import ScannedSegment, unbroadcast
 from ..mode import STATE
+from ..ops.unbind import source_gradient
 from . import jacobians, scans
 from .batched import BatchedSlot, ReleaseAll
 from .declared import declared_at, declared_in, first_sequence, segment_of
@@ -44,7 +45,12 @@ def _per_step_sum(grad, count, shape, node, index):
 
 def _send_rows(graph, operands, rows):
     """Send row i of the stack `rows` to `operands[i]`, in its dtype (a per-step input
-    that needs a gradient: the lower layer's states, read by the upper layer's steps)."""
+    that needs a gradient: the lower layer's states, read by the upper layer's steps). The
+    rows of one tensor (a `tg.scan`'s inputs) get one send to it."""
+    whole = source_gradient(operands, rows)
+    if whole is not None:
+        graph.send(*whole)
+        return
     for operand, row in zip(operands, rows, strict=True):
         dtype = operand.data.dtype
         graph.send(operand, row if row.dtype == dtype else row.astype(dtype))
