@@ -8,6 +8,7 @@ import pytest
 from rnn_formulations import build
 from test_scan_formulations import FIXED_CALIBRATION
 
+import tinygrad_ops as tg
 from tinygrad_ops.scheduler import auto as auto_module
 from tinygrad_ops.scheduler import calibration
 from tinygrad_ops.scheduler.calibration import ChainTimes
@@ -60,6 +61,7 @@ def test_a_scan_must_beat_the_walk_by_the_margin():
 def test_a_training_loop_settles_on_the_faster_way(
     scan_time, walk_time, settled, fixed_auto, monkeypatch
 ):
+    monkeypatch.setattr(auto_module, "TRUSTED", float("inf"))  # (a close call: timed)
     fixed_auto.clock = ScriptedClock(fixed_auto, scan_time, walk_time)
     looks = []
     original = auto_module.ScanScheduler.find
@@ -82,7 +84,18 @@ def test_a_training_loop_settles_on_the_faster_way(
         assert len(looks) == 4
 
 
-def test_gradients_are_the_walks_whichever_way_auto_takes(fixed_auto):
+def test_a_choice_the_model_is_sure_of_is_not_timed(fixed_auto):
+    loss, _ = build("benchmark", "tg", steps=2048, hidden=4)
+    (segment,) = tg.backward_plan(loss, scheduler=fixed_auto).segments
+    times = segment.estimates
+    assert min(times[name] for name in times if name != "sequential") * 3 < times["sequential"]
+    loss.backward(scheduler=fixed_auto)
+    assert fixed_auto.trial is None
+    assert not fixed_auto.chain_times.times
+
+
+def test_gradients_are_the_walks_whichever_way_auto_takes(fixed_auto, monkeypatch):
+    monkeypatch.setattr(auto_module, "TRUSTED", float("inf"))
     fixed_auto.clock = ScriptedClock(fixed_auto, 2.0, 1.0)
     loss, params = build("benchmark", "tg", steps=64, hidden=4)
     loss.backward(scheduler="sequential")

@@ -504,3 +504,31 @@ def test_two_chains_in_one_loop_are_both_scanned(kind, scheduler):
     loss.backward(scheduler=spy)
     assert len(spy.graph.scanned_segments) == 2
     assert_same([p.grad.numpy() for p in ours], [p.grad.numpy() for p in params])
+
+
+def test_a_chain_refused_before_its_scan_leaves_the_walk_in_order():
+    """An RNN read by a running sum of losses that stops before the RNN does: the walk
+    meets the sum's chain while it prepares the RNN's scan and refuses the scan (the sum
+    is made from the RNN); the walk goes on in order, through both chains."""
+
+    def model(lib):
+        generator = np.random.default_rng(3)
+        make = torch.tensor if lib == "torch" else Tensor
+        W = make(generator.standard_normal((3, 4)) * 0.4, requires_grad=True)
+        U = make(generator.standard_normal((4, 4)) * 0.4, requires_grad=True)
+        h = make(np.zeros((2, 4)))
+        loss = 0
+        mse = torch.nn.functional.mse_loss if lib == "torch" else F.mse_loss
+        for t in range(12):
+            h = (make(generator.standard_normal((2, 3))) @ W + h @ U).tanh()
+            if t < 8:
+                loss = loss + mse(h, make(np.ones((2, 4))))
+        return loss + h.sum(), [W, U]
+
+    loss, expected = model("torch")
+    loss.backward()
+    loss, ours = model("tg")
+    spy = SpyScheduler(ScanScheduler("blelloch", min_steps=2))
+    loss.backward(scheduler=spy)
+    assert_same([p.grad.numpy() for p in ours], [p.grad.numpy() for p in expected])
+    assert len(spy.graph.scanned_segments) == 1  # the sum's chain, once the RNN is walked

@@ -6,8 +6,8 @@ from ..autograd.graph import BackwardGraph
 from . import resolve_scheduler, scans
 from .auto import RULE, AutoScheduler, calibrate, estimate
 from .calibration import chains_key, per_product
-from .declared import declared_at, declared_in, first_sequence, segment_of
-from .scan_scheduler import ScanScheduler, SegmentTensors, made_since, outside_inputs
+from .declared import declared_at, declared_in, segment_of
+from .scan_scheduler import ScanScheduler
 from .steps import CannotScan
 
 
@@ -156,6 +156,7 @@ def backward_plan(loss, scheduler=None, gradient=None):
     min_steps = chosen.min_steps if scanning else ScanScheduler("blelloch").min_steps
     found = _segments(graph, loss, declared, min_steps, refusals)
     timed = isinstance(chosen, AutoScheduler) and looks and not declared and found
+    timed = timed and not chosen.trusted(found)
     if timed:  # what `auto` timed on these chains decides, as in its run
         chosen.trial = (chains_key(found), chosen.way(found), None)
         measured = chosen.chain_times.measured(chosen.trial[0])
@@ -167,18 +168,17 @@ def backward_plan(loss, scheduler=None, gradient=None):
                 f"timed on these chains before: {figures}; this backward: {chosen.trial[1]}"
             )
     try:
-        segments = [_segment_plan(segment, chosen, looks, refusals) for segment in found]
+        segments = [_segment_plan(segment, chosen, looks) for segment in found]
     finally:
         if timed:
             chosen.trial = None
     return BackwardPlan(name, _count_tensors(loss), segments, "; ".join(rules + refusals))
 
 
-def _segment_plan(segment, chosen, looks, refusals):
+def _segment_plan(segment, chosen, looks):
     """The SegmentPlan of the scheduler's choice for `segment` (the walk unless `looks`)."""
     if looks:
         method, block_size = chosen.choose(segment)
-        method = _walked_why(segment, method, refusals)
     else:
         method, block_size = "sequential", None  # the walk (or a user's scheduler)
     if looks and isinstance(chosen, AutoScheduler):
@@ -187,20 +187,6 @@ def _segment_plan(segment, chosen, looks, refusals):
         times, by = _estimates(segment), "the cost model, for comparison"
     block_size = block_size if method == "blocked" else None
     return SegmentPlan(segment, method, block_size, times, by)
-
-
-def _walked_why(segment, method, refusals):
-    """`method`, or "sequential" (the reason added to `refusals`) where the walk's check
-    before the scan refuses the segment (`scan_scheduler.scan_at`)."""
-    if method == "sequential":
-        return method
-    try:
-        bound = first_sequence(segment)
-        made_since(outside_inputs(segment, bound), bound, SegmentTensors(segment))
-    except CannotScan as reason:
-        refusals.append(f"a chain of {segment.length} steps is walked: {reason}")
-        return "sequential"
-    return method
 
 
 def _segments(graph, loss, declared, min_steps, refusals):

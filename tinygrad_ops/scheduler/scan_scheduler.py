@@ -24,6 +24,7 @@ import numpy as np
 
 from ..autograd.graph import ScannedSegment, unbroadcast
 from ..mode import STATE
+from ..ops.unbind import source_gradient
 from . import jacobians, scans
 from .batched import BatchedSlot, ReleaseAll
 from .declared import declared_at, declared_in, first_sequence, segment_of
@@ -44,7 +45,12 @@ def _per_step_sum(grad, count, shape, node, index):
 
 def _send_rows(graph, operands, rows):
     """Send row i of the stack `rows` to `operands[i]`, in its dtype (a per-step input
-    that needs a gradient: the lower layer's states, read by the upper layer's steps)."""
+    that needs a gradient: the lower layer's states, read by the upper layer's steps). The
+    rows of one tensor (a `tg.scan`'s inputs) get one send to it."""
+    whole = source_gradient(operands, rows)
+    if whole is not None:
+        graph.send(*whole)
+        return
     for operand, row in zip(operands, rows, strict=True):
         dtype = operand.data.dtype
         graph.send(operand, row if row.dtype == dtype else row.astype(dtype))
@@ -288,11 +294,6 @@ class ScanScheduler:
                 gc.enable()
 
 
-def note_scanned(graph, name, segment, method, block_size):
-    """Tell the graph (and whoever watches it: viz) which chain was scanned, and how."""
-    graph.scanned_segments.append(ScannedSegment(name, segment.anchors, method, block_size))
-
-
 def walk(graph, scheduler, found, declared):
     """The engine's walk (the newest pending node first), scanning a chain when it reaches
     the chain's top anchor: a declared one (`tg.scan`, declared.py, if `declared`) or one
@@ -358,9 +359,9 @@ def scan_at(graph, scheduler, segment, chains):
     segment reads them. What waits until after the scan: the anchors (the scan takes
     their injections), an outside input made in that range (the lower layer's h1_t of a
     stacked loop: the scan sends its gradient) with what it is made from since the
-    segment's first node (`made_since`), and another chain met there (two RNNs in one
-    loop), scanned when the walk reaches its top again. One made from the segment's own
-    tensors would need the scan's gradients before the scan: refused. (A readout of a
+    segment's first node (the segment's `held`, which the finder checked; a declared
+    chain's steps read no such input: `segment_of` checked), and another chain met there
+    (two RNNs in one loop), scanned when the walk reaches its top again. (A readout of a
     tensor inside a step, not its carry, sends its part through that step's ops now, and
     the scan sends the chain's part later: the rules are linear in the gradient, so the
     sum is the walk's.)"""
@@ -369,11 +370,8 @@ def scan_at(graph, scheduler, segment, chains):
         raise CannotScan(f"{scheduler.name}: the walk is estimated cheaper")
     runner = SegmentRun(graph, segment)
     bound = first_sequence(segment)
-    own = SegmentTensors(segment)
-    if segment.held is None:  # (a declared chain; the finder sets what its chains hold)
-        waiting = made_since(outside_inputs(segment, bound), bound, own)
-    else:
-        waiting = set(segment.held)
+    waiting = set(segment.held or ())
+    own = None  # the segment's tensors' ids, once another chain is met
     waiting.update(id(anchor) for anchor in segment.anchors)
     heap = graph.heap
     kept = []
@@ -385,7 +383,12 @@ def scan_at(graph, scheduler, segment, chains):
                 continue
             tensor = graph.tensors[key]
             if key not in waiting and chains.top(key, tensor):
+                kept.append(entry)  # (put back if this scan is refused)
+                own = segment_ids(segment) if own is None else own
                 waiting |= _another_chain(chains, tensor, scheduler, bound, own)
+                if key in waiting:
+                    continue
+                kept.pop()
             if key in waiting:
                 kept.append(entry)
                 continue
@@ -395,7 +398,10 @@ def scan_at(graph, scheduler, segment, chains):
     finally:
         for entry in kept:  # (pending still unless the scan took them)
             heapq.heappush(heap, entry)
-    note_scanned(graph, scheduler.name, segment, method, block_size)
+    # Tell the graph (and whoever watches it: viz) which chain was scanned, and how.
+    graph.scanned_segments.append(
+        ScannedSegment(scheduler.name, segment.anchors, method, block_size)
+    )
 
 
 def _another_chain(chains, top, scheduler, bound, own):
@@ -408,10 +414,10 @@ def _another_chain(chains, top, scheduler, bound, own):
     except CannotScan as reason:
         scheduler.refusals.append(str(reason))
         return set()
-    other_own = SegmentTensors(other)
-    if not other_own.ids.isdisjoint(own.ids):
+    other_ids = segment_ids(other)
+    if not other_ids.isdisjoint(own):
         raise CannotScan("two chains share tensors")
-    return other_own.ids | made_since(outside_inputs(other, bound), bound, own)
+    return other_ids | made_since(outside_inputs(other, bound), bound, own)
 
 
 def outside_inputs(segment, bound):
@@ -429,20 +435,12 @@ def outside_inputs(segment, bound):
     ]
 
 
-class SegmentTensors:
-    """The ids of a segment's tensors (its anchors, its steps' tensors), made on first use."""
-
-    def __init__(self, segment):
-        self.segment = segment
-        self._ids = None
-
-    @property
-    def ids(self):
-        if self._ids is None:
-            self._ids = {id(anchor) for anchor in self.segment.anchors}
-            for column in self.segment.columns:
-                self._ids.update(map(id, column))
-        return self._ids
+def segment_ids(segment):
+    """The ids of a segment's tensors: its anchors and its steps' tensors."""
+    ids = {id(anchor) for anchor in segment.anchors}
+    for column in segment.columns:
+        ids.update(map(id, column))
+    return ids
 
 
 def made_since(tensors, bound, own):
@@ -454,7 +452,7 @@ def made_since(tensors, bound, own):
         tensor = stack.pop()
         if id(tensor) in seen:
             continue
-        if id(tensor) in own.ids:
+        if id(tensor) in own:
             raise CannotScan("a tensor read by the chain's steps is made from the chain")
         seen.add(id(tensor))
         for operand in tensor._ctx.inputs:
