@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import SpyScheduler
 from rnn_formulations import FORMULATIONS, build
 
 import tinygrad_ops as tg
@@ -147,3 +148,59 @@ def test_a_chain_of_two_steps_needs_min_steps_two():
         h = (h @ U).tanh()
     assert lengths_and_kinds(found_in(h.sum(), min_steps=2)) == [(2, "dense")]
     assert found_in(h.sum(), min_steps=3) == {}
+
+
+def random_loop(seed, steps=9, hidden=3, batch=2):
+    """A loop drawn at random from the pieces people combine: one or two interleaved layers
+    (the second reading the first's state, or independent), a step of tanh or sigmoid
+    over x W + h U (+ b) in either order, a residual, a loss at every step or only at the
+    end; the loss and the parameters."""
+    generator = np.random.default_rng(seed)
+    layers = int(generator.integers(1, 3))
+    stacked = bool(generator.integers(2))
+    parameters, states = [], []
+    for layer in range(layers):
+        size = hidden if layer and stacked else 3
+        shapes = [(size, hidden), (hidden, hidden), (hidden,)]
+        parameters.append(
+            [tg.Tensor(generator.standard_normal(s) / 2, requires_grad=True) for s in shapes]
+        )
+        states.append(tg.Tensor(np.zeros((batch, hidden))))
+    swapped, residual = bool(generator.integers(2)), bool(generator.integers(2))
+    activation = "tanh" if generator.integers(2) else "sigmoid"
+    every_step = bool(generator.integers(2))
+    readout = tg.Tensor(generator.standard_normal((hidden, 2)), requires_grad=True)
+    loss = None
+    for _ in range(steps):
+        x = tg.Tensor(generator.standard_normal((batch, 3)))
+        for layer, (W, U, b) in enumerate(parameters):
+            below = states[layer - 1] if layer and stacked else x
+            h = states[layer]
+            pre = h @ U + below @ W if swapped else below @ W + h @ U
+            new = getattr(pre + b, activation)()
+            states[layer] = h + new * 0.5 if residual else new
+        if every_step:
+            term = tg.functional.mse_loss(states[-1] @ readout, tg.Tensor(np.ones((batch, 2))))
+            loss = term if loss is None else loss + term
+    total = sum(state.sum() for state in states)
+    loss = total if loss is None else loss + total
+    return loss, [p for group in parameters for p in group] + [readout]
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_a_random_loop_gets_the_walks_gradients(seed):
+    """The chains of a random loop are found (every layer's, 8 steps each: h_0 is a
+    constant), and the scan gives the walk's gradients."""
+    loss, parameters = random_loop(seed)
+    loss.backward()
+    expected = [None if p.grad is None else p.grad.numpy() for p in parameters]
+    loss, parameters = random_loop(seed)
+    spy = SpyScheduler(tg.scheduler.ScanScheduler("blelloch", min_steps=2))
+    loss.backward(scheduler=spy)
+    scanned = [len(segment.tensors) - 1 for segment in spy.graph.scanned_segments]
+    assert scanned.count(8) >= len(parameters) // 3, scanned  # (three parameters a layer)
+    for parameter, walked in zip(parameters, expected, strict=True):
+        if walked is None:
+            assert parameter.grad is None
+        else:
+            np.testing.assert_allclose(parameter.grad.numpy(), walked, rtol=1e-10, atol=1e-12)
