@@ -54,7 +54,7 @@ def find(graph, min_steps=2):
     ['5 steps of [MatMul->Tanh]']
     """
     segments = {}
-    taken = {}  # id(tensor) -> the found segment it is in: outside every later chain's steps
+    taken = set()  # the ids of the found chains' tensors: outside every later chain's steps
     heap, seen = [], set()
 
     def push(tensor):
@@ -80,10 +80,10 @@ def find(graph, min_steps=2):
         misses = 0
         segments[id(tensor)] = segment
         for column in segment.columns:
-            taken.update(dict.fromkeys(map(id, column), segment))
+            taken.update(map(id, column))
         for operand in _below(segment):
             push(operand)
-    _hold(segments, taken)
+    _hold(segments)
     return segments
 
 
@@ -98,26 +98,40 @@ def _below(segment):
     return operands
 
 
-def _hold(segments, owner):
+def _hold(segments):
     """Set each segment's `held`: the tensors made since its first step that its steps read
     from outside (the lower layer's states of a stacked loop, the RNN under a running sum
     of losses) and everything they are made from there. The walk leaves them pending until
     the scan has sent them its gradients. A segment whose steps read its own chain so
-    (through another state: the layers of a loop that feeds back) is no chain: dropped.
-    `owner`: id(tensor) -> the segment it is in."""
+    (through another state: the layers of a loop that feeds back) is no chain: dropped."""
+    owner = None  # id(tensor) -> the segment it is in, made when a segment reads another
     for key, segment in list(segments.items()):
-        held = _upstream(segment, owner)
+        bound = min(column[0].sequence for column in segment.nodes)
+        if not any(_made_after(operand, bound) for operand in _below(segment)):
+            segment.held = set()  # (one RNN, or layers one after the other: nothing held)
+            continue
+        if owner is None:
+            owner = {}
+            for other in segments.values():
+                for column in other.columns:
+                    owner.update(dict.fromkeys(map(id, column), other))
+        held = _upstream(segment, owner, bound)
         if held is None:
             del segments[key]
         else:
             segment.held = held
 
 
-def _upstream(segment, owner):
-    """The ids of the tensors made since the segment's first step upstream of its inputs
-    from outside, or None if its own tensors are among them. A chain found below (in
-    `owner`) is taken whole, and the search goes on from its own inputs."""
-    bound = min(column[0].sequence for column in segment.nodes)
+def _made_after(tensor, bound):
+    node = getattr(tensor, "_ctx", None)
+    return node is not None and node.sequence > bound
+
+
+def _upstream(segment, owner, bound):
+    """The ids of the tensors made after creation number `bound` (the segment's first
+    node) upstream of its inputs from outside, or None if its own tensors are among them.
+    A chain found below (in `owner`) is taken whole, and the search goes on from its own
+    inputs."""
     held = set()
     stack = _below(segment)
     while stack:
