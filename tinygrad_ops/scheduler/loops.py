@@ -30,7 +30,7 @@ import heapq
 
 from ..tensor import Tensor
 from .columns import check_columns, segment_from, walk_route
-from .steps import MAX_PERIOD, CannotScan, build_template
+from .steps import MAX_PERIOD, CannotScan, Step, build_template
 
 LOOK = MAX_PERIOD
 """How many tensors in a row the walk down looks at without finding a chain before it stops
@@ -189,30 +189,49 @@ def _first_among(tensors, taken, capture):
 
 def _candidates(top, taken):
     """Up to CANDIDATES tensors within MAX_PERIOD ops below `top` (and among the nearest
-    2 * MAX_SLOTS), made by its op class, of its shape and dtype, not in a found chain:
-    the nearest first (the newest first among those as near)."""
-    kind, shape, dtype = type(top._ctx), top.data.shape, top.data.dtype
+    2 * MAX_SLOTS) that may be the anchor below it: made by its op class, of its shape and
+    dtype, not in a found chain, and such that the path of input indices from `top` down
+    to it leads on from it to a tensor like them (as it does in a chain of alike steps).
+    The nearest first (the newest first among those as near)."""
     found, seen = [], {id(top)}
+    route_to = {id(top): []}  # the input indices from `top` down to a tensor met
     level = [top]
     for _ in range(MAX_PERIOD):
         following = []
         for tensor in level:
             node = tensor._ctx
-            for operand, needs in zip(node.inputs, node.needs_input_grad):
+            for k, (operand, needs) in enumerate(zip(node.inputs, node.needs_input_grad)):
                 if needs and id(operand) not in seen and id(operand) not in taken:
                     seen.add(id(operand))
                     if operand._ctx is not None:
                         following.append(operand)
+                        route_to[id(operand)] = route_to[id(tensor)] + [k]
         if len(seen) > 2 * MAX_SLOTS:
             break  # (a stack of every step's state reads thousands: no step is that wide)
         following.sort(key=lambda tensor: tensor._ctx.sequence, reverse=True)
         for tensor in following:
-            if type(tensor._ctx) is kind and tensor.shape == shape and tensor.dtype == dtype:
+            if _alike(tensor, top) and _repeats(top, tensor, route_to[id(tensor)]):
                 found.append(tensor)
                 if len(found) == CANDIDATES:
                     return found
         level = following
     return found
+
+
+def _alike(tensor, top):
+    """Whether `tensor` is of `top`'s shape and dtype and, unless a leaf, made by its op."""
+    return (
+        tensor.shape == top.shape
+        and tensor.dtype == top.dtype
+        and (tensor._ctx is None or type(tensor._ctx) is type(top._ctx))
+    )
+
+
+def _repeats(top, lower, route):
+    """Whether `route` (the input indices from `top` down to `lower`) leads from `lower`
+    on to a tensor alike (the anchor below it, or a leaf x_0)."""
+    anchors = walk_route(route, Step(lower, top, [], []), 3)
+    return len(anchors) == 3 and _alike(anchors[2], top)
 
 
 def _top_step(lower, upper, taken, capture):
