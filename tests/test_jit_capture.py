@@ -144,3 +144,33 @@ def test_a_gradient_changed_through_data_is_refused():
 
     with pytest.raises(tg.CompileError, match="made without an op"):
         tg.compile(step)(tg.Tensor([1.0, 1.0]))
+
+
+def test_the_cost_models_calibration_inside_a_capture_is_not_recorded(monkeypatch):
+    # The first backward with `auto` calibrates the cost model (small RNNs' backward passes,
+    # timed); inside a capture those run in a thread of their own, which nothing watches.
+    from tinygrad_ops.scheduler import calibration
+
+    monkeypatch.setattr(calibration, "_CALIBRATION", {})
+    w = tg.Tensor(np.linspace(-1.0, 1.0, 4).reshape(2, 2), requires_grad=True)
+
+    def step(x):
+        w.grad = None
+        h = x
+        for _ in range(64):
+            h = (h @ w * 0.5).tanh()
+        loss = h.sum()
+        loss.backward(scheduler="auto")
+        return loss
+
+    compiled = tg.compile(step)
+    x = tg.Tensor(np.ones((1, 2)))
+    compiled(x)
+    assert calibration._CALIBRATION  # (calibrated during the capture)
+    again = tg.compile(step)  # (captured with the calibration done)
+    again(x)
+    assert len(compiled.program.kernels) == len(again.program.kernels)  # the step's only
+    compiled(x)
+    replayed = w.grad.numpy().copy()
+    step(x)
+    np.testing.assert_array_equal(replayed, w.grad.numpy())

@@ -6,8 +6,8 @@ While `tg.compile` captures, `STATE.tracer` holds a `Recorder`: the engine's sea
     Op.apply                 op              an op's forward ran: the slots it read and wrote
     values_read              read            Python reads values: refused if they can change
     values_written           write           a tensor's own array was written in place
-    Module.__call__          module          its train/eval flag becomes a guard
-    replayed_whole methods   call            optimizer.step(), zero_grad(): called again
+    Module.__call__          call            its flag and members become guards
+    replayed_whole methods   call (whole)    optimizer.step(), zero_grad(): called again
     run_backward             graph           the pass's graph: a `TracedGraph`, below, which
                                              records the seeds, every rule the walk runs,
                                              the leaf writes and each scanned chain
@@ -18,7 +18,6 @@ Every array is known by its identity: the recorder numbers each new array it mee
 
 from __future__ import annotations
 
-import contextlib
 import os
 import traceback
 
@@ -26,7 +25,7 @@ import numpy as np
 
 from ..autograd.graph import BackwardGraph, made_by_rule, needed_grads
 from ..mode import STATE, Trace
-from ..nn.init import default_generator
+from ..random_state import default_generator
 from ..tensor import Tensor
 from .guards import members, parameters_of
 from .kernels import (
@@ -313,11 +312,6 @@ class Recorder(Trace):
                 "Return the tensor from the compiled function and read it outside"
             )
 
-    def module(self, module):
-        if id(module) not in self.modules:
-            guarded = id(module) not in self.flags_set
-            self.modules[id(module)] = (module, module.training, guarded)
-
     def module_guards(self) -> list:
         """(module, the train/eval flag the program assumes or None, its members)."""
         return [
@@ -328,19 +322,17 @@ class Recorder(Trace):
     def graph(self, graph_class, *arguments):
         return TracedGraph(self, *arguments)
 
-    @contextlib.contextmanager
-    def paused(self):
-        """Nothing is watched inside (a scheduler's own timing experiments)."""
-        previous, STATE.tracer = STATE.tracer, Trace()
-        try:
-            yield
-        finally:
-            STATE.tracer = previous
-
-    def call(self, function, owner, args, kwargs):
-        """Run `function(owner, ...)` now, unrecorded inside, and replay it as one kernel.
-        What it reads that the step's Python set (a parameter's .grad, an optimizer's
-        setting given as an argument) is set first by kernels of its own."""
+    def call(self, function, owner, args, kwargs, whole):
+        """Not `whole` (a module's __call__): note the module (its flag and members become
+        guards) and run it, recorded. `whole`: run `function(owner, ...)` now, unrecorded
+        inside, and replay it as one kernel; what it reads that the step's Python set (a
+        parameter's .grad, an optimizer's setting given as an argument) is set first by
+        kernels of its own."""
+        if not whole:
+            if id(owner) not in self.modules:
+                guarded = id(owner) not in self.flags_set
+                self.modules[id(owner)] = (owner, owner.training, guarded)
+            return function(owner, *args, **kwargs)
         if self.muted:
             return function(owner, *args, **kwargs)
         self.random.check(self)

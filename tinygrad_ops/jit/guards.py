@@ -17,7 +17,7 @@ import types
 import numpy as np
 
 from ..mode import STATE
-from ..nn.init import default_generator
+from ..random_state import default_generator
 from ..scheduler import get_default_scheduler
 from ..tensor import Tensor
 from .codegen import compiled_code
