@@ -81,9 +81,9 @@ class TracedGraph(BackwardGraph):
         self.started = True
         super().run_sequential()
 
-    def visit(self, tensor, grad):
+    def visit(self, tensor, grad, owned=False):
         self.started = True
-        super().visit(tensor, grad)
+        super().visit(tensor, grad, owned)
         if tensor._ctx is None and self.accumulate_into_leaves and not self.recorder.muted:
             self.recorder.record_leaf(tensor)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.graph import accumulate_leaf, unbroadcast
+from ..autograd.graph import PendingGrads, accumulate_leaf, unbroadcast
 from ..ops.base import bump_version, new_tensor
 from ..ops.kernels import column_sum
 from ..tensor import Tensor
@@ -56,49 +56,29 @@ _COMMON = {
 }
 
 
-# How a gradient joins a pending one (`PendingGrads.accumulate`).
-FIRST = "first"  # the first to arrive: the slot takes it as it is
-IN_PLACE = "in place"  # added into the slot's array, which the replay owns
-NEW = "new"  # added into a new array (the slot's array is not the replay's to write)
+class SlotLedger(PendingGrads):
+    """The walk's own ledger of pending gradients and their ownership (autograd/graph.py),
+    kept over the program's pending-gradient slots while the kernels write their lines in
+    order: where the walk would add two gradients, the ledger writes that sum's line."""
 
+    def __init__(self, code):
+        super().__init__()
+        self.code = code
 
-class PendingGrads:
-    """Which pending-gradient slots hold an array, and which of those arrays the replay
-    owns (may add into in place): the walk's ownership rule, followed once through the
-    program in order for the generated lines (`Source`), instead of at every step."""
-
-    def __init__(self):
-        self.arrived = set()
-        self.owned = set()
-
-    def accumulate(self, slot, owned) -> str:
-        """A gradient is added into `slot` (`owned`: whether its array may be written):
-        FIRST, IN_PLACE or NEW."""
-        if slot not in self.arrived:
-            self.arrived.add(slot)
-            if owned:
-                self.owned.add(slot)
-            else:
-                self.owned.discard(slot)
-            return FIRST
-        if slot in self.owned:
-            return IN_PLACE
-        self.owned.add(slot)
-        return NEW
-
-    def consume(self, slot) -> bool:
-        """The pending gradient in `slot` is taken: whether the replay owned it."""
-        self.arrived.discard(slot)
-        owned = slot in self.owned
-        self.owned.discard(slot)
-        return owned
+    def sum(self, slot, previous, expression, in_place):
+        name = self.code.slot(slot)
+        if in_place:
+            self.code.line(f"add({name}, {expression}, out={name})")
+        else:  # (asarray: see PendingGrads.sum)
+            self.code.line(f"{name} = asarray({name} + {expression})")
+        return name
 
 
 class Source:
     """The lines of one generated function and the objects they name.
 
-    It also tracks (`pending`), while the kernels emit their lines in order, which pending
-    gradients have arrived and which the replay owns (may add into in place).
+    It also keeps (`pending`), while the kernels emit their lines in order, the walk's
+    ledger of which pending gradients have arrived and which the replay owns.
     """
 
     def __init__(self, slots):
@@ -107,7 +87,7 @@ class Source:
         self.namespace = dict(_COMMON)
         self.bound = {}  # id(value) -> its name
         self.depth = 1
-        self.pending = PendingGrads()
+        self.pending = SlotLedger(self)
 
     def slot(self, number) -> str:
         """The name of slot `number` in the generated code."""
@@ -134,19 +114,12 @@ class Source:
     def accumulate(self, slot, expression, owned):
         """slot's pending gradient (+)= expression, as the walk's `send` would: in place only
         into an array the replay owns. `owned`: whether the new array may be written."""
-        name = self.slot(slot)
-        how = self.pending.accumulate(slot, owned)
-        if how == FIRST:
-            self.line(f"{name} = {expression}")
-        elif how == IN_PLACE:
-            self.line(f"add({name}, {expression}, out={name})")
-        else:
-            # asarray: two 0-d arrays add to a numpy scalar, which `out=` cannot write into.
-            self.line(f"{name} = asarray({name} + {expression})")
+        if self.pending.add(slot, expression, owned):  # the first: the slot takes it
+            self.line(f"{self.slot(slot)} = {expression}")
 
     def consume(self, slot) -> bool:
         """The pending gradient in `slot` is taken (by a rule or a leaf): whether it was owned."""
-        return self.pending.consume(slot)
+        return self.pending.take(slot)[1]
 
     def send(self, edge, expression, node):
         """An input's gradient along `edge`: cast and summed down as the capture found
