@@ -74,7 +74,7 @@ class CompiledFunction:
             recorder.watch_settings(value)
         for value in values:
             recorder.watch_settings(value)
-        guards = Guards(values, keywords, [], [], [])  # the world as the capture starts
+        guards = Guards(values, keywords)  # the world as the capture starts
         previous, STATE.tracer = STATE.tracer, recorder
         try:
             result = self.function(*args, **kwargs)
@@ -82,13 +82,13 @@ class CompiledFunction:
             STATE.tracer = previous
         recorder.check_finished()
         output = output_of(result, recorder, values)
-        guards.captured = [
-            (tensor, tensor.data, tensor._requires_grad) for tensor in recorder.captured
-        ]
-        guards.generators = recorder.generators
-        guards.modules = recorder.module_guards()
-        guards.reached = reached_names(self.function)
-        guards.grads = needed_grad_guards(recorder.grad_guards, recorder.kernels)
+        guards.complete(
+            recorder.captured,
+            recorder.generators,
+            recorder.module_guards(),
+            reached_names(self.function),
+            needed_grad_guards(recorder.grad_guards, recorder.kernels),
+        )
         program = Program(
             self.__name__,
             recorder.slots,
