@@ -399,3 +399,38 @@ def test_a_layer_setting_changed_between_calls():
         return out
 
     assert outcome(scenario) == "equal"
+
+
+@pytest.mark.parametrize("update", ["sub_", "optimizer"])
+def test_grads_set_to_none_by_hand_at_the_top_of_the_step(update):
+    # `p.grad = None` in place of zero_grad(): replayed as the step's first kernels, so one
+    # program serves every call (no re-capture at each call, no refusal at the fifth).
+    def scenario(compile):
+        model = linear_model()
+        parameters = list(model.parameters())
+        optimizer = optim.Adam(parameters, lr=0.01)
+
+        @compile
+        def step(x, y):
+            for parameter in parameters:
+                parameter.grad = None
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            if update == "optimizer":
+                optimizer.step()
+            else:
+                with tg.no_grad():
+                    for parameter in parameters:
+                        parameter.sub_(0.1 * parameter.grad)
+            return loss
+
+        out = []
+        for x, y in data():
+            out.append(step(x, tg.Tensor(y)).data.copy())
+            out.extend(weights_of(model))
+            out.extend(parameter.grad.data.copy() for parameter in parameters)
+        if hasattr(step, "programs"):  # (compiled)
+            assert len(step.programs) <= 2, step.programs  # (one for .grad None, one for set)
+        return out
+
+    assert outcome(scenario) == "equal"

@@ -1,19 +1,10 @@
 """Capture: the recorder that watches one eager run of a function and writes its program.
 
-While `tg.compile` captures, `STATE.tracer` holds a `Recorder`: the engine's seam
-(`mode.Trace`, whose no-op methods eager calls otherwise) tells it what the engine does:
-
-    Op.apply                 op              an op's forward ran: the slots it read and wrote
-    values_read              read            Python reads values: refused if they can change
-    values_written           write           a tensor's own array was written in place
-    Module.__call__          call            its flag and members become guards
-    replayed_whole methods   call (whole)    optimizer.step(), zero_grad(): called again
-    run_backward             graph           the pass's graph: a `TracedGraph`, below, which
-                                             records the seeds, every rule the walk runs,
-                                             the leaf writes and each scanned chain
-
-Every array is known by its identity: the recorder numbers each new array it meets (a
-*slot*) and keeps it alive until capture ends, so that no id is reused meanwhile.
+While `tg.compile` captures, `STATE.tracer` holds a `Recorder`, which implements the seam's
+calls (`mode.Trace`); its backward passes are `TracedGraph`s, the engine's own walk, which
+also record the seeds, every rule, the leaf writes and each scanned chain. Every array is
+known by its identity: each new one gets a *slot* and is kept alive until capture ends, so
+that no id is reused meanwhile.
 """
 
 from __future__ import annotations
@@ -190,8 +181,11 @@ class Recorder(Trace):
                 )
             self.captured.append(operand)
             self.snapshots.append((operand, data.copy()))
-            if not any(isinstance(kernel, Call) for kernel in self.kernels):
-                # (after a zero_grad() call the state before it does not matter)
+            # A .grad the step's Python set before this read (`p.grad = None` at its top) is
+            # replayed; else the state it had as the call began is guarded (but after a
+            # zero_grad() call, where the state before it does not matter).
+            replayed = self.sync_grad(operand)
+            if not replayed and not any(isinstance(kernel, Call) for kernel in self.kernels):
                 self.grad_guards.append((operand, operand.grad is None))
             self.alive.append(operand)
             slot = self.new_slot("captured", operand.name or "tensor", data, data)
@@ -360,6 +354,16 @@ class Recorder(Trace):
             self.watch_settings(optimizer)
         return result
 
+    def watch(self, owner):
+        """As the capture begins: note what the step's Python may change of `owner` (an
+        optimizer's settings, and the .grad of the parameters an optimizer or a module
+        holds, so that an assignment such as `p.grad = None` is replayed: `sync_grad`)."""
+        self.watch_settings(owner)
+        if hasattr(owner, "param_groups") or hasattr(owner, "training"):
+            for parameter in parameters_of(owner):
+                if isinstance(parameter, Tensor):
+                    self.grad_of.setdefault(id(parameter), (parameter, parameter._grad))
+
     def watch_settings(self, owner):
         """Note an optimizer's settings now: a change the step's Python makes later
         (`param_groups[0]["lr"] *= 0.5`) is one a replay would not repeat."""
@@ -385,12 +389,12 @@ class Recorder(Trace):
                             "pass the value as a Tensor or array argument"
                         )
 
-    def sync_grad(self, tensor):
+    def sync_grad(self, tensor) -> bool:
         """The kernel that gives `tensor` the .grad the step's Python gave it since the
-        program last wrote it (`p.grad = p.grad * 0.5`, `p.grad = None`), if any."""
+        program last wrote it (`p.grad = p.grad * 0.5`, `p.grad = None`), if any (True)."""
         entry = self.grad_of.get(id(tensor))
         if entry is None or tensor._grad is entry[1]:
-            return
+            return False
         grad = tensor._grad
         label = tensor.name or "a leaf"
         position = self.argument_position(tensor)
@@ -405,6 +409,7 @@ class Recorder(Trace):
                 )
             self.emit(SetGrad(tensor, slot, label, position))
         self.grad_of[id(tensor)] = (tensor, grad)
+        return True
 
     def sync_settings(self, owner):
         """An optimizer setting that is one of the call's argument objects (an array or a

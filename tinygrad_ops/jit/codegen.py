@@ -1,22 +1,9 @@
 """Code generation: a program's kernels written out as one Python function, compiled once.
 
-Each kernel writes a few lines of Python (`Kernel.emit`); `generate` puts them together,
-one local variable per slot (`s4`), and compiles the function. Replaying the program is
-then one call of it: no list of kernels to loop over, no dictionary of buffers, no
-decisions left for the replay to take. Every decision the engine takes at each eager step
-(which array the walk may add into in place, whether a gradient must be cast or summed
-down to its input's shape) was taken once, at capture, and is written into the lines.
-`print(step.program.source)` shows the function:
-
-    def replay(values):
-        s0 = values[0].data
-        s4 = forward3(s0, c2, c3)          # Linear.forward
-        ...
-
-Names: `s<n>` is the array of slot n during one replay; `c<n>` a captured array or a
-constant (the same object at every call: the guards check it); every other name is an
-object the kernels call (an op's rule, a node, an optimizer), bound once in the
-function's namespace.
+Each kernel writes its lines (`Kernel.emit`) into a `Source`, one local variable per slot
+(`s4`; `c<n>` a captured array or constant; other names the objects the lines call, bound
+once). Every decision the walk takes at each eager step (cast, unbroadcast, add in place)
+was taken at capture and is written into the lines (docs/compile.md shows one).
 """
 
 from __future__ import annotations
