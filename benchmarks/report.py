@@ -1,7 +1,8 @@
 """Every figure of benchmarks/README.md, measured in one run and written as its tables.
 
     tinygrad-ops bench report            the full run (a few minutes), rewrites the README's
-                                         generated section and docs/images/scan_crossover.png
+                                         generated section, docs/images/scan_crossover.png
+                                         and docs/tutorial.ipynb, which embeds the picture
     tinygrad-ops bench report -- --quick a small run, for a look (fewer rounds and sizes)
 
 The measurements reuse the benchmark scripts beside this file (train_step.py, bench_nn_ops.py,
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import runpy
 import statistics
 import sys
 import time
@@ -340,6 +342,9 @@ def main(argv=None):
     bench.write_generated(args.readme, section)
     plot_speedup(scans, args.picture)
     print(f"wrote the figures into {args.readme} and {args.picture}")
+    if args.picture == PICTURE:  # the notebook embeds the picture: written again with it
+        notebook = runpy.run_path(str(HERE.parent / "docs" / "make_notebook.py"))
+        notebook["main"]()
 
 
 if __name__ == "__main__":

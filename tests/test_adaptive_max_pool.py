@@ -42,5 +42,5 @@ def test_adaptive_max_pool2d_nan_wins_and_the_layer():
     layer = tg.nn.AdaptiveMaxPool2d((1, 1))
     assert layer(tg.ones(2, 3, 5, 5)).shape == (2, 3, 1, 1)
     assert repr(layer) == repr(torch.nn.AdaptiveMaxPool2d((1, 1)))
-    with pytest.raises(ValueError, match="output_size"):
+    with pytest.raises(ValueError, match="adaptive_max_pool2d: output_size"):
         F.adaptive_max_pool2d(tg.ones(1, 1, 4, 4), 0)

@@ -376,3 +376,21 @@ def test_where_of_two_python_numbers_has_torchs_dtype(branches):
     theirs = torch.where(torch.tensor(mask), *branches)
     assert ours.dtype == theirs.numpy().dtype
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize(
+    "scalar",
+    [np.int32(1), np.int64(-2), np.uint8(3), np.bool_(True), np.float16(0.5), np.float64(0.25)],
+    ids=lambda s: type(s).__name__,
+)
+def test_a_numpy_scalar_keeps_its_dtype(scalar):
+    # As torch.tensor(np.int32(1)) is int32: a numpy scalar is a 0-d array's value.
+    tensor = tg.Tensor(scalar)
+    assert tensor.dtype == scalar.dtype
+    assert tensor.shape == ()
+    assert tensor.item() == scalar.item()
+    assert torch.tensor(scalar).numpy().dtype == scalar.dtype
+
+
+def test_python_numbers_still_become_float32():
+    assert [tg.Tensor(value).dtype for value in (1, 2.5, True)] == [np.float32] * 3

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from .ops.checks import check_number, checked_shape, varargs_shape
+from .ops.checks import ArgumentError, check_number, checked_shape, varargs_shape
 
 # The one shared generator lives in random_state.py; its functions are re-exported here,
 # where the tensors it fills are made.
@@ -171,12 +171,14 @@ def arange(start, stop=None, step=1, dtype=None):
 def _check_range(start, stop, step):
     """PyTorch's checks: numpy divides by a zero step, or gives an empty or endless range."""
     if step == 0:
-        raise ValueError(f"arange: step must be nonzero (got start={start}, stop={stop}, step=0)")
+        raise ArgumentError(
+            f"arange: step must be nonzero (got start={start}, stop={stop}, step=0)"
+        )
     for name, value in (("start", start), ("stop", stop), ("step", step)):
         if not math.isfinite(value):
-            raise ValueError(f"arange: {name} must be finite, got {value}")
+            raise ArgumentError(f"arange: {name} must be finite, got {value}")
     if (stop - start) * step < 0:
-        raise ValueError(
+        raise ArgumentError(
             f"arange: the step {step} goes away from stop: start={start}, stop={stop} "
             "(upper bound and lower bound inconsistent with step sign)"
         )
@@ -196,7 +198,7 @@ def eye(n, m=None, dtype=DEFAULT_DTYPE):
         if not isinstance(size, (int, np.integer)) or isinstance(size, (bool, np.bool_)):
             raise TypeError(f"eye: {name} must be an int, got {size!r}")
         if size < 0:
-            raise ValueError(f"eye: {name} must be greater or equal to 0, got {size}")
+            raise ArgumentError(f"eye: {name} must be greater or equal to 0, got {size}")
     return _fresh(np.eye(n, m, dtype=dtype))
 
 

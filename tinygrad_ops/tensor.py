@@ -45,7 +45,9 @@ def _to_array(data, dtype):
         values_read(data, "tg.Tensor(array) (a copy made outside the ops)")
         array = np.array(data, dtype=dtype, copy=True)  # a copy, as torch.tensor makes
     elif isinstance(data, (bool, int, float, np.generic)):
-        default = data.dtype if isinstance(data, np.floating) else DEFAULT_DTYPE
+        # A numpy scalar keeps its dtype, as a numpy array does (torch.tensor(np.int32(1))
+        # is int32); Python numbers become float32.
+        default = data.dtype if isinstance(data, np.generic) else DEFAULT_DTYPE
         array = np.asarray(data, dtype=dtype if dtype is not None else default)
     elif isinstance(data, (list, tuple)):
         try:

@@ -23,7 +23,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     name = "adaptive_max_pool2d"
     x, unbatched = with_batch(_float_tensor(input, name), 2, name)
     batch, channels, height, width = x.shape
-    out_height, out_width = _output_size(output_size, (height, width))
+    out_height, out_width = _output_size(output_size, (height, width), name)
     values_read(x, f"{name}: where each maximum is")
     index = np.empty((batch, channels, out_height, out_width), dtype=np.int64)
     for row, (top, bottom) in enumerate(_bins(out_height, height)):

@@ -198,7 +198,7 @@ def adaptive_avg_pool2d(input, output_size):
     """
     x, unbatched = with_batch(_float_tensor(input, "adaptive_avg_pool2d"), 2, "adaptive_avg_pool2d")
     height, width = x.shape[2:]
-    out_height, out_width = _output_size(output_size, (height, width))
+    out_height, out_width = _output_size(output_size, (height, width), "adaptive_avg_pool2d")
     if height % out_height == 0 and width % out_width == 0:  # equal bins: one pooling
         kernel = (height // out_height, width // out_width)
         out = avg_pool2d(x, kernel)
@@ -220,8 +220,8 @@ def _bins(count, length):
     return [(i * length // count, -(-(i + 1) * length // count)) for i in range(count)]
 
 
-def _output_size(output_size, lengths):
-    """adaptive_avg_pool2d's (height, width): an int for both, or a pair of ints or None
+def _output_size(output_size, lengths, op_name):
+    """An adaptive pooling's (height, width): an int for both, or a pair of ints or None
     (None keeps the input's length), each at least 1."""
     sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * 2
     valid = len(sizes) == 2 and all(
@@ -231,7 +231,7 @@ def _output_size(output_size, lengths):
     )
     if not valid:
         raise ArgumentError(
-            f"adaptive_avg_pool2d: output_size must be an int or a pair of ints (or None) of "
+            f"{op_name}: output_size must be an int or a pair of ints (or None) of "
             f"at least 1, got {output_size!r}"
         )
     return tuple(length if size is None else int(size) for size, length in zip(sizes, lengths))
