@@ -62,7 +62,7 @@ class PendingGrads:
     those arrays the holder *owns* (`owned`: may add into in place, or hand to a leaf
     without a copy). The one ownership rule, used by the eager walk (a `BackwardGraph` is
     a ledger of arrays) and followed once by tg.compile's code generator over its slots
-    (jit/codegen.py), so a replay adds in place exactly where the walk did.
+    (jit/codegen.py), so a replay adds in place only where the rule allows, as the walk.
 
     A first gradient is kept as it is, owned if its sender says so (`made_by_rule`); a
     later one is added into the pending array in place when that is owned, else into a

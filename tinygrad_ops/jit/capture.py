@@ -115,7 +115,7 @@ class Recorder(Trace):
 
     active = True
 
-    def __init__(self, values, names):
+    def __init__(self, values):
         self.slots = []
         self.initial = []
         self.slot_by_array = {}  # id(array) -> slot
@@ -142,10 +142,10 @@ class Recorder(Trace):
         self.scanning = None  # the SegmentRun being recorded
         self.scanned = set()  # ids of the nodes of scanned segments (their forwards stay general)
         self.values = values
-        for position, (value, name) in enumerate(zip(values, names)):
+        for position, value in enumerate(values):
             data = value.data if isinstance(value, Tensor) else value
             if isinstance(data, np.ndarray):
-                slot = self.new_slot("input", name, data)
+                slot = self.new_slot("input", f"argument {position}", data)
                 self.arguments.append((slot, position, isinstance(value, Tensor)))
 
     # -- slots ---------------------------------------------------------------------------

@@ -12,7 +12,6 @@ import numpy as np
 
 from ..autograd.graph import PendingGrads, accumulate_leaf, unbroadcast
 from ..ops.base import bump_version, new_tensor
-from ..ops.kernels import column_sum
 from ..tensor import Tensor
 
 
@@ -32,13 +31,9 @@ _COMMON = {
     "write_leaf": write_leaf,
     "asarray": np.asarray,
     "add": np.add,
-    "subtract": np.subtract,
     "copyto": np.copyto,
-    "accumulate_leaf": accumulate_leaf,
     "bump_version": bump_version,
-    "new_tensor": new_tensor,
     "unbroadcast": unbroadcast,
-    "column_sum": column_sum,
     "make": Tensor._make,
 }
 

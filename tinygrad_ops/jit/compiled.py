@@ -65,8 +65,7 @@ class CompiledFunction:
 
     def record(self, args, kwargs, values, keywords):
         """The capture itself (see `capture`)."""
-        names = [f"argument {position}" for position in range(len(values))]
-        recorder = Recorder(values, names)
+        recorder = Recorder(values)
         for _, _, value in reached_names(self.function):  # (what the step's Python may change)
             recorder.watch(value)
         for value in values:
