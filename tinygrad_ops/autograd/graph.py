@@ -58,32 +58,56 @@ class ScannedSegment(NamedTuple):
 
 
 class PendingGrads:
-    """The ledger of pending gradients: each key's gradient so far (`grads`) and which of
-    those arrays the holder *owns* (`owned`: may add into in place, or hand to a leaf
-    without a copy). The one ownership rule, used by the eager walk (a `BackwardGraph` is
-    a ledger of arrays) and followed once by tg.compile's code generator over its slots
-    (jit/codegen.py), so a replay adds in place only where the rule allows, as the walk.
+    """The ledger of pending gradients: each tensor's gradient so far (`grads`, keyed by
+    id) and which of those arrays the holder *owns* (`owned`: may add into in place, or
+    hand to a leaf without a copy). One ownership rule, in `send`: the eager walk's (a
+    `BackwardGraph` is a ledger of arrays), and followed once by tg.compile's code
+    generator over its slots (jit/codegen.py: its `sum` writes a line).
 
     A first gradient is kept as it is, owned if its sender says so (`made_by_rule`); a
     later one is added into the pending array in place when that is owned, else into a
     new array; either way the sum is owned. A taken gradient leaves with its ownership.
     """
 
+    relevant = None  # the ids kept (None: all; tg.grad keeps those on a path to an input)
+    heap = None  # while a walk runs, where `send` queues a tensor (see BackwardGraph)
+
     def __init__(self):
         self.grads = {}
+        self.tensors = {}  # id -> tensor, for every tensor that has received a gradient
         self.owned = set()
 
-    def add(self, key, grad, owned=False) -> bool:
-        """`grad` arrives for `key`: True for the first (kept as it is)."""
+    def send(self, tensor, grad, owned=False) -> bool:
+        """Accumulate `grad` into `tensor`'s pending gradient; True for the first (which a
+        running walk queues)."""
+        key = id(tensor)
+        if self.relevant is not None and key not in self.relevant:
+            return False
         previous = self.grads.get(key)
-        if previous is None:
-            self.grads[key] = grad
-            if owned:  # (a key leaves `owned` when its gradient is taken)
-                self.owned.add(key)
-            return True
-        self.grads[key] = self.sum(key, previous, grad, key in self.owned)
-        self.owned.add(key)
-        return False
+        if previous is not None:
+            self.grads[key] = self.sum(key, previous, grad, key in self.owned)
+            self.owned.add(key)
+            return False
+        self.grads[key] = grad
+        self.tensors[key] = tensor
+        if owned:  # (a taken gradient's key has left `owned`: see take and pop)
+            self.owned.add(key)
+        if self.heap is not None:  # the walk is running: queue the tensor
+            node = tensor._ctx
+            if node is None:
+                self.leaves.append(tensor)
+            else:
+                heapq.heappush(self.heap, (-node.sequence, key))
+        return True
+
+    @staticmethod
+    def sum(key, previous, grad, in_place):
+        """previous + grad: into `previous` itself when `in_place` (it is owned)."""
+        if in_place:
+            np.add(previous, grad, out=previous)
+            return previous
+        # asarray: two 0-d arrays add to a numpy scalar, which `out=` cannot write into.
+        return np.asarray(previous + grad)
 
     def take(self, key):
         """Remove `key`'s pending gradient: (the gradient or None, whether it was owned)."""
@@ -95,15 +119,6 @@ class PendingGrads:
         """Remove and return `key`'s pending gradient (None if none arrived)."""
         self.owned.discard(key)
         return self.grads.pop(key, None)
-
-    @staticmethod
-    def sum(key, previous, grad, in_place):
-        """previous + grad: into `previous` itself when `in_place` (it is owned)."""
-        if in_place:
-            np.add(previous, grad, out=previous)
-            return previous
-        # asarray: two 0-d arrays add to a numpy scalar, which `out=` cannot write into.
-        return np.asarray(previous + grad)
 
 
 class BackwardGraph(PendingGrads):
@@ -135,7 +150,6 @@ class BackwardGraph(PendingGrads):
         self.roots = roots
         super().__init__()
         self.wanted = wanted  # ids of the tensors whose gradient tg.grad returns, else None
-        self.tensors = {}  # id -> tensor, for every tensor that has received a gradient
         self.create_graph = create_graph
         if create_graph:  # the gradients are Tensors: every sum is recorded, none in place
             self.sum = _recorded_sum
@@ -155,7 +169,7 @@ class BackwardGraph(PendingGrads):
         self.leaves = None
         self._order = None
         # With wanted inputs, only tensors on a path to one of them need a gradient.
-        self.relevant = None
+        self.relevant = None  # (an attribute of its own: read at every send)
         if wanted is not None:
             self.relevant = {id(tensor) for tensor in self.order}
 
@@ -168,22 +182,6 @@ class BackwardGraph(PendingGrads):
     def pop_grad(self, tensor):
         """Remove and return the pending gradient of `tensor` (None if none arrived)."""
         return self.pop(id(tensor))
-
-    def send(self, tensor, grad, owned=False):
-        """Accumulate `grad` into `tensor`'s pending gradient (a first gradient queues the
-        tensor for the running walk)."""
-        key = id(tensor)
-        if self.relevant is not None and key not in self.relevant:
-            return
-        if not self.add(key, grad, owned):
-            return
-        self.tensors[key] = tensor
-        if self.heap is not None:  # the walk is running: queue the tensor (see __init__)
-            node = tensor._ctx
-            if node is None:
-                self.leaves.append(tensor)
-            else:
-                heapq.heappush(self.heap, (-node.sequence, key))
 
     def visit(self, tensor, grad, owned=False):
         """Deliver the total gradient of `tensor`: hooks, capture, leaf write, or the op's

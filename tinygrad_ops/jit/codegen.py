@@ -40,15 +40,17 @@ _COMMON = {
 
 class SlotLedger(PendingGrads):
     """The walk's own ledger of pending gradients and their ownership (autograd/graph.py),
-    kept over the program's pending-gradient slots while the kernels write their lines in
-    order: where the walk would add two gradients, the ledger writes that sum's line."""
+    kept over the program's pending-gradient slots (each `Slot` in the place of a tensor)
+    while the kernels write their lines in order: where the walk adds two gradients, its
+    `sum` writes that line."""
 
     def __init__(self, code):
         super().__init__()
         self.code = code
+        self.names = {id(slot): code.slot(number) for number, slot in enumerate(code.slots)}
 
-    def sum(self, slot, previous, expression, in_place):
-        name = self.code.slot(slot)
+    def sum(self, key, previous, expression, in_place):
+        name = self.names[key]
         if in_place:
             self.code.line(f"add({name}, {expression}, out={name})")
         else:  # (asarray: see PendingGrads.sum)
@@ -96,12 +98,12 @@ class Source:
     def accumulate(self, slot, expression, owned):
         """slot's pending gradient (+)= expression, as the walk's `send` would: in place only
         into an array the replay owns. `owned`: whether the new array may be written."""
-        if self.pending.add(slot, expression, owned):  # the first: the slot takes it
+        if self.pending.send(self.slots[slot], expression, owned):  # the first: taken as it is
             self.line(f"{self.slot(slot)} = {expression}")
 
     def consume(self, slot) -> bool:
         """The pending gradient in `slot` is taken (by a rule or a leaf): whether it was owned."""
-        return self.pending.take(slot)[1]
+        return self.pending.take(id(self.slots[slot]))[1]
 
     def send(self, edge, expression, node):
         """An input's gradient along `edge`: cast and summed down as the capture found
