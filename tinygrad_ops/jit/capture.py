@@ -64,9 +64,12 @@ class TracedGraph(BackwardGraph):
             recorder.begin_backward(self)
 
     def send(self, tensor, grad, owned=False):
+        recorder = self.recorder
         if not self.started:
-            self.recorder.seed(self, tensor, grad)
-        super().send(tensor, grad, owned)
+            recorder.seed(self, tensor, grad)
+        elif recorder.scanning is not None:  # (what a recorded scan sends, in order)
+            recorder.scan_sent.append(recorder.pending_slot(tensor))
+        return super().send(tensor, grad, owned)
 
     def run_sequential(self):
         self.started = True
@@ -140,6 +143,7 @@ class Recorder(Trace):
         self.graphs = []
         self.muted = 0
         self.scanning = None  # the SegmentRun being recorded
+        self.scan_sent = []  # the pending slots it sends to, in order
         self.scanned = set()  # ids of the nodes of scanned segments (their forwards stay general)
         self.values = values
         for position, value in enumerate(values):
@@ -531,20 +535,12 @@ class Recorder(Trace):
             self.pending.get(id(anchor)) if id(anchor) in graph.grads else None
             for anchor in runner.segment.anchors
         )
-        sent = []
-        send = graph.send
-
-        def watch(tensor, grad, owned=False):
-            sent.append(self.pending_slot(tensor))
-            send(tensor, grad, owned)
-
-        graph.send = watch
-        self.scanning = runner
+        self.scanning, self.scan_sent = runner, []  # (TracedGraph.send fills scan_sent)
         try:
             runner.run(method, block_size)
         finally:
             self.scanning = None
-            del graph.send
+        sent = self.scan_sent
         if plan is not None:
             kernel = StackedScanKernel(runner.segment, method, block_size, taken, tuple(sent), plan)
             self.emit(kernel)
