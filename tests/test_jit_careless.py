@@ -434,3 +434,45 @@ def test_grads_set_to_none_by_hand_at_the_top_of_the_step(update):
         return out
 
     assert outcome(scenario) == "equal"
+
+
+@pytest.mark.parametrize("where", ["closure", "method"])
+def test_the_previous_calls_gradient_read_at_the_top_of_the_step(where):
+    # `p.grad = p.grad * 0.5` before the forward (a decayed accumulation) reads the .grad
+    # the call begins with: a replay reads it again, not the first call's tensor.
+    def scenario(compile):
+        model = linear_model()
+        optimizer = optim.SGD(model.parameters(), lr=0.1)
+
+        def body(x, y):
+            for parameter in model.parameters():
+                if parameter.grad is not None:
+                    parameter.grad = parameter.grad * 0.5
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        class Trainer:
+            def __init__(self):
+                self.model, self.optimizer = model, optimizer
+
+            @compile
+            def step(self, x, y):
+                for parameter in self.model.parameters():
+                    if parameter.grad is not None:
+                        parameter.grad = parameter.grad * 0.5
+                loss = F.cross_entropy(self.model(x), y)
+                loss.backward()
+                self.optimizer.step()
+                return loss
+
+        step = compile(body) if where == "closure" else Trainer().step
+        out = []
+        for x, y in data():
+            out.append(step(x, tg.Tensor(y)).data.copy())
+            out.extend(weights_of(model))
+            out.extend(parameter.grad.data.copy() for parameter in model.parameters())
+        return out
+
+    assert outcome(scenario) == "equal"

@@ -27,6 +27,7 @@ from .kernels import (
     ForgetGrad,
     Forward,
     LeafWrite,
+    ReadGrad,
     Seed,
     SetGrad,
     SetSetting,
@@ -177,6 +178,9 @@ class Recorder(Trace):
                 "Tensor instead (x[t], not tg.Tensor(x_array[t]))"
             )
         if isinstance(operand, Tensor):
+            leaf = self.grad_read(operand)
+            if leaf is not None:
+                return self.read_grad(leaf, operand)
             if operand._ctx is not None:
                 self.refuse(
                     f"{op_name}: an input computed outside the recorded ops (a "
@@ -196,6 +200,24 @@ class Recorder(Trace):
             return slot
         slot = self.new_slot("constant", _constant_label(operand), value=operand)
         self.alive.append(operand)
+        return slot
+
+    def grad_read(self, tensor):
+        """The leaf whose .grad `tensor` is, as the call began (the previous call's
+        gradient, read before this call writes it), or None."""
+        for leaf, grad in self.grad_of.values():
+            if grad is tensor and leaf._grad is tensor:
+                return leaf
+        return None
+
+    def read_grad(self, leaf, grad):
+        """A slot that a kernel fills with the leaf's .grad at each call (not the first
+        call's tensor); the program assumes the leaf has one as the call begins."""
+        label = leaf.name or "a leaf"
+        slot = self.new_slot("value", f"{label}.grad", grad.data)
+        self.emit(ReadGrad(leaf, slot, label, self.argument_position(leaf)))
+        self.grad_guards.append((leaf, False))
+        self.alive.append(grad)
         return slot
 
     def views_a_known_array(self, array) -> bool:
@@ -361,12 +383,16 @@ class Recorder(Trace):
     def watch(self, owner):
         """As the capture begins: note what the step's Python may change of `owner` (an
         optimizer's settings, and the .grad of the parameters an optimizer or a module
-        holds, so that an assignment such as `p.grad = None` is replayed: `sync_grad`)."""
+        holds, itself or as an attribute of `owner`: an assignment such as `p.grad = None`
+        is replayed, `sync_grad`, and a read of the .grad the call began with is read
+        again at each call, `read_grad`)."""
         self.watch_settings(owner)
-        if hasattr(owner, "param_groups") or hasattr(owner, "training"):
-            for parameter in parameters_of(owner):
-                if isinstance(parameter, Tensor):
-                    self.grad_of.setdefault(id(parameter), (parameter, parameter._grad))
+        held = [owner, *getattr(owner, "__dict__", {}).values()]  # (a trainer's .model too)
+        for value in held:
+            if hasattr(value, "param_groups") or hasattr(value, "training"):
+                for parameter in parameters_of(value):
+                    if isinstance(parameter, Tensor):
+                        self.grad_of.setdefault(id(parameter), (parameter, parameter._grad))
 
     def watch_settings(self, owner):
         """Note an optimizer's settings now: a change the step's Python makes later

@@ -21,7 +21,7 @@ from ..random_state import default_generator
 from ..scheduler import get_default_scheduler
 from ..tensor import Tensor
 from .codegen import compiled_code
-from .kernels import Call, ForgetGrad, LeafWrite, SetGrad
+from .kernels import Call, ForgetGrad, LeafWrite, ReadGrad, SetGrad
 
 
 def describe_value(value):
@@ -224,7 +224,10 @@ def _reset_first(tensor, kernels) -> bool:
     """Whether the first kernel that touches `tensor.grad` is a zero_grad() that resets it
     (an optimizer or a module: what holds `param_groups` or `parameters()`)."""
     for kernel in kernels:
-        if isinstance(kernel, (LeafWrite, ForgetGrad, SetGrad)) and kernel.tensor is tensor:
+        if (
+            isinstance(kernel, (LeafWrite, ForgetGrad, SetGrad, ReadGrad))
+            and kernel.tensor is tensor
+        ):
             return False
         if not isinstance(kernel, Call) or not _holds_parameters(kernel.owner):
             continue  # (a learning-rate scheduler's step does not touch gradients)
