@@ -476,3 +476,26 @@ def test_the_previous_calls_gradient_read_at_the_top_of_the_step(where):
         return out
 
     assert outcome(scenario) == "equal"
+
+
+def test_the_previous_calls_gradient_of_a_leaf_tensor():
+    def scenario(compile):
+        w = tg.Tensor(np.array([1.0, -2.0, 0.5]), requires_grad=True)
+
+        @compile
+        def step(x):
+            if w.grad is not None:
+                w.grad = w.grad * 0.5
+            loss = (w * x).sum() ** 2
+            loss.backward()
+            with tg.no_grad():
+                w.sub_(0.01 * w.grad)
+            return loss
+
+        out = []
+        for number in range(CALLS):
+            out.append(step(tg.Tensor(np.arange(3.0) + number)).data.copy())
+            out.extend([w.data.copy(), w.grad.data.copy()])
+        return out
+
+    assert outcome(scenario) == "equal"

@@ -387,12 +387,19 @@ class Recorder(Trace):
         is replayed, `sync_grad`, and a read of the .grad the call began with is read
         again at each call, `read_grad`)."""
         self.watch_settings(owner)
-        held = [owner, *getattr(owner, "__dict__", {}).values()]  # (a trainer's .model too)
+        # (itself, its attributes: a trainer's .model; the items of a list of parameters)
+        held = [owner, *getattr(owner, "__dict__", {}).values()]
+        if isinstance(owner, (list, tuple)):
+            held += owner
         for value in held:
-            if hasattr(value, "param_groups") or hasattr(value, "training"):
-                for parameter in parameters_of(value):
-                    if isinstance(parameter, Tensor):
-                        self.grad_of.setdefault(id(parameter), (parameter, parameter._grad))
+            if isinstance(value, Tensor):
+                leaves = [value] if value._ctx is None and value._requires_grad else []
+            elif hasattr(value, "param_groups") or hasattr(value, "training"):
+                leaves = [leaf for leaf in parameters_of(value) if isinstance(leaf, Tensor)]
+            else:
+                continue
+            for leaf in leaves:
+                self.grad_of.setdefault(id(leaf), (leaf, leaf._grad))
 
     def watch_settings(self, owner):
         """Note an optimizer's settings now: a change the step's Python makes later
