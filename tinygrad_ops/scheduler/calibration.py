@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from ..mode import STATE, enable_grad
+from ..mode import enable_grad, in_fresh_thread
 from .scan_scheduler import ScanScheduler
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -60,11 +60,10 @@ def calibrate(force=False):
         return _CALIBRATION
     costs = {}
     # Its small RNNs' backward passes are this scheduler's own timing, not the caller's
-    # work: while tg.compile captures (the first backward with `auto` may be inside one),
-    # nothing watches them.
-    with STATE.tracer.paused():
-        _engine_costs(costs)
-        _numpy_costs(costs)
+    # work: they run in a thread of their own, which nothing watches (the first backward
+    # with `auto` may be inside a tg.compile capture).
+    in_fresh_thread(_engine_costs, costs)
+    _numpy_costs(costs)
     # The wide walk's extra cost is a small difference of two noisy timings and came out
     # at 0 in some runs: at least half a vector-matrix product per row and node (about
     # one in two nodes of an RNN step is a product by the weight).
