@@ -14,7 +14,7 @@ from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops import optim
 from tinygrad_ops.jit import inline
 from tinygrad_ops.jit.specialise import Fact, Specialise, array_fact, drop_dead
-from tinygrad_ops.ops import shape
+from tinygrad_ops.ops import shape, unbind
 from tinygrad_ops.ops.base import Op
 
 
@@ -291,3 +291,24 @@ def test_checks_of_shapes_and_dtypes_are_made_at_capture_not_at_each_replay():
     assert "LayerNorm.forward (inlined)" in source
     for check in ("check_float", "check_affine", "check_normalized_shape"):
         assert check not in source
+
+
+def test_a_node_other_nodes_hold_keeps_its_attributes_on_itself():
+    """rows(a): each Row's backward hands its gradient to the Unbind node it holds (an
+    option), whose backward stacks them: the hub's attributes stay on the node."""
+    a = tg.Tensor(np.arange(12.0).reshape(4, 3), requires_grad=True)
+
+    def step(a):
+        first, _, third, fourth = unbind.rows(a)
+        (first * 1.0 + third * 3.0 + fourth * fourth).sum().backward()
+
+    compiled = tg.compile(step)
+    for _ in range(4):
+        grads = []
+        for function in (step, compiled):
+            a.grad = None
+            function(a)
+            grads.append(a.grad.data.copy())
+        np.testing.assert_array_equal(grads[1], grads[0])
+        np.testing.assert_array_equal(grads[0][1], [0.0, 0.0, 0.0])
+    assert "Unbind.forward (inlined)" in compiled.program.source

@@ -29,13 +29,14 @@ class FusedForward(Kernel):
     capture fixed (specialise.py): the result into the output's slot, what the node keeps
     for its backward (`backward_body`, inlined by FusedBackward) into names of the program."""
 
-    __slots__ = ("kernel", "body", "backward_body", "unstable", "release", "pair")
+    __slots__ = ("kernel", "body", "backward_body", "unstable", "shared", "release", "pair")
 
-    def __init__(self, kernel, body, backward_body, unstable):
+    def __init__(self, kernel, body, backward_body, unstable, shared=False):
         self.kernel = kernel  # the generic Forward it replaces (for its slots and listing)
         self.body = body
         self.backward_body = backward_body  # (None: the node has no backward kernel)
         self.unstable = unstable  # slots whose shapes the guards do not fix
+        self.shared = shared  # other nodes hold this one (see inline.prepare)
         self.release = False  # (set by the memory plan: no backward reads the saved values)
         self.frees = ()
         self.pair = None
@@ -62,9 +63,8 @@ class FusedForward(Kernel):
                 facts[name] = Fact(constant(value, self.bind(code)), value)
         grad = slot_fact(code, kernel.output, self.unstable)
         needs = kernel.node.needs_input_grad
-        self.pair = prepare(
-            code, self.body, self.backward_body, facts, grad, inputs, needs, self.bind(code)
-        )
+        arguments = (self.body, self.backward_body, facts, grad, inputs, needs, self.bind(code))
+        self.pair = prepare(code, *arguments, self.shared)
         return self.pair
 
     @staticmethod
@@ -225,6 +225,18 @@ def _unstable(kernels) -> set:
     return unstable
 
 
+def _held(kernels) -> set:
+    """The ids of the objects other ops hold as options (a node among them: `Row`'s hub,
+    the Unbind node its backward hands each row's gradient to)."""
+    held = set()
+    for kernel in kernels:
+        if isinstance(kernel, Forward):
+            for value in kernel.options.values():
+                for part in value if isinstance(value, (tuple, list)) else (value,):
+                    held.add(id(part))
+    return held
+
+
 def _draws(value) -> bool:
     return isinstance(value, np.random.Generator)
 
@@ -240,6 +252,7 @@ def fuse(kernels, slots, scanned=()) -> list:
             backward_of[id(kernel.node)] = True
     fused = {}  # id(node) -> its FusedForward
     unstable = _unstable(kernels)
+    held = _held(kernels)
     grads = {}  # id(leaf) -> the slot of the gradient this program wrote into it
     result = []
     for kernel in kernels:
@@ -249,7 +262,8 @@ def fuse(kernels, slots, scanned=()) -> list:
             backward = rule_of(kernel.node, "backward") if id(kernel.node) in backward_of else True
             if forward is not None and backward is not None:
                 backward = None if backward is True else backward
-                replacement = FusedForward(kernel, forward, backward, unstable)
+                shared = id(kernel.node) in held
+                replacement = FusedForward(kernel, forward, backward, unstable, shared)
                 fused[id(kernel.node)] = replacement
         elif isinstance(kernel, Backward) and id(kernel.node) in fused:
             forward = fused[id(kernel.node)]

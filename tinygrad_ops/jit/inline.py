@@ -307,11 +307,13 @@ class Pair(NamedTuple):
 _PREPARED = weakref.WeakKeyDictionary()  # codegen.Source -> {what prepare saw: its Pair}
 
 
-def prepare(code, forward, backward, facts, grad_fact, inputs, needs, bind) -> Pair:
+def prepare(code, forward, backward, facts, grad_fact, inputs, needs, bind, shared=False):
     """Specialise a node's forward `forward` (a Body) and its `backward` (or None) to what
     the capture fixed: `facts` of the forward's parameters (name -> Fact), `grad_fact` of
     the backward's gradient, `inputs` the operands' facts, `needs` the node's
-    needs_input_grad; `bind` names a value in the generated function (`code`'s). The
+    needs_input_grad; `bind` names a value in the generated function (`code`'s);
+    `shared`: other nodes hold this one (an option of theirs) and may read or set its
+    attributes between its forward and its backward, which then stay on the node. The
     nodes of one program that see the same get the same Pair (an RNN's 512 steps'
     products: one specialisation)."""
     key = (
@@ -321,11 +323,13 @@ def prepare(code, forward, backward, facts, grad_fact, inputs, needs, bind) -> P
         tuple((name, _fact_key(fact)) for name, fact in facts.items()),
         _fact_key(grad_fact),
         tuple(_fact_key(fact) for fact in inputs),
+        shared,
     )
     known = _PREPARED.setdefault(code, {})
     pair = known.get(key)
     if pair is None:
-        pair = known[key] = _prepare(forward, backward, facts, grad_fact, inputs, needs, bind)
+        arguments = (forward, backward, facts, grad_fact, inputs, needs, bind, shared)
+        pair = known[key] = _prepare(*arguments)
     return pair
 
 
@@ -381,7 +385,7 @@ def _passes_self(body) -> bool:
     return passes_self(body.statements)
 
 
-def _prepare(forward, backward, facts, grad_fact, inputs, needs, bind) -> Pair:
+def _prepare(forward, backward, facts, grad_fact, inputs, needs, bind, shared) -> Pair:
     count = _of_body(forward, saved_count)
     needs_fact = Fact(constant(tuple(needs), bind), tuple(needs))
     statements = [clone(s) for s in _channelled(forward, count)]
@@ -389,7 +393,7 @@ def _prepare(forward, backward, facts, grad_fact, inputs, needs, bind) -> Pair:
     known = Specialise(facts, bind, inputs)
     statements = known.block(statements)
     bodies = [forward] + ([backward] if backward is not None else [])
-    given = any(_of_body(body, _passes_self) for body in bodies)  # (the node keeps them)
+    given = shared or any(_of_body(body, _passes_self) for body in bodies)  # (kept on it)
     kept = set() if given else _kept_attributes(statements)
     backward_statements = None
     if backward is not None:
@@ -397,6 +401,8 @@ def _prepare(forward, backward, facts, grad_fact, inputs, needs, bind) -> Pair:
         if grad_fact is not None:
             passed[backward.parameters[0]] = grad_fact
         for name, fact in known.facts.items():
+            if shared and name.startswith("self.") and name != "self.needs_input_grad":
+                continue  # (another node may change it before this backward)
             if name.startswith(("self.", SAVED)) and (
                 fact.expression is None or getattr(fact.expression, "bound", False)
             ):
