@@ -93,20 +93,25 @@ def test_a_change_through_data_is_refused():
         step(*batches(1)[0])
 
 
-def test_grad_set_to_none_before_the_forward_fails_loudly():
-    tg.manual_seed(0)
-    layer = tg.nn.Linear(6, 3)
+def test_grad_set_to_none_before_the_forward_is_replayed():
+    def run(compile):
+        tg.manual_seed(0)
+        layer = tg.nn.Linear(6, 3)
 
-    def step(x, y):
-        layer.weight.grad = None
-        F.cross_entropy(layer(x), y).backward()
+        def step(x, y):
+            layer.weight.grad = None  # (the bias's gradient accumulates over the calls)
+            F.cross_entropy(layer(x), y).backward()
 
-    step = tg.compile(step, max_programs=2)
-    data = batches(3)
-    step(*data[0])
-    step(*data[1])  # the .grad left by the first call does not fit: a second capture
-    with pytest.raises(tg.CompileError, match=r"assigning \.grad inside a compiled function"):
-        step(*data[2])
+        step = compile(step)
+        for x, y in batches(4):
+            step(x, y)
+        return step, layer.weight.grad.numpy(), layer.bias.grad.numpy()
+
+    step, weight_grad, bias_grad = run(lambda function: tg.compile(function, max_programs=2))
+    _, eager_weight_grad, eager_bias_grad = run(lambda function: function)
+    np.testing.assert_array_equal(weight_grad, eager_weight_grad)
+    np.testing.assert_array_equal(bias_grad, eager_bias_grad)
+    assert "weight.grad = None" in str(step.program)
 
 
 def test_a_numpy_view_of_an_argument_is_refused():
@@ -144,3 +149,33 @@ def test_a_gradient_changed_through_data_is_refused():
 
     with pytest.raises(tg.CompileError, match="made without an op"):
         tg.compile(step)(tg.Tensor([1.0, 1.0]))
+
+
+def test_the_cost_models_calibration_inside_a_capture_is_not_recorded(monkeypatch):
+    # The first backward with `auto` calibrates the cost model (small RNNs' backward passes,
+    # timed); inside a capture those run in a thread of their own, which nothing watches.
+    from tinygrad_ops.scheduler import calibration
+
+    monkeypatch.setattr(calibration, "_CALIBRATION", {})
+    w = tg.Tensor(np.linspace(-1.0, 1.0, 4).reshape(2, 2), requires_grad=True)
+
+    def step(x):
+        w.grad = None
+        h = x
+        for _ in range(64):
+            h = (h @ w * 0.5).tanh()
+        loss = h.sum()
+        loss.backward(scheduler="auto")
+        return loss
+
+    compiled = tg.compile(step)
+    x = tg.Tensor(np.ones((1, 2)))
+    compiled(x)
+    assert calibration._CALIBRATION  # (calibrated during the capture)
+    # The step's own kernels only (walked: 388; scanned: fewer); the calibration's runs
+    # would add thousands.
+    assert len(compiled.program.kernels) <= 388
+    compiled(x)
+    replayed = w.grad.numpy().copy()
+    step(x)  # (eager `auto` may choose the other way: equal up to rounding)
+    np.testing.assert_allclose(replayed, w.grad.numpy(), rtol=1e-12)

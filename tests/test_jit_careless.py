@@ -399,3 +399,103 @@ def test_a_layer_setting_changed_between_calls():
         return out
 
     assert outcome(scenario) == "equal"
+
+
+@pytest.mark.parametrize("update", ["sub_", "optimizer"])
+def test_grads_set_to_none_by_hand_at_the_top_of_the_step(update):
+    # `p.grad = None` in place of zero_grad(): replayed as the step's first kernels, so one
+    # program serves every call (no re-capture at each call, no refusal at the fifth).
+    def scenario(compile):
+        model = linear_model()
+        parameters = list(model.parameters())
+        optimizer = optim.Adam(parameters, lr=0.01)
+
+        @compile
+        def step(x, y):
+            for parameter in parameters:
+                parameter.grad = None
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            if update == "optimizer":
+                optimizer.step()
+            else:
+                with tg.no_grad():
+                    for parameter in parameters:
+                        parameter.sub_(0.1 * parameter.grad)
+            return loss
+
+        out = []
+        for x, y in data():
+            out.append(step(x, tg.Tensor(y)).data.copy())
+            out.extend(weights_of(model))
+            out.extend(parameter.grad.data.copy() for parameter in parameters)
+        if hasattr(step, "programs"):  # (compiled)
+            assert len(step.programs) <= 2, step.programs  # (one for .grad None, one for set)
+        return out
+
+    assert outcome(scenario) == "equal"
+
+
+@pytest.mark.parametrize("where", ["closure", "method"])
+def test_the_previous_calls_gradient_read_at_the_top_of_the_step(where):
+    # `p.grad = p.grad * 0.5` before the forward (a decayed accumulation) reads the .grad
+    # the call begins with: a replay reads it again, not the first call's tensor.
+    def scenario(compile):
+        model = linear_model()
+        optimizer = optim.SGD(model.parameters(), lr=0.1)
+
+        def body(x, y):
+            for parameter in model.parameters():
+                if parameter.grad is not None:
+                    parameter.grad = parameter.grad * 0.5
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        class Trainer:
+            def __init__(self):
+                self.model, self.optimizer = model, optimizer
+
+            @compile
+            def step(self, x, y):
+                for parameter in self.model.parameters():
+                    if parameter.grad is not None:
+                        parameter.grad = parameter.grad * 0.5
+                loss = F.cross_entropy(self.model(x), y)
+                loss.backward()
+                self.optimizer.step()
+                return loss
+
+        step = compile(body) if where == "closure" else Trainer().step
+        out = []
+        for x, y in data():
+            out.append(step(x, tg.Tensor(y)).data.copy())
+            out.extend(weights_of(model))
+            out.extend(parameter.grad.data.copy() for parameter in model.parameters())
+        return out
+
+    assert outcome(scenario) == "equal"
+
+
+def test_the_previous_calls_gradient_of_a_leaf_tensor():
+    def scenario(compile):
+        w = tg.Tensor(np.array([1.0, -2.0, 0.5]), requires_grad=True)
+
+        @compile
+        def step(x):
+            if w.grad is not None:
+                w.grad = w.grad * 0.5
+            loss = (w * x).sum() ** 2
+            loss.backward()
+            with tg.no_grad():
+                w.sub_(0.01 * w.grad)
+            return loss
+
+        out = []
+        for number in range(CALLS):
+            out.append(step(tg.Tensor(np.arange(3.0) + number)).data.copy())
+            out.extend([w.data.copy(), w.grad.data.copy()])
+        return out
+
+    assert outcome(scenario) == "equal"

@@ -8,7 +8,7 @@ It also holds the engine's one seam for watchers of a whole computation (`Trace`
 tg.compile's capture is one; by default nobody watches and every call is a no-op.
 """
 
-import contextlib
+import concurrent.futures
 import functools
 import threading
 
@@ -21,11 +21,13 @@ class Trace:
         op(node, operands, options, out, given)  Op.apply: an op's forward ran
         read(value, what)       values_read: Python is about to read `value`'s numbers
         write(tensor, source)   values_written: `source`'s values went into `tensor`'s array
-        module(module)          Module.__call__: a module runs (its train/eval flag counts)
-        call(method, owner, args, kwargs)  replayed_whole: a method run as a whole
+        call(method, owner, args, kwargs, whole)  a method marked `replayed_whole`
+                                (whole: an optimizer's step) or `watched` (Module.__call__)
         graph(graph_class, *arguments)  run_backward: the pass's graph (a watcher's
                                 subclass of BackwardGraph sees the rules and leaf writes)
-        paused()                a context in which nothing is watched (timing experiments)
+
+    Work that is not the caller's computation (a scheduler's timing experiments) runs
+    in a thread of its own (`in_fresh_thread`): every switch, this one too, is per thread.
     """
 
     active = False  # True for a watcher that records (tg.compile's capture)
@@ -39,17 +41,11 @@ class Trace:
     def write(self, tensor, source, what=None):
         pass
 
-    def module(self, module):
-        pass
-
-    def call(self, method, owner, args, kwargs):
+    def call(self, method, owner, args, kwargs, whole):
         return method(owner, *args, **kwargs)
 
     def graph(self, graph_class, *arguments):
         return graph_class(*arguments)
-
-    def paused(self):
-        return contextlib.nullcontext()
 
 
 class _State(threading.local):
@@ -200,12 +196,28 @@ class _GradModeSetter(_GradMode):
 
 def replayed_whole(method):
     """Mark a method that a compiled step replays by calling it again, as one kernel
-    (an optimizer's `step`, `zero_grad`): a watcher (`Trace.call`) runs it unrecorded inside
-    and notes the call. Otherwise it is `method` itself, plus one call.
-    """
+    (an optimizer's `step`, `zero_grad`, `Module.train`): a watcher (`Trace.call`) runs it
+    unrecorded inside and notes the call. Otherwise it is `method` itself, plus one call."""
+    return _reported(method, whole=True)
 
+
+def watched(method):
+    """Mark a method whose work a watcher records as it runs, told who runs it
+    (`Module.__call__`: tg.compile guards the module's flag and members)."""
+    return _reported(method, whole=False)
+
+
+def _reported(method, whole):
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        return STATE.tracer.call(method, self, args, kwargs)
+        return STATE.tracer.call(method, self, args, kwargs, whole)
 
     return wrapper
+
+
+def in_fresh_thread(function, *args):
+    """`function(*args)` in a new thread, where grad mode, anomaly mode and the watcher of
+    the computation are their defaults: work that is not the caller's computation (a
+    scheduler's timing experiments, even while tg.compile captures the caller's step)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(function, *args).result()

@@ -57,7 +57,71 @@ class ScannedSegment(NamedTuple):
     block_size: int
 
 
-class BackwardGraph:
+class PendingGrads:
+    """The ledger of pending gradients: each tensor's gradient so far (`grads`, keyed by
+    id) and which of those arrays the holder *owns* (`owned`: may add into in place, or
+    hand to a leaf without a copy). One ownership rule, in `send`: the eager walk's (a
+    `BackwardGraph` is a ledger of arrays), and followed once by tg.compile's code
+    generator over its slots (jit/codegen.py: its `sum` writes a line).
+
+    A first gradient is kept as it is, owned if its sender says so (`made_by_rule`); a
+    later one is added into the pending array in place when that is owned, else into a
+    new array; either way the sum is owned. A taken gradient leaves with its ownership.
+    """
+
+    relevant = None  # the ids kept (None: all; tg.grad keeps those on a path to an input)
+    heap = None  # while a walk runs, where `send` queues a tensor (see BackwardGraph)
+
+    def __init__(self):
+        self.grads = {}
+        self.tensors = {}  # id -> tensor, for every tensor that has received a gradient
+        self.owned = set()
+
+    def send(self, tensor, grad, owned=False) -> bool:
+        """Accumulate `grad` into `tensor`'s pending gradient; True for the first (which a
+        running walk queues)."""
+        key = id(tensor)
+        if self.relevant is not None and key not in self.relevant:
+            return False
+        previous = self.grads.get(key)
+        if previous is not None:
+            self.grads[key] = self.sum(key, previous, grad, key in self.owned)
+            self.owned.add(key)
+            return False
+        self.grads[key] = grad
+        self.tensors[key] = tensor
+        if owned:  # (a taken gradient's key has left `owned`: see take and pop)
+            self.owned.add(key)
+        if self.heap is not None:  # the walk is running: queue the tensor
+            node = tensor._ctx
+            if node is None:
+                self.leaves.append(tensor)
+            else:
+                heapq.heappush(self.heap, (-node.sequence, key))
+        return True
+
+    @staticmethod
+    def sum(key, previous, grad, in_place):
+        """previous + grad: into `previous` itself when `in_place` (it is owned)."""
+        if in_place:
+            np.add(previous, grad, out=previous)
+            return previous
+        # asarray: two 0-d arrays add to a numpy scalar, which `out=` cannot write into.
+        return np.asarray(previous + grad)
+
+    def take(self, key):
+        """Remove `key`'s pending gradient: (the gradient or None, whether it was owned)."""
+        owned = key in self.owned
+        self.owned.discard(key)
+        return self.grads.pop(key, None), owned
+
+    def pop(self, key):
+        """Remove and return `key`'s pending gradient (None if none arrived)."""
+        self.owned.discard(key)
+        return self.grads.pop(key, None)
+
+
+class BackwardGraph(PendingGrads):
     """What the engine hands a scheduler: the graph, the gradients so far, and `visit`,
     which runs one tensor's backward step.
 
@@ -68,13 +132,13 @@ class BackwardGraph:
     does the rest. `run_sequential` is the reference walk (and the fallback of every
     scheduler): it visits whatever gradients are pending, in a valid order.
 
-    Ownership: the walk adds a second gradient into the first one in place, and a leaf takes
-    its gradient without a copy, only when the walk *owns* the array (`owned` holds the ids
-    of the pending gradients it owns). The rule is `made_by_rule`: an array a backward rule
-    has just made (or a sum the walk made) is owned; the upstream gradient passed through, a
-    view, a read-only array, or one the node keeps are not, and are never written to. The
-    walk asks the rule only where it saves a copy, for a gradient sent to a leaf; for the
-    others the first sum makes a new array (which the walk then owns).
+    Ownership (`PendingGrads`, keyed by id(tensor)): the walk adds a second gradient into
+    the first one in place, and a leaf takes its gradient without a copy, only when the
+    walk owns the array. The rule is `made_by_rule`: an array a backward rule has just made
+    (or a sum the walk made) is owned; the upstream gradient passed through, a view, a
+    read-only array, or one the node keeps are not, and are never written to. The walk asks
+    the rule only where it saves a copy, for a gradient sent to a leaf; for the others the
+    first sum makes a new array (which the walk then owns).
 
     Observers watch a backward pass without changing it (viz's recorder and
     `step_backward`): objects in `observers` with `visiting(tensor, grad)`, called as the
@@ -84,11 +148,11 @@ class BackwardGraph:
 
     def __init__(self, roots, wanted, create_graph, accumulate_into_leaves):
         self.roots = roots
+        super().__init__()
         self.wanted = wanted  # ids of the tensors whose gradient tg.grad returns, else None
-        self.grads = {}
-        self.tensors = {}  # id -> tensor, for every tensor that has received a gradient
-        self.owned = set()
         self.create_graph = create_graph
+        if create_graph:  # the gradients are Tensors: every sum is recorded, none in place
+            self.sum = _recorded_sum
         self.capture = wanted
         self.captured = {}
         self.accumulate_into_leaves = accumulate_into_leaves
@@ -105,7 +169,7 @@ class BackwardGraph:
         self.leaves = None
         self._order = None
         # With wanted inputs, only tensors on a path to one of them need a gradient.
-        self.relevant = None
+        self.relevant = None  # (an attribute of its own: read at every send)
         if wanted is not None:
             self.relevant = {id(tensor) for tensor in self.order}
 
@@ -117,44 +181,12 @@ class BackwardGraph:
 
     def pop_grad(self, tensor):
         """Remove and return the pending gradient of `tensor` (None if none arrived)."""
-        self.owned.discard(id(tensor))
-        return self.grads.pop(id(tensor), None)
+        return self.pop(id(tensor))
 
-    def send(self, tensor, grad, owned=False):
-        """Accumulate `grad` into `tensor`'s pending gradient (a first gradient queues the
-        tensor for the running walk)."""
-        key = id(tensor)
-        if self.relevant is not None and key not in self.relevant:
-            return
-        previous = self.grads.get(key)
-        if previous is not None:
-            self.grads[key] = self._accumulate(key, previous, grad)
-            return
-        self.grads[key] = grad
-        self.tensors[key] = tensor
-        if owned:  # (a popped gradient's key has left `owned`: see pop_grad and visit)
-            self.owned.add(key)
-        if self.heap is not None:  # the walk is running: queue the tensor (see __init__)
-            node = tensor._ctx
-            if node is None:
-                self.leaves.append(tensor)
-            else:
-                heapq.heappush(self.heap, (-node.sequence, key))
-
-    def _accumulate(self, key, previous, grad):
-        """previous + grad: in place into `previous` when the walk owns it."""
-        if self.create_graph:
-            return previous + grad  # Tensors: the sum is recorded
-        if key in self.owned:
-            np.add(previous, grad, out=previous)
-            return previous
-        self.owned.add(key)
-        # asarray: two 0-d arrays add to a numpy scalar, which `out=` cannot write into.
-        return np.asarray(previous + grad)
-
-    def visit(self, tensor, grad):
+    def visit(self, tensor, grad, owned=False):
         """Deliver the total gradient of `tensor`: hooks, capture, leaf write, or the op's
-        backward rule, whose results are unbroadcast, checked, and sent to the parents."""
+        backward rule, whose results are unbroadcast, checked, and sent to the parents.
+        `owned`: whether the walk owns `grad` (a leaf then takes it without a copy)."""
         for observer in self.observers:
             observer.visiting(tensor, grad)
         if tensor._hooks:
@@ -165,8 +197,7 @@ class BackwardGraph:
         if node is None:
             if self.accumulate_into_leaves:
                 # Without a copy if the walk owns it (never a hook's result, held elsewhere).
-                owned = not tensor._hooks and id(tensor) in self.owned
-                accumulate_leaf(tensor, grad, self.create_graph, owned)
+                accumulate_leaf(tensor, grad, self.create_graph, owned and not tensor._hooks)
             return
         self.visited.append(node)
         for parent, parent_grad, parent_owned in self.input_grads(node, grad, tensor):
@@ -187,17 +218,14 @@ class BackwardGraph:
         heap = self.heap = []
         self.leaves = []
         for key in list(self.grads):  # sent before the walk (the seeds, what a scan left):
-            grad = self.grads.pop(key)  # sent again, so that `send` queues them
-            self.send(self.tensors[key], grad, key in self.owned)
+            self.send(self.tensors[key], *self.take(key))  # sent again, so that `send` queues them
         while heap:
             key = heapq.heappop(heap)[1]  # the pending node created last
-            self.owned.discard(key)  # (a node's rule never writes into its gradient)
-            self.visit(self.tensors[key], self.grads.pop(key))
+            self.visit(self.tensors[key], self.pop(key))  # (a rule never writes into it)
         for leaf in self.leaves:
-            grad = self.grads.pop(id(leaf), None)
+            grad, owned = self.take(id(leaf))
             if grad is not None:
-                self.visit(leaf, grad)  # (a leaf takes `grad` without a copy if it is owned)
-                self.owned.discard(id(leaf))
+                self.visit(leaf, grad, owned)  # (a leaf takes `grad` without a copy if owned)
         self.heap = self.leaves = None  # the walk is over
 
     def input_grads(self, node, grad, output=None):
@@ -260,6 +288,10 @@ class BackwardGraph:
                 _check_finite(node, index, input_grad)
             results.append((operand, input_grad, False))
         return results
+
+
+def _recorded_sum(key, previous, grad, in_place):
+    return previous + grad
 
 
 def needed_grads(node, grads):

@@ -1,17 +1,9 @@
 """`tg.compile`: a tracing JIT that captures a training step once and replays it.
 
-    capture      the recorder: watches one eager call and writes the program
-    kernels      the program's steps: an op's forward or backward rule, a leaf write, a call
-    codegen      the kernels written out as one Python function (`step.program.source`)
-    rules        the fused rules: the common ops' forward and gradients as lines of numpy
-    fused        the fused kernels made from them, and the pass that chooses them
-    fused_optim  zero_grad(), SGD's and Adam's step written out parameter by parameter
-    scan_kernel  a scanned chain, replayed by the scan scheduler's own segment run
-    program      slots, kernels in order, the memory plan, the listing `print(step.program)`
-    guards       what a program assumed, checked at every call (one generated function)
-    compiled     `compile` and `CompiledFunction`: the cache of programs keyed by their guards
-
-docs/compile.md explains what is cached, what invalidates a program and what is frozen.
+capture (the recorder on the engine's seam, `mode.Trace`), kernels (the program's steps),
+inline, fused and fused_optim (the ops' and optimizers' own methods written out), stacks
+and scan_kernel (compiled scans), program (slots, memory plan, listing), codegen (the one
+generated function), guards, compiled (`compile` itself). docs/compile.md explains it.
 """
 
 from .capture import CompileError

@@ -1,24 +1,14 @@
 """Capture: the recorder that watches one eager run of a function and writes its program.
 
-While `tg.compile` captures, `STATE.tracer` holds a `Recorder`: the engine's seam
-(`mode.Trace`, whose no-op methods eager calls otherwise) tells it what the engine does:
-
-    Op.apply                 op              an op's forward ran: the slots it read and wrote
-    values_read              read            Python reads values: refused if they can change
-    values_written           write           a tensor's own array was written in place
-    Module.__call__          module          its train/eval flag becomes a guard
-    replayed_whole methods   call            optimizer.step(), zero_grad(): called again
-    run_backward             graph           the pass's graph: a `TracedGraph`, below, which
-                                             records the seeds, every rule the walk runs,
-                                             the leaf writes and each scanned chain
-
-Every array is known by its identity: the recorder numbers each new array it meets (a
-*slot*) and keeps it alive until capture ends, so that no id is reused meanwhile.
+While `tg.compile` captures, `STATE.tracer` holds a `Recorder`, which implements the seam's
+calls (`mode.Trace`); its backward passes are `TracedGraph`s, the engine's own walk, which
+also record the seeds, every rule, the leaf writes and each scanned chain. Every array is
+known by its identity: each new one gets a *slot* and is kept alive until capture ends, so
+that no id is reused meanwhile.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import traceback
 
@@ -26,7 +16,7 @@ import numpy as np
 
 from ..autograd.graph import BackwardGraph, made_by_rule, needed_grads
 from ..mode import STATE, Trace
-from ..nn.init import default_generator
+from ..random_state import default_generator
 from ..tensor import Tensor
 from .guards import members, parameters_of
 from .kernels import (
@@ -37,6 +27,7 @@ from .kernels import (
     ForgetGrad,
     Forward,
     LeafWrite,
+    ReadGrad,
     Seed,
     SetGrad,
     SetSetting,
@@ -74,17 +65,20 @@ class TracedGraph(BackwardGraph):
             recorder.begin_backward(self)
 
     def send(self, tensor, grad, owned=False):
+        recorder = self.recorder
         if not self.started:
-            self.recorder.seed(self, tensor, grad)
-        super().send(tensor, grad, owned)
+            recorder.seed(self, tensor, grad)
+        elif recorder.scanning is not None:  # (what a recorded scan sends, in order)
+            recorder.scan_sent.append(recorder.pending_slot(tensor))
+        return super().send(tensor, grad, owned)
 
     def run_sequential(self):
         self.started = True
         super().run_sequential()
 
-    def visit(self, tensor, grad):
+    def visit(self, tensor, grad, owned=False):
         self.started = True
-        super().visit(tensor, grad)
+        super().visit(tensor, grad, owned)
         if tensor._ctx is None and self.accumulate_into_leaves and not self.recorder.muted:
             self.recorder.record_leaf(tensor)
 
@@ -125,7 +119,7 @@ class Recorder(Trace):
 
     active = True
 
-    def __init__(self, values, names):
+    def __init__(self, values):
         self.slots = []
         self.initial = []
         self.slot_by_array = {}  # id(array) -> slot
@@ -150,12 +144,13 @@ class Recorder(Trace):
         self.graphs = []
         self.muted = 0
         self.scanning = None  # the SegmentRun being recorded
+        self.scan_sent = []  # the pending slots it sends to, in order
         self.scanned = set()  # ids of the nodes of scanned segments (their forwards stay general)
         self.values = values
-        for position, (value, name) in enumerate(zip(values, names)):
+        for position, value in enumerate(values):
             data = value.data if isinstance(value, Tensor) else value
             if isinstance(data, np.ndarray):
-                slot = self.new_slot("input", name, data)
+                slot = self.new_slot("input", f"argument {position}", data)
                 self.arguments.append((slot, position, isinstance(value, Tensor)))
 
     # -- slots ---------------------------------------------------------------------------
@@ -183,6 +178,9 @@ class Recorder(Trace):
                 "Tensor instead (x[t], not tg.Tensor(x_array[t]))"
             )
         if isinstance(operand, Tensor):
+            leaf = self.grad_read(operand)
+            if leaf is not None:
+                return self.read_grad(leaf, operand)
             if operand._ctx is not None:
                 self.refuse(
                     f"{op_name}: an input computed outside the recorded ops (a "
@@ -191,14 +189,35 @@ class Recorder(Trace):
                 )
             self.captured.append(operand)
             self.snapshots.append((operand, data.copy()))
-            if not any(isinstance(kernel, Call) for kernel in self.kernels):
-                # (after a zero_grad() call the state before it does not matter)
+            # A .grad the step's Python set before this read (`p.grad = None` at its top) is
+            # replayed; else the state it had as the call began is guarded (but after a
+            # zero_grad() call, where the state before it does not matter).
+            replayed = self.sync_grad(operand)
+            if not replayed and not any(isinstance(kernel, Call) for kernel in self.kernels):
                 self.grad_guards.append((operand, operand.grad is None))
             self.alive.append(operand)
             slot = self.new_slot("captured", operand.name or "tensor", data, data)
             return slot
         slot = self.new_slot("constant", _constant_label(operand), value=operand)
         self.alive.append(operand)
+        return slot
+
+    def grad_read(self, tensor):
+        """The leaf whose .grad `tensor` is, as the call began (the previous call's
+        gradient, read before this call writes it), or None."""
+        for leaf, grad in self.grad_of.values():
+            if grad is tensor and leaf._grad is tensor:
+                return leaf
+        return None
+
+    def read_grad(self, leaf, grad):
+        """A slot that a kernel fills with the leaf's .grad at each call (not the first
+        call's tensor); the program assumes the leaf has one as the call begins."""
+        label = leaf.name or "a leaf"
+        slot = self.new_slot("value", f"{label}.grad", grad.data)
+        self.emit(ReadGrad(leaf, slot, label, self.argument_position(leaf)))
+        self.grad_guards.append((leaf, False))
+        self.alive.append(grad)
         return slot
 
     def views_a_known_array(self, array) -> bool:
@@ -313,11 +332,6 @@ class Recorder(Trace):
                 "Return the tensor from the compiled function and read it outside"
             )
 
-    def module(self, module):
-        if id(module) not in self.modules:
-            guarded = id(module) not in self.flags_set
-            self.modules[id(module)] = (module, module.training, guarded)
-
     def module_guards(self) -> list:
         """(module, the train/eval flag the program assumes or None, its members)."""
         return [
@@ -328,19 +342,17 @@ class Recorder(Trace):
     def graph(self, graph_class, *arguments):
         return TracedGraph(self, *arguments)
 
-    @contextlib.contextmanager
-    def paused(self):
-        """Nothing is watched inside (a scheduler's own timing experiments)."""
-        previous, STATE.tracer = STATE.tracer, Trace()
-        try:
-            yield
-        finally:
-            STATE.tracer = previous
-
-    def call(self, function, owner, args, kwargs):
-        """Run `function(owner, ...)` now, unrecorded inside, and replay it as one kernel.
-        What it reads that the step's Python set (a parameter's .grad, an optimizer's
-        setting given as an argument) is set first by kernels of its own."""
+    def call(self, function, owner, args, kwargs, whole):
+        """Not `whole` (a module's __call__): note the module (its flag and members become
+        guards) and run it, recorded. `whole`: run `function(owner, ...)` now, unrecorded
+        inside, and replay it as one kernel; what it reads that the step's Python set (a
+        parameter's .grad, an optimizer's setting given as an argument) is set first by
+        kernels of its own."""
+        if not whole:
+            if id(owner) not in self.modules:
+                guarded = id(owner) not in self.flags_set
+                self.modules[id(owner)] = (owner, owner.training, guarded)
+            return function(owner, *args, **kwargs)
         if self.muted:
             return function(owner, *args, **kwargs)
         self.random.check(self)
@@ -368,6 +380,27 @@ class Recorder(Trace):
             self.watch_settings(optimizer)
         return result
 
+    def watch(self, owner):
+        """As the capture begins: note what the step's Python may change of `owner` (an
+        optimizer's settings, and the .grad of the parameters an optimizer or a module
+        holds, itself or as an attribute of `owner`: an assignment such as `p.grad = None`
+        is replayed, `sync_grad`, and a read of the .grad the call began with is read
+        again at each call, `read_grad`)."""
+        self.watch_settings(owner)
+        # (itself, its attributes: a trainer's .model; the items of a list of parameters)
+        held = [owner, *getattr(owner, "__dict__", {}).values()]
+        if isinstance(owner, (list, tuple)):
+            held += owner
+        for value in held:
+            if isinstance(value, Tensor):
+                leaves = [value] if value._ctx is None and value._requires_grad else []
+            elif hasattr(value, "param_groups") or hasattr(value, "training"):
+                leaves = [leaf for leaf in parameters_of(value) if isinstance(leaf, Tensor)]
+            else:
+                continue
+            for leaf in leaves:
+                self.grad_of.setdefault(id(leaf), (leaf, leaf._grad))
+
     def watch_settings(self, owner):
         """Note an optimizer's settings now: a change the step's Python makes later
         (`param_groups[0]["lr"] *= 0.5`) is one a replay would not repeat."""
@@ -393,12 +426,12 @@ class Recorder(Trace):
                             "pass the value as a Tensor or array argument"
                         )
 
-    def sync_grad(self, tensor):
+    def sync_grad(self, tensor) -> bool:
         """The kernel that gives `tensor` the .grad the step's Python gave it since the
-        program last wrote it (`p.grad = p.grad * 0.5`, `p.grad = None`), if any."""
+        program last wrote it (`p.grad = p.grad * 0.5`, `p.grad = None`), if any (True)."""
         entry = self.grad_of.get(id(tensor))
         if entry is None or tensor._grad is entry[1]:
-            return
+            return False
         grad = tensor._grad
         label = tensor.name or "a leaf"
         position = self.argument_position(tensor)
@@ -413,6 +446,7 @@ class Recorder(Trace):
                 )
             self.emit(SetGrad(tensor, slot, label, position))
         self.grad_of[id(tensor)] = (tensor, grad)
+        return True
 
     def sync_settings(self, owner):
         """An optimizer setting that is one of the call's argument objects (an array or a
@@ -534,20 +568,12 @@ class Recorder(Trace):
             self.pending.get(id(anchor)) if id(anchor) in graph.grads else None
             for anchor in runner.segment.anchors
         )
-        sent = []
-        send = graph.send
-
-        def watch(tensor, grad, owned=False):
-            sent.append(self.pending_slot(tensor))
-            send(tensor, grad, owned)
-
-        graph.send = watch
-        self.scanning = runner
+        self.scanning, self.scan_sent = runner, []  # (TracedGraph.send fills scan_sent)
         try:
             runner.run(method, block_size)
         finally:
             self.scanning = None
-            del graph.send
+        sent = self.scan_sent
         if plan is not None:
             kernel = StackedScanKernel(runner.segment, method, block_size, taken, tuple(sent), plan)
             self.emit(kernel)

@@ -1,31 +1,17 @@
 """Code generation: a program's kernels written out as one Python function, compiled once.
 
-Each kernel writes a few lines of Python (`Kernel.emit`); `generate` puts them together,
-one local variable per slot (`s4`), and compiles the function. Replaying the program is
-then one call of it: no list of kernels to loop over, no dictionary of buffers, no
-decisions left for the replay to take. Every decision the engine takes at each eager step
-(which array the walk may add into in place, whether a gradient must be cast or summed
-down to its input's shape) was taken once, at capture, and is written into the lines.
-`print(step.program.source)` shows the function:
-
-    def replay(values):
-        s0 = values[0].data
-        s4 = forward3(s0, c2, c3)          # Linear.forward
-        ...
-
-Names: `s<n>` is the array of slot n during one replay; `c<n>` a captured array or a
-constant (the same object at every call: the guards check it); every other name is an
-object the kernels call (an op's rule, a node, an optimizer), bound once in the
-function's namespace.
+Each kernel writes its lines (`Kernel.emit`) into a `Source`, one local variable per slot
+(`s4`; `c<n>` a captured array or constant; other names the objects the lines call, bound
+once). Every decision the walk takes at each eager step (cast, unbroadcast, add in place)
+was taken at capture and is written into the lines (docs/compile.md shows one).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.graph import accumulate_leaf, unbroadcast
+from ..autograd.graph import PendingGrads, accumulate_leaf, unbroadcast
 from ..ops.base import bump_version, new_tensor
-from ..ops.kernels import column_sum
 from ..tensor import Tensor
 
 
@@ -45,60 +31,38 @@ _COMMON = {
     "write_leaf": write_leaf,
     "asarray": np.asarray,
     "add": np.add,
-    "subtract": np.subtract,
     "copyto": np.copyto,
-    "accumulate_leaf": accumulate_leaf,
     "bump_version": bump_version,
-    "new_tensor": new_tensor,
     "unbroadcast": unbroadcast,
-    "column_sum": column_sum,
     "make": Tensor._make,
 }
 
 
-# How a gradient joins a pending one (`PendingGrads.accumulate`).
-FIRST = "first"  # the first to arrive: the slot takes it as it is
-IN_PLACE = "in place"  # added into the slot's array, which the replay owns
-NEW = "new"  # added into a new array (the slot's array is not the replay's to write)
+class SlotLedger(PendingGrads):
+    """The walk's own ledger of pending gradients and their ownership (autograd/graph.py),
+    kept over the program's pending-gradient slots (each `Slot` in the place of a tensor)
+    while the kernels write their lines in order: where the walk adds two gradients, its
+    `sum` writes that line."""
 
+    def __init__(self, code):
+        super().__init__()
+        self.code = code
+        self.names = {id(slot): code.slot(number) for number, slot in enumerate(code.slots)}
 
-class PendingGrads:
-    """Which pending-gradient slots hold an array, and which of those arrays the replay
-    owns (may add into in place): the walk's ownership rule, followed once through the
-    program in order for the generated lines (`Source`), instead of at every step."""
-
-    def __init__(self):
-        self.arrived = set()
-        self.owned = set()
-
-    def accumulate(self, slot, owned) -> str:
-        """A gradient is added into `slot` (`owned`: whether its array may be written):
-        FIRST, IN_PLACE or NEW."""
-        if slot not in self.arrived:
-            self.arrived.add(slot)
-            if owned:
-                self.owned.add(slot)
-            else:
-                self.owned.discard(slot)
-            return FIRST
-        if slot in self.owned:
-            return IN_PLACE
-        self.owned.add(slot)
-        return NEW
-
-    def consume(self, slot) -> bool:
-        """The pending gradient in `slot` is taken: whether the replay owned it."""
-        self.arrived.discard(slot)
-        owned = slot in self.owned
-        self.owned.discard(slot)
-        return owned
+    def sum(self, key, previous, expression, in_place):
+        name = self.names[key]
+        if in_place:
+            self.code.line(f"add({name}, {expression}, out={name})")
+        else:  # (asarray: see PendingGrads.sum)
+            self.code.line(f"{name} = asarray({name} + {expression})")
+        return name
 
 
 class Source:
     """The lines of one generated function and the objects they name.
 
-    It also tracks (`pending`), while the kernels emit their lines in order, which pending
-    gradients have arrived and which the replay owns (may add into in place).
+    It also keeps (`pending`), while the kernels emit their lines in order, the walk's
+    ledger of which pending gradients have arrived and which the replay owns.
     """
 
     def __init__(self, slots):
@@ -107,7 +71,7 @@ class Source:
         self.namespace = dict(_COMMON)
         self.bound = {}  # id(value) -> its name
         self.depth = 1
-        self.pending = PendingGrads()
+        self.pending = SlotLedger(self)
 
     def slot(self, number) -> str:
         """The name of slot `number` in the generated code."""
@@ -134,19 +98,12 @@ class Source:
     def accumulate(self, slot, expression, owned):
         """slot's pending gradient (+)= expression, as the walk's `send` would: in place only
         into an array the replay owns. `owned`: whether the new array may be written."""
-        name = self.slot(slot)
-        how = self.pending.accumulate(slot, owned)
-        if how == FIRST:
-            self.line(f"{name} = {expression}")
-        elif how == IN_PLACE:
-            self.line(f"add({name}, {expression}, out={name})")
-        else:
-            # asarray: two 0-d arrays add to a numpy scalar, which `out=` cannot write into.
-            self.line(f"{name} = asarray({name} + {expression})")
+        if self.pending.send(self.slots[slot], expression, owned):  # the first: taken as it is
+            self.line(f"{self.slot(slot)} = {expression}")
 
     def consume(self, slot) -> bool:
         """The pending gradient in `slot` is taken (by a rule or a leaf): whether it was owned."""
-        return self.pending.consume(slot)
+        return self.pending.take(id(self.slots[slot]))[1]
 
     def send(self, edge, expression, node):
         """An input's gradient along `edge`: cast and summed down as the capture found

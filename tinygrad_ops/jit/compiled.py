@@ -51,11 +51,8 @@ class CompiledFunction:
 
     def capture(self, args, kwargs, values, keywords):
         """Run the function eagerly with a recorder watching; keep the program it wrote.
-
-        Python's cyclic garbage collector is paused meanwhile (and restored as it was):
-        a capture makes thousands of objects that all live on (slots, kernels, the nodes'
-        records), and each collection pass over them found nothing to free; for a
-        2,048-step RNN those passes took longer than the capture's own work."""
+        (The cyclic garbage collector is paused meanwhile: the capture's thousands of
+        objects all live on, and for a long RNN its passes cost more than the capture.)"""
         if STATE.tracer.active:
             raise CompileError(f"{self.__name__}: a compiled function called while capturing")
         collecting = gc.isenabled()
@@ -68,13 +65,12 @@ class CompiledFunction:
 
     def record(self, args, kwargs, values, keywords):
         """The capture itself (see `capture`)."""
-        names = [f"argument {position}" for position in range(len(values))]
-        recorder = Recorder(values, names)
+        recorder = Recorder(values)
         for _, _, value in reached_names(self.function):  # (what the step's Python may change)
-            recorder.watch_settings(value)
+            recorder.watch(value)
         for value in values:
-            recorder.watch_settings(value)
-        guards = Guards(values, keywords, [], [], [])  # the world as the capture starts
+            recorder.watch(value)
+        guards = Guards(values, keywords)  # the world as the capture starts
         previous, STATE.tracer = STATE.tracer, recorder
         try:
             result = self.function(*args, **kwargs)
@@ -82,13 +78,13 @@ class CompiledFunction:
             STATE.tracer = previous
         recorder.check_finished()
         output = output_of(result, recorder, values)
-        guards.captured = [
-            (tensor, tensor.data, tensor._requires_grad) for tensor in recorder.captured
-        ]
-        guards.generators = recorder.generators
-        guards.modules = recorder.module_guards()
-        guards.reached = reached_names(self.function)
-        guards.grads = needed_grad_guards(recorder.grad_guards, recorder.kernels)
+        guards.complete(
+            recorder.captured,
+            recorder.generators,
+            recorder.module_guards(),
+            reached_names(self.function),
+            needed_grad_guards(recorder.grad_guards, recorder.kernels),
+        )
         program = Program(
             self.__name__,
             recorder.slots,
@@ -174,11 +170,8 @@ def detached(value):
 
 
 class RecordedInput:
-    """What a backward rule may read about an input at replay: its shape and dtype.
-
-    After capture a node's `inputs` hold these instead of the capture's Tensors, so that
-    the program does not keep the first call's arrays alive.
-    """
+    """What a backward rule may read about an input at replay (shape, dtype): a node's
+    `inputs` after capture, so that the program keeps no first-call arrays alive."""
 
     __slots__ = ("shape", "dtype", "ndim")
 
@@ -211,28 +204,11 @@ def forget_capture(recorder):
 def compile(function=None, *, max_programs=4):
     """Capture `function` on its first call and replay it on later ones (also a decorator).
 
-    The first call runs `function` eagerly and records every numpy kernel it runs: the
-    ops' forward and backward rules, the leaf writes, the optimizer's step. Later calls
-    replay that flat program over the new arguments, building no Tensor, tape node or
-    graph walk, and give bit for bit the eager results: the first replay runs the
-    recorded kernels from a list, the later ones one generated function, compiled at the
-    second replay (Python's compiler costs more than an eager step: the capture does not
-    pay it). `print(step.program)` lists the kernels, `step.program.source` the function.
-
-    What is frozen: Python runs once. Side effects (printing, appending to a list),
-    Python numbers computed inside, tensors created inside from numbers or numpy
-    (`tg.zeros`, `tg.Tensor(...)`) and arrays read through `.data` are those of the
-    first call. Reading a value that changes from call to call (`.item()`, `bool()`,
-    `.numpy()` of an argument, a parameter or a computed tensor) is refused at capture with
-    an error naming the line, as are changes made through `.data`, `create_graph=True`,
-    `tg.grad` and hooks (docs/compile.md has the whole list). A scan scheduler that finds
-    a chain is recorded as one kernel: the chain analysis runs once, at the capture.
-    Returned tensors are new each call and carry no history (no `.backward()` on them).
-
-    Guards: each call checks the argument shapes, dtypes and Python values, that the
-    tensors read inside are the same arrays, grad mode, the default scheduler, the random
-    generator and each module's train/eval flag. A change captures a new program (up
-    to `max_programs`); past that, CompileError says what changed.
+    The first call runs `function` eagerly and records the numpy work the engine does;
+    later calls replay it as one generated function, bit for bit the eager results, while
+    the guards hold (else a new capture, up to `max_programs`; then a CompileError saying
+    what changed). What cannot be replayed is refused at capture, naming the line; what is
+    frozen, guarded and refused is in docs/compile.md. `print(step.program)` lists it.
 
     >>> import tinygrad_ops as tg
     >>> w = tg.Tensor([1.0, 2.0], requires_grad=True)

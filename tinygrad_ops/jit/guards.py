@@ -1,29 +1,27 @@
-"""Guards: what a compiled program assumed about the world, checked before each replay.
+"""Guards: what a compiled program assumed about the world, checked before each replay
+(docs/compile.md lists them: the arguments' shapes, dtypes and values, the captured arrays,
+the modes, the shared generator, the modules called, the names the code reads).
 
-A program is valid only while these hold: the arguments have the shapes and dtypes (and,
-for plain Python values, the values) it was captured with; every tensor it read from
-outside is still the same array and still (or still not) requires grad; grad mode, the
-default scheduler, the shared random generator and each module's train/eval flag are as
-they were, and each module called still holds the same parameter and buffer objects
-(`model.weight = nn.Parameter(...)` after the capture gives a new program, not the old
-weight). `holds` is the fast check made at every call; `differences` says in words what
-changed, for the error raised when no program fits and no more may be captured.
+Each guard is stated once, as a `Check`: a condition in Python text, true when the
+assumption fails, and the sentence that says what changed. `holds`, made at every call, is
+all the conditions in one generated function (compiled at the first replay, with the
+program's own); `differences` evaluates them one by one, for the error raised when no
+program fits and no more may be captured.
 """
 
 from __future__ import annotations
 
 import types
+from typing import NamedTuple
 
 import numpy as np
 
 from ..mode import STATE
-from ..nn.init import default_generator
+from ..random_state import default_generator
 from ..scheduler import get_default_scheduler
 from ..tensor import Tensor
 from .codegen import compiled_code
-from .kernels import Call, ForgetGrad, LeafWrite, SetGrad
-
-INTERPRETED_CHECKS = 2  # calls checked by `differences` before the checks are compiled
+from .kernels import Call, ForgetGrad, LeafWrite, ReadGrad, SetGrad
 
 
 def describe_value(value):
@@ -38,42 +36,21 @@ def describe_value(value):
     return ("object", id(value))
 
 
+class Check(NamedTuple):
+    """One guard: `condition` (Python text over `values`, `keywords` and the bound names)
+    is true when it fails; `explain` (a sentence, or a function of the call's values and
+    keywords that writes one) then says what changed."""
+
+    condition: str
+    explain: object
+
+
 class Guards:
-    """The assumptions of one program (see the module docstring)."""
+    """The assumptions of one program, as `Check`s (see the module docstring)."""
 
-    def __init__(self, values, keywords, captured, generators, modules):
-        self.signature = tuple(describe_value(value) for value in values)
-        self.keywords = keywords  # the names of the keyword arguments, in call order
-        self.objects = [value for value in values if self._by_identity(value)]  # kept alive
-        self.captured = [(tensor, tensor.data, tensor._requires_grad) for tensor in captured]
-        self.grad_enabled = STATE.grad_enabled
-        self.scheduler = get_default_scheduler()
-        self.generators = generators  # generators that were default_generator() at capture
-        self.modules = [(module, module.training, members(module)) for module in modules]
-        self.grads = []  # (leaf, whether its .grad was None as the capture began)
-        self.reached = []  # (namespace, name, object): the globals and closure the code reads
-        self.checks = 0
-
-    @staticmethod
-    def _by_identity(value):
-        return describe_value(value)[0] == "object"
-
-    def holds(self, values, keywords) -> bool:
-        """True when the program may replay this call (made at every call). The first
-        `INTERPRETED_CHECKS` checks ask `differences`; then `seal` writes the checks out as
-        one generated function, `self.source`, and puts it here (compiling it costs more
-        than an eager step: a program that is called again pays it, not the capture)."""
-        self.checks += 1
-        if self.checks <= INTERPRETED_CHECKS:
-            return not self.differences(values, keywords)
-        self.seal()
-        return self.holds(values, keywords)
-
-    def seal(self):
-        """Write the checks as straight-line Python, once every guard is known: an
-        argument's shape and dtype, each captured tensor's array, the modes, the modules'
-        flags and members, the leaves' .grad; the first that fails returns False."""
-        namespace = {
+    def __init__(self, values, keywords):
+        """The checks of the call itself and of the world as the capture starts."""
+        self.namespace = {
             "Tensor": Tensor,
             "ndarray": np.ndarray,
             "describe_value": describe_value,
@@ -81,95 +58,155 @@ class Guards:
             "get_default_scheduler": get_default_scheduler,
             "default_generator": default_generator,
         }
+        self.names = {}  # id(value) -> its name in the namespace
+        self.objects = [value for value in values if describe_value(value)[0] == "object"]
+        count = len(values)
 
-        names = {}  # id(value) -> its name
+        def explain_call(now, now_keywords):
+            if now_keywords != keywords:
+                return f"keyword arguments or containers: {keywords!r} -> {now_keywords!r}"
+            return f"{count} arguments -> {len(now)}"
 
-        def bind(value):
-            if id(value) not in names:
-                names[id(value)] = f"g{len(namespace)}"
-                namespace[names[id(value)]] = value
-            return names[id(value)]
+        condition = f"keywords != {self.bind(keywords)} or len(values) != {count}"
+        self.checks = [Check(condition, explain_call)]
+        for position, value in enumerate(values):
+            self.checks.append(self.argument_check(position, describe_value(value)))
+        grad_mode, scheduler = STATE.grad_enabled, get_default_scheduler()
+        self.add(
+            f"STATE.grad_enabled is not {grad_mode}",
+            lambda *_: f"grad mode: {grad_mode} -> {STATE.grad_enabled}",
+        )
+        self.add(
+            f"get_default_scheduler() != {self.bind(scheduler)}",
+            lambda *_: f"default scheduler: {scheduler!r} -> {get_default_scheduler()!r}",
+        )
 
-        count = len(self.signature)
-        checks = [f"keywords != {bind(self.keywords)} or len(values) != {count}"]
-        lines = []
-        for position, expected in enumerate(self.signature):
-            lines.extend(_argument_check(position, expected, bind))
-        # (the .grad checks first: a step that calls zero_grad() after its forward has one
-        # program for the first call and one for the others, told apart here)
-        checks.extend(f"({bind(t)}._grad is None) is not {none}" for t, none in self.grads)
-        for tensor, data, requires_grad in self.captured:
-            name = bind(tensor)
-            checks.append(f"{name}._data is not {bind(data)}")
-            checks.append(f"{name}._requires_grad is not {requires_grad}")
-        checks.append(f"STATE.grad_enabled is not {self.grad_enabled}")
-        checks.append(f"get_default_scheduler() != {bind(self.scheduler)}")
-        checks.extend(f"default_generator() is not {bind(g)}" for g in self.generators)
-        for module, training, held in self.modules:
-            checks.extend(_module_checks(bind(module), training, held, bind))
-        for where, name, value in self.reached:
-            now = f".get({name!r})" if isinstance(where, dict) else ".cell_contents"
-            checks.append(f"{bind(where)}{now} is not {bind(value)}")
-        lines[:0] = [f"if {checks[0]}:", "    return False"]
-        if checks[1:]:
-            # One `if` over all of them (`or` stops at the first that fails, as separate
-            # ifs would): half the text for Python's compiler to read.
-            lines += ["if (", *(f"    {check} or" for check in checks[1:-1])]
-            lines += [f"    {checks[-1]}", "):", "    return False"]
-        body = "".join(f"    {line}\n" for line in lines)
-        self.source = f"def holds(values, keywords):\n{body}    return True\n"
-        exec(compiled_code(self.source, "<tg.compile guards>"), namespace)  # (written above)
-        self.holds = namespace["holds"]
+    def bind(self, value) -> str:
+        """A name for `value` in the checks' namespace."""
+        if id(value) not in self.names:
+            self.names[id(value)] = f"g{len(self.namespace)}"
+            self.namespace[self.names[id(value)]] = value
+        return self.names[id(value)]
 
-    def differences(self, values, keywords) -> list:
-        """What does not hold, one sentence per guard that fails."""
-        found = []
-        if keywords != self.keywords:
-            found.append(f"keyword arguments {list(self.keywords)} -> {list(keywords)}")
-        elif len(values) != len(self.signature):
-            found.append(f"{len(self.signature)} arguments -> {len(values)}")
+    def add(self, condition, explain):
+        self.checks.append(Check(condition, explain))
+
+    def argument_check(self, position, expected) -> Check:
+        """Argument `position` against its capture's `describe_value`; a Tensor or an
+        array (the usual arguments) compared without making a new tuple."""
+        value = f"values[{position}]"
+        otherwise = f"describe_value(v) != {self.bind(expected)}"
+        if expected[0] == "tensor":
+            _, shape, dtype, requires_grad = expected
+            fields = (
+                f"v._data.shape != {shape!r} or v._data.dtype != {self.bind(dtype)} "
+                f"or v._requires_grad is not {requires_grad}"
+            )
+            condition = f"({fields}) if type(v := {value}) is Tensor else {otherwise}"
+        elif expected[0] == "array":
+            fields = f"v.shape != {expected[1]!r} or v.dtype != {self.bind(expected[2])}"
+            condition = f"({fields}) if type(v := {value}) is ndarray else {otherwise}"
         else:
-            for position, (value, expected) in enumerate(zip(values, self.signature)):
-                now = describe_value(value)
-                if now != expected:
-                    found.append(f"argument {position}: {_spec(expected)} -> {_spec(now)}")
-        for tensor, data, requires_grad in self.captured:
-            if tensor.data is not data:
-                found.append(
+            condition = f"describe_value({value}) != {self.bind(expected)}"
+
+        def explain(values, keywords):
+            now = describe_value(values[position])
+            return f"argument {position}: {_spec(expected)} -> {_spec(now)}"
+
+        return Check(condition, explain)
+
+    def complete(self, captured, generators, modules, reached, grads):
+        """The checks of what the capture read: the leaves' .grad (first: a step that calls
+        zero_grad() after its forward has one program for its first call and one for the
+        others, told apart here), the captured tensors, the shared generators, the modules
+        (`capture.module_guards`) and the names the function's code reads."""
+        for tensor, was_none in grads:
+            state = "None" if was_none else "a tensor"
+            self.add(
+                f"({self.bind(tensor)}._grad is None) is not {was_none}",
+                f"the .grad of '{tensor.name or tensor.shape}' was {state} at capture "
+                "(assigning .grad inside a compiled function is not replayed: use "
+                "optimizer.zero_grad())",
+            )
+        for tensor in captured:
+            data, requires_grad = tensor.data, tensor._requires_grad
+            name = self.bind(tensor)
+            self.add(
+                f"{name}._data is not {self.bind(data)}",
+                lambda *_, data=data, tensor=tensor: (
                     f"a captured tensor of shape {data.shape} now holds another array "
                     f"(shape {tensor.data.shape})"
-                )
-            elif tensor._requires_grad is not requires_grad:
-                found.append(
-                    f"a captured tensor's requires_grad: {requires_grad} -> {not requires_grad}"
-                )
-        if STATE.grad_enabled is not self.grad_enabled:
-            found.append(f"grad mode: {self.grad_enabled} -> {STATE.grad_enabled}")
-        if get_default_scheduler() != self.scheduler:
-            found.append(f"default scheduler: {self.scheduler!r} -> {get_default_scheduler()!r}")
-        if any(default_generator() is not generator for generator in self.generators):
-            found.append("the default random generator was replaced (tg.manual_seed)")
-        for tensor, was_none in self.grads:
-            if (tensor.grad is None) is not was_none:
-                state = "None" if was_none else "a tensor"
-                found.append(
-                    f"the .grad of '{tensor.name or tensor.shape}' was {state} at capture "
-                    "(assigning .grad inside a compiled function is not replayed: use "
-                    "optimizer.zero_grad())"
-                )
-        for module, training, held in self.modules:
-            if training is not None and module.training != training:
-                mode = "train" if module.training else "eval"
-                found.append(f"{type(module).__name__} was switched to {mode} mode")
-            if not holds_members(module, held):
-                found.append(
-                    f"a parameter, buffer, submodule or array of {type(module).__name__} "
-                    "was replaced, or one of its settings changed"
-                )
-        for namespace, name, value in self.reached:
-            if _reached_now(namespace, name) is not value:
-                found.append(f"'{name}' names another object")
-        return found
+                ),
+            )
+            self.add(
+                f"{name}._requires_grad is not {requires_grad}",
+                f"a captured tensor's requires_grad: {requires_grad} -> {not requires_grad}",
+            )
+        for generator in generators:
+            self.add(
+                f"default_generator() is not {self.bind(generator)}",
+                "the default random generator was replaced (tg.manual_seed)",
+            )
+        for module, training, held in modules:
+            self.module_checks(module, training, held)
+        for where, name, value in reached:
+            now = f".get({name!r})" if isinstance(where, dict) else ".cell_contents"
+            self.add(
+                f"{self.bind(where)}{now} is not {self.bind(value)}",
+                f"'{name}' names another object",
+            )
+
+    def module_checks(self, module, training, held):
+        """A module's train/eval flag (None: the program sets it itself, by a replayed
+        train() or eval()), and that it holds the objects of `members` (and no others)."""
+        name = self.bind(module)
+        kind = type(module).__name__
+        if training is not None:
+            self.add(
+                f"{name}.training != {training}",
+                lambda *_: f"{kind} was switched to {'train' if module.training else 'eval'} mode",
+            )
+        conditions = []
+        size = f"len({name}._parameters) + len({name}._buffers) + len({name}._modules)"
+        conditions.append(f"{size} != {sum(entry[3] is not _SETTING for entry in held)}")
+        for registry, key, value, data in held:
+            if data is _SETTING:  # a number or string the module's forward reads (Dropout's p)
+                conditions.append(f"{self.bind(registry)}.get({key!r}) != {self.bind(value)}")
+                continue
+            conditions.append(f"{self.bind(registry)}.get({key!r}) is not {self.bind(value)}")
+            if data is not None:
+                conditions.append(f"{self.bind(value)}._data is not {self.bind(data)}")
+        replaced = (
+            f"a parameter, buffer, submodule or array of {kind} was replaced, or one of its "
+            "settings changed"
+        )
+        for condition in conditions:
+            self.add(condition, replaced)
+
+    def holds(self, values, keywords) -> bool:
+        """True when the program may replay this call: the first call writes the checks
+        as one function, `self.source`, and puts it here."""
+        conditions = [check.condition for check in self.checks]
+        # One `if` over all of them (`or` stops at the first that fails, as separate ifs
+        # would): half the text for Python's compiler to read.
+        lines = ["if (", *(f"    ({condition}) or" for condition in conditions[:-1])]
+        lines += [f"    ({conditions[-1]})", "):", "    return False"]
+        body = "".join(f"    {line}\n" for line in lines)
+        self.source = f"def holds(values, keywords):\n{body}    return True\n"
+        exec(compiled_code(self.source, "<tg.compile guards>"), self.namespace)  # (written above)
+        self.holds = self.namespace["holds"]
+        return self.holds(values, keywords)
+
+    def differences(self, values, keywords) -> list:
+        """What does not hold, one sentence per guard that fails (each once)."""
+        found = []
+        for number, check in enumerate(self.checks):
+            if eval(check.condition, self.namespace, {"values": values, "keywords": keywords}):
+                explain = check.explain
+                found.append(explain(values, keywords) if callable(explain) else explain)
+                if number == 0:
+                    break  # (another call's layout: the arguments cannot be compared)
+        return list(dict.fromkeys(found))
 
 
 def needed_grad_guards(grad_guards, kernels) -> list:
@@ -187,7 +224,10 @@ def _reset_first(tensor, kernels) -> bool:
     """Whether the first kernel that touches `tensor.grad` is a zero_grad() that resets it
     (an optimizer or a module: what holds `param_groups` or `parameters()`)."""
     for kernel in kernels:
-        if isinstance(kernel, (LeafWrite, ForgetGrad, SetGrad)) and kernel.tensor is tensor:
+        if (
+            isinstance(kernel, (LeafWrite, ForgetGrad, SetGrad, ReadGrad))
+            and kernel.tensor is tensor
+        ):
             return False
         if not isinstance(kernel, Call) or not _holds_parameters(kernel.owner):
             continue  # (a learning-rate scheduler's step does not touch gradients)
@@ -210,48 +250,6 @@ def parameters_of(owner):
         return (parameter for group in groups for parameter in group["params"])
     parameters = getattr(owner, "parameters", None)
     return parameters() if callable(parameters) else ()
-
-
-def _argument_check(position, expected, bind) -> list:
-    """The lines that check argument `position` against its capture's `describe_value`."""
-    lines = [f"value = values[{position}]"]
-    if expected[0] == "array":
-        _, shape, dtype = expected
-        return lines + [
-            "if type(value) is ndarray:",
-            f"    if value.shape != {shape!r} or value.dtype != {bind(dtype)}:",
-            "        return False",
-            f"elif describe_value(value) != {bind(expected)}:",
-            "    return False",
-        ]
-    if expected[0] != "tensor":
-        return lines + [f"if describe_value(value) != {bind(expected)}:", "    return False"]
-    _, shape, dtype, requires_grad = expected
-    return lines + [
-        "if type(value) is Tensor:  # the usual argument: compared without a new tuple",
-        f"    if value._data.shape != {shape!r} or value._data.dtype != {bind(dtype)}:",
-        "        return False",
-        f"    if value._requires_grad != {requires_grad}:",
-        "        return False",
-        f"elif describe_value(value) != {bind(expected)}:",
-        "    return False",
-    ]
-
-
-def _module_checks(module, training, held, bind) -> list:
-    """A module's train/eval flag (None: the program sets it itself, by a replayed
-    train() or eval()), and that it holds the objects of `members` (and no others)."""
-    checks = [] if training is None else [f"{module}.training != {training}"]
-    size = f"len({module}._parameters) + len({module}._buffers) + len({module}._modules)"
-    checks.append(f"{size} != {sum(entry[3] is not _SETTING for entry in held)}")
-    for registry, name, value, data in held:
-        if data is _SETTING:  # a number or string the module's forward reads (Dropout's p)
-            checks.append(f"{bind(registry)}.get({name!r}) != {bind(value)}")
-            continue
-        checks.append(f"{bind(registry)}.get({name!r}) is not {bind(value)}")
-        if data is not None:
-            checks.append(f"{bind(value)}._data is not {bind(data)}")
-    return checks
 
 
 _SETTING = object()  # (the `data` of a member that is a plain setting, compared by value)
@@ -282,18 +280,6 @@ def members(module) -> tuple:
     return tuple(held)
 
 
-def holds_members(module, held) -> bool:
-    """Whether `module` still holds the objects and arrays of `members`."""
-    size = len(module._parameters) + len(module._buffers) + len(module._modules)
-    objects = [entry for entry in held if entry[3] is not _SETTING]
-    return len(objects) == size and all(
-        registry.get(name) == value
-        if data is _SETTING
-        else registry.get(name) is value and (data is None or value._data is data)
-        for registry, name, value, data in held
-    )
-
-
 def reached_names(function) -> list:
     """(namespace, name, object) for each global and closure variable the function's
     code names (its nested functions' too), but modules: the program was captured with
@@ -320,15 +306,6 @@ def reached_names(function) -> list:
         if not isinstance(value, types.ModuleType):
             reached.append((cell, name, value))
     return reached
-
-
-def _reached_now(namespace, name):
-    if isinstance(namespace, dict):
-        return namespace.get(name)
-    try:
-        return namespace.cell_contents
-    except ValueError:
-        return None
 
 
 def _spec(description) -> str:

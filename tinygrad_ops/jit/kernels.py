@@ -298,6 +298,30 @@ class SetGrad(Kernel):
         return f"{self.label}.grad = {name(self.slot)}"
 
 
+class ReadGrad(Kernel):
+    """slot = the array of tensor.grad as this call finds it: a step that reads a .grad
+    before its backward writes it (the previous call's gradient, `p.grad * 0.5`)."""
+
+    __slots__ = ("tensor", "slot", "label", "position")
+
+    def __init__(self, tensor, slot, label, position=None):
+        self.tensor = None if position is not None else tensor
+        self.slot = slot
+        self.label = label
+        self.position = position
+        self.frees = ()
+
+    def emit(self, code, number):
+        leaf = _leaf(code, self.tensor, self.position)
+        code.line(f"{code.slot(self.slot)} = {leaf}._grad._data  # {self.label}.grad")
+
+    def writes(self):
+        return (self.slot,)
+
+    def describe(self, name):
+        return f"{name(self.slot)} = {self.label}.grad"
+
+
 class SetSetting(Kernel):
     """group[key] = the call's argument `position` (a learning rate the step writes into
     an optimizer's param_groups from its arguments)."""

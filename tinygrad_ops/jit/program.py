@@ -1,14 +1,6 @@
-"""A compiled program: the slots, the flat list of kernels, what the call returns.
-
-The kernels are written out once as one Python function (`codegen.generate`); replaying
-the program is one call of it: fill the argument slots, run every kernel's lines in
-order, build the results. No Tensor is made for an intermediate, no tape node is
-recorded, no graph is walked: the order was fixed once, at capture.
-`print(program)` lists the kernels; `print(program.source)` shows the function.
-
-Writing and compiling that function costs more than an eager step (Python's compiler,
-about 10 us a line), so the capture does not pay it: the first replay does (and the text
-is compiled once per process: another program that writes the same text reuses it).
+"""A compiled program: the slots, the flat list of kernels, what the call returns, the
+memory plan and the listing (`print(program)`). The first replay fuses the kernels and
+writes them as one function (`codegen.generate`), which every replay then is.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..autograd.graph import clear_leaf_grad
-from ..mode import STATE, no_grad, replayed_whole
+from ..mode import no_grad, replayed_whole, watched
 from ..ops.base import bump_version
 from ..tensor import Tensor
 
@@ -385,10 +385,10 @@ class Module:
     def forward(self, *inputs):  # pragma: no cover - every layer overrides it
         raise NotImplementedError(f"{type(self).__name__} has no forward() method")
 
+    @watched  # (tg.compile: the module's train/eval flag and members become guards)
     def __call__(self, *inputs, **options):
         # Keyword arguments go to forward (MultiheadAttention's masks, as PyTorch's); the
         # hooks see the positional inputs, as PyTorch's hooks without with_kwargs.
-        STATE.tracer.module(self)  # (tg.compile: the train/eval flag becomes a guard)
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, inputs)
             if result is not None:
