@@ -1,17 +1,23 @@
 """A tanh RNN's training step (forward and backward) eager, under tg.compile with each
-scheduler, and written by hand in numpy; jax.jit with lax.scan beside them if jax is
-installed (optional, never a dependency of the package).
+scheduler, and written by hand in numpy; `nn.RNN`'s step (its input projected once for
+every step, the rest a declared `tg.scan`) eager and compiled; jax.jit with lax.scan
+beside them if jax is installed (optional, never a dependency of the package).
 
 h_t = tanh(x_t W + h_{t-1} U), loss = sum(h_T²) (the loss on the last state only: no
-gradient enters the chain between its ends), float64. Each figure is the median (the
+gradient enters the chain between its ends), float64; nn.RNN's cell has PyTorch's biases
+too, and jax's twin of it writes the cell as PyTorch does. Each figure is the median (the
 whole step's minimum beside it) over interleaved rounds. The backward alone is the whole
 step minus the forward alone, both timed one after the other in each round (the eager
 forward by itself, the compiled one as a program without the backward call). The last
-lines are issue 17's ratios: the compiled backward with the best scan against the eager
+lines are the ratios: the compiled backward with the best scan against the eager
 sequential walk, the compiled sequential walk and the hand-written BPTT loop, and the
-whole compiled step against jax.jit.
+whole compiled step (the hand-written loop's, nn.RNN's) against jax.jit's.
+
+`--gated` times nn.GRU, nn.LSTM and an LSTM layer on one joint state [h | c] (a tg.scan
+the scans take) instead, the walk against the Blelloch scan, eager and compiled.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/compiled_rnn.py [--steps 2048]
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/compiled_rnn.py --gated [--hidden 8]
 """
 
 import argparse
@@ -194,15 +200,15 @@ def gated_step(parameters, forward, scheduler, compiled):
     return run
 
 
-def gated_main(steps, rounds):
-    """GRU and LSTM at hidden 4 and 8: the walk against the Blelloch scan, eager and
+def gated_main(steps, rounds, sizes=(4, 8)):
+    """GRU and LSTM at each hidden size: the walk against the Blelloch scan, eager and
     compiled, and what backward_plan says of each."""
     xs = tg.Tensor(np.random.default_rng(1).standard_normal((steps, BATCH, FEATURES)))
     print(
         f"GRU and LSTM, batch {BATCH}, {steps} steps, float64, loss on the last h, {rounds} rounds"
     )
     print("ms per training step: median (minimum)")
-    for hidden in (4, 8):
+    for hidden in sizes:
         functions = {}
         for name, (parameters, forward) in gated_models(hidden).items():
             parameters = list(parameters)
@@ -262,10 +268,13 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=2048, help="sequence length")
     parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds")
     parser.add_argument("--gated", action="store_true", help="GRU and LSTM instead")
+    parser.add_argument(
+        "--hidden", type=int, nargs="+", default=[4, 8], help="hidden sizes (with --gated)"
+    )
     args = parser.parse_args(argv)
     steps = args.steps
     if args.gated:
-        gated_main(steps, args.rounds)
+        gated_main(steps, args.rounds, args.hidden)
         return
     w, u, xs = problem(steps)
     inputs = tg.Tensor(xs)

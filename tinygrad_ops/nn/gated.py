@@ -243,8 +243,8 @@ class LSTM(_GatedNetwork):
                 return (h, c), h
 
             # Two states, h and c: walked. (A joint state [h | c] is one chain the scans
-            # take, but its slices and joins made the forward about twice as slow, measured
-            # at hidden 8 and 512 steps, more than the scan saved in the backward.)
+            # take, but at hidden 8 its slices and joins cost the step more than the scan
+            # saves, eager and compiled: `benchmarks/compiled_rnn.py --gated`.)
             (h, c), output = scan(step, (h_0[layer], c_0[layer]), projected)
             last_h.append(h)
             last_c.append(c)
