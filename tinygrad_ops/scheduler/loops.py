@@ -104,7 +104,7 @@ def _hold(segments):
     of losses) and everything they are made from there. The walk leaves them pending until
     the scan has sent them its gradients. A segment whose steps read its own chain so
     (through another state: the layers of a loop that feeds back) is no chain: dropped."""
-    owner = None  # id(tensor) -> the segment it is in, made when a segment reads another
+    owner = None  # id(anchor) -> its segment, made when a segment reads another
     for key, segment in list(segments.items()):
         bound = min(column[0].sequence for column in segment.nodes)
         if not any(_made_after(operand, bound) for operand in _below(segment)):
@@ -113,8 +113,7 @@ def _hold(segments):
         if owner is None:
             owner = {}
             for other in segments.values():
-                for column in other.columns:
-                    owner.update(dict.fromkeys(map(id, column), other))
+                owner.update(dict.fromkeys(map(id, other.anchors[1:]), other))
         held = _upstream(segment, owner, bound)
         if held is None:
             del segments[key]
@@ -130,8 +129,11 @@ def _made_after(tensor, bound):
 def _upstream(segment, owner, bound):
     """The ids of the tensors made after creation number `bound` (the segment's first
     node) upstream of its inputs from outside, or None if its own tensors are among them.
-    A chain found below (in `owner`) is taken whole, and the search goes on from its own
-    inputs."""
+    A chain found below, met at one of its anchors (in `owner`), is taken whole, and the
+    search goes on from its own inputs."""
+    own = set()
+    for column in segment.columns:
+        own.update(map(id, column))
     held = set()
     stack = _below(segment)
     while stack:
@@ -139,9 +141,9 @@ def _upstream(segment, owner, bound):
         node = getattr(tensor, "_ctx", None)
         if node is None or node.sequence <= bound or id(tensor) in held:
             continue
-        other = owner.get(id(tensor))
-        if other is segment:
+        if id(tensor) in own:
             return None
+        other = owner.get(id(tensor))
         if other is None:
             held.add(id(tensor))
             stack.extend(node.inputs)
