@@ -8,11 +8,9 @@ and one carrying its joint state [h | c]), batch 4, float64, over
 hidden sizes and chain lengths: the backward time of every scheduler (CPU time,
 `time.process_time`, the minimum of rounds that interleave the schedulers; building the
 graph is not timed), and per case whether a chain was found, the best scan's speedup over
-the walk, auto / best, auto / walk, and look / walk: the chain finder's first look alone
+the walk, auto / best, auto / walk, and look / walk: the chain finder alone
 (what a scan scheduler pays before it knows whether there is a chain) against the walk.
-`auto` measures its choices on repeated chains (scheduler/experience.py): its figure,
-the minimum of the rounds, is that of a training loop after its first steps. The
-median speedup column is the best scan's speedup from the medians of the rounds; the
+The median speedup column is the best scan's speedup from the medians of the rounds; the
 paired columns are the median (and range) over the rounds of auto's time over, in the
 same round, the walk's or the best scheduler's (the one with the smallest median): a
 slow spell of the machine hits both, and the minimum of three near-equal scans' minima
@@ -60,7 +58,6 @@ import tinygrad_ops as tg  # noqa: E402
 from tinygrad_ops import functional as F  # noqa: E402, N812 (the PyTorch convention)
 from tinygrad_ops.autograd import BackwardGraph  # noqa: E402
 from tinygrad_ops.scheduler import ScanScheduler, auto  # noqa: E402
-from tinygrad_ops.scheduler.finder import find_chains  # noqa: E402
 
 SCHEDULERS = ["sequential", "hillis-steele", "blelloch", "blocked", "auto"]
 SCANS = ["hillis-steele", "blelloch", "blocked"]
@@ -77,14 +74,14 @@ def found_chains(name, steps, hidden):
 
 
 def time_look(name, steps, hidden):
-    """CPU time of the chain finder's first look alone (what every scan scheduler pays
-    before deciding), on a fresh graph."""
+    """CPU time of the chain finder alone (what every scan scheduler pays before deciding
+    on a loop that declares no chain), on a fresh graph."""
     loss, _ = build(name, LIBRARY[0], steps=steps, hidden=hidden, batch=BATCH)
     graph = BackwardGraph([loss], None, False, True)
     graph.send(loss, np.ones_like(loss.data))
     gc.collect()
     start = time.process_time()
-    find_chains(graph, 4, full=False)
+    ScanScheduler("blelloch").find(graph)
     return time.process_time() - start
 
 
@@ -240,7 +237,7 @@ def no_chain(rounds, log):
     of microseconds: the gate's own cost is what shows), interleaved rounds: the ratio of
     the minima, and the median (range) of auto's time over the walk's in the same round."""
     warnings = []
-    for width, batch in ((8, 4), (256, 64)):
+    for width, batch in ((64, 32), (128, 32)):
         samples = {"sequential": [], "auto": []}
         for _ in range(rounds):
             for scheduler, times in samples.items():

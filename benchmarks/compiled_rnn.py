@@ -20,6 +20,8 @@ import time
 import numpy as np
 
 import tinygrad_ops as tg
+from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
+from tinygrad_ops.nn.gated import lstm_step
 
 try:
     import jax
@@ -99,6 +101,132 @@ def jax_step(w, u, xs):
     return lambda: [value.block_until_ready() for value in grad(weights, inputs)]
 
 
+def module_problem(steps, seed=0):
+    """nn.RNN(3, 8) in float64 (PyTorch's init, seeded) and its inputs (steps, 4, 3)."""
+    tg.manual_seed(seed)
+    rnn = tg.nn.RNN(FEATURES, HIDDEN, dtype=np.float64)
+    return rnn, np.random.default_rng(seed).standard_normal((steps, BATCH, FEATURES))
+
+
+def module_step(rnn, scheduler, compiled, backward=True):
+    """nn.RNN's training step, loss = sum(h_T²): `run(inputs)` clears the gradients first."""
+
+    def step(inputs):
+        _, last = rnn(inputs)
+        loss = (last * last).sum()
+        if backward:
+            loss.backward(scheduler=scheduler)
+        return loss
+
+    function = tg.compile(step) if compiled else step
+
+    def run(inputs):
+        rnn.zero_grad()
+        return function(inputs)
+
+    return run
+
+
+def jax_module_step(rnn, xs):
+    """nn.RNN's step under jax.jit with lax.scan: the cell as PyTorch writes it,
+    tanh(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh), the gradients of the four parameters."""
+    names = ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"]
+
+    def loss_of(weights, inputs):
+        weight_ih, weight_hh, bias_ih, bias_hh = weights
+
+        def cell(state, x):
+            state = jnp.tanh(x @ weight_ih.T + bias_ih + state @ weight_hh.T + bias_hh)
+            return state, None
+
+        last, _ = jax.lax.scan(cell, jnp.zeros((BATCH, HIDDEN)), inputs)
+        return jnp.sum(last * last)
+
+    grad = jax.jit(jax.grad(loss_of))
+    weights = tuple(jnp.asarray(getattr(rnn, name).numpy()) for name in names)
+    inputs = jnp.asarray(xs)
+    return lambda: [value.block_until_ready() for value in grad(weights, inputs)]
+
+
+def gated_models(hidden, seed=0):
+    """nn.GRU and nn.LSTM (3 -> hidden, float64), and the same LSTM's layer as one
+    `tg.scan` over the joint state [h | c] (one tensor: a chain the scans take): name ->
+    (the parameters, forward(inputs) -> the last h)."""
+    tg.manual_seed(seed)
+    gru = tg.nn.GRU(FEATURES, hidden, dtype=np.float64)
+    lstm = tg.nn.LSTM(FEATURES, hidden, dtype=np.float64)
+
+    def joint(inputs):
+        projected = F.linear(inputs, lstm.weight_ih_l0, lstm.bias_ih_l0) + lstm.bias_hh_l0
+        weight_t = lstm.weight_hh_l0.T
+
+        def step(state, x):
+            h, c = lstm_step(x + state[..., :hidden] @ weight_t, state[..., hidden:])
+            return tg.cat([h, c], dim=-1), None
+
+        state, _ = tg.scan(step, tg.zeros(BATCH, 2 * hidden, dtype=np.float64), projected)
+        return state[..., :hidden]
+
+    return {
+        "GRU": (gru.parameters(), lambda inputs: gru(inputs)[1][0]),
+        "LSTM": (lstm.parameters(), lambda inputs: lstm(inputs)[1][0][0]),
+        "LSTM [h | c]": (lstm.parameters(), joint),
+    }
+
+
+def gated_step(parameters, forward, scheduler, compiled):
+    """A training step of `forward` (loss = sum(h_T²)): `run(inputs)` clears the grads."""
+    parameters = list(parameters)
+
+    def step(inputs):
+        last = forward(inputs)
+        loss = (last * last).sum()
+        loss.backward(scheduler=scheduler)
+        return loss
+
+    function = tg.compile(step) if compiled else step
+
+    def run(inputs):
+        for parameter in parameters:
+            parameter.grad = None
+        return function(inputs)
+
+    return run
+
+
+def gated_main(steps, rounds):
+    """GRU and LSTM at hidden 4 and 8: the walk against the Blelloch scan, eager and
+    compiled, and what backward_plan says of each."""
+    xs = tg.Tensor(np.random.default_rng(1).standard_normal((steps, BATCH, FEATURES)))
+    print(
+        f"GRU and LSTM, batch {BATCH}, {steps} steps, float64, loss on the last h, {rounds} rounds"
+    )
+    print("ms per training step: median (minimum)")
+    for hidden in (4, 8):
+        functions = {}
+        for name, (parameters, forward) in gated_models(hidden).items():
+            parameters = list(parameters)
+            plan = tg.backward_plan(forward(xs).sum(), scheduler="blelloch")
+            line = next(
+                (
+                    text
+                    for text in str(plan).splitlines()
+                    if "segment 0" in text or "walked" in text
+                ),
+                str(plan).splitlines()[1],
+            )
+            print(f"  hidden {hidden}, {name}: {line.strip()}")
+            for compiled in (False, True):
+                for scheduler in ("sequential", "blelloch"):
+                    label = f"{name} {'compiled' if compiled else 'eager'} {scheduler}"
+                    run = gated_step(parameters, forward, scheduler, compiled)
+                    functions[label] = (lambda run=run: run(xs), None)
+        timings = time_rounds(functions, rounds)
+        for label, (wholes, _) in timings.items():
+            median, least = np.median(wholes) * 1e3, np.min(wholes) * 1e3
+            print(f"  hidden {hidden} {label:32s} {median:9.2f} ({least:9.2f})")
+
+
 def time_rounds(steps, rounds):
     """Time each step `rounds` times, interleaved (the order rotating). `steps` maps a
     name to (the whole step, its forward alone or None); each round times the forward
@@ -133,8 +261,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2048, help="sequence length")
     parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds")
+    parser.add_argument("--gated", action="store_true", help="GRU and LSTM instead")
     args = parser.parse_args(argv)
     steps = args.steps
+    if args.gated:
+        gated_main(steps, args.rounds)
+        return
     w, u, xs = problem(steps)
     inputs = tg.Tensor(xs)
     eager_forward = engine_step(steps, w, u, None, False, False)
@@ -156,8 +288,17 @@ def main(argv=None):
             lambda f=compiled: f(inputs),
             functions["compiled forward"][0],
         )
+    rnn, module_xs = module_problem(steps)
+    module_inputs = tg.Tensor(module_xs)
+    module_forward = module_step(rnn, None, False, False)
+    functions["eager nn.RNN forward"] = (lambda: module_forward(module_inputs), None)
+    for scheduler in ("sequential", "blelloch"):
+        compiled = module_step(rnn, scheduler, True)
+        functions[f"compiled nn.RNN {scheduler}"] = (lambda f=compiled: f(module_inputs), None)
     if jax is not None:
+        jax.config.update("jax_platforms", "cpu")
         functions["jax.jit lax.scan"] = (jax_step(w, u, xs), None)
+        functions["jax nn.RNN's cell"] = (jax_module_step(rnn, module_xs), None)
     timings = time_rounds(functions, args.rounds)
     print(f"tanh RNN, hidden {HIDDEN}, batch {BATCH}, {steps} steps, float64, {args.rounds} rounds")
     print("ms per step: the whole step's median (minimum); the backward's median (whole -")
@@ -183,6 +324,9 @@ def report(timings):
     if "jax.jit lax.scan" in timings:
         ratio = whole[best] / whole["jax.jit lax.scan"]
         print(f"  whole step {ratio:.2f}x jax.jit lax.scan (medians)")
+        module = min(("compiled nn.RNN sequential", "compiled nn.RNN blelloch"), key=whole.get)
+        ratio = whole[module] / whole["jax nn.RNN's cell"]
+        print(f"nn.RNN: {module}, whole step {ratio:.2f}x jax.jit lax.scan of its cell")
 
 
 if __name__ == "__main__":

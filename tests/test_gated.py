@@ -1,25 +1,32 @@
-"""nn.LSTM / nn.GRU and their cells (tinygrad_ops/nn/gated.py) against PyTorch's in float64:
-outputs, last states and every parameter's and input's gradient, with PyTorch's parameter
-names, shapes and draw order."""
+"""nn.LSTM / nn.GRU and their cells (tinygrad_ops/nn/gated.py) against PyTorch's: outputs,
+last states and every parameter's and input's gradient, with PyTorch's parameter names,
+shapes and draw order, float64 and float32, walked and with every scan scheduler (a GRU's
+layer is one scanned chain; an LSTM's two states are walked, the plan says why)."""
 
 import numpy as np
 import pytest
 import torch
-from helpers import assert_parameter_grads_match
+from helpers import SpyScheduler, assert_parameter_grads_match
 
 import tinygrad_ops as tg
 from tinygrad_ops import nn
+from tinygrad_ops.scheduler import ScanScheduler
 
 torch.set_num_threads(1)
 KINDS = {"LSTM": (nn.LSTM, torch.nn.LSTM), "GRU": (nn.GRU, torch.nn.GRU)}
 CELLS = {"LSTMCell": (nn.LSTMCell, torch.nn.LSTMCell), "GRUCell": (nn.GRUCell, torch.nn.GRUCell)}
 
 
-def copied(ours_class, theirs_class, *args, **kwargs):
+SCHEDULERS = ["sequential", "hillis-steele", "blelloch", "blocked", "auto"]
+
+
+def copied(ours_class, theirs_class, *args, dtype=np.float64, **kwargs):
     """Our module with the torch module's weights (the same state dict keys, in order)."""
     torch.manual_seed(0)
-    theirs = theirs_class(*args, **kwargs).double()
-    ours = ours_class(*args, **kwargs).double()
+    theirs = theirs_class(*args, **kwargs).to(
+        torch.float64 if dtype == np.float64 else torch.float32
+    )
+    ours = ours_class(*args, **kwargs).to(dtype)
     assert list(ours.state_dict()) == list(theirs.state_dict())
     ours.load_state_dict({key: value.numpy() for key, value in theirs.state_dict().items()})
     return ours, theirs
@@ -73,6 +80,60 @@ def test_gated_network_matches_pytorch(kind, num_layers, batch_first, bias, give
     total(expected, expected_last).backward()
     assert_parameter_grads_match(ours, theirs, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(ours_x.grad.numpy(), theirs_x.grad.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize(
+    ("num_layers", "batch_first", "given_state"), [(1, False, False), (2, True, True)]
+)
+def test_every_scheduler_gives_torchs_gradients(
+    kind, num_layers, batch_first, given_state, scheduler, dtype
+):
+    ours_class, theirs_class = KINDS[kind]
+    ours, theirs = copied(
+        ours_class, theirs_class, 3, 4, num_layers, True, batch_first, dtype=dtype
+    )
+    generator = np.random.default_rng(5)
+    values = generator.standard_normal((2, 10, 3) if batch_first else (10, 2, 3)).astype(dtype)
+    ours_x = tg.Tensor(values, requires_grad=True)
+    theirs_x = torch.tensor(values, requires_grad=True)
+    ours_hx, theirs_hx = (None, None)
+    if given_state:
+        ours_hx, theirs_hx = first_state(kind, (num_layers, 2, 4), generator)
+        ours_hx = (
+            tuple(s.astype(dtype) for s in ours_hx) if kind == "LSTM" else ours_hx.astype(dtype)
+        )
+        theirs_hx = (
+            tuple(s.to(theirs_x.dtype) for s in theirs_hx)
+            if kind == "LSTM"
+            else theirs_hx.to(theirs_x.dtype)
+        )
+    spy = SpyScheduler(
+        ScanScheduler(scheduler, block_size=3, min_steps=2)
+        if scheduler in ("hillis-steele", "blelloch", "blocked")
+        else scheduler
+    )
+    total(*ours(ours_x, ours_hx)).backward(scheduler=spy)
+    total(*theirs(theirs_x, theirs_hx)).backward()
+    rtol, atol = (1e-10, 1e-12) if dtype == np.float64 else (2e-4, 1e-5)
+    assert_parameter_grads_match(ours, theirs, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(ours_x.grad.numpy(), theirs_x.grad.numpy(), rtol=rtol, atol=atol)
+    scanned = [len(segment.tensors) - 1 for segment in spy.graph.scanned_segments]
+    if scheduler in ("hillis-steele", "blelloch", "blocked"):
+        # A GRU's layer is one chain (from h_1: h_0 needs no gradient); an LSTM's is walked.
+        assert scanned == ([] if kind == "LSTM" else [9] * num_layers)
+
+
+def test_the_plan_says_why_an_lstm_is_walked_and_a_gru_scanned():
+    inputs = tg.Tensor(np.random.default_rng(6).standard_normal((16, 2, 3)).astype(np.float32))
+    output, _ = nn.LSTM(3, 4)(inputs)
+    plan = str(tg.backward_plan(output.sum(), scheduler="blelloch"))
+    assert "the carry is a tuple of 2 tensors: walked" in plan
+    output, _ = nn.GRU(3, 4)(inputs)
+    plan = tg.backward_plan(output.sum(), scheduler="blelloch")
+    assert [(segment.length, segment.scanned) for segment in plan.segments] == [(15, True)]
 
 
 @pytest.mark.parametrize("kind", sorted(CELLS))

@@ -25,7 +25,6 @@ import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops import optim
 from tinygrad_ops.jit.scan_kernel import ScanKernel
-from tinygrad_ops.scheduler.experience import Experience
 from tinygrad_ops.scheduler.scan_scheduler import ScanScheduler
 
 
@@ -118,15 +117,7 @@ def test_rnn_matches_eager_with_the_sequential_walk():
 
 
 @pytest.mark.parametrize("scheduler", ["blelloch", "hillis-steele", "blocked", "auto"])
-def test_rnn_with_a_scan_matches_eager(scheduler, monkeypatch):
-    # Eager `auto` tries the other way on its next backwards, to measure it
-    # (scheduler/experience.py), where a program keeps its capture's choice: held to the
-    # cost model's choice here, both runs decide alike, whatever this machine's load.
-    monkeypatch.setattr(
-        Experience,
-        "verdict",
-        lambda self, key, model_scans, close: "scan" if model_scans else "walk",
-    )
+def test_rnn_with_a_scan_matches_eager(scheduler):
     inputs = tg.Tensor(np.random.default_rng(1).standard_normal((40, 4, 3)))
     step, losses, weights = run_rnn(scheduler, True, inputs)
     scans = [kernel for kernel in step.program.kernels if isinstance(kernel, ScanKernel)]

@@ -166,13 +166,13 @@ def test_inputs_read_backwards_are_copied_into_a_stack():
     assert same
 
 
-def run_nn_rnn(data, optimizer_class, scheduler, loss_of, **options):
-    """nn.RNN(3, 6) trained eagerly and compiled on `data`: (whether the two left the
-    same losses and parameters, bit for bit; the compiled function)."""
+def run_nn_rnn(data, optimizer_class, scheduler, loss_of, module=tg.nn.RNN, **options):
+    """nn.RNN(3, 6) (or another `module`) trained eagerly and compiled on `data`: (whether
+    the two left the same losses and parameters, bit for bit; the compiled function)."""
     results = []
     for compiled in (False, True):
         tg.manual_seed(0)
-        rnn = tg.nn.RNN(3, 6, dtype=np.float64, **options)
+        rnn = module(3, 6, dtype=np.float64, **options)
         optimizer = optimizer_class(rnn.parameters(), lr=0.05)
 
         def step(x, rnn=rnn, optimizer=optimizer):
@@ -205,6 +205,8 @@ def test_nn_rnn_with_a_loss_on_every_state(batch_first):
     )
     assert same
     assert isinstance(scans_of(function)[0], StackedScanKernel)
+    # The output (a Stack of every state) is a copy of the rows of the chain's stack.
+    assert "Stack.forward of the rows %" in str(function.program)
 
 
 def test_a_two_layer_rnn_under_adam():
@@ -222,6 +224,58 @@ def test_a_two_layer_rnn_under_adam():
     assert same
     kinds = sorted(type(kernel).__name__ for kernel in scans_of(function))
     assert kinds == ["StackedScanKernel", "StackedScanKernel"]
+
+
+def test_nn_rnn_from_a_first_state_that_needs_a_gradient():
+    # The chain's stack starts at h_0 (a parameter here): the output is rows 1..T of it.
+    generator = np.random.default_rng(5)
+    data = [tg.Tensor(generator.standard_normal((9, 2, 3))) for _ in range(2)]
+    results = []
+    for compiled in (False, True):
+        tg.manual_seed(0)
+        rnn = tg.nn.RNN(3, 6, dtype=np.float64)
+        start = tg.Tensor(np.full((1, 2, 6), 0.1), requires_grad=True)
+        optimizer = optim.SGD([*rnn.parameters(), start], lr=0.05)
+
+        def step(x, rnn=rnn, start=start, optimizer=optimizer):
+            optimizer.zero_grad()
+            output, last = rnn(x, start)
+            loss = (output * output).mean() + last.sum()
+            loss.backward(scheduler="blelloch")
+            optimizer.step()
+            return loss
+
+        function = tg.compile(step) if compiled else step
+        losses = [function(x).item() for x in data + data]
+        results.append((losses, [p.data.copy() for p in [*rnn.parameters(), start]]))
+    assert results[0][0] == results[1][0]
+    assert all(map(np.array_equal, results[0][1], results[1][1]))
+    assert "Stack.forward of the rows %" in str(function.program)
+    assert isinstance(scans_of(function)[0], StackedScanKernel)
+
+
+@pytest.mark.parametrize("scheduler", ["blelloch", "sequential"])
+def test_a_gru_and_a_two_layer_lstm(scheduler):
+    # Their projections (one Linear over the sequence) and the rows the steps read are
+    # replayed; a GRU's chain is a stacked scan, an LSTM's two states are walked.
+    generator = np.random.default_rng(4)
+    data = [tg.Tensor(generator.standard_normal((10, 3, 3))) for _ in range(2)]
+    same, function = run_nn_rnn(
+        data, optim.SGD, scheduler, lambda output, last: (output * output).mean(), tg.nn.GRU
+    )
+    assert same
+    kinds = [type(kernel).__name__ for kernel in scans_of(function)]
+    assert kinds == (["StackedScanKernel"] if scheduler == "blelloch" else [])
+    same, function = run_nn_rnn(
+        data,
+        optim.Adam,
+        scheduler,
+        lambda output, last: (output * output).mean() + (last[0] * last[1]).sum(),
+        tg.nn.LSTM,
+        num_layers=2,
+    )
+    assert same
+    assert scans_of(function) == []
 
 
 def test_memory_is_flat_over_1000_compiled_rnn_steps():

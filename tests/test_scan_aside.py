@@ -1,8 +1,7 @@
-"""Chains read beside the walk down from the output (scheduler/first_look.py,
-`chains_aside`): a second RNN of the same loss is found by a look from the input that
-leads to it, and the searches of the first chain do not go through its tensors. Where
-something else reads inside it (or an anchor below its top), it is searched through as
-before. Every case gives the walk's gradients (1e-10 relative) and PyTorch's."""
+"""Chains beside one another in one loop (scheduler/loops.py): a second RNN of the same loss,
+and the running sum of a loss at every step beside the RNN it reads. Each is found and
+scanned, also where the loss reads inside the first RNN or one of its states below its
+top; every case gives the walk's gradients (1e-10 relative) and PyTorch's."""
 
 import numpy as np
 import pytest
@@ -12,10 +11,7 @@ from rnn_formulations import Library
 
 import tinygrad_ops as tg
 from tinygrad_ops.autograd import BackwardGraph
-from tinygrad_ops.scheduler import readers
-from tinygrad_ops.scheduler.finder import find_chains
-
-search = readers._search
+from tinygrad_ops.scheduler.loops import find
 
 torch.set_num_threads(1)
 STEPS, BATCH, HIDDEN = 10, 3, 4
@@ -23,20 +19,6 @@ STEPS, BATCH, HIDDEN = 10, 3, 4
 
 def tensor(library, array, requires_grad=True):
     return Library(library, np.float64).tensor(array, requires_grad)
-
-
-@pytest.fixture
-def search_sizes(monkeypatch):
-    """How many tensors each search of the chains' readers met (`readers._search`)."""
-    sizes = []
-
-    def counted(*arguments):
-        found = search(*arguments)
-        sizes.append(None if found is None else len(found))
-        return found
-
-    monkeypatch.setattr(readers, "_search", counted)
-    return sizes
 
 
 def two_rnns(library, variant, seed=0):
@@ -60,25 +42,23 @@ def two_rnns(library, variant, seed=0):
     return (loss if extra is None else loss + extra), weights
 
 
-def independent_of(loss):
-    """The first look's plan (its `independent` tensors, its `nested` chains)."""
-    graph = BackwardGraph([loss], None, False, True)
-    graph.send(loss, np.ones_like(loss.data))
-    return find_chains(graph, 2)
+def found_in(loss):
+    """The chains of 4 steps or more, as a scan scheduler finds them by default."""
+    return find(BackwardGraph([loss], None, False, True), 4)
 
 
-def test_the_second_rnn_is_not_searched_through(search_sizes):
-    """No search of the first chain's readers goes through the second RNN's tensors one by
-    one, and they are not among its independent tensors: only the loss's own ops and the
-    second RNN's top state are."""
-    loss, _ = two_rnns("tg", "plain")
-    independent = independent_of(loss).independent
-    assert max(search_sizes) <= 6, search_sizes
-    # the sums, h2 * h2, and the second RNN's top state (its scan starts there)
-    assert len(independent) <= 6, [type(t._ctx).__name__ for t in independent]
+@pytest.mark.parametrize("variant", ["plain", "inside", "anchor"])
+def test_both_rnns_are_found_and_neither_holds_the_other(variant):
+    """Neither RNN's steps read the other's tensors: nothing is held for either scan."""
+    loss, _ = two_rnns("tg", variant)
+    found = found_in(loss)
+    assert [segment.length for segment in found.values()] == [STEPS - 1] * 2
+    assert all(not segment.held for segment in found.values())
 
 
-@pytest.mark.parametrize(("variant", "scanned"), [("plain", [9, 9]), ("inside", [9, 9])])
+@pytest.mark.parametrize(
+    ("variant", "scanned"), [("plain", [9, 9]), ("inside", [9, 9]), ("anchor", [9, 9])]
+)
 @pytest.mark.parametrize("scheduler", ["blelloch", "blocked", "hillis-steele"])
 def test_every_case_gives_the_walks_gradients(variant, scanned, scheduler):
     expected = [w.grad.numpy() for w in _backward("tg", variant, "sequential")[1]]
@@ -88,32 +68,7 @@ def test_every_case_gives_the_walks_gradients(variant, scanned, scheduler):
         np.testing.assert_allclose(mine.grad.numpy(), walked, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(mine.grad.numpy(), oracle, rtol=1e-9, atol=1e-11)
     lengths = [len(segment.tensors) - 1 for segment in spy.graph.scanned_segments]
-    assert lengths
-    assert max(lengths) == max(scanned)
-
-
-def test_a_chain_read_from_inside_is_searched_through():
-    """The loss reads inside the first RNN: its tensors are searched one by one, as the
-    independent tensors of the other (and walked)."""
-    loss, _ = two_rnns("tg", "inside")
-    assert len(independent_of(loss).independent) > 4 * STEPS
-
-
-def test_a_chain_whose_state_is_read_gets_that_reader_walked_first():
-    """The loss reads one of the first RNN's states below its top: that reader's gradient
-    enters its chain, so it is walked right before the chain is scanned (`plan.nested`)."""
-    loss, _ = two_rnns("tg", "anchor")
-    plan = independent_of(loss)
-    assert [segment.length for segment in plan.segments] == [STEPS - 1] * 2
-    (walked_first,) = plan.nested.values()
-    assert any(type(t._ctx).__name__ == "Sum" and t._ctx.inputs[0]._ctx for t in walked_first)
-
-
-def test_the_anchor_case_gives_the_walks_gradients():
-    expected = [w.grad.numpy() for w in _backward("tg", "anchor", "sequential")[1]]
-    _, weights = _backward("tg", "anchor", tg.scheduler.ScanScheduler("blelloch"))
-    for mine, walked in zip(weights, expected, strict=True):
-        np.testing.assert_allclose(mine.grad.numpy(), walked, rtol=1e-10, atol=1e-12)
+    assert sorted(lengths) == scanned
 
 
 def _backward(library, variant, scheduler):
@@ -141,25 +96,29 @@ def loss_every_step(library, on_pre_activation, seed=0):
     return loss, weights
 
 
-def test_a_loss_at_every_step_is_not_searched_through(search_sizes):
-    """The running sum of the losses is found from the output's other input, with the
-    RNN's tensors outside its steps; no search goes through it one by one."""
-    loss, _ = loss_every_step("tg", False)
-    plan = independent_of(loss)
-    assert [segment.jacobian_kind for segment in plan.segments] == ["dense", "diagonal"]
-    assert max(search_sizes) <= 6, search_sizes
+@pytest.mark.parametrize("on_pre_activation", [False, True])
+def test_a_loss_at_every_step_is_a_chain_beside_the_rnn(on_pre_activation):
+    """The running sum of the losses is a chain of numbers (diagonal) whose steps are the
+    readout and the loss; it reads the RNN's states (or pre-activations) per step, so those
+    and the RNN's tensors are held until its scan has sent to them."""
+    loss, _ = loss_every_step("tg", on_pre_activation)
+    total, rnn = found_in(loss).values()
+    assert (total.jacobian_kind, rnn.jacobian_kind) == ("diagonal", "dense")
+    assert {id(tensor) for column in rnn.columns for tensor in column} <= total.held
 
 
 @pytest.mark.parametrize("on_pre_activation", [False, True])
 def test_a_loss_at_every_step_gives_the_walks_gradients(on_pre_activation):
-    """Read from the state, or from inside the step (then the losses read inside the
-    chain, which is walked: the gradients are the same either way)."""
+    """Read from the state, or from inside the step: both chains scanned either way."""
     results = {}
     for scheduler in ("sequential", "blelloch", "blocked"):
         loss, weights = loss_every_step("tg", on_pre_activation)
         chosen = scheduler if scheduler == "sequential" else tg.scheduler.ScanScheduler(scheduler)
-        loss.backward(scheduler=chosen)
+        spy = spied_backward(loss, "tg", chosen)
         results[scheduler] = [weight.grad.numpy() for weight in weights]
+        if scheduler != "sequential":
+            scanned = [len(segment.tensors) - 1 for segment in spy.graph.scanned_segments]
+            assert sorted(scanned) == [STEPS - 1] * 2
     loss, weights = loss_every_step("torch", on_pre_activation)
     loss.backward()
     for scheduler in ("blelloch", "blocked"):

@@ -1,7 +1,8 @@
-"""The chain below a scanned chain (scheduler/below.py): the lower layer of a stacked RNN
-is scanned once the upper layer's scan has sent every gradient from above; where a
-gradient is still pending inside it, or the upper layer reads inside it, it is walked.
-Every case gives the walk's gradients (1e-10 relative) and PyTorch's."""
+"""The chain below a chain (scheduler/loops.py): the lower layer of a stacked RNN written as one
+loop is found with the upper layer, its states the upper layer's per-step inputs, and
+scanned once the upper layer's scan has sent them its gradients; where the layers feed each
+other back, neither is a chain (walked). Every case gives the walk's gradients (1e-10
+relative) and PyTorch's."""
 
 import numpy as np
 import pytest
@@ -10,9 +11,7 @@ from helpers import SpyScheduler, assert_parameter_grads_match, spied_backward
 
 import tinygrad_ops as tg
 from tinygrad_ops import nn
-from tinygrad_ops.scheduler import columns
-from tinygrad_ops.scheduler import first_look as first_look_module
-from tinygrad_ops.scheduler.columns import check_columns
+from tinygrad_ops.scheduler import loops
 
 torch.set_num_threads(1)
 STEPS, BATCH, HIDDEN = 10, 3, 4
@@ -26,12 +25,11 @@ def tensor(library, array, requires_grad=True):
 
 def stacked(library, variant, seed=0):
     """Two tanh layers; `variant`: "plain", "loss-on-lower" (a loss on every lower state),
-    "skip" (the upper step reads h1_{t-1} too, written before h2 @ U2: the first look
-    follows the newest operand that leads on), "skip-last" (the same term written last:
-    the walk down from the output turns into the lower layer at once), "pre-activation"
-    (the upper step reads the lower layer's pre-activation, inside its step), "feedback"
-    (the lower step reads the upper layer's previous state: the lower states are no chain
-    beside the upper one)."""
+    "skip" (the upper step reads h1_{t-1} too, written before h2 @ U2), "skip-last" (the
+    same term written last), "pre-activation" (the upper step reads the lower layer's
+    pre-activation, inside its step: the lower chain's anchors are the pre-activations),
+    "feedback" (the lower step reads the upper layer's previous state: no chain of one
+    tensor)."""
     generator = np.random.default_rng(seed)
     names = ["W1", "U1", "W2", "U2", "S", "F"]
     shapes = [(3, HIDDEN)] + [(HIDDEN, HIDDEN)] * 5
@@ -79,15 +77,8 @@ def gradients(library, variant, scheduler=None):
         ("plain", [9, 9]),
         ("loss-on-lower", [9, 9]),
         ("skip", [9, 9]),
-        # The first look starts a period lower (the top step reads the lower layer's last
-        # state through another term): the lower layer below its top state, then the upper
-        # layer among the tensors above it, one step short each.
-        ("skip-last", [8, 8]),
-        # The upper step reads the lower one's pre-activation: the phases from the top
-        # that make the pre-activations anchors (which the upper step may read) find both.
-        ("pre-activation", [8, 9]),
-        # The lower step reads the upper layer's previous state: neither is a chain whose
-        # steps only its own chain reads (the look from the top refuses; walked).
+        ("skip-last", [9, 9]),
+        ("pre-activation", [9, 9]),
         ("feedback", []),
     ],
 )
@@ -102,29 +93,26 @@ def test_the_lower_layer_is_scanned_when_it_is_a_chain(variant, scanned, schedul
     assert sorted(lengths) == scanned
 
 
-@pytest.mark.parametrize(
-    ("variant", "length"), [("plain", 9), ("skip", 9), ("loss-on-lower", 9), ("skip-last", 8)]
-)
-def test_the_plan_reports_the_lower_layer(variant, length):
+@pytest.mark.parametrize("variant", ["plain", "skip", "loss-on-lower", "skip-last"])
+def test_the_plan_reports_the_lower_layer(variant):
     loss, _ = stacked("tg", variant)
     plan = tg.backward_plan(loss, scheduler=tg.scheduler.ScanScheduler("blelloch"))
     found = [(segment.length, segment.scanned) for segment in plan.segments]
-    assert found == [(length, True)] * 2, str(plan)
+    assert found == [(STEPS - 1, True)] * 2, str(plan)
 
 
-def test_the_lower_layer_is_checked_once(monkeypatch):
-    """The upper layer's look checks the lower layer's states column by column (they are
-    its per-step inputs), and the look that scans the lower layer reuses that check:
-    both checks come before the first scan, none after."""
+def test_each_layer_is_checked_once(monkeypatch):
+    """The finder checks each layer's steps column by column once (`segment_from`), both
+    before the first scan."""
     calls = []
     spy = SpyScheduler(tg.scheduler.ScanScheduler("blelloch"))
+    segment_from = loops.segment_from
 
-    def counted(template, anchors):
+    def counted(*arguments):
         calls.append(len(spy.graph.scanned_segments))  # how many scans ran before
-        return check_columns(template, anchors)
+        return segment_from(*arguments)
 
-    monkeypatch.setattr(first_look_module, "check_columns", counted)
-    monkeypatch.setattr(columns, "check_columns", counted)
+    monkeypatch.setattr(loops, "segment_from", counted)
     loss, parameters = stacked("tg", "plain")
     loss.backward(scheduler=spy)
     expected, _ = gradients("tg", "plain", "sequential")
@@ -149,37 +137,3 @@ def test_a_two_layer_nn_rnn_is_two_scanned_chains():
     expected, expected_last = theirs(torch.tensor(inputs))
     ((expected * expected).sum() + expected_last.sum()).backward()
     assert_parameter_grads_match(ours, theirs, rtol=1e-10)
-
-
-@pytest.mark.parametrize("name", ["benchmark", "residual", "stacked"])
-def test_the_role_of_a_tensor_found_by_bisection_is_the_dicts(name):
-    """`readers._Roles.of` finds a tensor's role (anchor, inside a step, neither) by
-    bisection over the anchors' creation numbers, without the dict of the chain's
-    tensors: the same role as that dict gives, for every tensor of the graph."""
-    from rnn_formulations import build
-
-    from tinygrad_ops.autograd import BackwardGraph
-    from tinygrad_ops.autograd.order import topological_order
-    from tinygrad_ops.scheduler.finder import find_chains
-    from tinygrad_ops.scheduler.readers import _Roles
-
-    loss, _ = build(name, "tg", steps=12, hidden=3)
-    graph = BackwardGraph([loss], None, False, True)
-    graph.send(loss, np.ones_like(loss.data))
-    (segment,) = find_chains(graph, full=False).segments[:1]
-    anchors = segment.anchors[::-1]
-    tensors = [column[::-1] for column in segment.columns]
-    count = segment.length
-    low = -1 if anchors[count]._ctx is None else anchors[count]._ctx.sequence
-    bisected = _Roles(anchors, tensors, count, low, anchors[0]._ctx.sequence)
-    from_dict = _Roles(anchors, tensors, count, low, anchors[0]._ctx.sequence)
-    from_dict.build()
-    every = topological_order([loss])
-    roles = [(bisected.of(tensor), from_dict.of(tensor)) for tensor in every]
-    assert all(mine == theirs for mine, theirs in roles)
-    assert {"anchor", "inside", None} <= {role for role, _ in roles}
-    assert bisected.members is None
-    # In C passes for a column of tensors (a few in the chain's span, or many).
-    for tensors in (every[:3] + every[-3:] + [2.0], every):
-        expected = [from_dict.of(tensor) if hasattr(tensor, "_ctx") else None for tensor in tensors]
-        assert bisected.of_all(tensors) == expected

@@ -9,6 +9,7 @@ from helpers import SpyScheduler
 from rnn_formulations import FORMULATIONS, build
 
 import tinygrad_ops as tg
+from tinygrad_ops.ops import GetItem
 from tinygrad_ops.scheduler import ScanScheduler
 
 torch.set_num_threads(1)
@@ -91,6 +92,43 @@ def test_scan_is_jaxs_scan_with_torchs_gradients(reverse, scheduler):
     ((expected_h * expected_h).sum() + expected_ys.sum()).backward()
     for mine, reference in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(mine.grad.numpy(), reference.grad.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_a_projection_outside_the_step_has_torchs_gradients(scheduler, reverse, monkeypatch):
+    """The input's part of each step computed once for every step (x W + b, batched), the
+    step reading its row: one chain of the carry-reading part, and the rows' gradients
+    stacked once (no GetItem's scatter into an array of the whole sequence per step)."""
+    scatters = []
+    original = GetItem.backward
+    monkeypatch.setattr(
+        GetItem, "backward", lambda node, grad: scatters.append(1) or original(node, grad)
+    )
+    generator = np.random.default_rng(3)
+    arrays = [generator.standard_normal(shape) for shape in [(3, 4), (4,), (4, 4), (13, 2, 3)]]
+    ours = [tg.Tensor(array, requires_grad=True) for array in arrays]
+    theirs = [torch.tensor(array, requires_grad=True) for array in arrays]
+
+    def step_of(u):
+        def step(h, projected):
+            h = (projected + h @ u).tanh()
+            return h, h
+
+        return step
+
+    w, b, u, xs = ours
+    h, ys = tg.scan(step_of(u), tg.zeros((2, 4), dtype=np.float64), xs @ w + b, reverse=reverse)
+    spy = SpyScheduler(scheduler_object(scheduler))
+    ((h * h).sum() + (ys * ys).sum()).backward(scheduler=spy)
+    w, b, u, xs = theirs
+    h, ys = torch_scan(step_of(u), torch.zeros(2, 4, dtype=torch.float64), xs @ w + b, reverse)
+    ((h * h).sum() + (ys * ys).sum()).backward()
+    for mine, reference in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(mine.grad.numpy(), reference.grad.numpy(), rtol=1e-10)
+    assert not scatters
+    if scheduler in ("hillis-steele", "blelloch", "blocked"):
+        assert [len(segment.tensors) - 1 for segment in spy.graph.scanned_segments] == [12]
 
 
 def test_scan_takes_tuples_and_a_length():

@@ -128,7 +128,7 @@ def test_auto_plan_says_what_decided(hidden, steps, scanned, fixed_auto):
     loss, _ = build("benchmark", "tg", steps=steps, hidden=hidden)
     plan = tg.backward_plan(loss, scheduler=fixed_auto)
     assert plan.decision, str(plan)
-    assert ("looked for chains" in plan.decision) == scanned, str(plan)
+    assert plan.decision.startswith(auto_module.RULE), str(plan)
     (segment,) = plan.segments
     assert segment.scanned == scanned
     if scanned:  # the choice is the cheapest of the estimates shown beside it

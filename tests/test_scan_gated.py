@@ -1,7 +1,8 @@
 """nn.GRU's recurrence is a chain the scans take: its gates are cut from one product by a
 slice of the last axis (`GetItem`'s Jacobian rule, a selection matrix), and every
 scheduler gives the walk's gradients (1e-10 relative) and PyTorch's. nn.LSTM carries two
-states (h and c) and is walked, the first look refusing it at its top steps; an LSTM that
+states (h and c) and is walked, the finder refusing a loop of its cells at their top steps; an
+LSTM that
 carries its joint state [h | c] (tests/rnn_formulations.py, "lstm-joint") is one chain,
 through `Concatenate`'s Jacobian rule."""
 
@@ -13,7 +14,7 @@ from helpers import SpyScheduler, assert_parameter_grads_match
 import tinygrad_ops as tg
 from tinygrad_ops import nn
 from tinygrad_ops.ops.shape import Concatenate, GetItem
-from tinygrad_ops.scheduler import columns, first_look
+from tinygrad_ops.scheduler import columns, loops
 from tinygrad_ops.scheduler.batched import _batched_class
 
 torch.set_num_threads(1)
@@ -185,38 +186,25 @@ def two_state_lstm(steps):
     return tg.stack(states)
 
 
-def test_the_first_look_refuses_a_two_state_lstm_at_its_top_steps(monkeypatch):
-    """h and c each read by the other's next step: every phase is refused from its top two
-    steps, before the columns of all the steps are checked (they were, phase after phase:
-    1.6 s of first look on a 0.2 s walk at 2,048 steps)."""
+def test_the_finder_refuses_a_two_state_lstm_at_its_top_steps(monkeypatch):
+    """h and c each read by the other's next step: every candidate step is refused from its
+    top two steps, before the columns of all the steps are checked, and the look stops
+    after loops.LOOK tensors, each trying at most loops.CANDIDATES anchors below it."""
     longest = [0]
+    built = []
 
-    def spy(original):
-        def checked(template, anchors):
-            longest[0] = max(longest[0], len(anchors))
-            return original(template, anchors)
+    def checked(template, anchors):
+        longest[0] = max(longest[0], len(anchors))
+        return columns.check_columns(template, anchors)
 
-        return checked
+    def counted(*arguments):
+        built.append(1)
+        return loops_build(*arguments)
 
-    monkeypatch.setattr(first_look, "check_columns", spy(first_look.check_columns))
-    monkeypatch.setattr(columns, "check_columns", spy(columns.check_columns))
+    loops_build = loops.build_template
+    monkeypatch.setattr(loops, "check_columns", checked)
+    monkeypatch.setattr(loops, "build_template", counted)
     output = two_state_lstm(40)
     assert tg.backward_plan(output.sum(), scheduler="blelloch").segments == []
     assert longest[0] <= 3
-
-
-def test_the_first_look_stops_after_a_few_phases_that_read_the_chain(monkeypatch):
-    """An LSTM's phases mostly read the chain (12-14 of its 34, each a template and a
-    look at two steps): the look stops after READ_REFUSALS of them."""
-    refused = []
-    original = first_look.reads_the_chain
-
-    def counted(template, anchors):
-        found = original(template, anchors)
-        refused.extend([True] if found else [])
-        return found
-
-    monkeypatch.setattr(first_look, "reads_the_chain", counted)
-    output = two_state_lstm(40)
-    assert tg.backward_plan(output.sum(), scheduler="blelloch").segments == []
-    assert len(refused) == first_look.READ_REFUSALS
+    assert 0 < len(built) <= 2 * loops.LOOK * loops.CANDIDATES  # (a step rebuilt once)

@@ -186,40 +186,52 @@ def test_backward_plan_for_an_elementwise_chain_is_diagonal():
 
 
 @pytest.mark.parametrize("model_name", ["elementwise-chain", "rnn", "rnn-loss-every-step"])
-def test_the_first_look_finds_the_chains_without_the_full_analysis(model_name):
-    # The elementwise chain's loss (y * y) is a Mul like the step's own: its phase is not
-    # the first tried, and the first look must go on to the next.
+def test_the_finder_finds_the_chains(model_name):
+    # The elementwise chain's loss (y * y) is a Mul like the step's own: the finder must go
+    # on below it.
     from tinygrad_ops.autograd import BackwardGraph
-    from tinygrad_ops.scheduler.finder import find_chains
+    from tinygrad_ops.scheduler.loops import find
 
     loss, _ = MODELS[model_name](np, np.float64, 0)
-    graph = BackwardGraph([loss], None, False, True)
-    graph.send(loss, np.ones_like(loss.data))
-    plan = find_chains(graph, 2, full=False)
-    assert plan is not None
-    assert plan.segments
+    assert find(BackwardGraph([loss], None, False, True), 2)
 
 
-def test_auto_reuses_its_gates_walk_down_the_graph_exactly(monkeypatch):
+def test_auto_walks_a_shallow_graph_without_running_the_finder(monkeypatch):
+    from tinygrad_ops.scheduler import auto
+
+    calls = []
+    scheduler = auto.AutoScheduler()
+    monkeypatch.setattr(auto.ScanScheduler, "find", lambda self, graph: calls.append(graph) or {})
+    shallow, _ = MODELS["mlp-skip-layer-norm"](np, np.float64, 0)
+    shallow.backward(scheduler=scheduler)
+    assert calls == []
+    deep, _ = rnn_model(steps=16, size=3, batch=2)(np, np.float64, 0)
+    deep.backward(scheduler=scheduler)
+    assert len(calls) == 1
+
+
+def test_auto_walks_a_chain_too_wide_to_pay_without_running_the_finder(monkeypatch):
     from test_scan_formulations import FIXED_CALIBRATION
 
-    from tinygrad_ops.autograd import BackwardGraph
-    from tinygrad_ops.scheduler import calibration
-    from tinygrad_ops.scheduler.spine import descend
+    from tinygrad_ops.scheduler import auto, calibration
 
-    # The gate decides from the calibration: a fixed one, not this machine's load.
     monkeypatch.setattr(calibration, "_CALIBRATION", dict(FIXED_CALIBRATION))
+    calls = []
+    monkeypatch.setattr(auto.ScanScheduler, "find", lambda self, graph: calls.append(graph) or {})
+    for size, looks in ((64, False), (4, True)):
+        loss, _ = rnn_model(steps=64, size=size, batch=2)(np, np.float64, 0)
+        loss.backward(scheduler=auto.AutoScheduler())
+        assert bool(calls) == looks, size
+        calls.clear()
 
-    loss, _ = rnn_model(steps=120, size=3, batch=2)(np, np.float64, 0)
-    graph = BackwardGraph([loss], None, False, True)
-    graph.send(loss, np.ones_like(loss.data))
-    scheduler = tg.scheduler.AutoScheduler()
-    assert scheduler.worth_analysing(graph)
-    window = scheduler.window(graph)
-    assert window is not None
-    assert [id(tensor) for tensor in window] == [id(tensor) for tensor in descend(loss, 128)]
-    other = BackwardGraph([loss], None, False, True)
-    assert scheduler.window(other) is None  # kept for that graph only
+
+def test_auto_states_its_rule_in_the_plan():
+    from tinygrad_ops.scheduler.auto import RULE
+
+    loss, _ = rnn_model(steps=64, size=3, batch=2)(np, np.float64, 0)
+    plan = tg.backward_plan(loss, scheduler="auto")
+    assert plan.decision.startswith(RULE), str(plan)
+    assert RULE in str(plan).splitlines()[1]
 
 
 def test_registry_names_and_unknown_name():
@@ -451,19 +463,72 @@ def test_auto_prefers_blelloch_unless_hillis_steele_clearly_wins():
     assert best_choice({"sequential": 1.0, "hillis-steele": 0.97})[0] == "sequential"
 
 
-@pytest.mark.parametrize("hidden", [2, 8, 32, 128])
-def test_auto_probes_as_deep_as_the_shortest_chain_worth_checking(hidden):
-    from tinygrad_ops.scheduler.auto import _PROBE_OPS_PER_STEP, AutoScheduler
+def two_layer_loop(lib, kind, steps=12, hidden=3, batch=2):
+    """Two tanh RNNs in one Python loop, a loss at every step on both: independent
+    ("two") or the second reading the first's state ("stacked"). (loss, parameters)."""
+    generator = np.random.default_rng(0)
+    arrays = [generator.standard_normal(shape) * 0.4 for shape in [(3, hidden), (hidden, hidden)]]
+    arrays += [generator.standard_normal(shape) * 0.4 for shape in [(3, hidden), (hidden, hidden)]]
+    arrays.append(generator.standard_normal((hidden, 1)) * 0.4)
+    if kind == "stacked":
+        arrays[2] = generator.standard_normal((hidden, hidden)) * 0.4
+    inputs = generator.standard_normal((steps, batch, 3))
+    if lib == "torch":
+        params = [torch.tensor(array, requires_grad=True) for array in arrays]
+        make = torch.tensor
+        h1, h2 = torch.zeros((batch, hidden), dtype=torch.float64), None
+    else:
+        params = [Tensor(array, requires_grad=True) for array in arrays]
+        make = Tensor
+        h1 = Tensor(np.zeros((batch, hidden)))
+    h2 = h1
+    W1, U1, W2, U2, V = params
+    loss = 0
+    for x in inputs:
+        x = make(x)
+        h1 = (x @ W1 + h1 @ U1).tanh()
+        h2 = ((h1 if kind == "stacked" else x) @ W2 + h2 @ U2).tanh()
+        loss = loss + (h1 @ V).sum() * 0.3 + (h2 * h2).sum()
+    return loss, params
 
-    scheduler = AutoScheduler()
-    shape = (4, hidden)
-    steps = scheduler._shortest_worth_checking(shape)
-    if steps is None:  # no length is worth a check at this width (hidden 128 here)
-        assert not scheduler.worth_checking(2**16, _PROBE_OPS_PER_STEP, shape)
-        return
-    assert steps >= 8
-    assert steps & (steps - 1) == 0  # a power of two
-    assert scheduler.worth_checking(steps, _PROBE_OPS_PER_STEP, shape)
-    if steps > 8:
-        assert not scheduler.worth_checking(steps // 2, _PROBE_OPS_PER_STEP, shape)
-    assert scheduler._shortest_worth_checking(shape) == steps  # cached
+
+@pytest.mark.parametrize("kind", ["two", "stacked"])
+@pytest.mark.parametrize("scheduler", SCAN_SCHEDULERS)
+def test_two_chains_in_one_loop_are_both_scanned(kind, scheduler):
+    """The walk meets the first chain's tensors while it prepares the second chain's scan
+    (their steps interleave): they wait for that scan, then the first chain is scanned."""
+    loss, params = two_layer_loop("torch", kind)
+    loss.backward()
+    spy = SpyScheduler(ScanScheduler(scheduler, block_size=4, min_steps=2))
+    loss, ours = two_layer_loop("tg", kind)
+    loss.backward(scheduler=spy)
+    assert len(spy.graph.scanned_segments) == 2
+    assert_same([p.grad.numpy() for p in ours], [p.grad.numpy() for p in params])
+
+
+def test_a_chain_refused_before_its_scan_leaves_the_walk_in_order():
+    """An RNN read by a running sum of losses that stops before the RNN does: the walk
+    meets the sum's chain while it prepares the RNN's scan and refuses the scan (the sum
+    is made from the RNN); the walk goes on in order, through both chains."""
+
+    def model(lib):
+        generator = np.random.default_rng(3)
+        make = torch.tensor if lib == "torch" else Tensor
+        W = make(generator.standard_normal((3, 4)) * 0.4, requires_grad=True)
+        U = make(generator.standard_normal((4, 4)) * 0.4, requires_grad=True)
+        h = make(np.zeros((2, 4)))
+        loss = 0
+        mse = torch.nn.functional.mse_loss if lib == "torch" else F.mse_loss
+        for t in range(12):
+            h = (make(generator.standard_normal((2, 3))) @ W + h @ U).tanh()
+            if t < 8:
+                loss = loss + mse(h, make(np.ones((2, 4))))
+        return loss + h.sum(), [W, U]
+
+    loss, expected = model("torch")
+    loss.backward()
+    loss, ours = model("tg")
+    spy = SpyScheduler(ScanScheduler("blelloch", min_steps=2))
+    loss.backward(scheduler=spy)
+    assert_same([p.grad.numpy() for p in ours], [p.grad.numpy() for p in expected])
+    assert len(spy.graph.scanned_segments) == 1  # the sum's chain, once the RNN is walked

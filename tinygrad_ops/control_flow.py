@@ -8,6 +8,7 @@ Python loop would, and records the chain as it builds it, so that a scan schedul
 
 from .ops.base import LAST_CHANGE
 from .ops.shape import Stack
+from .ops.unbind import rows
 from .scheduler.declared import Declaration, declare
 from .tensor import Tensor, stack
 
@@ -26,7 +27,10 @@ def scan(step, init, xs=None, length=None, reverse=False):
     The carries are recorded as one chain: with `scheduler="blelloch"` (or another scan,
     or `"auto"` where its cost model says it pays) the backward through them is one
     prefix scan. A carry that is one Tensor is scanned; a tuple carry is walked (carry
-    one joint state, such as an LSTM's [h | c], to have it scanned).
+    one joint state, such as an LSTM's [h | c], to have it scanned). What a step computes
+    without reading the carry (an RNN's x_t W_ihᵀ + b) is cheaper computed for every step
+    before the scan and passed as `xs`: step t gets its row, and the rows' backward is
+    one stack of their gradients (docs/scan.md).
 
     >>> import tinygrad_ops as tg
     >>> w = tg.Tensor([[0.5, -0.2], [0.1, 0.3]], requires_grad=True)
@@ -81,8 +85,9 @@ def _as_sequences(xs):
 def _steps_of(sequence):
     """sequence[0], sequence[1], ...: the tensors a `stack` was made of, where `sequence`
     is one (the `ys` of an earlier scan: the next layer of a stacked RNN) and none has
-    changed in place since, else the slices. (The walk sends each slice's gradient into
-    an array of the whole sequence's size: T slices cost T times the sequence.)"""
+    changed in place since, else its rows (`ops/unbind.py`: their backward is one stack
+    of the steps' gradients, where T slices `sequence[t]` would cost T arrays of the
+    whole sequence's size)."""
     node = sequence._ctx
     if (
         type(node) is Stack
@@ -95,7 +100,7 @@ def _steps_of(sequence):
         )
     ):
         return list(node.inputs)
-    return [sequence[t] for t in range(sequence.shape[0])]
+    return rows(sequence)
 
 
 def _length(sequences, length):
@@ -119,6 +124,13 @@ def _leaves(value):
 
 def _check_carry(init, carry):
     """The carry `step` returned has `init`'s structure, shapes and dtypes (as jax asks)."""
+    if (  # the common case, once per step
+        type(carry) is Tensor
+        and type(init) is Tensor
+        and carry.shape == init.shape
+        and carry.dtype == init.dtype
+    ):
+        return
     before, after = _leaves(init), _leaves(carry)
     same = len(before) == len(after) and isinstance(init, tuple) == isinstance(carry, tuple)
     for old, new in zip(before, after):

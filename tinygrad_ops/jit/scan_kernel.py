@@ -218,22 +218,78 @@ class StackedForward(Kernel):
         return f"{self.kernel.describe(name)}   (into {rows})"
 
 
+class StackCopy(Kernel):
+    """out = a copy of rows start..stop-1 of a stack: a `Stack` (axis 0) of exactly those
+    rows (the states of a `tg.scan`, its `ys`), one copy instead of a stack of n arrays."""
+
+    __slots__ = ("stack", "start", "stop", "output")
+
+    def __init__(self, stack, start, stop, output):
+        self.stack = stack
+        self.start = start
+        self.stop = stop
+        self.output = output
+        self.frees = ()
+
+    def emit(self, code, number):
+        source = code.slot(self.stack.slot)
+        rows = f"{source}[{self.start}:{self.stop}]"
+        code.line(f"{code.slot(self.output)} = {rows}.copy()  # {self.describe(None)}")
+
+    def reads(self):
+        return (self.stack.slot,)
+
+    def writes(self):
+        return (self.output,)
+
+    def describe(self, name):
+        name = name or (lambda slot: f"%{slot}")
+        rows = f"{name(self.stack.slot)}[{self.start}:{self.stop}]"
+        return f"{name(self.output)} = Stack.forward of the rows {rows} (a copy)"
+
+
+def _stack_copy(kernel, row_of):
+    """The StackCopy of a Forward kernel of `Stack` (axis 0) whose inputs are consecutive
+    rows of one stack (`row_of`: slot -> (stack, row)), or None."""
+    if not isinstance(kernel, Forward) or type(kernel.node).__name__ != "Stack":
+        return None
+    if kernel.node.axis != 0 or kernel.conversions:
+        return None
+    found = [row_of.get(slot) for slot in kernel.inputs]
+    if None in found or any(stack is not found[0][0] for stack, _ in found):
+        return None
+    stack, start = found[0]
+    if [row for _, row in found] != list(range(start, start + len(found))):
+        return None
+    return StackCopy(stack, start, start + len(found), kernel.output)
+
+
 def place_stacks(kernels, phases):
     """The kernels (and their phases) with the stacks of every StackedScanKernel put in:
     each stack made right before the first kernel that writes a row of it, and each such
-    kernel writing into its rows (the nodes of those chains keep nothing for the scan)."""
+    kernel writing into its rows (the nodes of those chains keep nothing for the scan); a
+    `Stack` of consecutive rows of one becomes a copy of them (`StackCopy`)."""
     rows = {}  # output slot -> [(stack, row)]
+    row_of = {}  # slot -> (stack, row), for the first stack each slot is a row of
     for kernel in kernels:
         if isinstance(kernel, StackedScanKernel):
             for stack in kernel.plan.stacks:
+                if stack.first is not None:
+                    row_of.setdefault(stack.first, (stack, 0))
                 for slot, row in stack.rows.items():
                     rows.setdefault(slot, []).append((stack, row))
+                    row_of.setdefault(slot, (stack, row))
     if not rows:
         return kernels, phases
     made = set()
     result = []
     result_phases = []
     for kernel, phase in zip(kernels, phases):
+        copy = _stack_copy(kernel, row_of)
+        if copy is not None and copy.stack.slot in made:
+            result.append(copy)
+            result_phases.append(phase)
+            continue
         forward = kernel.kernel if isinstance(kernel, FusedForward) else kernel
         targets = rows.get(forward.output) if isinstance(forward, Forward) else None
         if targets is not None:

@@ -93,6 +93,7 @@ from .unary import (
     Tanh,
     Trunc,
 )
+from .unbind import Row, Unbind
 from .windows import AddWindows, Pad, SlidingWindows
 
 PRIMITIVES = (
@@ -107,7 +108,7 @@ PRIMITIVES = (
     Sum, Max, Min, VectorNorm, Cumsum, Cumprod, LogCumSumExp,
     # shape
     Reshape, Transpose, BroadcastTo, GetItem, SetItem, ScatterAdd, Stack, Concatenate,
-    Diagonal,
+    Diagonal, Unbind, Row,
     # linear algebra
     MatMul, Linear,
     # activations, norms, losses (fused, hand-derived backward)

@@ -39,6 +39,11 @@ class MatMul(Op):
                 f"matmul: both operands need at least one dim, got shapes {np.shape(a)} "
                 f"and {np.shape(b)} (use * for scalars)"
             )
+        return self.compute(a, b)
+
+    def compute(self, a, b):
+        """a @ b for operands of at least one dim (what a compiled program, whose guards
+        hold the shapes fixed, replays)."""
         self.save_for_backward(a, b)
         try:
             return np.matmul(a, b)

@@ -1,10 +1,11 @@
 """The constants of `auto`'s cost model, measured once per process on this machine.
 
 `calibrate` times, in about half a second: c_visit (one node of the engine's sequential
-walk), c_analysis and c_batch (the scan scheduler's chain check and its batching, per
+walk), c_analysis and c_batch (the scan scheduler's finder and its batching, per
 node), c_chain (what a scan costs once per chain), t_mm(d) and t_mv(d) (one d x d product
 in a stacked `np.matmul`) and c_call (one numpy call). The per-node and per-chain parts
 come from timing two chain lengths. The model that reads them is in `auto.py`.
+`ChainTimes` keeps what `auto` timed on the chains of hand-written loops.
 """
 
 import gc
@@ -15,10 +16,12 @@ import time
 import numpy as np
 
 from ..mode import enable_grad, in_fresh_thread
-from .finder import find_chains, full_analysis
 from .scan_scheduler import ScanScheduler
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+SCAN_MARGIN = 0.95
+"""A scan is chosen only when its time (estimated or measured) beats the walk's by this
+factor: past the crossover a wrong scan loses more than a wrong walk."""
 _CALIBRATION = {}
 
 
@@ -32,27 +35,18 @@ def _best_time(function, repeats=3):
 
 
 @enable_grad()  # calibration records graphs whatever the caller's grad mode
-def _small_rnn(steps, size=2, batch=2, seed=0, layers=1):
-    """A tanh RNN of `steps` steps (4 ops each per layer) on tiny arrays: (loss, number of
-    nodes). With two layers the first look finds no chain (the lower layer's state is an
-    input of the upper one's steps) and the full analysis runs all its phases."""
+def _small_rnn(steps, size=2, batch=2, seed=0):
+    """A tanh RNN of `steps` steps (4 ops each) on tiny arrays: (loss, number of nodes)."""
     from ..tensor import Tensor
 
     generator = np.random.default_rng(seed)
     weight = Tensor(generator.standard_normal((size, size)) * 0.5, requires_grad=True)
     bias = Tensor(np.zeros(size), requires_grad=True)
     inputs = generator.standard_normal((steps, batch, size))
-    states = [Tensor(np.zeros((batch, size))) for _ in range(layers)]
+    state = Tensor(np.zeros((batch, size)))
     for step in range(steps):
-        below = Tensor(inputs[step])
-        for layer in range(layers):
-            states[layer] = (below + states[layer] @ weight + bias).tanh()
-            below = states[layer]
-    return states[-1].sum(), 4 * layers * steps + 1
-
-
-def _first_look(graph):
-    return find_chains(graph, full=False)
+        state = (Tensor(inputs[step]) + state @ weight + bias).tanh()
+    return state.sum(), 4 * steps + 1
 
 
 def calibrate(force=False):
@@ -105,8 +99,8 @@ def _engine_costs(costs):
         loss, nodes = _small_rnn(steps)
         return paused(lambda: loss.backward(scheduler=scheduler)) / nodes
 
-    def analysis(finder, steps, layers=1):
-        loss, nodes = _small_rnn(steps, layers=layers)
+    def analysis(finder, steps):
+        loss, nodes = _small_rnn(steps)
         graph = BackwardGraph([loss], None, False, True)
         graph.send(loss, np.ones_like(loss.data))
         return paused(lambda: finder(graph)) / nodes
@@ -125,10 +119,9 @@ def _engine_costs(costs):
     short_time, long_time = best["short"] * short_nodes, best["long"] * long_nodes
     scanned = max((long_time - short_time) / (long_nodes - short_nodes), 0.5 * best["long"])
     costs["c_visit"] = best["visit"]
-    costs["c_analysis"] = min(analysis(_first_look, long) for _ in range(3))
-    short_analysis = min(analysis(_first_look, short) for _ in range(3)) * short_nodes
+    costs["c_analysis"] = min(analysis(scan.find, long) for _ in range(3))
+    short_analysis = min(analysis(scan.find, short) for _ in range(3)) * short_nodes
     costs["c_analysis_chain"] = max(short_analysis - costs["c_analysis"] * short_nodes, 0.0)
-    costs["c_analysis_full"] = min(analysis(full_analysis, long // 2, 2) for _ in range(2))
     costs["c_batch"] = max(scanned - costs["c_analysis"], 0.1 * scanned)
     costs["c_chain"] = max(short_time - scanned * short_nodes, 0.0)
     # The walk's cost grows with the arrays (its matrix products are d x d): a second
@@ -190,6 +183,86 @@ def _numpy_costs(costs):
             matrix_product[size],
         )
     costs["t_mm_large"] = large
+
+
+class ChainTimes:
+    """What `auto` measured on the chains it met in hand-written loops: per key (the op
+    classes, length, shape and dtype of each chain: what decides a backward's cost), the
+    CPU times of the whole backward scanned and walked. The cost model, calibrated on one
+    small RNN, misjudges some chains (BPPSA's, hidden 20 in 16 rows, 100 steps: a scan
+    estimated at 0.6x the walk took 1.5x its time); a training loop meets the same chains
+    every step, so `auto` times the first backwards of a chain each way, `TRIALS` times
+    (a first run pays for fresh memory), the model's way first, and then takes the
+    faster. Where that is the walk, the graph's shape (`graph_key`) is remembered, and
+    the next backward of that shape is walked without looking for its chains (the look
+    cost a fifth of BPPSA's 100-step walk). `KEPT` keys at most, the oldest forgotten."""
+
+    TRIALS = 2
+    KEPT = 64
+
+    def __init__(self):
+        self.times = {}  # chains key -> {"scan": [seconds, ...], "walk": [...]}
+        self.walked = {}  # graph key -> chains key, of chains settled on the walk
+        self.newest = None  # the creation number of the output of the latest backward
+
+    def way(self, key, model_way):
+        """ "scan" or "walk" for the next backward of these chains."""
+        times = self.times.get(key, {})
+        other = "walk" if model_way == "scan" else "scan"
+        for how in (model_way, other):
+            if len(times.get(how, ())) < self.TRIALS:
+                return how
+        return "scan" if min(times["scan"]) < SCAN_MARGIN * min(times["walk"]) else "walk"
+
+    def record(self, key, how, seconds, graph_key=None):
+        """Keep a backward's time; remember `graph_key` if these chains settle on the walk."""
+        times = _newest(self.times, key, {})
+        times.setdefault(how, []).append(seconds)
+        settled = all(len(times.get(way, ())) >= self.TRIALS for way in ("scan", "walk"))
+        if graph_key is not None and settled and self.way(key, how) == "walk":
+            _newest(self.walked, graph_key, key)
+        for table in (self.times, self.walked):
+            while len(table) > self.KEPT:
+                del table[next(iter(table))]
+
+    def measured(self, key):
+        """{"scan": best seconds, "walk": ...} of what was timed on these chains."""
+        return {how: min(seconds) for how, seconds in self.times.get(key, {}).items()}
+
+    def graph_key(self, graph):
+        """The shape of `graph`, read without walking it: the class of the op that made its
+        output, the output's shape, and how many ops were recorded since the previous
+        backward that asked (a training step's forward: the same count every step); None
+        for several outputs or `tg.grad` inputs. A shape mistaken for another costs only
+        speed: the gradients are the walk's either way."""
+        if len(graph.roots) != 1 or graph.wanted is not None or graph.roots[0]._ctx is None:
+            return None
+        node = graph.roots[0]._ctx
+        newest, self.newest = self.newest, node.sequence
+        return (
+            None if newest is None else (type(node), graph.roots[0].shape, node.sequence - newest)
+        )
+
+
+def _newest(table, key, default):
+    """table[key] (default if absent), moved to the end: the newest, forgotten last."""
+    value = table.pop(key, default)
+    table[key] = value
+    return value
+
+
+def chains_key(segments):
+    """What decides the cost of a backward among its chains: per segment the op classes of
+    its step, its length, the chain tensor's shape and dtype."""
+    return tuple(
+        (
+            tuple(segment.template.classes),
+            segment.length,
+            tuple(segment.state_shape),
+            segment.anchors[-1].data.dtype.str,
+        )
+        for segment in segments
+    )
 
 
 def per_product(table, size):

@@ -1,84 +1,44 @@
-"""The first look's column checks: the anchors of a chain walked down by its route, and
-every step checked against the template one *column* (one slot over every step) per check
-(first_look.py, steps 2 and 3; docs/scan.md, "How a chain is scanned").
+"""The column checks of a chain: its anchors walked down by the template's route, and every
+step checked against the template one *column* (one slot over every step) per check
+(declared.py, loops.py; docs/scan.md, "How a chain is scanned").
 
 A check is one pass over a slot's tensors in every step (a `map` over the column), and
 the first step that differs ends the chain there: on a long chain the cost is the number
 of passes, each a C loop over objects that are mostly out of the caches.
 """
 
-import itertools
+from itertools import repeat
 from operator import attrgetter, eq, gt, is_, itemgetter, lt
-from typing import NamedTuple
+
+import numpy as np
 
 from ..tensor import Tensor
 from . import steps
 
 
-def made_after(lower, inside=None):
-    """`belongs` for the first look: a step's tensors are the inputs made after x_{i-1}
-    (and, with `inside`, among those ids)."""
-    lower_node = lower._ctx
-
-    def belongs(operand):
-        node = operand._ctx
-        if node is None or (inside is not None and id(operand) not in inside):
-            return "outside"
-        if lower_node is None or node.sequence > lower_node.sequence:
-            return "slot"
-        return "outside"
-
-    return belongs
-
-
-def walk_route(route, top):
-    """x_n, x_{n-1}, ...: the anchors below the top step, each reached from the one above
-    by the template's route of input indices, while creation numbers keep falling (an
-    in-place op can make a node's input younger than the node; the walk stops there)."""
+def walk_route(route, top, limit=None):
+    """x_n, x_{n-1}, ...: the anchors below the top step (at most `limit` of them), each
+    reached from the one above by the template's route of input indices, while creation
+    numbers keep falling (an in-place op can make a node's input younger than the node;
+    the walk stops there) and the route stays on the graph; a leaf where it ends is x_0."""
     anchors = [top.upper, top.lower]
     tensor = top.lower
-    if tensor._ctx is None:
-        return anchors
-    newest = tensor._ctx.sequence
-    append = anchors.append
-    while True:
+    while tensor._ctx is not None and (limit is None or len(anchors) < limit):
         below = tensor
-        try:
-            for k in route:  # `input_tensor`, inlined (one hop per op of every step)
-                below = below._ctx.inputs[k]
-            node = below._ctx
-        except (AttributeError, IndexError):
-            # The route leads off the graph: a leaf or a constant has no node (None, or no
-            # `_ctx` at all), or a node has fewer inputs. (Asked as one exception, not at
-            # every hop: this loop runs once per op of every step.)
-            return anchors
+        for k in route:
+            node = getattr(below, "_ctx", None)  # (None: a leaf, a number, an array)
+            if node is None or k >= len(node.inputs):
+                return anchors
+            below = node.inputs[k]
+        node = getattr(below, "_ctx", None)
         if node is None:
             if isinstance(below, Tensor):
-                append(below)  # a leaf: x_0, if the step above it checks out
+                anchors.append(below)  # a leaf: x_0, if the step above it checks out
             return anchors
-        if node.sequence >= newest:
+        if node.sequence >= tensor._ctx.sequence:
             return anchors
-        append(below)
-        tensor = below
-        newest = node.sequence
-
-
-def top_anchors(route, top, count=3):
-    """The first `count` anchors x_n, x_{n-1}, ... that `walk_route` would give (fewer
-    where the chain ends sooner), without walking the whole chain."""
-    anchors = [top.upper, top.lower]
-    while len(anchors) < count:
-        tensor = anchors[-1]
-        below = tensor
-        try:
-            for k in route:
-                below = below._ctx.inputs[k]
-            node = below._ctx
-        except (AttributeError, IndexError):
-            break
-        if node is None or node.sequence >= tensor._ctx.sequence:
-            break  # (a leaf x_0 ends the look: too short for `reads_the_chain` anyway)
         anchors.append(below)
+        tensor = below
     return anchors
 
 
@@ -101,14 +61,6 @@ _GET_SHAPE = attrgetter("_data.shape")
 _GET_DTYPE = attrgetter("_data.dtype")
 
 
-def _nodes_of(operands):
-    """The node of every operand (None for a leaf or a value that is not a tensor)."""
-    try:
-        return list(map(_GET_CONTEXT, operands))  # all tensors (a slot's column): faster
-    except AttributeError:  # a number or an array among them
-        return list(map(getattr, operands, itertools.repeat("_ctx"), itertools.repeat(None)))
-
-
 def slot_columns(template, anchors):
     """The slot columns below the top, top-down: (count, tensors, nodes), `count` the
     number of steps from the top whose every slot is made by the template's op class
@@ -117,15 +69,15 @@ def slot_columns(template, anchors):
     tensors = [anchors[:-1]]
     nodes = [list(map(_GET_CONTEXT, anchors[:-1]))]
     inputs = []
-    for slot, check in enumerate(template.checks):
+    for slot, (op_class, needs) in enumerate(zip(template.classes, template.needs)):
         if slot:
             parent, k = template.paths[slot]
             column = list(map(itemgetter(k), inputs[parent][:count]))
             tensors.append(column)
-            nodes.append(_nodes_of(column))
-        count = _cut(list(map(type, nodes[slot])), check.op_class, count)
+            nodes.append(list(map(getattr, column, repeat("_ctx"), repeat(None))))
+        count = _cut(list(map(type, nodes[slot])), op_class, count)
         inputs.append(list(map(_GET_INPUTS, nodes[slot][:count])))
-        count = _cut(list(map(len, inputs[slot])), len(check.needs), count)
+        count = _cut(list(map(len, inputs[slot])), len(needs), count)
     return count, [column[:count] for column in tensors], [column[:count] for column in nodes]
 
 
@@ -140,15 +92,13 @@ def check_columns(template, anchors):
     from: the op class and options, needs_input_grad, shape and dtype (where a constant
     input could change them), no hooks, the wiring by identity, and the creation numbers
     (every slot made after x_{i-1} and before the op that reads it; every outside input
-    made before x_{i-1}). Readers from outside the chain are `outside_readers`' job.
+    made before x_{i-1}).
     """
     good, tensors, nodes = slot_columns(template, anchors)
     good = _check_flags(template, tensors, nodes, good)
     lowers = anchors[1 : good + 1]
-    first = template.checks[0]
-    if good and (
-        lowers[good - 1].shape != first.shape or lowers[good - 1].data.dtype != first.dtype
-    ):
+    shape, dtype = template.shapes[0]
+    if good and (lowers[good - 1].shape != shape or lowers[good - 1].data.dtype != dtype):
         good -= 1  # x_0 of another shape or dtype: its step is walked instead
     if good == 0:
         return 0, tensors, nodes, []
@@ -162,21 +112,21 @@ def check_columns(template, anchors):
 def _check_flags(template, tensors, nodes, good):
     """needs_input_grad and no hooks; shape and dtype of slots with a constant input; the
     op options."""
-    for slot, check in enumerate(template.checks):
+    for slot, (shape, dtype) in enumerate(template.shapes):
         column = tensors[slot]
-        good = _cut(list(map(_GET_NEEDS, nodes[slot])), check.needs, good)
+        good = _cut(list(map(_GET_NEEDS, nodes[slot])), template.needs[slot], good)
         good = _cut(list(map(_GET_HOOKS, column)), None, good)
         if slot in template.const_slots:
             # A slot's shape and dtype follow from its inputs' (and its options): only a
             # constant input (x_t without grad, a Python number) can change them; x_0 is
             # checked by the caller, the other inputs are checked slots or the same weight.
-            good = _cut(list(map(_GET_SHAPE, column)), check.shape, good)
-            good = _cut(list(map(_GET_DTYPE, column)), check.dtype, good)
+            good = _cut(list(map(_GET_SHAPE, column)), shape, good)
+            good = _cut(list(map(_GET_DTYPE, column)), np.dtype(dtype), good)
         for name, value in template.options[slot]:
-            missing = itertools.repeat(steps.MISSING)
-            options = list(map(getattr, nodes[slot], itertools.repeat(name), missing))
+            missing = repeat(steps.MISSING)
+            options = list(map(getattr, nodes[slot], repeat(name), missing))
             if not _all_same(options, value):
-                same = list(map(steps.same_option, options, itertools.repeat(value)))
+                same = list(map(steps.same_option, options, repeat(value)))
                 good = _cut(same, True, good)
     return good
 
@@ -186,12 +136,12 @@ def _all_same(options, value):
     same object in every step (a name, a small number), or equal and of its type (a
     slice's index tuple, made afresh by every step's GetItem); False when unsure (then
     they are compared one by one)."""
-    if all(map(is_, options, itertools.repeat(value))):
+    if all(map(is_, options, repeat(value))):
         return True
     if not steps.is_simple(value) or list(map(type, options)).count(type(value)) != len(options):
         return False
     try:
-        return all(map(eq, options, itertools.repeat(value)))
+        return all(map(eq, options, repeat(value)))
     except (TypeError, ValueError):  # an array among an index's items: one by one
         return False
 
@@ -218,14 +168,14 @@ def _outside_columns(template, nodes, lower_sequences, good, tensors):
     """The outside inputs' columns, each input made before x_{i-1} of its step; returns
     (count, tensors, nodes, outside) as `check_columns` does."""
     outside = []
-    for slot, check in enumerate(template.checks):
-        for k in check.outside_inputs:
+    for slot, codes in enumerate(template.wiring):
+        for k in [k for k, code in enumerate(codes) if code == "outside"]:
             if not good:
                 return 0, tensors, nodes, outside
             column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
             outside.append((slot, k, column))
             first = column[0]
-            if all(map(is_, column, itertools.repeat(first))):
+            if all(map(is_, column, repeat(first))):
                 made = getattr(first, "_ctx", None)
                 if made is not None:
                     # Made before x_{i-1} for every step: x_{i-1} of the lowest step decides.
@@ -233,45 +183,29 @@ def _outside_columns(template, nodes, lower_sequences, good, tensors):
                         good -= 1
                 continue
             # A per-step input made before the op that reads it (after x_{i-1} for the
-            # lower layer's state of a stacked RNN): `outside_readers` proves that it does
-            # not depend on the chain.
-            made = [-1 if node is None else node.sequence for node in _nodes_of(column)]
+            # lower layer's state of a stacked loop: loops.py proves that it does not
+            # depend on the chain).
+            made = [getattr(operand, "_ctx", None) for operand in column]
+            made = [-1 if node is None else node.sequence for node in made]
             readers = [node.sequence for node in nodes[slot][:good]]
             good = _cut(list(map(lt, made, readers)), True, good)
     return good, tensors, nodes, outside
 
 
-class Beside(NamedTuple):
-    """A per-step input column of a chain whose tensors are the anchors of a chain of their
-    own (the lower layer's states of a stacked RNN, read by the upper layer's steps),
-    checked column by column as the first look checks its chain."""
-
-    template: object  # the Template of its top step
-    anchors: list  # x_n, x_{n-1}, ... as `walk_route` gives them
-    checked: tuple  # `check_columns`' result: (count, tensors, nodes, outside)
-    covered: int  # how many of the column's tensors, from the top, are its checked anchors
-
-
-def chains_beside(outside, count, capture):
-    """{(slot, k): Beside} for the per-step outside columns (slot, k, [input of every step],
-    top-down; the top `count` steps) whose tensors, made by ops, are the anchors of a
-    chain: its steps checked column by column once, here, so that the searches of
-    `readers.py` need not go through its tensors one by one (they start from its outside
-    inputs and its bottom instead), and so that the look that scans it later
-    (`below.py`) need not check it again."""
-    found = {}
-    for slot, k, column in outside:
-        column = column[:count]
-        if len(column) < 3 or column[1] is column[0] or column[1]._ctx is None:
-            continue  # a weight shared by every step, a leaf
-        lower = column[1]
-        built = steps.build_template(lower, column[0], made_after(lower), capture)
-        if built is None:
-            continue
-        template, step = built
-        anchors = walk_route(template.route, step)
-        checked = check_columns(template, anchors)
-        covered = _cut(list(map(is_, column, anchors[: checked[0] + 1])), True, len(column))
-        if covered >= 2:
-            found[(slot, k)] = Beside(template, anchors, checked, covered)
-    return found
+def segment_from(template, anchors, min_steps):
+    """The `Segment` of the steps from the top down (`anchors`: x_n, x_{n-1}, ... as
+    `walk_route` gives them) that match `template`, the top step's; `CannotScan` when
+    fewer than `min_steps` do or their inputs do not stack."""
+    count, tensors, nodes, outside = check_columns(template, anchors)
+    if count < min_steps:
+        raise steps.CannotScan(
+            f"only the last {count} step(s) share the last step's ops and shapes"
+        )
+    per_step = steps.shared_or_per_step(
+        template, [(slot, k, column[count - 1 :: -1]) for slot, k, column in outside], count
+    )
+    if per_step is None:
+        raise steps.CannotScan("the steps' inputs differ in shape")
+    columns = [column[count - 1 :: -1] for column in tensors]
+    step_nodes = [column[count - 1 :: -1] for column in nodes]
+    return steps.Segment(template, anchors[count::-1], columns, per_step, step_nodes)

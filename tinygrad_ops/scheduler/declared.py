@@ -10,7 +10,7 @@ words that `backward_plan` shows, and the walk goes on through the steps one by 
 
 import weakref
 
-from .columns import check_columns, made_after
+from .columns import check_columns
 from .steps import CannotScan, Segment, build_template, shared_or_per_step
 
 # id(top anchor) -> (a weak reference to it, its Declaration); an entry goes with its tensor.
@@ -90,7 +90,7 @@ def segment_of(declaration, top, capture=None, min_steps=2):
     if len(anchors) - 1 < min_steps:
         raise CannotScan(f"{len(anchors) - 1} step(s), fewer than {min_steps}")
     lower, upper = anchors[-2], anchors[-1]
-    built = build_template(lower, upper, made_after(lower), capture)
+    built = build_template(lower, upper, capture)
     if built is None:
         raise CannotScan(
             "the step is not a chain step (an op without a Jacobian rule or with a hook, "

@@ -4,13 +4,11 @@ import numpy as np
 
 from ..autograd.graph import BackwardGraph
 from . import resolve_scheduler, scans
-from .auto import AutoScheduler, best_choice, calibrate, estimate
-from .below import next_chain_below, pending_after
-from .calibration import per_product
+from .auto import RULE, AutoScheduler, calibrate, estimate
+from .calibration import chains_key, per_product
 from .declared import declared_at, declared_in, segment_of
-from .finder import find_chains
 from .scan_scheduler import ScanScheduler
-from .steps import MIN_STEPS, CannotScan, ChainPlan
+from .steps import CannotScan
 
 
 class SegmentPlan:
@@ -81,11 +79,10 @@ class BackwardPlan:
     """The plan of one backward pass: the chain segments found, the scheduler's choice for
     each, and the cost model's estimates. `print(plan)` shows it as a table."""
 
-    def __init__(self, scheduler_name, node_count, segments, independent_count, decision=None):
+    def __init__(self, scheduler_name, node_count, segments, decision=None):
         self.scheduler = scheduler_name
         self.node_count = node_count
         self.segments = segments
-        self.independent_count = independent_count
         self.decision = decision  # what decided, in words (auto's gate, a refusal)
 
     @property
@@ -99,11 +96,6 @@ class BackwardPlan:
         ]
         if self.decision:
             lines.append(f"  decided by: {self.decision}")
-        if self.independent_count:
-            lines.append(
-                f"  {self.independent_count} independent tensors (the output side, per-step "
-                "losses) walked first"
-            )
         for number, segment in enumerate(self.segments):
             choice = segment.choice
             if choice == "blocked":
@@ -148,49 +140,69 @@ def backward_plan(loss, scheduler=None, gradient=None):
     graph.send(loss, seed)
     name = getattr(chosen, "name", type(chosen).__name__)
     scanning = isinstance(chosen, ScanScheduler)
-    min_steps = chosen.min_steps if scanning else MIN_STEPS
-    if declared_in([loss]):  # tg.scan's chains: what the scan schedulers' walk takes (declared.py)
-        decision, segments = _declared(loss, chosen, scanning, min_steps)
-        return BackwardPlan(name, _count_tensors(loss), segments, 0, decision)
-    # The same analysis the scan schedulers run: the first look, else the full analysis.
-    plan = find_chains(graph, min_steps)
-    if plan.index is None and plan.segments:
-        _add_chains_below(graph, plan, min_steps)
-    if isinstance(chosen, AutoScheduler):
-        first = find_chains(graph, min_steps, chosen.worth_checking, full=False)
-        if first is not None and first.refusal:
-            plan.refusal = first.refusal
-    independent = len(plan.independent)
-    decision, segments = _decide(chosen, graph, plan, scanning)
-    return BackwardPlan(name, _count_tensors(loss), segments, independent, decision)
-
-
-def _declared(loss, chosen, scanning, min_steps):
-    """(what decided, the SegmentPlans) for the chains `tg.scan` declared in the graph."""
+    declared = declared_in([loss])
+    looks = scanning and declared  # a declared chain: each one decided at its top
     if not scanning:
-        rule = "not a scan scheduler: the walk (or the scheduler's own run)"
+        rules = ["not a scan scheduler: the walk (or the scheduler's own run)"]
     elif isinstance(chosen, AutoScheduler):
-        rule = "auto: per declared chain, the cheapest of the walk and the scans (the cost model)"
+        rules = [RULE]
+        if not declared:
+            looks, why = chosen.gate(graph)
+            rules.append(why)
     else:
-        rule = f"{chosen.name}: every declared chain is scanned"
-    segments, refusals = [], []
+        rules = [f"{chosen.name}: every chain is scanned"]
+        looks = True
+    refusals = []
+    min_steps = chosen.min_steps if scanning else ScanScheduler("blelloch").min_steps
+    found = _segments(graph, loss, declared, min_steps, refusals)
+    timed = isinstance(chosen, AutoScheduler) and looks and not declared and found
+    timed = timed and not chosen.trusted(found)
+    if timed:  # what `auto` timed on these chains decides, as in its run
+        chosen.trial = (chains_key(found), chosen.way(found), None)
+        measured = chosen.chain_times.measured(chosen.trial[0])
+        if measured:
+            figures = ", ".join(
+                f"{how} {seconds * 1e3:.2f} ms" for how, seconds in measured.items()
+            )
+            rules.append(
+                f"timed on these chains before: {figures}; this backward: {chosen.trial[1]}"
+            )
+    try:
+        segments = [_segment_plan(segment, chosen, looks) for segment in found]
+    finally:
+        if timed:
+            chosen.trial = None
+    return BackwardPlan(name, _count_tensors(loss), segments, "; ".join(rules + refusals))
+
+
+def _segment_plan(segment, chosen, looks):
+    """The SegmentPlan of the scheduler's choice for `segment` (the walk unless `looks`)."""
+    if looks:
+        method, block_size = chosen.choose(segment)
+    else:
+        method, block_size = "sequential", None  # the walk (or a user's scheduler)
+    if looks and isinstance(chosen, AutoScheduler):
+        times, by = chosen.estimates_for(segment), "what auto compares"
+    else:
+        times, by = _estimates(segment), "the cost model, for comparison"
+    block_size = block_size if method == "blocked" else None
+    return SegmentPlan(segment, method, block_size, times, by)
+
+
+def _segments(graph, loss, declared, min_steps, refusals):
+    """The segments a scan scheduler's walk would reach, newest first: the declared
+    chains (tg.scan) if the graph has any, else those the finder finds. Declared chains
+    that cannot be scanned add their reason to `refusals`."""
+    if not declared:
+        found = ScanScheduler("blelloch", min_steps=min_steps).find(graph)
+        return sorted(found.values(), key=lambda segment: -segment.anchors[-1]._ctx.sequence)
+    segments = []
     for top in _declared_tops(loss):
         try:
-            segment = segment_of(declared_at(top), top, None, min_steps)
+            segments.append(segment_of(declared_at(top), top, None, min_steps))
         except CannotScan as reason:
             refusals.append(f"a tg.scan of {len(declared_at(top).below)} steps is walked: {reason}")
-            continue
-        if not scanning:
-            method, block_size = "sequential", None
-        else:
-            method, block_size = chosen.choose(segment)
-        by = "what auto compares" if isinstance(chosen, AutoScheduler) else "the cost model"
-        times = chosen.estimates_for(segment) if by == "what auto compares" else None
-        times = times or _estimates(segment, False)
-        segments.append(
-            SegmentPlan(segment, method, block_size if method == "blocked" else None, times, by)
-        )
-    return "; ".join([rule] + refusals), segments
+    return segments
 
 
 def _declared_tops(root):
@@ -216,105 +228,13 @@ def _reached(root):
                 stack.append(operand)
 
 
-def _add_chains_below(graph, plan, min_steps):
-    """The chains a scan scheduler finds once the first look's chains are scanned (the
-    lower layer of a stacked RNN: `below.py`), added to `plan`, from the gradients that
-    would then be pending."""
-    pending = [pending_after(plan)]
-
-    def walk_one(tensor):
-        pending[0] = pending_after(ChainPlan([], [tensor]), pending[0])
-
-    while True:
-        below = next_chain_below(graph, lambda: pending[0], walk_one, min_steps)
-        if below is None:
-            return
-        plan.segments.extend(below.segments)
-        pending[0] = pending_after(below, pending[0])
-
-
-def _decide(chosen, graph, plan, scanning):
-    """(what decided, the SegmentPlans): the choice the scheduler would make per segment,
-    with the estimates it compares (auto) or the cost model's for comparison."""
-    if not scanning:
-        decision = "not a scan scheduler: the walk (or the scheduler's own run)"
-    elif isinstance(chosen, AutoScheduler) and chosen.remembered_for(graph):
-        looks, decision = False, chosen.remembered_for(graph)
-    elif isinstance(chosen, AutoScheduler):
-        looks, decision = chosen.gate(graph)
-        if looks and plan.index is not None:
-            full_looks, full_decision = chosen.gate(graph, full=True)
-            looks, decision = full_looks, f"the first look found no chain; {full_decision}"
-        if looks and plan.refusal:
-            looks, decision = False, plan.refusal
-        if looks:
-            decision += "; per segment the estimates below (the chain check already paid)"
-    else:
-        decision = f"{chosen.name}: every chain found is scanned"
-    segments = []
-    for segment in plan.segments:
-        times, by = _estimates(segment, plan.index is not None), "the cost model, for comparison"
-        if not scanning:
-            method, block_size = "sequential", None  # the walk (or a user's scheduler)
-        elif isinstance(chosen, AutoScheduler):
-            if looks:
-                times, by = chosen.estimates_for(segment), "what auto compares"
-                method, block_size = best_choice(times)
-            else:
-                method, block_size = "sequential", None
-        else:
-            method, block_size = chosen.choose(segment)
-        segments.append([segment, method, block_size, times, by])
-    if isinstance(chosen, AutoScheduler) and looks:
-        decision = _measured(chosen, plan, segments, decision)
-    return decision, [
-        SegmentPlan(segment, method, block_size if method == "blocked" else None, times, by)
-        for segment, method, block_size, times, by in segments
-    ]
-
-
-def _measured(auto, plan, segments, decision):
-    """Apply what `auto` measured on these chains before (experience.py) to the model's
-    choices in `segments` (edited in place); the decision's words, with it said."""
-    model_scans = any(entry[1] != "sequential" for entry in segments)
-    verdict, key = auto.verdict(plan, model_scans)
-    if verdict is None:
-        return decision
-    for entry in segments:
-        if verdict == "walk":
-            entry[1:3] = ["sequential", None]
-        elif not model_scans:
-            entry[1:3] = auto._cheapest_scan(entry[0])[1:3]
-    seen = auto.experience.measured(key)
-    if auto.experience.settled(key):
-        return (
-            f"{decision}; measured on these chains before: scanned {seen['scan'] * 1e3:.2f} "
-            f"ms, walked {seen['walk'] * 1e3:.2f} ms: {_PAST[verdict]}"
-        )
-    reason = "the model scans" if model_scans else "the model walks, a scan nearly as cheap"
-    return f"{decision}; this backward is {_PAST[verdict]} and timed ({reason}; experience.py)"
-
-
-_PAST = {"scan": "scanned", "walk": "walked"}
-
-
 def _count_tensors(root):
     """How many tensors that require grad the backward pass would reach."""
     return sum(1 for _ in _reached(root))
 
 
-def _estimates(segment, full):
-    """The cost model's estimates; after the full analysis the scans pay its cost too."""
-    times = estimate(
+def _estimates(segment):
+    """The cost model's estimates, for comparison."""
+    return estimate(
         segment.length, segment.ops_per_step, segment.state_shape, segment.jacobian_kind
     )
-    if full:
-        costs = calibrate()
-        extra = (
-            segment.length * segment.ops_per_step * (costs["c_analysis_full"] - costs["c_analysis"])
-        )
-        times = {
-            name: seconds if name == "sequential" else seconds + max(extra, 0.0)
-            for name, seconds in times.items()
-        }
-    return times

@@ -1,17 +1,16 @@
 """The scan schedulers: backward along a chain as one prefix scan (docs/scan.md 1, 2, 5).
 
-`ScanScheduler.run(graph)`:
-
-1. finds the chains (finder.py: the first look for a chain read by its own steps only,
-   else the full analysis); without one it is the sequential walk;
-2. walks the *independent* tensors first (per-step losses and their sum), which leaves the
-   injections e_i waiting at the chain's anchors;
-3. walks the rest of the graph in reverse topological order; on reaching the top anchor
-   x_n of a segment it scans the segment in one go: the step Jacobians of every step are
-   built by one vectorised call per op (the saved values of all steps stacked), the scan
-   of [(0, g_n), (J_n, e_{n-1}), ..., (J_1, e_0)] gives every g_i, and one vectorised vjp
-   per op sends the side gradients (weights get the sum over the steps); x_0 then receives
-   g_0 and the walk goes on.
+`ScanScheduler.run(graph)` is the engine's walk (`walk`: the newest pending node first)
+that scans a chain when it reaches the chain's top anchor x_n (`scan_at`): a chain that
+`tg.scan` declared (declared.py) or one the finder found in a hand-written loop (`find`).
+Before the scan the walk goes on through the readers of the chain's tensors made since
+its first step (a readout and a loss at every step), which leaves the injections e_i
+waiting at the anchors. Then `SegmentRun` builds the step Jacobians of every step by one
+vectorised call per op (the saved values of all steps stacked), the scan of
+[(0, g_n), (J_n, e_{n-1}), ..., (J_1, e_0)] gives every g_i, and one vectorised vjp per op
+sends the side gradients (weights get the sum over the steps); x_0 then receives g_0 and
+the walk goes on. A chain that cannot be scanned says why (`CannotScan`, shown by
+`backward_plan`) and is walked.
 
 Under `create_graph=True` (gradients that are themselves differentiable) and in
 `detect_anomaly()` mode every scan scheduler is the sequential walk: the batched calls
@@ -20,18 +19,16 @@ would not be recorded node by node.
 
 import gc
 import heapq
-import itertools
-from operator import attrgetter, is_
 
 import numpy as np
 
 from ..autograd.graph import ScannedSegment, unbroadcast
 from ..mode import STATE
+from ..ops.unbind import source_gradient
 from . import jacobians, scans
 from .batched import BatchedSlot, ReleaseAll
-from .below import next_chain_below, pending_tensors
 from .declared import declared_at, declared_in, first_sequence, segment_of
-from .finder import find_chains, full_analysis
+from .loops import find
 from .steps import CannotScan
 
 
@@ -46,18 +43,17 @@ def _per_step_sum(grad, count, shape, node, index):
     return summed.reshape((count,) + tuple(shape))
 
 
-_GET_DTYPE = attrgetter("_data.dtype")
-
-
 def _send_rows(graph, operands, rows):
-    """Send row i of the stack `rows` to `operands[i]` (in its dtype): a per-step input
-    that needs a gradient (the lower layer's states, read by the upper layer's steps),
-    thousands of them, so the sends are one `map` and the rows are cast only if a
-    dtype differs."""
-    dtypes = list(map(_GET_DTYPE, operands))
-    if dtypes.count(rows.dtype) != len(dtypes):
-        rows = list(map(np.ndarray.astype, rows, dtypes))
-    list(map(graph.send, operands, rows))
+    """Send row i of the stack `rows` to `operands[i]`, in its dtype (a per-step input
+    that needs a gradient: the lower layer's states, read by the upper layer's steps). The
+    rows of one tensor (a `tg.scan`'s inputs) get one send to it."""
+    whole = source_gradient(operands, rows)
+    if whole is not None:
+        graph.send(*whole)
+        return
+    for operand, row in zip(operands, rows, strict=True):
+        dtype = operand.data.dtype
+        graph.send(operand, row if row.dtype == dtype else row.astype(dtype))
 
 
 class SegmentRun:
@@ -182,10 +178,10 @@ class SegmentRun:
 
     # -- the whole segment ---------------------------------------------------------------------
 
-    def _injections(self, pending, missing):
+    def _injections(self, pending):
         """The gradients waiting at the anchors x_0 .. x_{n-1} (`pending`, None where none
-        arrived: `missing`), stacked, zeros where none arrived."""
-        if not any(missing):  # one at every anchor (a chain below a scan): one stack
+        arrived), stacked, zeros where none arrived."""
+        if all(value is not None for value in pending):  # one at every anchor: one stack
             return np.array(pending, dtype=self.dtype)
         injections = np.zeros((self.count,) + self.state_shape, dtype=self.dtype)
         for index, value in enumerate(pending):
@@ -202,12 +198,11 @@ class SegmentRun:
         top = anchors[-1]
         seed = graph.pop_grad(top)
         seed = np.zeros(self.state_shape, dtype=self.dtype) if seed is None else np.asarray(seed)
-        injected = False
+        pending = []
         if graph.grads:  # (none pending anywhere: none at the anchors, no pass over them)
-            pending = list(map(graph.grads.pop, map(id, anchors[:-1]), itertools.repeat(None)))
-            missing = list(map(is_, pending, itertools.repeat(None)))
-            injected = not all(missing)
-        injections = self._injections(pending, missing) if injected else None
+            pending = [graph.pop_grad(anchor) for anchor in anchors[:-1]]
+        injected = any(value is not None for value in pending)
+        injections = self._injections(pending) if injected else None
         diagonal = self.segment.jacobian_kind == "diagonal"
         if injected:
             operator = (
@@ -268,192 +263,42 @@ class ScanScheduler:
         self.name = method
         self.block_size = block_size
         self.min_steps = min_steps
-        self.refusals = []  # why the last backward's declared chains were walked
+        self.refusals = []  # why the last backward's chains were walked (`CannotScan`)
 
     def choose(self, segment):
         """(method, block size) for a segment; `auto` overrides this with its cost model."""
         return self.method, self.block_size
 
-    # Whether to check a chain of `steps` steps once its length is known; `auto` asks its
-    # cost model (None: always).
-    worth_checking = None
-
-    def worth_analysing(self, graph, full=False):
-        """Whether to look for chains at all (`full`: with the full analysis, once the
-        first look found none); `auto` asks its cost model."""
-        return True
+    def find(self, graph):
+        """The chains of a graph that declares none: {id(top anchor): Segment} (loops.py)."""
+        return find(graph, self.min_steps)
 
     def run(self, graph):
         if graph.create_graph or STATE.anomaly:
             graph.run_sequential()
             return
-        if graph.wanted is None and declared_in(graph.roots):  # a tg.scan's chain: nothing to find
-            walk(graph, self)
-            return
-        if not self.worth_analysing(graph):
-            graph.run_sequential()
-            return
-        # The analysis and the batching make many small lists; pausing the cyclic garbage
-        # collector keeps it from re-scanning the whole graph meanwhile (none of it is cyclic).
+        declared = graph.wanted is None and declared_in(graph.roots)
+        self.refusals = []
+        # The finder makes many small lists; pausing the cyclic garbage collector keeps it
+        # from re-scanning the whole graph meanwhile (none of it is cyclic).
         collecting = gc.isenabled()
         gc.disable()
         try:
-            window = self.window(graph)
-            plan = find_chains(graph, self.min_steps, self.worth_checking, False, window)
-            if plan is None and self.worth_analysing(graph, full=True):
-                plan = full_analysis(graph, self.min_steps)
-            chosen = self.chosen_segments(plan)
-            if not chosen:
-                pass  # walked below
-            elif plan.index is None:  # the first look's chain: no index of the graph
-                execute_simple(graph, plan, chosen, self.name)
-                self.scan_below(graph, plan.beside)
+            found = {} if declared else self.find(graph)
+            if declared or found:
+                walk(graph, self, found, declared)
             else:
-                execute(graph, plan, chosen, self.name)
-                self.scan_below(graph, plan.beside)
-            graph.run_sequential()
+                graph.run_sequential()
         finally:
             if collecting:
                 gc.enable()
 
-    def window(self, graph):
-        """The walk down from the output if already made (`auto`'s gate), else None."""
-        return None
 
-    def chosen_segments(self, plan):
-        """[(segment, method, block size)] of the segments of `plan` to scan."""
-        chosen = []
-        for segment in [] if plan is None else plan.segments:
-            method, block_size = self.choose(segment)
-            if method != "sequential":
-                chosen.append((segment, method, block_size))
-        return chosen
-
-    def scan_below(self, graph, known=None):
-        """After the scans, the chains below them (`below.py`: the lower layer of a
-        stacked RNN), each scanned once every gradient from above has arrived; `known`:
-        the chains checked beside the first look's (not checked again)."""
-        known = dict(known or {})
-
-        def walk_one(tensor):
-            graph.visit(tensor, graph.pop_grad(tensor))
-
-        while True:
-            plan = next_chain_below(
-                graph,
-                lambda: pending_tensors(graph),
-                walk_one,
-                self.min_steps,
-                self.worth_checking,
-                known,
-            )
-            if plan is None:
-                return
-            known.update(plan.beside)
-            (segment,) = plan.segments
-            method, block_size = self.choose(segment)
-            if method == "sequential":
-                return
-            try:
-                runner = SegmentRun(graph, segment)
-            except ValueError:  # steps whose saved values do not stack: walk them
-                return
-            _walk(graph, plan.independent)
-            _scan(graph, (segment, runner, method, block_size), self.name)
-
-
-def execute(graph, plan, chosen, name):
-    """Walk the graph with the chosen segments scanned (see the module docstring).
-
-    Independent tensors first; then every position from the top down to the lowest
-    segment's top anchor, scanning each segment on reaching it; below the last segment
-    the engine's own sequential walk takes over (every tensor above it is done, so the
-    pending gradients there are complete in the walk's order), after the caller's
-    `scan_below`.
-    """
-    tensors = plan.index.tensors
-    position = plan.index.position
-    pop_grad = graph.pop_grad
-    visit = graph.visit
-    independent = set(plan.independent)
-    for where in reversed(plan.independent):
-        tensor = tensors[where]
-        grad = pop_grad(tensor)
-        if grad is not None:
-            visit(tensor, grad)
-    tops = {
-        position[id(segment.anchors[-1])]: (segment, method, block_size)
-        for segment, method, block_size in chosen
-    }
-    lowest = min(tops)
-    for where in range(len(tensors) - 1, lowest - 1, -1):
-        found = tops.get(where)
-        if found is not None:
-            segment, method, block_size = found
-            try:
-                runner = SegmentRun(graph, segment)
-            except ValueError:  # steps whose saved values do not stack: walk them
-                runner = None
-            if runner is not None:
-                runner.run(method, block_size)
-                note_scanned(graph, name, segment, method, block_size)
-                continue
-        if where in independent:
-            continue
-        tensor = tensors[where]
-        grad = pop_grad(tensor)
-        if grad is not None:
-            visit(tensor, grad)
-
-
-def execute_simple(graph, plan, chosen, name):
-    """The first look's chains: walk the independent tensors (the output side, a readout
-    and a loss at every step; newest first, as the engine's walk would), scanning a
-    nested chain on reaching its top anchor (after walking its own independent tensors),
-    then scan the main chain; the caller's `scan_below` and the engine's walk finish the
-    graph (also when the steps' saved values do not stack, and nothing was scanned)."""
-    try:
-        runners = [
-            (segment, SegmentRun(graph, segment), method, block_size)
-            for segment, method, block_size in chosen
-        ]
-    except ValueError:  # steps whose saved values do not stack: walk them
-        return
-    nested = {id(entry[0].anchors[-1]): entry for entry in runners if id(entry[0]) in plan.nested}
-    for tensor in plan.independent:
-        entry = nested.get(id(tensor))
-        if entry is not None:
-            _walk(graph, plan.nested[id(entry[0])])
-            _scan(graph, entry, name)
-        else:
-            _walk(graph, (tensor,))
-    for entry in runners:
-        if id(entry[0]) not in plan.nested:
-            _scan(graph, entry, name)
-
-
-def _walk(graph, tensors):
-    for tensor in tensors:
-        grad = graph.pop_grad(tensor)
-        if grad is not None:
-            graph.visit(tensor, grad)
-
-
-def _scan(graph, entry, name):
-    segment, runner, method, block_size = entry
-    runner.run(method, block_size)
-    note_scanned(graph, name, segment, method, block_size)
-
-
-def note_scanned(graph, name, segment, method, block_size):
-    """Tell the graph (and whoever watches it: viz) which chain was scanned, and how."""
-    graph.scanned_segments.append(ScannedSegment(name, segment.anchors, method, block_size))
-
-
-def walk(graph, scheduler):
-    """The engine's walk (the newest pending node first), scanning a declared chain
-    (`tg.scan`, declared.py) when it reaches the chain's top anchor; the leaves last."""
-    scheduler.refusals = []
+def walk(graph, scheduler, found, declared):
+    """The engine's walk (the newest pending node first), scanning a chain when it reaches
+    the chain's top anchor: a declared one (`tg.scan`, declared.py, if `declared`) or one
+    the finder `found` ({id(top anchor): Segment}); the leaves last. A chain that cannot
+    be scanned (`CannotScan`: the reason kept in the scheduler's `refusals`) is walked."""
     heap = graph.heap = []
     graph.leaves = []  # (sent leaves stay pending in `graph.grads` for the walk below)
     for key in graph.grads:
@@ -461,15 +306,19 @@ def walk(graph, scheduler):
         if node is not None:
             heap.append((-node.sequence, key))
     heapq.heapify(heap)
+    chains = Chains(graph, found, declared)
     try:
         while heap:
             key = heapq.heappop(heap)[1]
             if key not in graph.grads:
                 continue  # taken by a scan (x_0's injection), queued again when it sent g_0
             tensor = graph.tensors[key]
-            declaration = declared_at(tensor)
-            if declaration is not None and scan_declared(graph, scheduler, declaration, tensor):
-                continue
+            if chains.top(key, tensor):
+                try:
+                    scan_at(graph, scheduler, chains.segment(tensor, scheduler.min_steps), chains)
+                    continue
+                except CannotScan as reason:
+                    scheduler.refusals.append(str(reason))
             graph.owned.discard(key)
             graph.visit(tensor, graph.grads.pop(key))
     finally:
@@ -477,36 +326,137 @@ def walk(graph, scheduler):
     graph.run_sequential()  # the leaves
 
 
-def scan_declared(graph, scheduler, declaration, top):
-    """Scan the declared chain whose top anchor the walk has reached; False (the reason
-    kept in the scheduler's `refusals`) when it cannot be scanned: the walk goes on.
+class Chains:
+    """The chains a walk scans: those the finder found, by their top anchor's id, and,
+    where the graph declares chains, those `tg.scan` declared (their segments made once)."""
+
+    def __init__(self, graph, found, declared):
+        self.found = dict(found)
+        self.declared = declared
+        self.capture = graph.capture
+
+    def top(self, key, tensor):
+        """Whether `tensor` (of id `key`) is the top anchor of a chain."""
+        return key in self.found or (self.declared and declared_at(tensor) is not None)
+
+    def segment(self, top, min_steps):
+        """The Segment whose top anchor is `top`, or CannotScan."""
+        segment = self.found.get(id(top))
+        if segment is None:
+            segment = segment_of(declared_at(top), top, self.capture, min_steps)
+            self.found[id(top)] = segment
+        return segment
+
+
+def scan_at(graph, scheduler, segment, chains):
+    """Scan `segment`, whose top anchor the walk has reached (CannotScan, with nothing
+    sent to the segment, when it cannot be).
 
     Before the scan, the walk goes on below the top through the pending tensors made
-    since the chain's first step, but for its anchors: the readouts of the steps (y_t =
-    h_t V, its loss), which send the injections e_t to the anchors. None of them leads
-    back into the chain (a step reads only its own tensors, its carry and tensors made
-    before the chain: `segment_of` checks), so their gradients are complete. (A readout
-    of a tensor inside a step, not its carry, sends its part through that step's ops
-    now, and the scan sends the chain's part later: the rules are linear in the
-    gradient, so the sum is the walk's.)"""
+    since the segment's first node: the readouts of the steps (y_t = h_t V, its loss),
+    which send the injections e_t to the anchors. Their gradients are complete: a step
+    reads only its own tensors, its carry and its outside inputs, so nothing of the
+    segment reads them. What waits until after the scan: the anchors (the scan takes
+    their injections), an outside input made in that range (the lower layer's h1_t of a
+    stacked loop: the scan sends its gradient) with what it is made from since the
+    segment's first node (the segment's `held`, which the finder checked; a declared
+    chain's steps read no such input: `segment_of` checked), and another chain met there
+    (two RNNs in one loop), scanned when the walk reaches its top again. (A readout of a
+    tensor inside a step, not its carry, sends its part through that step's ops now, and
+    the scan sends the chain's part later: the rules are linear in the gradient, so the
+    sum is the walk's.)"""
+    method, block_size = scheduler.choose(segment)
+    if method == "sequential":
+        raise CannotScan(f"{scheduler.name}: the walk is estimated cheaper")
+    runner = SegmentRun(graph, segment)
+    bound = first_sequence(segment)
+    waiting = set(segment.held or ())
+    own = None  # the segment's tensors' ids, once another chain is met
+    waiting.update(id(anchor) for anchor in segment.anchors)
+    heap = graph.heap
+    kept = []
     try:
-        segment = segment_of(declaration, top, graph.capture, scheduler.min_steps)
-        method, block_size = scheduler.choose(segment)
-        if method == "sequential":
-            raise CannotScan(f"{scheduler.name}: the walk is estimated cheaper")
-        runner = SegmentRun(graph, segment)
+        while heap and -heap[0][0] > bound:
+            entry = heapq.heappop(heap)
+            key = entry[1]
+            if key not in graph.grads:
+                continue
+            tensor = graph.tensors[key]
+            if key not in waiting and chains.top(key, tensor):
+                kept.append(entry)  # (put back if this scan is refused)
+                own = segment_ids(segment) if own is None else own
+                waiting |= _another_chain(chains, tensor, scheduler, bound, own)
+                if key in waiting:
+                    continue
+                kept.pop()
+            if key in waiting:
+                kept.append(entry)
+                continue
+            graph.owned.discard(key)
+            graph.visit(tensor, graph.grads.pop(key))
+        runner.run(method, block_size)
+    finally:
+        for entry in kept:  # (pending still unless the scan took them)
+            heapq.heappush(heap, entry)
+    # Tell the graph (and whoever watches it: viz) which chain was scanned, and how.
+    graph.scanned_segments.append(
+        ScannedSegment(scheduler.name, segment.anchors, method, block_size)
+    )
+
+
+def _another_chain(chains, top, scheduler, bound, own):
+    """The ids of the tensors of the chain whose top anchor `top` the walk meets before a
+    scan (made after creation number `bound`), which wait for that scan; none (the chain
+    is walked) if it cannot be scanned; CannotScan if it is made from the tensors of the
+    segment to be scanned (`own`)."""
+    try:
+        other = chains.segment(top, scheduler.min_steps)
     except CannotScan as reason:
         scheduler.refusals.append(str(reason))
-        return False
-    anchors = set(map(id, segment.anchors))
-    bound = first_sequence(segment)
-    heap = graph.heap
-    while heap and -heap[0][0] > bound:
-        entry = heapq.heappop(heap)
-        if entry[1] in anchors:
-            continue  # an injection: the scan takes it from `graph.grads`
-        graph.owned.discard(entry[1])
-        graph.visit(graph.tensors[entry[1]], graph.grads.pop(entry[1]))
-    runner.run(method, block_size)
-    note_scanned(graph, scheduler.name, segment, method, block_size)
-    return True
+        return set()
+    other_ids = segment_ids(other)
+    if not other_ids.isdisjoint(own):
+        raise CannotScan("two chains share tensors")
+    return other_ids | made_since(outside_inputs(other, bound), bound, own)
+
+
+def outside_inputs(segment, bound):
+    """The inputs of the segment's steps from outside them (per-step and shared) that were
+    made after creation number `bound`."""
+    operands = [operand for column in segment.outside for operand in column.operands]
+    for codes in segment.template.wiring:
+        operands.extend(
+            code[1] for code in codes if isinstance(code, tuple) and code[0] == "shared"
+        )
+    return [
+        operand
+        for operand in operands
+        if operand._ctx is not None and operand._ctx.sequence > bound
+    ]
+
+
+def segment_ids(segment):
+    """The ids of a segment's tensors: its anchors and its steps' tensors."""
+    ids = {id(anchor) for anchor in segment.anchors}
+    for column in segment.columns:
+        ids.update(map(id, column))
+    return ids
+
+
+def made_since(tensors, bound, own):
+    """The ids of `tensors` and of the tensors made after creation number `bound` that
+    they are made from; CannotScan if one is a tensor of the segment (`own`)."""
+    seen = set()
+    stack = list(tensors)
+    while stack:
+        tensor = stack.pop()
+        if id(tensor) in seen:
+            continue
+        if id(tensor) in own:
+            raise CannotScan("a tensor read by the chain's steps is made from the chain")
+        seen.add(id(tensor))
+        for operand in tensor._ctx.inputs:
+            node = getattr(operand, "_ctx", None)
+            if node is not None and node.sequence > bound:
+                stack.append(operand)
+    return seen

@@ -1,4 +1,4 @@
-"""The data model of the chain finder: the graph as lists, step templates, steps, segments.
+"""The data model of a chain: step templates, steps, segments.
 
 A chain is a path of *anchors* x_0 -> x_1 -> ... -> x_n; the tensors of step i are x_i and
 the tensors it reads that belong to the step (made after x_{i-1}: the `h @ U`, `x_t @ W`,
@@ -9,95 +9,27 @@ step, or an x_t that is different in every step). A *segment* is a run of steps 
 same template, kept as columns (a slot over all the steps) so that the scheduler stacks
 each op's saved values in one call. See docs/scan.md sections 1 and 5.
 
-`build_template` is the one place a step's template is made, for both phases of the
-finder (the first look and the full analysis differ only in how they tell whether an
-input belongs to the step).
+`build_template` is the one place a step's template is made, for a declared chain
+(declared.py) and for a loop's (loops.py): they differ only in how they tell whether an
+input belongs to the step.
 """
 
 import itertools
-from operator import attrgetter, is_, not_
+from operator import attrgetter, is_
 from typing import NamedTuple
 
 import numpy as np
 
-from ..autograd.order import topological_order
 from ..ops.base import Op
 from ..tensor import Tensor
 from . import jacobians
 
 _GET_SHAPE = attrgetter("_data.shape")
-MIN_STEPS = 2  # a segment shorter than this is not worth a scan
-MAX_PERIOD = 16  # the most ops per step that the period search tries
+MAX_PERIOD = 16  # how many ops below a tensor the finder looks for the anchor below it
 
 
 class CannotScan(ValueError):  # noqa: N818 (a reason, shown by backward_plan)
     """Why a chain is walked instead of scanned, in words for `backward_plan`."""
-
-
-class NotAChain(Exception):  # noqa: N818 (a signal inside the finder, not an error)
-    """Raised inside the finder when the graph leaves the shape of a chain (a leaf where an
-    op was expected, a constant where a tensor was); the phase that catches it ends the
-    chain there. Never escapes the finder."""
-
-
-def input_tensor(tensor, index):
-    """Input `index` of the op that made `tensor`; NotAChain if there is none (a leaf, an
-    op with fewer inputs, a constant that is not a Tensor)."""
-    node = tensor._ctx
-    if node is None or index >= len(node.inputs):
-        raise NotAChain
-    operand = node.inputs[index]
-    if not isinstance(operand, Tensor):
-        raise NotAChain
-    return operand
-
-
-class GraphIndex:
-    """The graph as integer lists: tensors in topological order, inputs and consumers."""
-
-    def __init__(self, graph):
-        if graph.wanted is not None:
-            order = graph.order
-        else:
-            order = topological_order(graph.roots)
-        self.tensors = order
-        position = {id(tensor): index for index, tensor in enumerate(order)}
-        self.position = position
-        count = len(order)
-        inputs = [()] * count
-        consumers = [[] for _ in range(count)]
-        depth = [0] * count
-        for index, tensor in enumerate(order):
-            node = tensor._ctx
-            if node is None:
-                continue
-            deepest = -1
-            found = []
-            for operand, needs in zip(node.inputs, node.needs_input_grad):
-                if needs:
-                    where = position.get(id(operand))
-                    if where is not None:
-                        found.append(where)
-                        consumers[where].append(index)
-                        if depth[where] > deepest:
-                            deepest = depth[where]
-            inputs[index] = found
-            depth[index] = deepest + 1
-        self.inputs = inputs
-        self.consumers = consumers
-        self.depth = depth
-
-
-class SlotCheck(NamedTuple):
-    """What every step's tensor in one slot must match (read by name, never by position)."""
-
-    op_class: type
-    needs: tuple  # the node's needs_input_grad
-    shape: tuple
-    dtype: np.dtype
-    prev_inputs: list  # input indices that read x_{i-1}
-    slot_inputs: list  # (input index, slot) pairs that read another slot
-    outside_inputs: list  # input indices that read a tensor from outside the step
 
 
 class Template:
@@ -120,11 +52,6 @@ class Template:
         self.order = order  # slots, consumers before inputs
         self.needs = needs  # each slot's needs_input_grad
         self.options = options  # each slot's op options: (attribute, value) pairs
-        self.uses = [0] * len(classes)  # how many inputs of the step read each slot
-        for codes in wiring:
-            for code in codes:
-                if isinstance(code, tuple) and code[0] == "slot":
-                    self.uses[code[1]] += 1
         self.prev_path = next(
             ((slot, codes.index("prev")) for slot, codes in enumerate(wiring) if "prev" in codes),
             None,
@@ -132,7 +59,16 @@ class Template:
         self.parents = [None] + [parent for parent, _ in paths[1:]]
         parent_slots = set(self.parents[1:])
         self.tree_leaves = [slot for slot in range(len(classes)) if slot not in parent_slots]
-        self.route = self._route()
+        self.route = None  # the input indices that lead from x_i down to x_{i-1}
+        if self.prev_path is not None:
+            slot, k = self.prev_path
+            self.route = [k]
+            while slot:
+                slot, k = paths[slot]
+                self.route.append(k)
+            self.route.reverse()
+        # "diagonal" when every op on the paths from x_{i-1} to x_i is elementwise
+        self.jacobian_kind = "dense" if "dense" in kinds else "diagonal"
         self.const_slots = {slot for slot, codes in enumerate(wiring) if "const" in codes}
         # The reads that the paths do not already prove (checked by identity): x_{i-1}
         # read a second time, a slot read by two ops.
@@ -144,48 +80,6 @@ class Template:
                     self.extra_prev.append((slot, k))
                 elif isinstance(code, tuple) and code[0] == "slot" and paths[code[1]] != (slot, k):
                     self.extra_slot_inputs.append((slot, k, code[1]))
-        self.checks = [self._check(slot) for slot in range(len(classes))]
-        self.key = (
-            tuple(classes),
-            tuple(paths),
-            tuple(tuple(codes) for codes in wiring),
-            tuple(shapes),
-            tuple(tuple((name, option_key(value)) for name, value in pairs) for pairs in options),
-        )
-
-    def _route(self):
-        """The input indices that lead from x_i down to x_{i-1} (None: x_{i-1} unread)."""
-        if self.prev_path is None:
-            return None
-        route = [self.prev_path[1]]
-        slot = self.prev_path[0]
-        while slot:
-            parent, k = self.paths[slot]
-            route.append(k)
-            slot = parent
-        return route[::-1]
-
-    def _check(self, slot):
-        codes = self.wiring[slot]
-        shape, dtype = self.shapes[slot]
-        return SlotCheck(
-            op_class=self.classes[slot],
-            needs=self.needs[slot],
-            shape=shape,
-            dtype=np.dtype(dtype),
-            prev_inputs=[k for k, code in enumerate(codes) if code == "prev"],
-            slot_inputs=[
-                (k, code[1])
-                for k, code in enumerate(codes)
-                if isinstance(code, tuple) and code[0] == "slot"
-            ],
-            outside_inputs=[k for k, code in enumerate(codes) if code == "outside"],
-        )
-
-    @property
-    def jacobian_kind(self):
-        """'diagonal' when every op on the path from x_{i-1} to x_i is, else 'dense'."""
-        return "dense" if "dense" in self.kinds else "diagonal"
 
 
 def op_attributes(op_class):
@@ -209,55 +103,31 @@ _SIMPLE_OPTIONS = (int, float, complex, str, bool, bytes, type(None), np.dtype)
 MISSING = object()  # an option a node does not have
 
 
-def _simple(value):
-    """Numbers, names, dtypes, slices and `...` (an index), and tuples and lists of them: options
-    compared by value."""
-    if type(value) is tuple or type(value) is list:  # (Concatenate's bounds: a list)
-        return all(map(_simple, value))
-    if type(value) is slice:
-        return all(map(_simple, (value.start, value.stop, value.step)))
-    return type(value) in _SIMPLE_OPTIONS or value is Ellipsis
-
-
 def is_simple(value):
     """Whether an option is compared by value (`same_option`): numbers, names, dtypes,
-    slices, `...`, and tuples and lists of them."""
-    return _simple(value)
+    slices and `...` (an index), and tuples and lists of them."""
+    if type(value) is tuple or type(value) is list:  # (Concatenate's bounds: a list)
+        return all(map(is_simple, value))
+    if type(value) is slice:
+        return all(map(is_simple, (value.start, value.stop, value.step)))
+    return type(value) in _SIMPLE_OPTIONS or value is Ellipsis
 
 
 def same_option(value, expected):
     """Options equal by value for numbers, names and tuples of them, else the same object."""
     if value is expected:
         return True
-    return type(value) is type(expected) and _simple(value) and value == expected
+    return type(value) is type(expected) and is_simple(value) and value == expected
 
 
-def option_key(value):
-    """A hashable key for an option: its value (a slice as its three numbers), or the
-    object's identity."""
-    return _hashable(value) if _simple(value) else ("object", id(value))
+class Step(NamedTuple):
+    """One step, as `build_template` met it: its anchors, its slot tensors and its inputs
+    from outside it."""
 
-
-def _hashable(value):
-    if type(value) is tuple:
-        return tuple(map(_hashable, value))
-    if type(value) is list:
-        return ("list",) + tuple(map(_hashable, value))
-    if type(value) is slice:  # (unhashable before Python 3.12)
-        return ("slice", value.start, value.stop, value.step)
-    return value
-
-
-class Step:
-    """One step of a segment: its slot tensors and its per-step outside inputs."""
-
-    __slots__ = ("lower", "upper", "slots", "outside")
-
-    def __init__(self, lower, upper, slots, outside):
-        self.lower = lower
-        self.upper = upper
-        self.slots = slots
-        self.outside = outside  # list of (slot, input index, tensor) for "outside" wiring
+    lower: object  # x_{i-1}
+    upper: object  # x_i
+    slots: list
+    outside: list  # (slot, input index, tensor) for each "outside" wiring
 
 
 class OutsideColumn(NamedTuple):
@@ -278,55 +148,20 @@ class Segment:
     analysis (the chains, their steps, the per-step values and the Jacobian kind).
     """
 
-    def __init__(self, template, anchors, columns, outside, nodes=None):
+    def __init__(self, template, anchors, columns, outside, nodes):
         self.template = template
         self.anchors = anchors
         self.columns = columns
         self.outside = [OutsideColumn(*column) for column in outside]
-        self._nodes = nodes
-
-    @classmethod
-    def from_steps(cls, template, steps, outside):
-        anchors = [steps[0].lower] + [step.upper for step in steps]
-        columns = [[step.slots[slot] for step in steps] for slot in range(len(template.classes))]
-        return cls(template, anchors, columns, outside)
-
-    @property
-    def nodes(self):
-        """Per slot, the node of every step (chain order)."""
-        if self._nodes is None:
-            self._nodes = [[tensor._ctx for tensor in column] for column in self.columns]
-        return self._nodes
-
-    @property
-    def steps(self):
-        """The steps as `Step` objects (built on demand: the scan itself reads columns)."""
-        per_step = [[] for _ in range(self.length)]
-        for column in self.outside:
-            for number, operand in enumerate(column.operands):
-                per_step[number].append((column.slot, column.index, operand))
-        rows = zip(*self.columns, strict=True)
-        return [
-            Step(self.anchors[number], self.anchors[number + 1], list(row), per_step[number])
-            for number, row in enumerate(rows)
-        ]
-
-    @property
-    def length(self):
-        return len(self.anchors) - 1
-
-    @property
-    def state_shape(self):
-        return self.anchors[-1].shape
-
-    @property
-    def jacobian_kind(self):
-        """'diagonal' when every op on the path is elementwise, else 'dense'."""
-        return self.template.jacobian_kind
-
-    @property
-    def ops_per_step(self):
-        return len(self.template.classes)
+        self.nodes = nodes  # per slot, the node of every step (chain order)
+        self.length = len(anchors) - 1
+        self.state_shape = anchors[-1].shape
+        self.jacobian_kind = template.jacobian_kind  # "diagonal" when every op on it is
+        self.ops_per_step = len(template.classes)
+        # The ids of tensors made since the first step that the walk leaves pending until
+        # the scan: those its per-step inputs are made from (set by loops.py; None: not
+        # known, the walk finds them).
+        self.held = None
 
     def describe(self):
         classes = self.template.classes
@@ -334,88 +169,50 @@ class Segment:
         return f"{self.length} steps of [{names}]"
 
 
-class AllBut:
-    """The ids of every tensor but the given ones: the `inside` of a first look that must
-    stay out of a chain already found (`first_look.chains_aside`)."""
-
-    def __init__(self, ids):
-        self.ids = ids
-
-    def __contains__(self, key):
-        return key not in self.ids
-
-
-def among(ids, keys):
-    """Whether each of `keys` is in `ids` (a set or an `AllBut`), as an iterator: one C
-    pass over thousands of ids (a chain's per-step inputs)."""
-    if type(ids) is AllBut:
-        return map(not_, map(ids.ids.__contains__, keys))
-    return map(ids.__contains__, keys)
-
-
-class ChainPlan:
-    """What the finder found: the segments, the independent tensors (walked before any
-    segment: per-step losses and their sum), and the graph index the full analysis built
-    (None when the first look found the chain without one). `refusal` says why nothing
-    was found where a phase stopped early. `nested` maps id(segment) to the tensors to
-    walk right before scanning it, for a chain found among the independent tensors of
-    the first (a second RNN): those are walked in order, and a nested chain is scanned
-    on reaching its top anchor. `beside` holds the chains a first look checked column by
-    column beside its own (`columns.Beside`: the lower layer of a stacked RNN), for the
-    look that scans them next."""
-
-    def __init__(self, segments, independent=(), index=None, refusal=None):
-        self.segments = segments
-        self.independent = list(independent)
-        self.index = index
-        self.refusal = refusal
-        self.nested = {}
-        self.beside = {}  # chains checked beside a first look's, by their top's id
-
-
 def shared_or_per_step(template, columns, count):
     """Split the outside inputs (slot, k, [input of every step]) into shared ones (the same
     tensor in every step: a weight) and per-step ones; rewrite the template's wiring to
     ("shared", tensor) and "step", and return the per-step ones (None when they cannot be
     stacked)."""
-    shared = []
+    wiring = [list(codes) for codes in template.wiring]
     per_step = []
     for slot, k, operands in columns:
         operands = operands[:count]
         first = operands[0]
         if all(map(is_, operands, itertools.repeat(first))):
-            shared.append((slot, k, first))
+            wiring[slot][k] = ("shared", first)
             continue
         shapes = list(map(_GET_SHAPE, operands))
         if shapes.count(shapes[0]) != len(shapes):
             return None  # per-step inputs of different shapes cannot be stacked
-        per_step.append((slot, k, operands))
-    wiring = [list(codes) for codes in template.wiring]
-    for slot, k, operand in shared:
-        wiring[slot][k] = ("shared", operand)
-    for slot, k, _ in per_step:
         wiring[slot][k] = "step"
+        per_step.append((slot, k, operands))
     template.wiring = wiring
     return per_step
 
 
-def build_template(lower, upper, belongs, capture):
+def build_template(lower, upper, capture, excluded=(), max_slots=None):
     """The (Template, Step) of the step from `lower` (x_{i-1}) to `upper` (x_i), or None if
     the step breaks a rule.
 
-    `belongs(operand)` says whether an input that is not x_{i-1} nor a slot yet belongs to
-    the step ("slot"), comes from outside it ("outside") or is not in the graph ("const").
-    The slots are found breadth first from x_i; every slot's op must have a Jacobian
-    rule and no hooks (nor be a tg.grad input, in `capture`); every op on a path from
-    x_{i-1} to x_i must be row-wise through that input (`jacobians.chain_kind` says).
+    The step's tensors (its slots) are found breadth first from x_i: an input made after
+    x_{i-1} and in none of the `excluded` sets of ids (another chain's tensors, loops.py)
+    is a slot; x_{i-1} is "prev", another tensor that needs a gradient "outside", anything
+    else "const". Every slot's op must have a Jacobian rule and no hooks (nor be a tg.grad
+    input, in `capture`); every op on a path from x_{i-1} to x_i must be row-wise through
+    that input (`jacobians.chain_kind` says); with `max_slots`, a step of more tensors is
+    none.
     """
     if upper.shape != lower.shape or upper._ctx is None:
         return None
+    bound = -1 if lower._ctx is None else lower._ctx.sequence
     slots = [upper]
     slot_of = {id(upper): 0}
     classes, paths, wiring, shapes, outside = [], [None], [], [], []
     cursor = 0
     while cursor < len(slots):
+        if max_slots is not None and len(slots) > max_slots:
+            return None
         tensor = slots[cursor]
         node = tensor._ctx
         if not jacobians.has_rule(node) or tensor._hooks:
@@ -426,16 +223,17 @@ def build_template(lower, upper, belongs, capture):
         shapes.append((tensor.data.shape, tensor.data.dtype.str))
         codes = []
         for k, (operand, needs) in enumerate(zip(node.inputs, node.needs_input_grad)):
-            where = "const" if not needs or not isinstance(operand, Tensor) else None
-            if where is None and operand is not lower and id(operand) not in slot_of:
-                where = belongs(operand)
-            if where == "const":
+            if not needs or not isinstance(operand, Tensor):
                 codes.append("const")
             elif operand is lower:
                 codes.append("prev")
             elif id(operand) in slot_of:
                 codes.append(("slot", slot_of[id(operand)]))
-            elif where == "slot":
+            elif (
+                operand._ctx is not None
+                and operand._ctx.sequence > bound
+                and not any(id(operand) in ids for ids in excluded)
+            ):
                 codes.append(("slot", len(slots)))
                 slot_of[id(operand)] = len(slots)
                 slots.append(operand)

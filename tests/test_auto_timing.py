@@ -1,0 +1,107 @@
+"""`auto` times its choices on the chains of hand-written loops (calibration.ChainTimes):
+the first backwards of a chain follow the cost model, then the other way, each timed
+twice, and from then on the faster; a graph whose chains settle on the walk is walked at
+once."""
+
+import numpy as np
+import pytest
+from rnn_formulations import build
+from test_scan_formulations import FIXED_CALIBRATION
+
+import tinygrad_ops as tg
+from tinygrad_ops.scheduler import auto as auto_module
+from tinygrad_ops.scheduler import calibration
+from tinygrad_ops.scheduler.calibration import ChainTimes
+
+
+class ScriptedClock:
+    """A clock whose backwards take the scripted seconds: scan or walk, by what ran."""
+
+    def __init__(self, scheduler, scan_time, walk_time):
+        self.scheduler = scheduler
+        self.times = {"scan": scan_time, "walk": walk_time}
+        self.now = 0.0
+        self.started = False
+
+    def __call__(self):
+        if self.started and self.scheduler.trial is not None:
+            self.now += self.times[self.scheduler.trial[1]]
+        self.started = not self.started
+        return self.now
+
+
+@pytest.fixture
+def fixed_auto(monkeypatch):
+    monkeypatch.setattr(calibration, "_CALIBRATION", dict(FIXED_CALIBRATION))
+    return auto_module.AutoScheduler()
+
+
+def test_the_ways_are_timed_twice_each_then_the_faster_is_taken():
+    times = ChainTimes()
+    ways = []
+    for seconds in (1.0, 1.0, 2.0, 2.0):
+        ways.append(times.way("chain", "scan"))
+        times.record("chain", ways[-1], seconds if ways[-1] == "scan" else 0.5)
+    assert ways == ["scan", "scan", "walk", "walk"]
+    assert times.way("chain", "scan") == "walk"
+    assert times.measured("chain") == {"scan": 1.0, "walk": 0.5}
+    assert times.way("other chain", "walk") == "walk"  # unmeasured: the model's way first
+
+
+def test_a_scan_must_beat_the_walk_by_the_margin():
+    times = ChainTimes()
+    for how, seconds in [("scan", 0.97), ("scan", 0.97), ("walk", 1.0), ("walk", 1.0)]:
+        times.record("chain", how, seconds)
+    assert times.way("chain", "scan") == "walk"
+
+
+@pytest.mark.parametrize(
+    ("scan_time", "walk_time", "settled"), [(1.0, 2.0, "scan"), (2.0, 1.0, "walk")]
+)
+def test_a_training_loop_settles_on_the_faster_way(
+    scan_time, walk_time, settled, fixed_auto, monkeypatch
+):
+    monkeypatch.setattr(auto_module, "TRUSTED", float("inf"))  # (a close call: timed)
+    fixed_auto.clock = ScriptedClock(fixed_auto, scan_time, walk_time)
+    looks = []
+    original = auto_module.ScanScheduler.find
+    monkeypatch.setattr(
+        auto_module.ScanScheduler,
+        "find",
+        lambda self, graph: looks.append(1) or original(self, graph),
+    )
+    ways = []
+    for _ in range(7):
+        loss, _ = build("benchmark", "tg", steps=256, hidden=4)
+        loss.backward(scheduler=fixed_auto)
+        ways.append(None if fixed_auto.trial is None else fixed_auto.trial[1])
+    assert ways[:4] == ["scan", "scan", "walk", "walk"]  # (the model scans this chain)
+    if settled == "scan":
+        assert ways[4:] == ["scan"] * 3
+        assert len(looks) == 7
+    else:
+        assert ways[4:] == [None] * 3  # walked at once: the graph's shape is remembered
+        assert len(looks) == 4
+
+
+def test_a_choice_the_model_is_sure_of_is_not_timed(fixed_auto):
+    loss, _ = build("benchmark", "tg", steps=2048, hidden=4)
+    (segment,) = tg.backward_plan(loss, scheduler=fixed_auto).segments
+    times = segment.estimates
+    assert min(times[name] for name in times if name != "sequential") * 3 < times["sequential"]
+    loss.backward(scheduler=fixed_auto)
+    assert fixed_auto.trial is None
+    assert not fixed_auto.chain_times.times
+
+
+def test_gradients_are_the_walks_whichever_way_auto_takes(fixed_auto, monkeypatch):
+    monkeypatch.setattr(auto_module, "TRUSTED", float("inf"))
+    fixed_auto.clock = ScriptedClock(fixed_auto, 2.0, 1.0)
+    loss, params = build("benchmark", "tg", steps=64, hidden=4)
+    loss.backward(scheduler="sequential")
+    expected = [param.grad.numpy() for param in params]
+    for _ in range(6):
+        loss, params = build("benchmark", "tg", steps=64, hidden=4)
+        loss.backward(scheduler=fixed_auto)
+        for mine, walked in zip([param.grad.numpy() for param in params], expected, strict=True):
+            np.testing.assert_allclose(mine, walked, rtol=1e-10, atol=1e-12)

@@ -1,0 +1,308 @@
+"""The chains of hand-written loops, found on the tape (docs/scan.md, "How a chain is scanned").
+
+A Python loop `for x in xs: h = (x @ W + h @ U + b).tanh()` leaves on the tape a path of
+*anchors* h_0 -> h_1 -> ... -> h_n, every step made of the same ops (`tg.scan` declares
+its chain instead: declared.py). `find` walks down from the output, the newest tensor
+first as the engine's walk goes, and asks of each tensor T whether it is the top anchor
+of such a chain:
+
+1. `_candidates`: below T, within one step's reach (`MAX_PERIOD` ops), a tensor made by
+   the same op class, of T's shape and dtype, may be the anchor below it (the nearest
+   first);
+2. `_top_step`: the ops from that anchor up to T are the step's template
+   (`steps.build_template`); a state carried beside the chain (the lower layer of a
+   stacked loop, the RNN under a running sum of losses) is taken out of the step and
+   read as a per-step input instead; a step that reads the chain through such an input
+   is no chain step (an LSTM's two states);
+3. `_chain_at`: the template's route of input indices walks down the chain
+   (`columns.walk_route`) and `columns.segment_from` checks every step against the
+   template, one column (a slot over all the steps) at a time: the first step that
+   differs ends the chain.
+
+A chain found, its tensors are never part of a later chain's steps, and the walk goes on
+below it from its x_0 and its inputs from outside (the lower layer's states of a stacked
+loop are the upper layer's per-step inputs). The walk gives up after `LOOK` tensors that
+top no chain: a graph without a chain (an MLP) costs a few lookups near its output. Last,
+`_hold` gives each chain the tensors the walk must leave pending until its scan.
+"""
+
+import heapq
+
+from ..tensor import Tensor
+from .columns import check_columns, segment_from, walk_route
+from .steps import MAX_PERIOD, CannotScan, Step, build_template
+
+LOOK = MAX_PERIOD
+"""How many tensors in a row the walk down looks at without finding a chain before it stops
+(a readout or a loss above the chain is a few ops)."""
+CANDIDATES = 4  # the anchors below a tensor tried (the inner Adds of a residual step come first)
+MAX_SLOTS = 4 * MAX_PERIOD  # the most tensors a step of a loop may have (a GRU's: about 30)
+
+
+def find(graph, min_steps=2):
+    """The chains of hand-written loops in `graph` (a BackwardGraph): {id(top anchor):
+    steps.Segment}, the segments `declared.segment_of` gives for a declared chain.
+
+    >>> import tinygrad_ops as tg
+    >>> from tinygrad_ops.autograd import BackwardGraph
+    >>> U = tg.Tensor([[0.5, 0.1], [0.0, 0.4]], requires_grad=True)
+    >>> h = tg.Tensor([[1.0, -1.0]])
+    >>> for _ in range(6):
+    ...     h = (h @ U).tanh()
+    >>> found = find(BackwardGraph([h.sum()], None, False, True))
+    >>> [segment.describe() for segment in found.values()]
+    ['5 steps of [MatMul->Tanh]']
+    """
+    segments = {}
+    taken = set()  # the ids of the found chains' tensors: outside every later chain's steps
+    heap, seen = [], set()
+
+    def push(tensor):
+        if isinstance(tensor, Tensor) and tensor._ctx is not None and id(tensor) not in seen:
+            seen.add(id(tensor))
+            heapq.heappush(heap, (-tensor._ctx.sequence, id(tensor), tensor))
+
+    for root in graph.roots:
+        push(root)
+    misses = 0
+    while heap and misses < LOOK:
+        tensor = heapq.heappop(heap)[2]
+        if id(tensor) in taken:
+            continue
+        segment = _chain_at(tensor, taken, graph.capture, min_steps)
+        if segment is None:
+            misses += 1
+            node = tensor._ctx
+            for operand, needs in zip(node.inputs, node.needs_input_grad):
+                if needs:
+                    push(operand)
+            continue
+        misses = 0
+        segments[id(tensor)] = segment
+        for column in segment.columns:
+            taken.update(map(id, column))
+        for operand in _below(segment):
+            push(operand)
+    _hold(segments)
+    return segments
+
+
+def _below(segment):
+    """What a segment's steps are made from outside them: its x_0, its per-step inputs
+    (the lower layer's states of a stacked loop) and its shared ones (the weights)."""
+    operands = [segment.anchors[0]]
+    for column in segment.outside:
+        operands.extend(column.operands)
+    for codes in segment.template.wiring:
+        operands.extend(code[1] for code in codes if type(code) is tuple and code[0] == "shared")
+    return operands
+
+
+def _hold(segments):
+    """Set each segment's `held`: the tensors made since its first step that its steps read
+    from outside (the lower layer's states of a stacked loop, the RNN under a running sum
+    of losses) and everything they are made from there. The walk leaves them pending until
+    the scan has sent them its gradients. A segment whose steps read its own chain so
+    (through another state: the layers of a loop that feeds back) is no chain: dropped."""
+    owner = None  # id(tensor) -> the segment it is in, made when a segment reads another
+    for key, segment in list(segments.items()):
+        bound = min(column[0].sequence for column in segment.nodes)
+        if not any(_made_after(operand, bound) for operand in _below(segment)):
+            segment.held = set()  # (one RNN, or layers one after the other: nothing held)
+            continue
+        if owner is None:
+            owner = {}
+            for other in segments.values():
+                for column in other.columns:
+                    owner.update(dict.fromkeys(map(id, column), other))
+        held = _upstream(segment, owner, bound)
+        if held is None:
+            del segments[key]
+        else:
+            segment.held = held
+
+
+def _made_after(tensor, bound):
+    node = getattr(tensor, "_ctx", None)
+    return node is not None and node.sequence > bound
+
+
+def _upstream(segment, owner, bound):
+    """The ids of the tensors made after creation number `bound` (the segment's first
+    node) upstream of its inputs from outside, or None if its own tensors are among them.
+    A chain found below (in `owner`) is taken whole, and the search goes on from its own
+    inputs."""
+    held = set()
+    stack = _below(segment)
+    while stack:
+        tensor = stack.pop()
+        node = getattr(tensor, "_ctx", None)
+        if node is None or node.sequence <= bound or id(tensor) in held:
+            continue
+        other = owner.get(id(tensor))
+        if other is segment:
+            return None
+        if other is None:
+            held.add(id(tensor))
+            stack.extend(node.inputs)
+            continue
+        for column in other.columns:
+            held.update(map(id, column))
+        stack.extend(_below(other))
+    return held
+
+
+def _chain_at(top, taken, capture, min_steps):
+    """The Segment whose top anchor is `top`, or None (`taken`: the found chains' tensors'
+    ids)."""
+    for lower in _candidates(top, taken):
+        built = _top_step(lower, top, taken, capture)
+        if built is None:
+            continue
+        template, step = built
+        if check_columns(template, walk_route(template.route, step, 3))[0] < 2:
+            continue  # the step below is not alike (cheap to tell before walking the chain)
+        anchors = walk_route(template.route, step)
+        # The route may lead into a chain found before, or to a tg.grad input: it ends there.
+        anchors = anchors[: _first_among(anchors[1:], taken, capture) + 2]
+        if len(anchors) - 1 < min_steps:
+            continue
+        try:
+            segment = segment_from(template, anchors, min_steps)
+        except CannotScan:
+            continue  # too few steps alike, or per-step inputs that do not stack
+        if all(_first_among(column, taken, capture) == len(column) for column in segment.columns):
+            return segment  # (no tensor is in two segments)
+    return None
+
+
+def _first_among(tensors, taken, capture):
+    """The index of the first of `tensors` in a found chain (`taken`) or a tg.grad input
+    (`capture`), else len(tensors): in C passes, over thousands of steps."""
+    if not taken and capture is None:
+        return len(tensors)  # (the first chain of a backward)
+    found = list(map(taken.__contains__, map(id, tensors)))
+    if capture is not None:
+        found = list(map(bool.__or__, found, map(capture.__contains__, map(id, tensors))))
+    return found.index(True) if True in found else len(tensors)
+
+
+def _candidates(top, taken):
+    """Up to CANDIDATES tensors within MAX_PERIOD ops below `top` (and among the nearest
+    2 * MAX_SLOTS) that may be the anchor below it: made by its op class, of its shape and
+    dtype, not in a found chain, and such that the path of input indices from `top` down
+    to it leads on from it to a tensor like them (as it does in a chain of alike steps).
+    The nearest first (the newest first among those as near)."""
+    found, seen = [], {id(top)}
+    route_to = {id(top): []}  # the input indices from `top` down to a tensor met
+    level = [top]
+    for _ in range(MAX_PERIOD):
+        following = []
+        for tensor in level:
+            node = tensor._ctx
+            for k, (operand, needs) in enumerate(zip(node.inputs, node.needs_input_grad)):
+                if needs and id(operand) not in seen and id(operand) not in taken:
+                    seen.add(id(operand))
+                    if operand._ctx is not None:
+                        following.append(operand)
+                        route_to[id(operand)] = route_to[id(tensor)] + [k]
+        if len(seen) > 2 * MAX_SLOTS:
+            break  # (a stack of every step's state reads thousands: no step is that wide)
+        following.sort(key=lambda tensor: tensor._ctx.sequence, reverse=True)
+        for tensor in following:
+            if _alike(tensor, top) and _repeats(top, tensor, route_to[id(tensor)]):
+                found.append(tensor)
+                if len(found) == CANDIDATES:
+                    return found
+        level = following
+    return found
+
+
+def _alike(tensor, top):
+    """Whether `tensor` is of `top`'s shape and dtype and, unless a leaf, made by its op."""
+    return (
+        tensor.shape == top.shape
+        and tensor.dtype == top.dtype
+        and (tensor._ctx is None or type(tensor._ctx) is type(top._ctx))
+    )
+
+
+def _repeats(top, lower, route):
+    """Whether `route` (the input indices from `top` down to `lower`) leads from `lower`
+    on to a tensor alike (the anchor below it, or a leaf x_0)."""
+    anchors = walk_route(route, Step(lower, top, [], []), 3)
+    return len(anchors) == 3 and _alike(anchors[2], top)
+
+
+def _top_step(lower, upper, taken, capture):
+    """The (template, step) of the step from `lower` to `upper`, with any state carried
+    beside the chain taken out of it (`_carried`); None if it is no chain step."""
+    excluded = set()
+    while True:
+        built = build_template(lower, upper, capture, (taken, excluded), MAX_SLOTS)
+        if built is None:
+            return None
+        carried = _carried(*built)
+        if carried is None:
+            return None
+        if not carried:
+            return built
+        excluded |= carried
+
+
+def _carried(template, step):
+    """The ids of the step's tensors that the step above reads again from outside through
+    another state (a second state carried along, the lower layer of a stacked loop), an
+    empty set when there are none, None when an input from outside reads the chain.
+
+    The step below (x_{n-2} -> x_{n-1}) is traced by the template's paths; each outside
+    input of the top step is searched down to the oldest of that step's tensors: if it
+    reaches x_{n-1} or x_{n-2}, the step reads the chain from outside; where it reaches
+    another tensor of the step below, that tensor's counterpart in the top step is a
+    carried state."""
+    below = _step_below(template, step.lower)
+    if below is None:
+        return set()  # no step below of this shape: the chain is too short anyway
+    slots, bottom, bound = below
+    carried = set()
+    for _, _, operand in step.outside:
+        stack, seen = [operand], set()
+        while stack:
+            tensor = stack.pop()
+            if tensor is step.lower or tensor is bottom:
+                return None
+            node = getattr(tensor, "_ctx", None)
+            if node is None or node.sequence < bound or id(tensor) in seen:
+                continue
+            seen.add(id(tensor))
+            slot = slots.get(id(tensor))
+            if slot is not None:
+                carried.add(id(step.slots[slot]))
+                continue
+            stack.extend(node.inputs)
+    return carried
+
+
+def _step_below(template, lower):
+    """({id(tensor): slot} of the step below the top one, traced from `lower` by the
+    template's paths, its own lower anchor x_{n-2}, and the oldest creation number among
+    them), or None where the paths lead off the graph (a leaf or a number where the top
+    step has an op)."""
+    tensors = [lower]
+    for parent, k in template.paths[1:]:
+        node = tensors[parent]._ctx
+        if node is None or k >= len(node.inputs) or getattr(node.inputs[k], "_ctx", None) is None:
+            return None
+        tensors.append(node.inputs[k])
+    bottom = lower
+    for k in template.route:
+        node = bottom._ctx
+        if node is None or k >= len(node.inputs):
+            return None
+        bottom = node.inputs[k]
+    if not isinstance(bottom, Tensor):
+        return None
+    bound = min(tensor._ctx.sequence for tensor in tensors)
+    if bottom._ctx is not None:
+        bound = min(bound, bottom._ctx.sequence)
+    return {id(tensor): slot for slot, tensor in enumerate(tensors)}, bottom, bound
