@@ -31,7 +31,9 @@ class Variation:
             for _ in range(int(pick.integers(1, 4)))
         ]
         self.optimizer = self.choice(["sgd", "momentum", "nesterov", "adam", "adamw", "rms"])
-        self.zero = self.choice(["optimizer", "model", "zeros", "after", "none"])
+        self.zero = self.choice(
+            ["optimizer", "model", "zeros", "after", "none", "by-hand", "decay"]
+        )
         self.clip = self.choice([None, "norm", "value", "scale", "none-grad"])
         self.loss = self.choice(["cross_entropy", "mse", "sum"])
         self.batch = self.choice(["arguments", "tuple", "dict", "list"])
@@ -107,6 +109,12 @@ class Variation:
                 model.zero_grad()
             elif self.zero == "zeros":
                 optimizer.zero_grad(set_to_none=False)
+            elif self.zero in ("by-hand", "decay"):  # (the previous call's .grad: None, or half)
+                for parameter in model.parameters():
+                    if self.zero == "by-hand" or parameter.grad is None:
+                        parameter.grad = None
+                    else:
+                        parameter.grad = parameter.grad * 0.5
             logits = model(x)
             self.target = x[:, :3]
             loss = self.loss_of(logits, y)

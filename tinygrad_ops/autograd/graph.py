@@ -69,13 +69,12 @@ class PendingGrads:
     new array; either way the sum is owned. A taken gradient leaves with its ownership.
     """
 
-    relevant = None  # the ids kept (None: all; tg.grad keeps those on a path to an input)
-    heap = None  # while a walk runs, where `send` queues a tensor (see BackwardGraph)
-
     def __init__(self):
         self.grads = {}
         self.tensors = {}  # id -> tensor, for every tensor that has received a gradient
         self.owned = set()
+        self.relevant = None  # the ids kept (None: all; tg.grad keeps those on a path to one)
+        self.heap = None  # while a walk runs, where `send` queues a tensor (BackwardGraph)
 
     def send(self, tensor, grad, owned=False) -> bool:
         """Accumulate `grad` into `tensor`'s pending gradient; True for the first (which a
@@ -147,8 +146,8 @@ class BackwardGraph(PendingGrads):
     """
 
     def __init__(self, roots, wanted, create_graph, accumulate_into_leaves):
-        self.roots = roots
         super().__init__()
+        self.roots = roots
         self.wanted = wanted  # ids of the tensors whose gradient tg.grad returns, else None
         self.create_graph = create_graph
         if create_graph:  # the gradients are Tensors: every sum is recorded, none in place
@@ -162,14 +161,12 @@ class BackwardGraph(PendingGrads):
         # The modes, read once per pass (each read of the thread-local switches costs ~35 ns).
         self.anomaly = STATE.anomaly
         # While `run_sequential` walks: the pending tensors, queued as they receive a first
-        # gradient (`send`): nodes in a max-heap on their creation numbers (the walk
-        # pops the newest), leaves in arrival order (visited last). None otherwise, so a
-        # scan scheduler's sends queue nothing.
-        self.heap = None
+        # gradient (`send`): nodes in `heap`, a max-heap on their creation numbers (the
+        # walk pops the newest), leaves in arrival order (visited last). None otherwise,
+        # so a scan scheduler's sends queue nothing.
         self.leaves = None
         self._order = None
         # With wanted inputs, only tensors on a path to one of them need a gradient.
-        self.relevant = None  # (an attribute of its own: read at every send)
         if wanted is not None:
             self.relevant = {id(tensor) for tensor in self.order}
 

@@ -190,10 +190,10 @@ class Recorder(Trace):
             self.captured.append(operand)
             self.snapshots.append((operand, data.copy()))
             # A .grad the step's Python set before this read (`p.grad = None` at its top) is
-            # replayed; else the state it had as the call began is guarded (but after a
-            # zero_grad() call, where the state before it does not matter).
-            replayed = self.sync_grad(operand)
-            if not replayed and not any(isinstance(kernel, Call) for kernel in self.kernels):
+            # replayed; else the state it had as the call began is guarded, unless a
+            # replayed call that may change gradients came first (a zero_grad(), an
+            # optimizer's step: the state before it does not matter; a train() does not).
+            if not self.sync_grad(operand) and not self.grads_touched():
                 self.grad_guards.append((operand, operand.grad is None))
             self.alive.append(operand)
             slot = self.new_slot("captured", operand.name or "tensor", data, data)
@@ -201,6 +201,13 @@ class Recorder(Trace):
         slot = self.new_slot("constant", _constant_label(operand), value=operand)
         self.alive.append(operand)
         return slot
+
+    def grads_touched(self) -> bool:
+        return any(
+            isinstance(kernel, Call)
+            and (kernel.function.__name__ == "zero_grad" or hasattr(kernel.owner, "param_groups"))
+            for kernel in self.kernels
+        )
 
     def grad_read(self, tensor):
         """The leaf whose .grad `tensor` is, as the call began (the previous call's

@@ -9,7 +9,7 @@ import types
 from ..mode import STATE
 from ..tensor import Tensor
 from .capture import CompileError, Recorder, user_line
-from .guards import Guards, needed_grad_guards, reached_names
+from .guards import Guards, needed_grad_guards, reached_names, reached_objects
 from .program import Output, Program
 
 
@@ -66,7 +66,7 @@ class CompiledFunction:
     def record(self, args, kwargs, values, keywords):
         """The capture itself (see `capture`)."""
         recorder = Recorder(values)
-        for _, _, value in reached_names(self.function):  # (what the step's Python may change)
+        for value in reached_objects(self.function):  # (what the step's Python may change)
             recorder.watch(value)
         for value in values:
             recorder.watch(value)

@@ -308,6 +308,22 @@ def reached_names(function) -> list:
     return reached
 
 
+def reached_objects(function, depth=3) -> list:
+    """The objects `function`'s globals and closure name, and those that the functions
+    among them name, `depth` calls deep (a step that calls a helper over the model): what
+    the capture watches as it begins."""
+    found, seen, todo = [], set(), [(function, 0)]
+    while todo:
+        current, level = todo.pop()
+        for _, _, value in reached_names(current):
+            if id(value) not in seen:
+                seen.add(id(value))
+                found.append(value)
+                if level < depth and isinstance(value, types.FunctionType):
+                    todo.append((value, level + 1))
+    return found
+
+
 def _spec(description) -> str:
     kind = description[0]
     if kind == "tensor":
