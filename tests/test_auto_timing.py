@@ -105,3 +105,17 @@ def test_gradients_are_the_walks_whichever_way_auto_takes(fixed_auto, monkeypatc
         loss.backward(scheduler=fixed_auto)
         for mine, walked in zip([param.grad.numpy() for param in params], expected, strict=True):
             np.testing.assert_allclose(mine, walked, rtol=1e-10, atol=1e-12)
+
+
+def test_a_graph_shape_the_gate_walked_is_walked_at_once(fixed_auto, monkeypatch):
+    gates = []
+    original = auto_module.AutoScheduler.gate
+    monkeypatch.setattr(
+        auto_module.AutoScheduler,
+        "gate",
+        lambda self, graph: gates.append(1) or original(self, graph),
+    )
+    for _ in range(4):  # a training loop: the same graph every step
+        loss, _ = build("benchmark", "tg", steps=64, hidden=64)  # too wide for a chain to pay
+        loss.backward(scheduler=fixed_auto)
+    assert len(gates) == 2  # (the first backward has no previous one to count ops from)

@@ -4,8 +4,9 @@ The rule, as `backward_plan` prints it (`RULE`): a graph less than `SHALLOW` ops
 whose tensors that deep are too wide for any chain of them to pay, is walked without a
 look for chains; otherwise every chain (declared by `tg.scan`, or found in a hand-written
 loop) takes the cheapest of the walk and the scans by the cost model, a scan only when
-its estimate is under `SCAN_MARGIN` of the walk's; and the chains of a loop that `auto`
-meets again (a training loop's next step) take the faster way as timed (`ChainTimes`).
+its estimate is under `SCAN_MARGIN` of the walk's; and where the model estimates scan and
+walk within `TRUSTED` times of each other, the chains of a loop that `auto` meets again (a
+training loop's next step) take the faster way as timed (`ChainTimes`).
 
 The cost model, in seconds, for a segment of n steps of s ops each, whose chain tensor
 has R rows of d values:
@@ -16,11 +17,12 @@ has R rows of d values:
 
 with products counted per scan: Hillis-Steele n log2 n matrix-matrix products, Blelloch
 about n, blocked(b) about n plus n/b blocks of 6 log2 b calls each; a diagonal chain does
-elementwise work instead of products. Everything it measures is measured in one place,
-once per process (`calibration.py`, about half a second): c_visit (one node of the
-engine's sequential walk), c_analysis and c_batch (the finder and the batching, per
-node), c_chain (what a scan costs once per chain), t_mm(d) and t_mv(d) (one d x d product
-in a stacked `np.matmul`) and c_call (one numpy call).
+elementwise work instead of products. Everything `auto` measures is in one place,
+`calibration.py`: the model's constants, measured once per process in about half a
+second (c_visit, one node of the engine's sequential walk; c_analysis and c_batch, the
+finder and the batching, per node; c_chain, what a scan costs once per chain; t_mm(d)
+and t_mv(d), one d x d product in a stacked `np.matmul`; c_call, one numpy call), and
+the times of the loops' chains (`ChainTimes`).
 """
 
 import math
@@ -209,7 +211,7 @@ RULE = (
     f"cheapest of the walk and the scans by the cost model (a scan only under {SCAN_MARGIN}x "
     f"the walk), and where scan and walk are estimated within {TRUSTED:g}x of each other the "
     f"chains of a loop met again take the faster as timed ({ChainTimes.TRIALS} backwards each "
-    "way; a graph of a shape whose chains were so walked is walked at once)"
+    "way); a graph of a shape walked so before (by this rule or as timed) is walked at once"
 )
 
 
@@ -277,10 +279,13 @@ class AutoScheduler(ScanScheduler):
 
     def find(self, graph):
         graph_key = self.chain_times.graph_key(graph)
-        if graph_key in self.chain_times.walked:  # its chains were timed: the walk is faster
+        if graph_key in self.chain_times.walked:  # walked before: by the gate, or as timed
             return {}
         looks, _ = self.gate(graph)
-        found = super().find(graph) if looks else {}
+        if not looks:
+            self.chain_times.remember_walked(graph_key)
+            return {}
+        found = super().find(graph)
         if found and not self.trusted(found.values()):
             self.trial = (chains_key(found.values()), self.way(found.values()), graph_key)
         return found

@@ -193,16 +193,17 @@ class ChainTimes:
     estimated at 0.6x the walk took 1.5x its time); a training loop meets the same chains
     every step, so `auto` times the first backwards of a chain each way, `TRIALS` times
     (a first run pays for fresh memory), the model's way first, and then takes the
-    faster. Where that is the walk, the graph's shape (`graph_key`) is remembered, and
-    the next backward of that shape is walked without looking for its chains (the look
-    cost a fifth of BPPSA's 100-step walk). `KEPT` keys at most, the oldest forgotten."""
+    faster. Where that is the walk, or `auto`'s gate walked the graph (too shallow, too
+    wide), the graph's shape (`graph_key`) is remembered, and the next backward of that
+    shape is walked without a look (the look cost a fifth of BPPSA's 100-step walk, the
+    gate's probe a twentieth of a small MLP's). `KEPT` keys at most, the oldest forgotten."""
 
     TRIALS = 2
     KEPT = 64
 
     def __init__(self):
         self.times = {}  # chains key -> {"scan": [seconds, ...], "walk": [...]}
-        self.walked = {}  # graph key -> chains key, of chains settled on the walk
+        self.walked = {}  # graph key -> chains key settled on the walk (None: the gate's walk)
         self.newest = None  # the creation number of the output of the latest backward
 
     def way(self, key, model_way):
@@ -219,11 +220,19 @@ class ChainTimes:
         times = _newest(self.times, key, {})
         times.setdefault(how, []).append(seconds)
         settled = all(len(times.get(way, ())) >= self.TRIALS for way in ("scan", "walk"))
-        if graph_key is not None and settled and self.way(key, how) == "walk":
-            _newest(self.walked, graph_key, key)
-        for table in (self.times, self.walked):
-            while len(table) > self.KEPT:
-                del table[next(iter(table))]
+        if settled and self.way(key, how) == "walk":
+            self.remember_walked(graph_key, key)
+        while len(self.times) > self.KEPT:
+            del self.times[next(iter(self.times))]
+
+    def remember_walked(self, graph_key, chains=None):
+        """Backwards of this graph shape are walked at once from now on (`chains`: the
+        key of the chains timed faster walked, None: `auto`'s gate walked it)."""
+        if graph_key is None:
+            return
+        _newest(self.walked, graph_key, chains)
+        while len(self.walked) > self.KEPT:
+            del self.walked[next(iter(self.walked))]
 
     def measured(self, key):
         """{"scan": best seconds, "walk": ...} of what was timed on these chains."""

@@ -277,21 +277,25 @@ class ScanScheduler:
         if graph.create_graph or STATE.anomaly:
             graph.run_sequential()
             return
-        declared = graph.wanted is None and declared_in(graph.roots)
         self.refusals = []
-        # The finder makes many small lists; pausing the cyclic garbage collector keeps it
-        # from re-scanning the whole graph meanwhile (none of it is cyclic).
+        if graph.wanted is None and declared_in(graph.roots):  # tg.scan's chains: no search
+            walk(graph, self, {}, True)
+            return
+        # The finder and the batching make many small lists; pausing the cyclic garbage
+        # collector keeps it from re-scanning the whole graph meanwhile (none of it is
+        # cyclic). Not for a plain walk: a collection held back over it lands on the next
+        # allocation (an MLP's backward with `auto` took 2-50x the walk's time so).
         collecting = gc.isenabled()
         gc.disable()
         try:
-            found = {} if declared else self.find(graph)
-            if declared or found:
-                walk(graph, self, found, declared)
-            else:
-                graph.run_sequential()
+            found = self.find(graph)
+            if found:
+                walk(graph, self, found, False)
         finally:
             if collecting:
                 gc.enable()
+        if not found:
+            graph.run_sequential()
 
 
 def walk(graph, scheduler, found, declared):
