@@ -499,3 +499,57 @@ def test_the_previous_calls_gradient_of_a_leaf_tensor():
         return out
 
     assert outcome(scenario) == "equal"
+
+
+@pytest.mark.parametrize("reset", ["zero_grad", "set_to_none_by_hand"])
+def test_a_branch_on_the_previous_grad_before_zero_grad(reset):
+    # The first call finds no .grad, every later call the previous one's: the step's
+    # Python branches on it before zero_grad() resets it, so a replay of the first call's
+    # branch would silently leave out the term (the capture guards what the branch read).
+    def scenario(compile):
+        model = linear_model()
+        optimizer = optim.SGD(model.parameters(), lr=0.1)
+        weight = model[0].weight
+
+        @compile
+        def step(x, y):
+            previous = None
+            if weight.grad is not None:
+                previous = (weight.grad * weight.grad).sum()
+            if reset == "zero_grad":
+                optimizer.zero_grad()
+            else:
+                for parameter in model.parameters():
+                    parameter.grad = None
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss if previous is None else loss + previous
+
+        out = []
+        for x, y in data():
+            out.append(step(x, y).data.copy())
+            out.extend(weights_of(model))
+        return out
+
+    assert outcome(scenario) == "equal"
+
+
+def test_a_zero_grad_first_step_still_has_one_program():
+    # Reading .grad after this call's own backward wrote it guards nothing: one program.
+    model = linear_model()
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+
+    @tg.compile
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        tg.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        norm = (model[0].weight.grad * model[0].weight.grad).sum()
+        optimizer.step()
+        return loss, norm
+
+    for x, y in data():
+        step(x, y)
+    assert len(step.programs) == 1

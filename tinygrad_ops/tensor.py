@@ -18,7 +18,7 @@ import numpy as np
 
 from .autograd.backward import tensor_backward
 from .autograd.graph import HookHandle, accumulate_leaf
-from .ops.base import as_operand, bind_tensor, placeholder, values_read
+from .ops.base import GRAD_READ, as_operand, bind_tensor, placeholder, values_read
 from .ops.checks import ShapeError
 from .ops.dtypes import FLOATS
 from .ops.elementwise import Add, Div, Mul, Neg, Pow, PowScalar, Sub
@@ -275,6 +275,7 @@ class Tensor(ConversionMethods, ShapeMethods, MathMethods, ReduceMethods, Inplac
     def grad(self):
         """The gradient accumulated by backward (None until then). Assigning checks it: a
         Tensor (or None) of this tensor's shape and dtype, as PyTorch."""
+        values_read(self, GRAD_READ)  # (tg.compile: a branch on it is guarded)
         return self._grad
 
     @grad.setter

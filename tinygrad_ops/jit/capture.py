@@ -16,6 +16,7 @@ import numpy as np
 
 from ..autograd.graph import BackwardGraph, made_by_rule, needed_grads
 from ..mode import STATE, Trace
+from ..ops.base import GRAD_READ
 from ..random_state import default_generator
 from ..tensor import Tensor
 from .guards import members, parameters_of
@@ -133,6 +134,10 @@ class Recorder(Trace):
         self.written = set()  # slots written in place
         self.snapshots = []  # (captured tensor, a copy of its data when first read)
         self.grad_guards = []  # (captured tensor, whether its .grad was None when first read)
+        # (leaf, whether its .grad was None as the call began): read by the step's Python
+        # before anything wrote it (`if p.grad is not None:`), kept whatever comes after
+        self.grads_read = []
+        self.grad_at_start = {}  # id(leaf) -> the .grad it began the call with
         # id(leaf) -> (leaf, its .grad after its last write, a copy of its values, position)
         self.grads_written = {}
         self.generators = []
@@ -194,7 +199,7 @@ class Recorder(Trace):
             # replayed call that may change gradients came first (a zero_grad(), an
             # optimizer's step: the state before it does not matter; a train() does not).
             if not self.sync_grad(operand) and not self.grads_touched():
-                self.grad_guards.append((operand, operand.grad is None))
+                self.grad_guards.append((operand, operand._grad is None))
             self.alive.append(operand)
             slot = self.new_slot("captured", operand.name or "tensor", data, data)
             return slot
@@ -329,6 +334,9 @@ class Recorder(Trace):
         "item()", ...): refused unless they are the same at every call."""
         if self.muted:
             return
+        if what is GRAD_READ:
+            self.read_of_grad(value)
+            return
         data = value.data if isinstance(value, Tensor) else value
         slot = self.slot_by_array.get(id(data))
         changing = slot is not None and self.slots[slot].kind != "constant"
@@ -338,6 +346,18 @@ class Recorder(Trace):
                 "or a value the step computes): a replay would reuse the first call's. "
                 "Return the tensor from the compiled function and read it outside"
             )
+
+    def read_of_grad(self, tensor):
+        """The step's Python reads `tensor.grad`: if that is still the .grad the call began
+        with (nothing of this call wrote it), what the step does next may depend on it
+        (`if p.grad is not None:`), so whether it was None is guarded, even where a later
+        zero_grad() resets it."""
+        if tensor._ctx is not None:
+            return  # (made by this call: no .grad from before)
+        entry = self.grad_of.get(id(tensor))
+        start = self.grad_at_start.get(id(tensor), tensor._grad if entry is None else None)
+        if tensor._grad is start and (entry is None or id(tensor) in self.grad_at_start):
+            self.grads_read.append((tensor, start is None))
 
     def module_guards(self) -> list:
         """(module, the train/eval flag the program assumes or None, its members)."""
@@ -407,6 +427,7 @@ class Recorder(Trace):
                 continue
             for leaf in leaves:
                 self.grad_of.setdefault(id(leaf), (leaf, leaf._grad))
+                self.grad_at_start.setdefault(id(leaf), leaf._grad)
 
     def watch_settings(self, owner):
         """Note an optimizer's settings now: a change the step's Python makes later
@@ -552,9 +573,9 @@ class Recorder(Trace):
         if slot is None:
             self.refuse_scheduler()
         label = self.slots[slot].label[len("grad of ") :]
-        result = self.new_slot("grad", f"{label}.grad", tensor.grad.data)
+        result = self.new_slot("grad", f"{label}.grad", tensor._grad.data)
         self.emit(LeafWrite(tensor, slot, result, label, self.argument_position(tensor)))
-        written = (tensor, tensor.grad, tensor.grad.data.copy(), len(self.kernels))
+        written = (tensor, tensor._grad, tensor._grad.data.copy(), len(self.kernels))
         self.grads_written[id(tensor)] = written
         self.grad_of[id(tensor)] = (tensor, tensor._grad)
 
@@ -626,7 +647,7 @@ class Recorder(Trace):
         Python gave it (`sync_grad`), and no gradient the program wrote was changed
         without a kernel (`p.grad.data *= 2`)."""
         for tensor, grad, values, position in self.grads_written.values():
-            if tensor.grad is not grad or self.written_to(grad):
+            if tensor._grad is not grad or self.written_to(grad):
                 continue
             later_call = any(isinstance(kernel, Call) for kernel in self.kernels[position:])
             if not later_call and not _same_values(grad.data, values):

@@ -83,7 +83,7 @@ class CompiledFunction:
             recorder.generators,
             recorder.module_guards(),
             reached_names(self.function),
-            needed_grad_guards(recorder.grad_guards, recorder.kernels),
+            needed_grad_guards(recorder.grad_guards, recorder.kernels) + recorder.grads_read,
         )
         program = Program(
             self.__name__,

@@ -124,9 +124,8 @@ class Guards:
             state = "None" if was_none else "a tensor"
             self.add(
                 f"({self.bind(tensor)}._grad is None) is not {was_none}",
-                f"the .grad of '{tensor.name or tensor.shape}' was {state} at capture "
-                "(assigning .grad inside a compiled function is not replayed: use "
-                "optimizer.zero_grad())",
+                f"the .grad of '{tensor.name or tensor.shape}' was {state} as the call "
+                "began, at capture (the step reads it, or adds into it)",
             )
         for tensor in captured:
             data, requires_grad = tensor.data, tensor._requires_grad

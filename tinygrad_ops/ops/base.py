@@ -35,10 +35,14 @@ Tensor = None  # the Tensor class, bound by tensor.py at import (see the module 
 
 def values_read(value, what):
     """Python is about to read `value`'s numbers (`.item()`, a comparison, an order, a
-    mask, class indices) and pass what it finds on as a constant: the report of that to
-    the watcher of the computation (`mode.Trace.read`; tg.compile refuses it when they
-    change from call to call, since a replay would reuse the first call's)."""
+    mask, class indices, or, `what` GRAD_READ, which `.grad` a leaf has) and pass what it
+    finds on as a constant: the report of that to the watcher of the computation
+    (`mode.Trace.read`; tg.compile refuses it when they change from call to call, since a
+    replay would reuse the first call's, or guards what it found)."""
     STATE.tracer.read(value, what)
+
+
+GRAD_READ = "the .grad of"  # values_read's `what` for a read of `tensor.grad` by Python
 
 
 def values_written(tensor, source, what=None):
