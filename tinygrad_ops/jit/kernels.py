@@ -274,9 +274,9 @@ class ForgetGrad(Kernel):
         return f"{self.label}.grad = None"
 
 
-class SetGrad(Kernel):
-    """tensor.grad = a new Tensor over `slot`'s array, as the step's Python assigned it
-    (`p.grad = p.grad * 0.5`)."""
+class _OfAGrad(Kernel):
+    """A kernel about the .grad of one leaf: `tensor`, or (`position` not None) the
+    argument at that position, which the replay reaches through `values`."""
 
     __slots__ = ("tensor", "slot", "label", "position")
 
@@ -286,6 +286,13 @@ class SetGrad(Kernel):
         self.label = label
         self.position = position
         self.frees = ()
+
+
+class SetGrad(_OfAGrad):
+    """tensor.grad = a new Tensor over `slot`'s array, as the step's Python assigned it
+    (`p.grad = p.grad * 0.5`)."""
+
+    __slots__ = ()
 
     def emit(self, code, number):
         leaf = _leaf(code, self.tensor, self.position)
@@ -298,18 +305,11 @@ class SetGrad(Kernel):
         return f"{self.label}.grad = {name(self.slot)}"
 
 
-class ReadGrad(Kernel):
+class ReadGrad(_OfAGrad):
     """slot = the array of tensor.grad as this call finds it: a step that reads a .grad
     before its backward writes it (the previous call's gradient, `p.grad * 0.5`)."""
 
-    __slots__ = ("tensor", "slot", "label", "position")
-
-    def __init__(self, tensor, slot, label, position=None):
-        self.tensor = None if position is not None else tensor
-        self.slot = slot
-        self.label = label
-        self.position = position
-        self.frees = ()
+    __slots__ = ()
 
     def emit(self, code, number):
         leaf = _leaf(code, self.tensor, self.position)
