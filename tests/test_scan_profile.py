@@ -63,20 +63,34 @@ def test_the_profile_counts_functions_and_their_lines():
     assert all(lines > 0 for lines in functions.values())
 
 
+def _declared_profile():
+    """(functions, lines, lines in scans.py) of the declared Blelloch backward."""
+    _declared_rnn().backward(scheduler="blelloch")  # (calibration, imports: not counted)
+    loss = _declared_rnn()
+    functions = scheduler_functions(lambda: loss.backward(scheduler="blelloch"))
+    in_scans = sum(
+        lines for code, lines in functions.items() if code.co_filename.endswith("scans.py")
+    )
+    return functions, sum(functions.values()), in_scans
+
+
+def test_the_declared_path_does_not_grow():
+    # Where the declared path stands (60 functions over 958 lines): a bound on regressions
+    # until the target below is met.
+    functions, total, _ = _declared_profile()
+    assert len(functions) <= 64, sorted(code.co_name for code in functions)
+    assert total <= 1000
+
+
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="the declared path is leaner than before but not yet at 40 functions over 600 "
     "lines with scans.py at 15% (the template and column checks of segment_of, SegmentRun "
     "and the batched slots are most of it)",
 )
 def test_the_declared_blelloch_backward_is_mostly_the_scan():
-    _declared_rnn().backward(scheduler="blelloch")  # (calibration, imports: not counted)
-    loss = _declared_rnn()
-    functions = scheduler_functions(lambda: loss.backward(scheduler="blelloch"))
-    total = sum(functions.values())
-    in_scans = sum(
-        lines for code, lines in functions.items() if code.co_filename.endswith("scans.py")
-    )
+    functions, total, in_scans = _declared_profile()
     assert len(functions) <= 40, sorted(code.co_name for code in functions)
     assert total <= 600
     assert in_scans >= 0.15 * total
