@@ -26,6 +26,19 @@ def _per_channel_affine(module, channels, affine, dtype):
         module.register_parameter("bias", None)
 
 
+def _running_statistics(module, channels, track, dtype):
+    """BatchNorm's and InstanceNorm's buffers: `running_mean` (zeros), `running_var` (ones)
+    and `num_batches_tracked` when `track` (track_running_stats), else registered as None
+    (as PyTorch's state dicts)."""
+    if track:
+        module.register_buffer("running_mean", Tensor(np.zeros(channels, dtype=dtype)))
+        module.register_buffer("running_var", Tensor(np.ones(channels, dtype=dtype)))
+        module.register_buffer("num_batches_tracked", Tensor(np.array(0, dtype=np.int64)))
+    else:
+        for name in ("running_mean", "running_var", "num_batches_tracked"):
+            module.register_buffer(name, None)
+
+
 class _TrailingNorm(Module):
     """What LayerNorm and RMSNorm share: the trailing shape they normalise over, eps, and a
     weight of ones (a Parameter when elementwise_affine, else None)."""
@@ -117,14 +130,7 @@ class BatchNorm1d(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         _per_channel_affine(self, num_features, affine, dtype)
-        if track_running_stats:
-            self.register_buffer("running_mean", Tensor(np.zeros(num_features, dtype=dtype)))
-            self.register_buffer("running_var", Tensor(np.ones(num_features, dtype=dtype)))
-            self.register_buffer("num_batches_tracked", Tensor(np.array(0, dtype=np.int64)))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        _running_statistics(self, num_features, track_running_stats, dtype)
 
     input_ndims = (2, 3)  # (N, C) or (N, C, L); BatchNorm2d takes (N, C, H, W)
 
@@ -235,13 +241,7 @@ class _InstanceNorm(Module):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         _per_channel_affine(self, num_features, affine, dtype)
-        if track_running_stats:
-            self.register_buffer("running_mean", Tensor(np.zeros(num_features, dtype=dtype)))
-            self.register_buffer("running_var", Tensor(np.ones(num_features, dtype=dtype)))
-            self.register_buffer("num_batches_tracked", Tensor(np.array(0, dtype=np.int64)))
-        else:
-            for name in ("running_mean", "running_var", "num_batches_tracked"):
-                self.register_buffer(name, None)
+        _running_statistics(self, num_features, track_running_stats, dtype)
 
     def forward(self, x):
         name = type(self).__name__
