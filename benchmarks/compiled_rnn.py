@@ -47,14 +47,27 @@ def problem(steps, seed=0):
 
 
 def engine_step(steps, w, u, scheduler, compiled, backward=True):
-    """The step with this engine; the leaves' .grad are cleared outside the function."""
+    """The step with this engine (`training_step` of the hand-written loop)."""
     weights = [tg.Tensor(w.copy(), requires_grad=True), tg.Tensor(u.copy(), requires_grad=True)]
 
-    def step(inputs):
+    def forward(inputs):
         state = tg.zeros(BATCH, HIDDEN, dtype=np.float64)
         for time_step in range(steps):
             state = (inputs[time_step] @ weights[0] + state @ weights[1]).tanh()
-        loss = (state * state).sum()
+        return state
+
+    return training_step(weights, forward, scheduler, compiled, backward)
+
+
+def training_step(parameters, forward, scheduler, compiled, backward=True):
+    """A training step of `forward` (inputs -> the last state h_T), loss = sum(h_T²),
+    compiled or not: `run(inputs)` sets the parameters' .grad to None first (outside the
+    function, so that every call of a compiled step starts alike)."""
+    parameters = list(parameters)
+
+    def step(inputs):
+        last = forward(inputs)
+        loss = (last * last).sum()
         if backward:
             loss.backward(scheduler=scheduler)
         return loss
@@ -62,8 +75,8 @@ def engine_step(steps, w, u, scheduler, compiled, backward=True):
     function = tg.compile(step) if compiled else step
 
     def run(inputs):
-        for weight in weights:
-            weight.grad = None
+        for parameter in parameters:
+            parameter.grad = None
         return function(inputs)
 
     return run
@@ -115,22 +128,10 @@ def module_problem(steps, seed=0):
 
 
 def module_step(rnn, scheduler, compiled, backward=True):
-    """nn.RNN's training step, loss = sum(h_T²): `run(inputs)` clears the gradients first."""
-
-    def step(inputs):
-        _, last = rnn(inputs)
-        loss = (last * last).sum()
-        if backward:
-            loss.backward(scheduler=scheduler)
-        return loss
-
-    function = tg.compile(step) if compiled else step
-
-    def run(inputs):
-        rnn.zero_grad()
-        return function(inputs)
-
-    return run
+    """nn.RNN's training step (`training_step` of its last state)."""
+    return training_step(
+        rnn.parameters(), lambda inputs: rnn(inputs)[1], scheduler, compiled, backward
+    )
 
 
 def jax_module_step(rnn, xs):
@@ -180,26 +181,6 @@ def gated_models(hidden, seed=0):
     }
 
 
-def gated_step(parameters, forward, scheduler, compiled):
-    """A training step of `forward` (loss = sum(h_T²)): `run(inputs)` clears the grads."""
-    parameters = list(parameters)
-
-    def step(inputs):
-        last = forward(inputs)
-        loss = (last * last).sum()
-        loss.backward(scheduler=scheduler)
-        return loss
-
-    function = tg.compile(step) if compiled else step
-
-    def run(inputs):
-        for parameter in parameters:
-            parameter.grad = None
-        return function(inputs)
-
-    return run
-
-
 def gated_main(steps, rounds, sizes=(4, 8)):
     """GRU and LSTM at each hidden size: the walk against the Blelloch scan, eager and
     compiled, and what backward_plan says of each."""
@@ -225,7 +206,7 @@ def gated_main(steps, rounds, sizes=(4, 8)):
             for compiled in (False, True):
                 for scheduler in ("sequential", "blelloch"):
                     label = f"{name} {'compiled' if compiled else 'eager'} {scheduler}"
-                    run = gated_step(parameters, forward, scheduler, compiled)
+                    run = training_step(parameters, forward, scheduler, compiled)
                     functions[label] = (lambda run=run: run(xs), None)
         timings = time_rounds(functions, rounds)
         for label, (wholes, _) in timings.items():
