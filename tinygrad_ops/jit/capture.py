@@ -354,9 +354,13 @@ class Recorder(Trace):
         zero_grad() resets it."""
         if tensor._ctx is not None:
             return  # (made by this call: no .grad from before)
-        entry = self.grad_of.get(id(tensor))
-        start = self.grad_at_start.get(id(tensor), tensor._grad if entry is None else None)
-        if tensor._grad is start and (entry is None or id(tensor) in self.grad_at_start):
+        if id(tensor) in self.grad_at_start:  # a watched leaf: its .grad as the call began
+            start = self.grad_at_start[id(tensor)]
+        elif id(tensor) in self.grad_of:
+            return  # (another leaf whose .grad this call wrote)
+        else:
+            start = tensor._grad  # (another leaf, untouched so far)
+        if tensor._grad is start:
             self.grads_read.append((tensor, start is None))
 
     def module_guards(self) -> list:
