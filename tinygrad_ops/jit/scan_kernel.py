@@ -22,10 +22,16 @@ and the scan reads the stacks: no Python pass over the steps at all.
 
 from __future__ import annotations
 
+import ast
+import copy
+
+import numpy as np
+
 from ..scheduler.scan_scheduler import SegmentRun
 from .fused import FusedForward
+from .inline import RESULT
 from .kernels import Forward, Kernel
-from .stacks import OUT_FORMS, namespace_functions
+from .specialise import constant, known
 
 
 class ReplayGraph:
@@ -155,10 +161,9 @@ class StackAlloc(Kernel):
         self.frees = ()
 
     def emit(self, code, number):
-        namespace_functions(code)
         name = code.slot(self.stack.slot)
-        dtype = code.bind(self.stack.dtype, "dtype")
-        code.line(f"{name} = empty({self.stack.shape!r}, {dtype})  # {self.describe(None)}")
+        empty, dtype = code.bind(np.empty, "empty"), code.bind(self.stack.dtype, "dtype")
+        code.line(f"{name} = {empty}({self.stack.shape!r}, {dtype})  # {self.describe(None)}")
         if self.stack.first is not None:
             code.line(f"{name}[0] = {code.slot(self.stack.first)}")
 
@@ -176,8 +181,9 @@ class StackAlloc(Kernel):
 
 class StackedForward(Kernel):
     """A forward kernel whose output is a row of one or more stacks (`targets`: (stack,
-    row) pairs): written into the first by the op's own call with `out=` when it is
-    fused (stacks.OUT_FORMS), else copied there; copied into the others."""
+    row) pairs): computed into the first by the op's own inlined forward where that ends
+    in one numpy call that can take `out=` (`computed_into`), else copied there; copied
+    into the others."""
 
     __slots__ = ("kernel", "targets")
 
@@ -185,27 +191,29 @@ class StackedForward(Kernel):
         self.kernel = kernel
         self.targets = targets
         self.frees = ()
-        if isinstance(kernel, Forward):
-            kernel.release = True  # (the node's saved values: nothing reads them)
+        kernel.release = True  # (the node's saved values: nothing reads them)
 
     def emit(self, code, number):
-        forward = self.kernel.kernel if isinstance(self.kernel, FusedForward) else self.kernel
-        op = type(forward.node).__name__
-        out = code.slot(forward.output)
-        rows = [f"{code.slot(stack.slot)}[{row}]" for stack, row in self.targets]
-        form = OUT_FORMS.get(op) if isinstance(self.kernel, FusedForward) else None
-        if form is None:
-            self.kernel.emit(code, number)
-            copies = rows
-        else:
-            namespace_functions(code)
-            inputs = [code.slot(slot) for slot in forward.inputs]
-            code.line(f"{out} = {rows[0]}  # {op} (fused, into the stack)")
-            for statement in form:
-                code.line(statement.format(*inputs, out=out))
-            copies = rows[1:]
+        kernel = self.kernel
+        # (a row of a stack of 0-d values: `stack[t, ...]`, an array, where stack[t] is a number)
+        rows = [
+            f"{code.slot(stack.slot)}[{row}{'' if len(stack.shape) > 1 else ', ...'}]"
+            for stack, row in self.targets
+        ]
+        out = code.slot(kernel.writes()[0])
+        copies = rows
+        if isinstance(kernel, FusedForward):
+            pair = kernel.prepare(code)
+            statements = computed_into(code, pair.forward)
+            if statements is not None:  # (the same kernel, its result made in the row)
+                code.line(f"{out} = {rows[0]}  # the forward computes into the stack")
+                kernel = copy.copy(kernel)
+                kernel.pair = pair._replace(forward=statements)
+                copies = rows[1:]
+        kernel.emit(code, number)
+        copy_into = code.bind(np.copyto, "copyto")
         for row in copies:
-            code.line(f"copyto({row}, {out})  # into the stack")
+            code.line(f"{copy_into}({row}, {out})  # into the stack")
 
     def reads(self):
         return self.kernel.reads()
@@ -216,6 +224,51 @@ class StackedForward(Kernel):
     def describe(self, name):
         rows = ", ".join(f"{name(stack.slot)}[{row}]" for stack, row in self.targets)
         return f"{self.kernel.describe(name)}   (into {rows})"
+
+
+# The numpy function an operator calls on arrays (`a + b` is `np.add(a, b)`).
+_OPERATORS = {
+    ast.Add: np.add,
+    ast.Sub: np.subtract,
+    ast.Mult: np.multiply,
+    ast.Div: np.divide,
+    ast.MatMult: np.matmul,
+    ast.USub: np.negative,
+}
+
+
+def computed_into(code, statements):
+    """An inlined forward's statements (inline.Pair.forward) computing the result into
+    the array its name holds before them, or None where they cannot: the result must be
+    made by one ufunc call or operator (`tanh(a)`, `a @ b`), given `out=` (the same call,
+    so the same bits), and only changed in place after it (Linear's `out += bias`)."""
+    assigned = [
+        index
+        for index, statement in enumerate(statements)
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and node.id == RESULT and not isinstance(node.ctx, ast.Load)
+    ]
+    if not assigned:
+        return None
+    first = statements[assigned[0]]
+    later = [statements[index] for index in assigned[1:]]
+    if not isinstance(first, ast.Assign) or len(first.targets) != 1:
+        return None
+    if any(not isinstance(statement, ast.AugAssign) for statement in later):
+        return None
+    value = first.value
+    if isinstance(value, ast.Call) and isinstance(known(value.func), np.ufunc):
+        function, arguments = value.func, value.args
+        if value.keywords or len(arguments) != known(value.func).nin:
+            return None
+    elif isinstance(value, (ast.BinOp, ast.UnaryOp)) and type(value.op) in _OPERATORS:
+        function = constant(_OPERATORS[type(value.op)], lambda f: code.bind(f, f.__name__))
+        arguments = [value.left, value.right] if isinstance(value, ast.BinOp) else [value.operand]
+    else:
+        return None
+    into = ast.keyword("out", ast.Name(RESULT, ast.Load()))
+    call = ast.Assign(first.targets, ast.Call(function, arguments, [into]), lineno=0)
+    return [*statements[: assigned[0]], call, *statements[assigned[0] + 1 :]]
 
 
 class StackCopy(Kernel):
