@@ -15,7 +15,7 @@ import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops import optim
 from tinygrad_ops.jit import fused
-from tinygrad_ops.jit.scan_kernel import ScanKernel, StackedScanKernel
+from tinygrad_ops.jit.scan_kernel import ScanKernel
 from tinygrad_ops.ops.unary import Tanh
 from tinygrad_ops.scheduler.scan_scheduler import ScanScheduler
 
@@ -83,7 +83,7 @@ def scans_of(function):
 def test_a_stacked_scan_is_bit_for_bit_the_eager_scan(scheduler, dtype):
     function, same = run_both(scheduler, dtype)
     (scan,) = scans_of(function)
-    assert isinstance(scan, StackedScanKernel)
+    assert scan.plan is not None
     assert same
     listing = str(function.program)
     assert "new stack (24, 4, 8)" in listing  # x_0 .. x_23: the first step is walked
@@ -126,7 +126,7 @@ def test_every_op_into_a_stack_is_bit_for_bit_with_and_without_inlining(name, fu
     monkeypatch.setattr(fused, "FUSING", fusing)
     cell, into = CELLS[name]
     function, same = run_both("blelloch", cell=cell)
-    assert isinstance(scans_of(function)[0], StackedScanKernel)
+    assert scans_of(function)[0].plan is not None
     assert same
     assert computed_into_stacks(function.program.source) == (into if fusing else set())
 
@@ -148,7 +148,7 @@ def test_an_equal_rewrite_of_tanhs_forward_is_what_the_stacked_scan_runs(monkeyp
     monkeypatch.setattr(Tanh, "forward", tanh_forward_rewritten)  # one file changes
     assert not all(map(np.array_equal, before, eager_gradients()))  # (other bits)
     function, same = run_both("blelloch")
-    assert isinstance(scans_of(function)[0], StackedScanKernel)
+    assert scans_of(function)[0].plan is not None
     assert same
     assert computed_into_stacks(function.program.source) == {"Tanh"}
     assert re.search(r"= subtract\d+\(1, 2 / \(exp\d+\(", function.program.source)
@@ -157,7 +157,7 @@ def test_an_equal_rewrite_of_tanhs_forward_is_what_the_stacked_scan_runs(monkeyp
 def test_a_blocked_scan_of_several_blocks_reads_slices_of_the_stacks():
     function, same = run_both(ScanScheduler("blocked", block_size=5))
     (scan,) = scans_of(function)
-    assert isinstance(scan, StackedScanKernel)
+    assert scan.plan is not None
     assert scan.block_size == 5
     assert same
 
@@ -180,7 +180,7 @@ def test_a_chain_of_0_d_states():
         xs = tg.Tensor(np.random.default_rng(0).standard_normal(16))
         results.append([(function(xs).item(), w.grad.item(), u.grad.item()) for _ in range(4)])
     assert results[0] == results[1]
-    assert isinstance(scans_of(function)[0], StackedScanKernel)
+    assert scans_of(function)[0].plan is not None
 
 
 def test_the_replay_leaves_nothing_on_the_steps_nodes():
@@ -196,12 +196,12 @@ def test_every_other_input_and_a_generic_forward_are_stacked():
     # x[0], x[2], ...: a slice with a step; sigmoid's forward does not end in one numpy
     # call that takes out= (np.where): its output is copied into the stack.
     function, same = run_both("blelloch", steps=24, order=range(0, 24, 2))
-    assert isinstance(scans_of(function)[0], StackedScanKernel)
+    assert scans_of(function)[0].plan is not None
     assert same
     function, same = run_both("blelloch", cell=lambda pre: pre.sigmoid())
-    assert isinstance(scans_of(function)[0], StackedScanKernel)
+    assert scans_of(function)[0].plan is not None
     assert same
-    assert re.search(r"copyto\d+\(", function.program.source)
+    assert "copyto(" in function.program.source
 
 
 def test_a_list_of_input_tensors_and_a_constant_factor():
@@ -209,11 +209,11 @@ def test_a_list_of_input_tensors_and_a_constant_factor():
     # steps' tanh outputs (times 0.5, the anchors) are a column of their own, in a stack.
     for scheduler in ("blelloch", ScanScheduler("blocked", block_size=5)):
         function, same = run_both(scheduler, as_list=True)
-        assert isinstance(scans_of(function)[0], StackedScanKernel)
+        assert scans_of(function)[0].plan is not None
         assert same
     function, same = run_both("hillis-steele", cell=lambda pre: pre.tanh() * 0.5)
     (scan,) = scans_of(function)
-    assert isinstance(scan, StackedScanKernel)
+    assert scan.plan is not None
     assert len(scan.plan.stacks) == 2
     assert same
 
@@ -223,7 +223,7 @@ def test_relus_mask_is_computed_from_the_stack_of_its_outputs(dtype):
     # relu saves out != 0 (a mask no kernel writes): the same of the stacked outputs.
     for cell in (lambda pre: (pre * 0.5).relu(), lambda pre: pre.relu().tanh()):
         function, same = run_both("blelloch", dtype=dtype, cell=cell)
-        assert isinstance(scans_of(function)[0], StackedScanKernel)
+        assert scans_of(function)[0].plan is not None
         assert same
 
 
@@ -237,7 +237,7 @@ def test_values_not_found_in_a_stack_keep_the_nodes_path():
     ):
         function, same = run_both("blelloch", cell=cell)
         (scan,) = scans_of(function)
-        assert not isinstance(scan, StackedScanKernel)
+        assert scan.plan is None
         assert "stack of" not in str(function.program)
         assert same
 
@@ -247,9 +247,9 @@ def test_inputs_read_backwards_are_copied_into_a_stack():
     # step: each x[t] is copied into its row of a stack of their own.
     function, same = run_both("blelloch", order=range(23, -1, -1))
     (scan,) = scans_of(function)
-    assert isinstance(scan, StackedScanKernel)
+    assert scan.plan is not None
     assert len(scan.plan.stacks) == 2
-    assert re.search(r"copyto\d+\(", function.program.source)
+    assert "copyto(" in function.program.source
     assert same
 
 
@@ -291,7 +291,7 @@ def test_nn_rnn_with_a_loss_on_every_state(batch_first):
         batch_first=batch_first,
     )
     assert same
-    assert isinstance(scans_of(function)[0], StackedScanKernel)
+    assert scans_of(function)[0].plan is not None
     # The output (a Stack of every state) is a copy of the rows of the chain's stack.
     assert "Stack.forward of the rows %" in str(function.program)
 
@@ -309,8 +309,7 @@ def test_a_two_layer_rnn_under_adam():
         num_layers=2,
     )
     assert same
-    kinds = sorted(type(kernel).__name__ for kernel in scans_of(function))
-    assert kinds == ["StackedScanKernel", "StackedScanKernel"]
+    assert [scan.plan is not None for scan in scans_of(function)] == [True, True]
 
 
 def test_nn_rnn_from_a_first_state_that_needs_a_gradient():
@@ -338,7 +337,7 @@ def test_nn_rnn_from_a_first_state_that_needs_a_gradient():
     assert results[0][0] == results[1][0]
     assert all(map(np.array_equal, results[0][1], results[1][1]))
     assert "Stack.forward of the rows %" in str(function.program)
-    assert isinstance(scans_of(function)[0], StackedScanKernel)
+    assert scans_of(function)[0].plan is not None
 
 
 @pytest.mark.parametrize("scheduler", ["blelloch", "sequential"])
@@ -351,8 +350,8 @@ def test_a_gru_and_a_two_layer_lstm(scheduler):
         data, optim.SGD, scheduler, lambda output, last: (output * output).mean(), tg.nn.GRU
     )
     assert same
-    kinds = [type(kernel).__name__ for kernel in scans_of(function)]
-    assert kinds == (["StackedScanKernel"] if scheduler == "blelloch" else [])
+    stacked = [scan.plan is not None for scan in scans_of(function)]
+    assert stacked == ([True] if scheduler == "blelloch" else [])
     same, function = run_nn_rnn(
         data,
         optim.Adam,
@@ -375,7 +374,7 @@ def test_memory_is_flat_over_1000_compiled_rnn_steps():
     # collection while tracing, so that only memory the calls keep is counted.
     for _ in range(400):
         function(inputs, "blelloch")
-    assert isinstance(scans_of(function)[0], StackedScanKernel)
+    assert scans_of(function)[0].plan is not None
     gc.disable()
     tracemalloc.start()
     try:

@@ -35,7 +35,7 @@ from .kernels import (
     Write,
 )
 from .program import Slot
-from .scan_kernel import ScanKernel, StackedScanKernel
+from .scan_kernel import ScanKernel
 from .stacks import plan_stacks
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -605,13 +605,11 @@ class Recorder(Trace):
             runner.run(method, block_size)
         finally:
             self.scanning = None
-        sent = self.scan_sent
-        if plan is not None:
-            kernel = StackedScanKernel(runner.segment, method, block_size, taken, tuple(sent), plan)
-            self.emit(kernel)
-            return
-        self.scanned.update(id(node) for column in runner.segment.nodes for node in column)
-        self.emit(ScanKernel(runner.segment, method, block_size, taken, tuple(sent)))
+        if plan is None:  # (the scan reads the nodes' saved values: their forwards stay generic)
+            self.scanned.update(id(node) for column in runner.segment.nodes for node in column)
+        self.emit(
+            ScanKernel(runner.segment, method, block_size, taken, tuple(self.scan_sent), plan)
+        )
 
     def refuse_scheduler(self):
         self.refuse(

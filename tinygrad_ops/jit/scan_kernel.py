@@ -14,8 +14,8 @@ graph walk around the chain and every ownership decision are made once; what run
 each call is the scheduler's own vectorised code, bit for bit the eager scan.
 
 Where the capture finds every saved value of the chain in a stack (stacks.py: the
-anchors x_0 .. x_n, another column's outputs, a run of `x[t]`), the scan is a
-`StackedScanKernel` instead: the replayed forward writes those values straight into
+anchors x_0 .. x_n, another column's outputs, a run of `x[t]`), the scan has a plan
+(stacks.StackPlan) instead: the replayed forward writes those values straight into
 stacked buffers (`StackAlloc`, `StackedForward`), nothing is left on the steps' nodes,
 and the scan reads the stacks: no Python pass over the steps at all.
 """
@@ -57,39 +57,36 @@ class ReplayGraph:
 
 class ScanKernel(Kernel):
     """Scan one segment: `taken` lists, per anchor, the slot of the pending gradient the
-    scan takes (None where none was pending); `sent` the slot of each gradient it sends."""
+    scan takes (None where none was pending); `sent` the slot of each gradient it sends.
+    With a `plan` (a stacks.StackPlan) the saved values are in stacked buffers, the arrays
+    the plan names, passed in after the pending gradients; without, on the steps' nodes."""
 
-    __slots__ = (
-        "segment",
-        "method",
-        "block_size",
-        "taken",
-        "sent",
-        "nodes",
-        "keys",
-        "saving",
-    )
+    __slots__ = ("segment", "method", "block_size", "taken", "sent", "plan", "keys", "saving")
 
-    def __init__(self, segment, method, block_size, taken, sent):
+    def __init__(self, segment, method, block_size, taken, sent, plan=None):
         self.segment = segment
         self.method = method
         self.block_size = block_size
         self.taken = taken
         self.sent = sent
-        self.nodes = [node for column in segment.nodes for node in column]
+        self.plan = plan
         # The anchors whose pending gradient the scan takes (the others get None).
         self.keys = [id(anchor) for anchor, slot in zip(segment.anchors, taken) if slot is not None]
         self.saving = None  # the nodes that save values (known at the first replay)
         self.frees = ()
 
-    def __call__(self, *pending):
+    def __call__(self, *arrays):
         """Run the scan on the anchors' pending gradients; return what it sends, in order."""
+        graph = ReplayGraph(dict(zip(self.keys, arrays)))
+        if self.plan is not None:
+            self.plan.run(graph, arrays[len(self.keys) :], self.method, self.block_size)
+            return graph.sent
         if self.saving is None:
-            for node in self.nodes:  # (a node that saves nothing: Op.apply's empty tuple)
+            nodes = [node for column in self.segment.nodes for node in column]
+            for node in nodes:  # (a node that saves nothing: Op.apply's empty tuple)
                 if node.saved is None:
                     node.saved = ()
-            self.saving = [node for node in self.nodes if node.saved]
-        graph = ReplayGraph(dict(zip(self.keys, pending)))
+            self.saving = [node for node in nodes if node.saved]
         SegmentRun(graph, self.segment).run(self.method, self.block_size)
         for node in self.saving:  # (as backward releases a scanned segment's buffers)
             node.saved = None
@@ -107,8 +104,9 @@ class ScanKernel(Kernel):
             code.accumulate(slot, f"r[{index}]", False)
 
     def arguments(self):
-        """The slots passed after the pending gradients (none here)."""
-        return []
+        """The slots passed after the pending gradients: the stacks, weights and inputs
+        the plan reads its saved values from."""
+        return [] if self.plan is None else self.plan.arguments
 
     def reads(self):
         return tuple(slot for slot in self.taken if slot is not None) + tuple(self.arguments())
@@ -121,34 +119,12 @@ class ScanKernel(Kernel):
 
     def describe(self, name):
         steps = len(self.segment.anchors) - 1
-        return f"scan of a chain of {steps} steps ({self.method}, {len(self.sent)} gradients out)"
-
-
-class StackedScanKernel(ScanKernel):
-    """A scan whose saved values are in stacked buffers (`plan`, a stacks.StackPlan): it
-    is called with the pending gradients it takes, then the arrays the plan names."""
-
-    __slots__ = ("plan",)
-
-    def __init__(self, segment, method, block_size, taken, sent, plan):
-        super().__init__(segment, method, block_size, taken, sent)
-        self.plan = plan
-
-    def __call__(self, *arrays):
-        taken = len(self.keys)
-        graph = ReplayGraph(dict(zip(self.keys, arrays[:taken])))
-        self.plan.run(graph, arrays[taken:], self.method, self.block_size)
-        return graph.sent
-
-    def arguments(self):
-        """The stacks, weights and inputs the plan reads its saved values from."""
-        return self.plan.arguments
-
-    def describe(self, name):
-        stacks = ", ".join(
-            f"%{stack.slot}" if name is None else name(stack.slot) for stack in self.plan.stacks
-        )
-        return super().describe(name) + f", saved values from {stacks or 'the arguments'}"
+        text = f"scan of a chain of {steps} steps ({self.method}, {len(self.sent)} gradients out)"
+        if self.plan is None:
+            return text
+        name = name or (lambda slot: f"%{slot}")
+        stacks = ", ".join(name(stack.slot) for stack in self.plan.stacks)
+        return text + f", saved values from {stacks or 'the arguments'}"
 
 
 class StackAlloc(Kernel):
@@ -211,9 +187,8 @@ class StackedForward(Kernel):
                 kernel.pair = pair._replace(forward=statements)
                 copies = rows[1:]
         kernel.emit(code, number)
-        copy_into = code.bind(np.copyto, "copyto")
         for row in copies:
-            code.line(f"{copy_into}({row}, {out})  # into the stack")
+            code.line(f"copyto({row}, {out})  # into the stack")
 
     def reads(self):
         return self.kernel.reads()
@@ -318,14 +293,14 @@ def _stack_copy(kernel, row_of):
 
 
 def place_stacks(kernels, phases):
-    """The kernels (and their phases) with the stacks of every StackedScanKernel put in:
+    """The kernels (and their phases) with the stacks of every scan with a plan put in:
     each stack made right before the first kernel that writes a row of it, and each such
     kernel writing into its rows (the nodes of those chains keep nothing for the scan); a
     `Stack` of consecutive rows of one becomes a copy of them (`StackCopy`)."""
     rows = {}  # output slot -> [(stack, row)]
     row_of = {}  # slot -> (stack, row), for the first stack each slot is a row of
     for kernel in kernels:
-        if isinstance(kernel, StackedScanKernel):
+        if isinstance(kernel, ScanKernel) and kernel.plan is not None:
             for stack in kernel.plan.stacks:
                 if stack.first is not None:
                     row_of.setdefault(stack.first, (stack, 0))
