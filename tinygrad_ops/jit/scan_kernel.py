@@ -234,7 +234,8 @@ def computed_into(code, statements):
     value = first.value
     if isinstance(value, ast.Call) and isinstance(known(value.func), np.ufunc):
         function, arguments = value.func, value.args
-        if value.keywords or len(arguments) != known(value.func).nin:
+        ufunc = known(value.func)
+        if value.keywords or len(arguments) != ufunc.nin or ufunc.nout != 1:
             return None
     elif isinstance(value, (ast.BinOp, ast.UnaryOp)) and type(value.op) in _OPERATORS:
         function = constant(_OPERATORS[type(value.op)], lambda f: code.bind(f, f.__name__))

@@ -178,8 +178,13 @@ def _plan(recorder, segment):
         ]
         columns.append(Column(first, tuple(shape[0]), np.dtype(shape[1]), recipes, attributes))
     for stack in finder.stacks.values():
-        if any(writers.get(slot) is None for slot in stack.rows):
-            return None  # a value no forward kernel of the program writes
+        for slot in stack.rows:
+            row = recorder.slots[slot]
+            if writers.get(slot) is None or (row.shape, row.dtype) != (
+                stack.shape[1:],
+                stack.dtype,
+            ):
+                return None  # a value no forward kernel writes, or one of another shape or dtype
     return StackPlan(segment, list(finder.stacks.values()), tuple(columns), finder.arguments)
 
 
