@@ -52,10 +52,10 @@ class Stack(NamedTuple):
 
 
 class Recipe(NamedTuple):
-    """Where one saved value of a column is, over all the steps: "none" (None in every
-    step), "constant" (the number `arrays[0]`), "shared" (argument `argument`, the same
-    array in every step: a weight), "rows" (argument[start:stop:step]), "gather" (`arrays`
-    stacked at each call: the steps' captured arrays or numbers, as eager stacks them) or
+    """Where one saved value of a column is, over all the steps: "constant" (`arrays[0]`,
+    None or a number, in every step), "shared" (argument `argument`, the same array in
+    every step: a weight), "rows" (argument[start:stop:step]), "gather" (`arrays` stacked
+    at each call: the steps' captured arrays or numbers, as eager stacks them) or
     "arguments" (the arguments numbered `arrays`, stacked); reshaped to `shape` when not
     None."""
 
@@ -68,8 +68,8 @@ class Recipe(NamedTuple):
     arrays: tuple = ()
 
     def value(self, arguments):
-        if self.kind in ("none", "constant"):
-            return self.arrays[0] if self.arrays else None
+        if self.kind == "constant":
+            return self.arrays[0]
         if self.kind == "gather":
             array = np.array(self.arrays)  # (their values may change between calls)
         elif self.kind == "arguments":  # (a list of input tensors, each an argument)
@@ -239,9 +239,7 @@ class _Finder:
     def recipe(self, values, ndim):
         slot_of = self.recorder.slot_by_array.get
         if all(value is values[0] for value in values):
-            if values[0] is None:
-                return Recipe("none")
-            if _is_number(values[0]):  # a number the op was given (h * 0.5): a constant
+            if values[0] is None or _is_number(values[0]):  # (None, or a number: h * 0.5)
                 return Recipe("constant", arrays=(values[0],))
             slot = slot_of(id(values[0]))
             return None if slot is None else Recipe("shared", self.argument(slot))
