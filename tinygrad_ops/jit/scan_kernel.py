@@ -57,9 +57,10 @@ class ReplayGraph:
 
 class ScanKernel(Kernel):
     """Scan one segment: `taken` lists, per anchor, the slot of the pending gradient the
-    scan takes (None where none was pending); `sent` the slot of each gradient it sends.
-    With a `plan` (a stacks.StackPlan) the saved values are in stacked buffers, the arrays
-    the plan names, passed in after the pending gradients; without, on the steps' nodes."""
+    scan takes (None where none was pending; kept without those); `sent` the slot of each
+    gradient it sends. With a `plan` (a stacks.StackPlan) the saved values are in stacked
+    buffers, the arrays the plan names (stacks, weights, inputs), passed in after the
+    pending gradients; without, on the steps' nodes."""
 
     __slots__ = ("segment", "method", "block_size", "taken", "sent", "plan", "keys", "saving")
 
@@ -67,7 +68,7 @@ class ScanKernel(Kernel):
         self.segment = segment
         self.method = method
         self.block_size = block_size
-        self.taken = taken
+        self.taken = tuple(slot for slot in taken if slot is not None)
         self.sent = sent
         self.plan = plan
         # The anchors whose pending gradient the scan takes (the others get None).
@@ -93,26 +94,20 @@ class ScanKernel(Kernel):
         return graph.sent
 
     def emit(self, code, number):
-        taken = [slot for slot in self.taken if slot is not None]
-        arguments = ", ".join(code.slot(slot) for slot in taken + self.arguments())
-        for slot in taken:
+        arguments = ", ".join(code.slot(slot) for slot in self.reads())
+        for slot in self.taken:
             code.consume(slot)
         scan = code.bind(self, "scan")
         code.line(f"r = {scan}({arguments})  # {self.describe(None)}")
-        code.free(taken)
+        code.free(self.taken)
         for index, slot in enumerate(self.sent):
             code.accumulate(slot, f"r[{index}]", False)
 
-    def arguments(self):
-        """The slots passed after the pending gradients: the stacks, weights and inputs
-        the plan reads its saved values from."""
-        return [] if self.plan is None else self.plan.arguments
-
     def reads(self):
-        return tuple(slot for slot in self.taken if slot is not None) + tuple(self.arguments())
+        return self.taken + (() if self.plan is None else tuple(self.plan.arguments))
 
     def consumes(self):
-        return tuple(slot for slot in self.taken if slot is not None)
+        return self.taken
 
     def writes(self):
         return self.sent
@@ -311,13 +306,11 @@ def place_stacks(kernels, phases):
     if not rows:
         return kernels, phases
     made = set()
-    result = []
-    result_phases = []
+    placed = []  # (kernel, phase)
     for kernel, phase in zip(kernels, phases):
-        copy = _stack_copy(kernel, row_of)
-        if copy is not None and copy.stack.slot in made:
-            result.append(copy)
-            result_phases.append(phase)
+        rows_copy = _stack_copy(kernel, row_of)
+        if rows_copy is not None and rows_copy.stack.slot in made:
+            placed.append((rows_copy, phase))
             continue
         forward = kernel.kernel if isinstance(kernel, FusedForward) else kernel
         targets = rows.get(forward.output) if isinstance(forward, Forward) else None
@@ -325,9 +318,7 @@ def place_stacks(kernels, phases):
             for stack, _ in targets:
                 if stack.slot not in made:
                     made.add(stack.slot)
-                    result.append(StackAlloc(stack))
-                    result_phases.append(phase)
+                    placed.append((StackAlloc(stack), phase))
             kernel = StackedForward(kernel, targets)
-        result.append(kernel)
-        result_phases.append(phase)
-    return result, result_phases
+        placed.append((kernel, phase))
+    return [kernel for kernel, _ in placed], [phase for _, phase in placed]
