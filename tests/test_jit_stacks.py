@@ -113,6 +113,7 @@ CELLS = {
     "add mul sigmoid": (lambda pre: (pre.tanh() + 0.25) * pre.sigmoid(), {"Tanh", "Add", "Mul"}),
     "div": (lambda pre: pre.tanh() / 1.5, {"Tanh", "Div"}),
     "matmul": (lambda pre: (pre @ WEIGHT) * pre.tanh(), {"Add", "MatMul", "Tanh", "Mul"}),
+    # (Linear's forward ends in `reshaped(out, ...)`, not a numpy call: its result is copied)
     "linear": (lambda pre: F.linear(pre, WEIGHT, BIAS) * pre.tanh(), {"Tanh", "Mul"}),
     "exp log": (lambda pre: (pre.tanh().exp() + 1).log(), {"Tanh", "Exp", "Add", "Log"}),
 }
