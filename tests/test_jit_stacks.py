@@ -115,6 +115,7 @@ CELLS = {
     "matmul": (lambda pre: (pre @ WEIGHT) * pre.tanh(), {"Add", "MatMul", "Tanh", "Mul"}),
     # (Linear's forward ends in `reshaped(out, ...)`, not a numpy call: its result is copied)
     "linear": (lambda pre: F.linear(pre, WEIGHT, BIAS) * pre.tanh(), {"Tanh", "Mul"}),
+    "linear without bias": (lambda pre: F.linear(pre, WEIGHT) * pre.tanh(), {"Tanh", "Mul"}),
     "exp log": (lambda pre: (pre.tanh().exp() + 1).log(), {"Tanh", "Exp", "Add", "Log"}),
 }
 
