@@ -3,6 +3,7 @@ steps' saved values into stacks and the scan reads them there. Each test runs th
 training steps eagerly and compiled: the compiled scan is bit for bit the eager run of
 the same scheduler (the same numpy calls on arrays holding the same values)."""
 
+import ast
 import gc
 import re
 import tracemalloc
@@ -15,7 +16,8 @@ import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops import optim
 from tinygrad_ops.jit import fused
-from tinygrad_ops.jit.scan_kernel import ScanKernel
+from tinygrad_ops.jit.codegen import Source
+from tinygrad_ops.jit.scan_kernel import ScanKernel, computed_into
 from tinygrad_ops.ops.unary import Tanh
 from tinygrad_ops.scheduler.scan_scheduler import ScanScheduler
 
@@ -131,6 +133,23 @@ def test_every_op_into_a_stack_is_bit_for_bit_with_and_without_inlining(name, fu
     assert scans_of(function)[0].plan is not None
     assert same
     assert computed_into_stacks(function.program.source) == (into if fusing else set())
+
+
+def test_only_a_result_made_by_one_numpy_call_is_computed_into_its_row():
+    code = Source([])
+
+    def into(text):  # (an inlined forward's statements; _result_ names its result)
+        statements = computed_into(code, ast.parse(text).body)
+        return None if statements is None else "\n".join(map(ast.unparse, statements))
+
+    made = into("t = a * 2\n_result_ = t + b\n_result_ += c")
+    assert re.fullmatch(
+        r"t = a \* 2\n_result_ = add\d+\(t, b, out=_result_\)\n_result_ \+= c", made
+    )
+    assert re.fullmatch(r"_result_ = negative\d+\(a, out=_result_\)", into("_result_ = -a"))
+    assert into("_result_ = a + b\n_result_ = _result_ * 2") is None  # (a new array after)
+    assert into("_result_, rest = a + b") is None
+    assert into("_result_ = where(a, b, c)") is None  # (not a ufunc the pass knows)
 
 
 def tanh_forward_rewritten(self, a):

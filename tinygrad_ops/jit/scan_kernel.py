@@ -221,11 +221,10 @@ def computed_into(code, statements):
     if not assigned:
         return None
     first = statements[assigned[0]]
-    later = [statements[index] for index in assigned[1:]]
-    if not isinstance(first, ast.Assign) or len(first.targets) != 1:
+    if _assignment(first) != "=":
         return None
-    if any(not isinstance(statement, ast.AugAssign) for statement in later):
-        return None
+    if any(_assignment(statements[index]) != "in place" for index in assigned[1:]):
+        return None  # (only `out += bias` may follow)
     value = first.value
     if isinstance(value, ast.Call) and isinstance(known(value.func), np.ufunc):
         function, arguments = value.func, value.args
@@ -240,6 +239,18 @@ def computed_into(code, statements):
     into = ast.keyword("out", ast.Name(RESULT, ast.Load()))
     call = ast.Assign(first.targets, ast.Call(function, arguments, [into]), lineno=0)
     return [*statements[: assigned[0]], call, *statements[assigned[0] + 1 :]]
+
+
+def _assignment(statement):
+    """What `statement` does to the result: "=" (`RESULT = ...`), "in place" (`RESULT += ...`),
+    or None (anything else, such as `a, RESULT = ...`)."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target, kind = statement.targets[0], "="
+    elif isinstance(statement, ast.AugAssign):
+        target, kind = statement.target, "in place"
+    else:
+        return None
+    return kind if isinstance(target, ast.Name) and target.id == RESULT else None
 
 
 class StackCopy(Kernel):
