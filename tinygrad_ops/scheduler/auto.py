@@ -1,12 +1,14 @@
 """`auto`: choose, per chain, between the sequential walk and the scans (docs/scan.md section 4).
 
 The rule, as `backward_plan` prints it (`RULE`): a graph less than `SHALLOW` ops deep, or
-whose tensors that deep are too wide for any chain of them to pay, is walked without a
-look for chains; otherwise every chain (declared by `tg.scan`, or found in a hand-written
-loop) takes the cheapest of the walk and the scans by the cost model, a scan only when
-its estimate is under `SCAN_MARGIN` of the walk's; and where the model estimates scan and
-walk within `TRUSTED` times of each other, the chains of a loop that `auto` meets again (a
-training loop's next step) take the faster way as timed (`ChainTimes`).
+whose tensors that deep are too wide for any chain of them to come within `TRUSTED` times
+the walk, is walked without a look for chains; otherwise every chain (declared by
+`tg.scan`, or found in a hand-written loop) takes the cheapest of the walk and the scans
+by the cost model, a scan only when its estimate is under `SCAN_MARGIN` of the walk's;
+and where the model estimates scan and walk within `TRUSTED` times of each other, the
+chains of a loop that `auto` meets again (a training loop's next step) take the faster
+way as timed (`ChainTimes`). A graph of a shape walked so (by the rule, as timed, or
+where no chain was found) is walked at once the next time.
 
 The cost model, in seconds, for a segment of n steps of s ops each, whose chain tensor
 has R rows of d values:
@@ -206,12 +208,13 @@ an RNN cell's 4): a graph that shallow (an MLP's training step) is walked withou
 running the finder."""
 
 RULE = (
-    f"auto: a graph under {SHALLOW} ops deep, or whose tensors {SHALLOW} ops below the output "
-    "are too wide for any chain of them to pay, is walked, and else each chain takes the "
-    f"cheapest of the walk and the scans by the cost model (a scan only under {SCAN_MARGIN}x "
-    f"the walk), and where scan and walk are estimated within {TRUSTED:g}x of each other the "
-    f"chains of a loop met again take the faster as timed ({ChainTimes.TRIALS} backwards each "
-    "way); a graph of a shape walked so before (by this rule or as timed) is walked at once"
+    f"auto: a graph under {SHALLOW} ops deep is walked, and so is one whose tensors {SHALLOW} "
+    f"ops below the output are too wide for any chain of them to come within {TRUSTED:g}x of "
+    "the walk by the cost model; else each chain takes the cheapest of the walk and the scans "
+    f"by the model (a scan only under {SCAN_MARGIN}x the walk) where it estimates the best scan "
+    f"{TRUSTED:g}x cheaper or dearer than the walk, and else the faster as timed "
+    f"({ChainTimes.TRIALS} backwards each way, interleaved); a graph of a shape walked so before "
+    "is walked at once"
 )
 
 
@@ -242,11 +245,14 @@ def probe(tensor, ops):
     return tensor, dense
 
 
-def pays_at(shape, dense, costs=None):
+def may_pay(shape, dense, costs=None):
     """Whether the cost model estimates some scan of a long chain (8,192 steps of 4 ops)
-    of tensors of `shape` cheaper than the walk: at hidden 64 no scan of a dense chain is."""
+    of tensors of `shape` within `TRUSTED` times the walk: at hidden 64 in 4 rows no scan
+    of a dense chain is (its calibrations put the best at 2.6-4.2x the walk; measured
+    3.6-4.2x), at hidden 32 one is (0.65-0.9x; measured 0.6-0.9x)."""
     times = estimate(8192, 4, tuple(shape), "dense" if dense else "diagonal", costs)
-    return best_choice(times)[0] != "sequential"
+    walk = times.pop("sequential")
+    return min(times.values()) < TRUSTED * walk
 
 
 class AutoScheduler(ScanScheduler):
@@ -267,38 +273,48 @@ class AutoScheduler(ScanScheduler):
         self.last_estimates = []
         self.chain_times = ChainTimes()
         self.clock = time.process_time  # (CPU time: what the other processes take is left out)
-        self.trial = None  # (chains key, "scan" or "walk", graph key) of the run's chains
+        self.trial = None  # (chains key, "scan" or "walk") of the run's chains, when timed
+        self.graph_key = None  # the shape of the run's graph (`ChainTimes.graph_key`)
+        self.start = None  # when the run's timed part began
 
     def run(self, graph):
         self.trial = None
-        start = self.clock()
+        self.graph_key = self.chain_times.graph_key(graph)
+        if self.graph_key in self.chain_times.walked:  # walked before: by the rule, or as timed
+            graph.run_sequential()
+            return
+        self.start = self.clock()
         super().run(graph)
         if self.trial is not None:
-            key, how, graph_key = self.trial
-            self.chain_times.record(key, how, self.clock() - start, graph_key)
+            key, how = self.trial
+            self.chain_times.record(key, how, self.clock() - self.start, self.graph_key)
 
     def find(self, graph):
-        graph_key = self.chain_times.graph_key(graph)
-        if graph_key in self.chain_times.walked:  # walked before: by the gate, or as timed
-            return {}
         looks, _ = self.gate(graph)
-        if not looks:
-            self.chain_times.remember_walked(graph_key)
-            return {}
-        found = super().find(graph)
-        if found and not self.trusted(found.values()):
-            self.trial = (chains_key(found.values()), self.way(found.values()), graph_key)
+        found = super().find(graph) if looks else {}
+        sure = self.sure_of(found.values())
+        if sure == "walk":
+            self.chain_times.remember_walked(self.graph_key)
+        elif sure is None:
+            self.trial = (chains_key(found.values()), self.way(found.values()))
+            if self.trial[1] == "walk":
+                # A graph settled on the walk is walked without a look: the look is the
+                # scan's cost alone (a fifth of the walk at hidden 32, 256 steps).
+                self.start = self.clock()
         return found
 
-    def trusted(self, segments):
-        """Whether the cost model's choice for `segments` stands untimed: every chain's best
-        scan estimated `TRUSTED` times cheaper than its walk, or every one that much dearer."""
+    def sure_of(self, segments):
+        """ "scan" or "walk" where the cost model's choice for `segments` stands untimed:
+        every chain's best scan estimated `TRUSTED` times cheaper than its walk, or every
+        one that much dearer ("walk" for no chain); None where it is timed."""
         ratios = []
         for segment in segments:
             times = self.estimates_for(segment)
             walk = times.pop("sequential")
             ratios.append(min(times.values()) / walk)
-        return max(ratios) < 1 / TRUSTED or min(ratios) > TRUSTED
+        if not ratios or min(ratios) > TRUSTED:
+            return "walk"
+        return "scan" if max(ratios) < 1 / TRUSTED else None
 
     def way(self, segments):
         """ "scan" or "walk" for the found chains `segments`: the faster of the two as
@@ -314,9 +330,9 @@ class AutoScheduler(ScanScheduler):
                 continue
             below, dense = found
             kind = "dense" if dense else "diagonal"
-            if pays_at(below.shape, dense):
+            if may_pay(below.shape, dense):
                 return True, f"{kind} chains of tensors {below.shape} may pay: looked for chains"
-            return False, f"no {kind} chain of tensors {below.shape} pays: walked"
+            return False, f"no {kind} chain of tensors {below.shape} can pay: walked"
         return False, f"the graph is not {SHALLOW} ops deep: walked"
 
     def choose(self, segment):

@@ -191,34 +191,38 @@ class ChainTimes:
     CPU times of the whole backward scanned and walked. The cost model, calibrated on one
     small RNN, misjudges some chains (BPPSA's, hidden 20 in 16 rows, 100 steps: a scan
     estimated at 0.6x the walk took 1.5x its time); a training loop meets the same chains
-    every step, so `auto` times the first backwards of a chain each way, `TRIALS` times
-    (a first run pays for fresh memory), the model's way first, and then takes the
-    faster. Where that is the walk, or `auto`'s gate walked the graph (too shallow, too
-    wide), the graph's shape (`graph_key`) is remembered, and the next backward of that
-    shape is walked without a look (the look cost a fifth of BPPSA's 100-step walk, the
-    gate's probe a twentieth of a small MLP's). `KEPT` keys at most, the oldest forgotten."""
+    every step, so `auto` times the first backwards of a chain `TRIALS` times each way,
+    interleaved, the model's way first (a slow spell of the machine, or the first run's
+    fresh memory, then hits both ways), and then takes the faster by the minima. Where
+    that is the walk, or the rule walked the graph, the graph's shape (`graph_key`) is
+    remembered, and the next backward of that shape is walked without a look (the look
+    cost a fifth of BPPSA's 100-step walk, the gate's probe a twentieth of a small MLP's).
+    `KEPT` keys at most, the oldest forgotten."""
 
-    TRIALS = 2
+    TRIALS = 3
     KEPT = 64
 
     def __init__(self):
         self.times = {}  # chains key -> {"scan": [seconds, ...], "walk": [...]}
-        self.walked = {}  # graph key -> chains key settled on the walk (None: the gate's walk)
+        self.walked = {}  # graph key -> chains key settled on the walk (None: by the rule)
         self.newest = None  # the creation number of the output of the latest backward
 
     def way(self, key, model_way):
         """ "scan" or "walk" for the next backward of these chains."""
         times = self.times.get(key, {})
         other = "walk" if model_way == "scan" else "scan"
-        for how in (model_way, other):
-            if len(times.get(how, ())) < self.TRIALS:
-                return how
+        ran, other_ran = len(times.get(model_way, ())), len(times.get(other, ()))
+        if min(ran, other_ran) < self.TRIALS:
+            return model_way if ran <= other_ran else other
         return "scan" if min(times["scan"]) < SCAN_MARGIN * min(times["walk"]) else "walk"
 
     def record(self, key, how, seconds, graph_key=None):
-        """Keep a backward's time; remember `graph_key` if these chains settle on the walk."""
+        """Keep a trial's time (`TRIALS` each way: the same number of samples on both
+        sides); remember `graph_key` if these chains settle on the walk."""
         times = _newest(self.times, key, {})
-        times.setdefault(how, []).append(seconds)
+        trials = times.setdefault(how, [])
+        if len(trials) < self.TRIALS:
+            trials.append(seconds)
         settled = all(len(times.get(way, ())) >= self.TRIALS for way in ("scan", "walk"))
         if settled and self.way(key, how) == "walk":
             self.remember_walked(graph_key, key)

@@ -156,9 +156,9 @@ def backward_plan(loss, scheduler=None, gradient=None):
     min_steps = chosen.min_steps if scanning else ScanScheduler("blelloch").min_steps
     found = _segments(graph, loss, declared, min_steps, refusals)
     timed = isinstance(chosen, AutoScheduler) and looks and not declared and found
-    timed = timed and not chosen.trusted(found)
+    timed = timed and chosen.sure_of(found) is None
     if timed:  # what `auto` timed on these chains decides, as in its run
-        chosen.trial = (chains_key(found), chosen.way(found), None)
+        chosen.trial = (chains_key(found), chosen.way(found))
         measured = chosen.chain_times.measured(chosen.trial[0])
         if measured:
             figures = ", ".join(
