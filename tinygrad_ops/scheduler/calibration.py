@@ -25,13 +25,22 @@ factor: past the crossover a wrong scan loses more than a wrong walk."""
 _CALIBRATION = {}
 
 
-def _best_time(function, repeats=3):
-    best = math.inf
-    for _ in range(repeats):
+def _timed(function):
+    """Seconds of one call of `function()`, the cyclic garbage collector paused (as the scan
+    schedulers pause it; the walk allocates too little to care)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
         start = time.perf_counter()
         function()
-        best = min(best, time.perf_counter() - start)
-    return best
+        return time.perf_counter() - start
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _best_time(function, repeats=3):
+    return min(_timed(function) for _ in range(repeats))
 
 
 @enable_grad()  # calibration records graphs whatever the caller's grad mode
@@ -84,30 +93,15 @@ def _engine_costs(costs):
     # of a big graph.
     short, long = 64, 640
 
-    def paused(function):
-        collecting = gc.isenabled()
-        gc.disable()  # as the scan schedulers do; the walk allocates too little to care
-        try:
-            start = time.perf_counter()
-            function()
-            return time.perf_counter() - start
-        finally:
-            if collecting:
-                gc.enable()
+    def backward(scheduler, steps, **sizes):
+        loss, nodes = _small_rnn(steps, **sizes)
+        return _timed(lambda: loss.backward(scheduler=scheduler)) / nodes
 
-    def backward(scheduler, steps):
-        loss, nodes = _small_rnn(steps)
-        return paused(lambda: loss.backward(scheduler=scheduler)) / nodes
-
-    def analysis(finder, steps):
+    def analysis(steps):
         loss, nodes = _small_rnn(steps)
         graph = BackwardGraph([loss], None, False, True)
         graph.send(loss, np.ones_like(loss.data))
-        return paused(lambda: finder(graph)) / nodes
-
-    def backward_wide():
-        loss, nodes = _small_rnn(160, size=32, batch=4)
-        return paused(lambda: loss.backward(scheduler="sequential")) / nodes
+        return _timed(lambda: scan.find(graph)) / nodes
 
     scan = ScanScheduler("blelloch")
     best = {"visit": math.inf, "short": math.inf, "long": math.inf}
@@ -119,15 +113,15 @@ def _engine_costs(costs):
     short_time, long_time = best["short"] * short_nodes, best["long"] * long_nodes
     scanned = max((long_time - short_time) / (long_nodes - short_nodes), 0.5 * best["long"])
     costs["c_visit"] = best["visit"]
-    costs["c_analysis"] = min(analysis(scan.find, long) for _ in range(3))
-    short_analysis = min(analysis(scan.find, short) for _ in range(3)) * short_nodes
+    costs["c_analysis"] = min(analysis(long) for _ in range(3))
+    short_analysis = min(analysis(short) for _ in range(3)) * short_nodes
     costs["c_analysis_chain"] = max(short_analysis - costs["c_analysis"] * short_nodes, 0.0)
     costs["c_batch"] = max(scanned - costs["c_analysis"], 0.1 * scanned)
     costs["c_chain"] = max(short_time - scanned * short_nodes, 0.0)
     # The walk's cost grows with the arrays (its matrix products are d x d): a second
     # walk, on states of 32 values in 4 rows, gives the part per node that grows with
     # rows * d^2.
-    wide = min(backward_wide() for _ in range(3))
+    wide = min(backward("sequential", 160, size=32, batch=4) for _ in range(3))
     costs["c_visit_area"] = max((wide - costs["c_visit"]) / (4 * 32 * 32), 0.0)
 
 
@@ -136,53 +130,37 @@ def _numpy_costs(costs):
     # Fresh memory, per byte (page faults and the first write): a scan that keeps all of
     # a long chain's Jacobians at once pays it on them and again on their pair products.
     fresh = 2**22
-    costs["c_fresh"] = _best_time(lambda: np.ones(fresh), 3) / (8 * fresh)
+    costs["c_fresh"] = _best_time(lambda: np.ones(fresh)) / (8 * fresh)
     # Elementwise work (building the Jacobians: d x d values per row and step).
     values = np.ones((64, 4, 32, 32))
     costs["c_element"] = _best_time(lambda: np.multiply(values, values)) / values.size
     tiny = np.ones((1, 2, 2))
     costs["c_call"] = _best_time(lambda: [np.matmul(tiny, tiny) for _ in range(100)]) / 100
-    matrix_product = {}
-    vector_product = {}
+
+    def each(left, right, repeats=3):
+        """Seconds per product of the stacked `np.matmul(left, right)`, less a call's."""
+        seconds = _best_time(lambda: np.matmul(left, right), repeats) - costs["c_call"]
+        return max(seconds / len(right), 1e-10)
+
+    # The large products: on a stack of 16 MiB, beyond the caches, what an unblocked scan
+    # of a long chain pays (a block of 256 steps mostly stays in cache).
+    matrix, vector, large = {}, {}, {}
     generator = np.random.default_rng(0)
     for size in SIZES:
-        count = max(4, int(1e5 / size**3))
-        left = generator.standard_normal((count, size, size))
-        vectors = left[:, :1, :]
+        left = generator.standard_normal((max(4, int(1e5 / size**3)), size, size))
         np.matmul(left, left)  # warm up (thread pools, page faults)
-        matrix_product[size] = max(
-            (_best_time(lambda left=left: np.matmul(left, left)) - costs["c_call"]) / count,
-            1e-10,
-        )
-        vector_product[size] = max(
-            (
-                _best_time(lambda left=left, vectors=vectors: np.matmul(vectors, left))
-                - costs["c_call"]
-            )
-            / count,
-            1e-10,
-        )
+        matrix[size] = each(left, left)
+        vector[size] = each(left[:, :1, :], left)
+        stack = left
+        if size <= 64:
+            stack = generator.standard_normal((2**24 // (8 * size * size), size, size))
+        large[size] = max(each(stack, stack, 2), matrix[size])
     # A stray slow measurement (a thread pool waking up) must not make a size look
     # impossibly expensive: a doubling of d costs at most 16x (8x in theory).
-    for table in (matrix_product, vector_product):
+    for table in (matrix, vector):
         for low, high in itertools.pairwise(SIZES):
             table[high] = min(table[high], 16 * table[low])
-    costs["t_mm"] = matrix_product
-    costs["t_mv"] = vector_product
-    # The same products on a stack of 16 MiB, beyond the caches: what an unblocked scan
-    # of a long chain pays (a block of 256 steps mostly stays in cache).
-    large = {}
-    for size in SIZES:
-        if size > 64:
-            large[size] = matrix_product[size]
-            continue
-        count = 2**24 // (8 * size * size)
-        left = generator.standard_normal((count, size, size))
-        large[size] = max(
-            (_best_time(lambda left=left: np.matmul(left, left), 2) - costs["c_call"]) / count,
-            matrix_product[size],
-        )
-    costs["t_mm_large"] = large
+    costs["t_mm"], costs["t_mv"], costs["t_mm_large"] = matrix, vector, large
 
 
 class ChainTimes:
