@@ -182,7 +182,7 @@ class ChainTimes:
 
     def __init__(self):
         self.times = {}  # chains key -> {"scan": [seconds, ...], "walk": [...]}
-        self.walked = {}  # graph key -> chains key settled on the walk (None: by the rule)
+        self.walked = {}  # graph keys walked at once (the values unused: an ordered set)
         self.newest = None  # the creation number of the output of the latest backward
 
     def way(self, key, model_way):
@@ -197,24 +197,18 @@ class ChainTimes:
     def record(self, key, how, seconds, graph_key=None):
         """Keep a trial's time (`TRIALS` each way: the same number of samples on both
         sides); remember `graph_key` if these chains settle on the walk."""
-        times = _newest(self.times, key, {})
+        times = _newest(self.times, key, {}, self.KEPT)
         trials = times.setdefault(how, [])
         if len(trials) < self.TRIALS:
             trials.append(seconds)
         settled = all(len(times.get(way, ())) >= self.TRIALS for way in ("scan", "walk"))
         if settled and self.way(key, how) == "walk":
-            self.remember_walked(graph_key, key)
-        while len(self.times) > self.KEPT:
-            del self.times[next(iter(self.times))]
+            self.remember_walked(graph_key)
 
-    def remember_walked(self, graph_key, chains=None):
-        """Backwards of this graph shape are walked at once from now on (`chains`: the
-        key of the chains timed faster walked, None: `auto`'s gate walked it)."""
-        if graph_key is None:
-            return
-        _newest(self.walked, graph_key, chains)
-        while len(self.walked) > self.KEPT:
-            del self.walked[next(iter(self.walked))]
+    def remember_walked(self, graph_key):
+        """Backwards of this graph shape are walked at once from now on."""
+        if graph_key is not None:
+            _newest(self.walked, graph_key, None, self.KEPT)
 
     def measured(self, key):
         """{"scan": best seconds, "walk": ...} of what was timed on these chains."""
@@ -235,10 +229,13 @@ class ChainTimes:
         )
 
 
-def _newest(table, key, default):
-    """table[key] (default if absent), moved to the end: the newest, forgotten last."""
+def _newest(table, key, default, kept):
+    """table[key] (default if absent), moved to the end: the newest, forgotten last (the
+    oldest go past `kept` entries)."""
     value = table.pop(key, default)
     table[key] = value
+    while len(table) > kept:
+        del table[next(iter(table))]
     return value
 
 
