@@ -229,9 +229,10 @@ def scheduler_table(results):
         "",
         "The cases of `bench_scan.py`: backward of a tanh RNN, `tanh(x_t @ W + h @ U + b)`, "
         "batch 4, float64, the loss on the last state; minimum CPU time over interleaved "
-        "rounds. walk / best scan above 1 means the scan is faster; `auto` / best is "
-        "`auto`'s time over the best scheduler's, the walk included, after a few backwards "
-        "of the same graph (as in a training loop: `auto` times its first choices) "
+        "rounds. walk / best scan above 1 means the scan is faster; `auto` / best is the "
+        "median over the rounds of `auto`'s time over, in the same round, the best "
+        "scheduler's (by its median; the walk included), after `auto`'s trials on the same "
+        "graph (as in a training loop: `auto` times its first choices) "
         "([docs/scan.md](../docs/scan.md)).",
         "",
         "| hidden | steps | sequential walk | best scan | walk / best scan | `auto` / best |",

@@ -1,7 +1,7 @@
 """`auto` times its choices on the chains of hand-written loops (calibration.ChainTimes):
-the first backwards of a chain follow the cost model, then the other way, each timed
-twice, and from then on the faster; a graph whose chains settle on the walk is walked at
-once."""
+the first backwards of a chain take the cost model's way and the other in turn, each
+timed three times, and from then on the faster; a graph whose chains settle on the walk
+is walked at once."""
 
 import numpy as np
 import pytest
@@ -15,18 +15,17 @@ from tinygrad_ops.scheduler.calibration import ChainTimes
 
 
 class ScriptedClock:
-    """A clock whose backwards take the scripted seconds: scan or walk, by what ran."""
+    """A clock whose backwards take the scripted seconds: scan or walk, by what ran (time
+    passes at a reading once the run's way is known)."""
 
     def __init__(self, scheduler, scan_time, walk_time):
         self.scheduler = scheduler
         self.times = {"scan": scan_time, "walk": walk_time}
         self.now = 0.0
-        self.started = False
 
     def __call__(self):
-        if self.started and self.scheduler.trial is not None:
+        if self.scheduler.trial is not None:
             self.now += self.times[self.scheduler.trial[1]]
-        self.started = not self.started
         return self.now
 
 
@@ -36,22 +35,33 @@ def fixed_auto(monkeypatch):
     return auto_module.AutoScheduler()
 
 
-def test_the_ways_are_timed_twice_each_then_the_faster_is_taken():
+def test_the_ways_are_timed_in_turn_then_the_faster_is_taken():
     times = ChainTimes()
     ways = []
-    for seconds in (1.0, 1.0, 2.0, 2.0):
+    for _ in range(2 * ChainTimes.TRIALS):
         ways.append(times.way("chain", "scan"))
-        times.record("chain", ways[-1], seconds if ways[-1] == "scan" else 0.5)
-    assert ways == ["scan", "scan", "walk", "walk"]
+        times.record("chain", ways[-1], 1.0 if ways[-1] == "scan" else 0.5)
+    assert ways == ["scan", "walk"] * ChainTimes.TRIALS
     assert times.way("chain", "scan") == "walk"
     assert times.measured("chain") == {"scan": 1.0, "walk": 0.5}
     assert times.way("other chain", "walk") == "walk"  # unmeasured: the model's way first
 
 
+def test_only_the_trials_decide():
+    # The way settled on keeps running (and being timed by the backward): its later,
+    # faster times must not outvote the other way's few samples.
+    times = ChainTimes()
+    for how in ["scan", "walk"] * ChainTimes.TRIALS:
+        times.record("chain", how, 1.0 if how == "scan" else 1.2)
+    for _ in range(20):
+        times.record("chain", "scan", 0.1)
+    assert times.measured("chain") == {"scan": 1.0, "walk": 1.2}
+
+
 def test_a_scan_must_beat_the_walk_by_the_margin():
     times = ChainTimes()
-    for how, seconds in [("scan", 0.97), ("scan", 0.97), ("walk", 1.0), ("walk", 1.0)]:
-        times.record("chain", how, seconds)
+    for how in ["scan", "walk"] * ChainTimes.TRIALS:
+        times.record("chain", how, 0.97 if how == "scan" else 1.0)
     assert times.way("chain", "scan") == "walk"
 
 
@@ -71,17 +81,21 @@ def test_a_training_loop_settles_on_the_faster_way(
         lambda self, graph: looks.append(1) or original(self, graph),
     )
     ways = []
-    for _ in range(7):
+    trials = 2 * ChainTimes.TRIALS
+    for _ in range(trials + 3):
         loss, _ = build("benchmark", "tg", steps=256, hidden=4)
         loss.backward(scheduler=fixed_auto)
         ways.append(None if fixed_auto.trial is None else fixed_auto.trial[1])
-    assert ways[:4] == ["scan", "scan", "walk", "walk"]  # (the model scans this chain)
+    assert ways[:trials] == ["scan", "walk"] * ChainTimes.TRIALS  # (the model scans this chain)
+    (key,) = fixed_auto.chain_times.times
+    # A walk's time leaves out the look (a graph settled on the walk is walked without one).
+    assert fixed_auto.chain_times.measured(key) == {"scan": scan_time, "walk": walk_time}
     if settled == "scan":
-        assert ways[4:] == ["scan"] * 3
-        assert len(looks) == 7
+        assert ways[trials:] == ["scan"] * 3
+        assert len(looks) == trials + 3
     else:
-        assert ways[4:] == [None] * 3  # walked at once: the graph's shape is remembered
-        assert len(looks) == 4
+        assert ways[trials:] == [None] * 3  # walked at once: the graph's shape is remembered
+        assert len(looks) == trials
 
 
 def test_a_choice_the_model_is_sure_of_is_not_timed(fixed_auto):
@@ -119,3 +133,21 @@ def test_a_graph_shape_the_gate_walked_is_walked_at_once(fixed_auto, monkeypatch
         loss, _ = build("benchmark", "tg", steps=64, hidden=64)  # too wide for a chain to pay
         loss.backward(scheduler=fixed_auto)
     assert len(gates) == 2  # (the first backward has no previous one to count ops from)
+
+
+def test_a_deep_graph_without_a_chain_is_looked_at_once(fixed_auto, monkeypatch):
+    looks = []
+    original = auto_module.ScanScheduler.find
+    monkeypatch.setattr(
+        auto_module.ScanScheduler,
+        "find",
+        lambda self, graph: looks.append(original(self, graph)) or looks[-1],
+    )
+    generator = np.random.default_rng(0)
+    weights = [generator.standard_normal((4 + k, 5 + k)) * 0.3 for k in range(20)]
+    for _ in range(4):  # 20 layers of growing width, 40 ops deep: no two steps alike
+        h = tg.Tensor(np.ones((2, 4)))
+        for weight in weights:
+            h = (h @ tg.Tensor(weight, requires_grad=True)).tanh()
+        h.sum().backward(scheduler=fixed_auto)
+    assert looks == [{}, {}]  # (the first backward has no previous one to count ops from)

@@ -218,7 +218,7 @@ def test_auto_walks_a_chain_too_wide_to_pay_without_running_the_finder(monkeypat
     monkeypatch.setattr(calibration, "_CALIBRATION", dict(FIXED_CALIBRATION))
     calls = []
     monkeypatch.setattr(auto.ScanScheduler, "find", lambda self, graph: calls.append(graph) or {})
-    for size, looks in ((64, False), (4, True)):
+    for size, looks in ((128, False), (4, True)):
         loss, _ = rnn_model(steps=64, size=size, batch=2)(np, np.float64, 0)
         loss.backward(scheduler=auto.AutoScheduler())
         assert bool(calls) == looks, size

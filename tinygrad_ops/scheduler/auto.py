@@ -1,12 +1,14 @@
 """`auto`: choose, per chain, between the sequential walk and the scans (docs/scan.md section 4).
 
 The rule, as `backward_plan` prints it (`RULE`): a graph less than `SHALLOW` ops deep, or
-whose tensors that deep are too wide for any chain of them to pay, is walked without a
-look for chains; otherwise every chain (declared by `tg.scan`, or found in a hand-written
-loop) takes the cheapest of the walk and the scans by the cost model, a scan only when
-its estimate is under `SCAN_MARGIN` of the walk's; and where the model estimates scan and
-walk within `TRUSTED` times of each other, the chains of a loop that `auto` meets again (a
-training loop's next step) take the faster way as timed (`ChainTimes`).
+whose tensors that deep are too wide for any chain of them to come within `TRUSTED` times
+the walk, is walked without a look for chains; otherwise every chain (declared by
+`tg.scan`, or found in a hand-written loop) takes the cheapest of the walk and the scans
+by the cost model, a scan only when its estimate is under `SCAN_MARGIN` of the walk's;
+and where the model estimates scan and walk within `TRUSTED` times of each other, the
+chains of a loop that `auto` meets again (a training loop's next step) take the faster
+way as timed (`ChainTimes`). A graph of a shape walked so (by the rule, as timed, or
+where no chain was found) is walked at once the next time.
 
 The cost model, in seconds, for a segment of n steps of s ops each, whose chain tensor
 has R rows of d values:
@@ -17,12 +19,8 @@ has R rows of d values:
 
 with products counted per scan: Hillis-Steele n log2 n matrix-matrix products, Blelloch
 about n, blocked(b) about n plus n/b blocks of 6 log2 b calls each; a diagonal chain does
-elementwise work instead of products. Everything `auto` measures is in one place,
-`calibration.py`: the model's constants, measured once per process in about half a
-second (c_visit, one node of the engine's sequential walk; c_analysis and c_batch, the
-finder and the batching, per node; c_chain, what a scan costs once per chain; t_mm(d)
-and t_mv(d), one d x d product in a stacked `np.matmul`; c_call, one numpy call), and
-the times of the loops' chains (`ChainTimes`).
+elementwise work instead of products. Everything `auto` measures (the constants, and the
+times of the loops' chains) is in `calibration.py`.
 """
 
 import math
@@ -37,11 +35,15 @@ CACHE_BYTES = 2**22  # Jacobians beyond this (per scan or per block) slow the pr
 BLOCK_SIZES = (64, 256, 1024)
 
 
+def rows_and_size(state_shape):
+    """(R, d) of a chain tensor: its rows, the values in a row."""
+    return math.prod(state_shape[:-1]), (state_shape[-1] if state_shape else 1)
+
+
 def visit_cost(state_shape, costs):
     """Seconds per node of the sequential walk on a chain tensor of `state_shape`."""
-    size = state_shape[-1] if state_shape else 1
-    rows = math.prod(state_shape[:-1]) if len(state_shape) > 1 else 1
-    return costs["c_visit"] + costs.get("c_visit_area", 0.0) * rows * size * size
+    rows, size = rows_and_size(state_shape)
+    return costs["c_visit"] + costs["c_visit_area"] * rows * size * size
 
 
 def diagonal_bytes(steps, rows, size):
@@ -74,43 +76,41 @@ def step_costs(steps, rows, size, dense, costs):
             # ten more passes over a step's values (measured: 2048 steps at hidden 128,
             # 8 MiB a stack, Blelloch took 1.18-1.26x the blocked scan, 13 ms more).
             unblocked = 1.5 * unit
-            unblocked_build = unblocked + 10 * rows * size * costs.get("c_element", 0.0)
+            unblocked_build = unblocked + 10 * rows * size * costs["c_element"]
         return StepCosts(unit, unit, unit, unblocked, unblocked_build, unblocked)
     # Building a step's dense Jacobian: d x d values per row (a product by a weight
     # scaled row by row), elementwise work.
     # About three passes over them: the product of the weight's matrix by the diagonal
     # of the activation, its broadcast to every row, the contiguous copy the scan reads.
-    build = 3 * rows * size * size * costs.get("c_element", 0.0)
+    build = 3 * rows * size * size * costs["c_element"]
     matrix = rows * per_product(costs["t_mm"], size)
     vector = rows * per_product(costs["t_mv"], size)
     # Beyond the caches the products slow down, and so do the copies around them
     # (pairing, interleaving) and the building of the Jacobians: measured here, an
     # unblocked scan of 8-64 MiB of Jacobians took 1.15-1.25x the blocked scan's time.
-    large = 1.5 * matrix
-    if "t_mm_large" in costs:
-        large = max(rows * per_product(costs["t_mm_large"], size), large)
+    large = max(rows * per_product(costs["t_mm_large"], size), 1.5 * matrix)
     if steps * rows * size * size * 8 <= CACHE_BYTES:
         return StepCosts(matrix, vector, build, matrix, build, large)
     # Written to fresh memory twice (the Jacobians, the first pair products).
-    fresh = 2 * rows * size * size * 8 * costs.get("c_fresh", 0.0)
+    fresh = 2 * rows * size * size * 8 * costs["c_fresh"]
     return StepCosts(matrix, vector, build, large, 1.5 * build + fresh, large)
 
 
 def fixed_cost(nodes, rows, size, dense, costs):
     """What every scan pays whatever its method: finding the chain and batching its steps
     (per node, plus a part per chain), and the side branches' vjps."""
-    fixed = nodes * (costs["c_analysis"] + costs["c_batch"]) + costs.get("c_chain", 0.0)
+    fixed = nodes * (costs["c_analysis"] + costs["c_batch"]) + costs["c_chain"]
     if dense:
         # The side branches' vjps do the walk's arithmetic, batched: the part of a visit
         # that grows with the arrays (rows * d^2) is paid by the scans too (it decides at
         # hidden 20 with 16 rows, BPPSA's setting, where leaving it out made 100-step
         # scans look as cheap as the walk: they took 1.3x longer).
-        return fixed + nodes * costs.get("c_visit_area", 0.0) * rows * size * size
+        return fixed + nodes * costs["c_visit_area"] * rows * size * size
     # A diagonal chain's side branches are elementwise too (and a product by a weight
     # beside the chain, x_t W, is one batched product): a few passes over the stacked
     # values per node, not the walk's d^2 (which priced a 256-step chain at hidden 128 at
     # 0.86x the walk, where it took 0.7x, and `auto` walked it).
-    return fixed + nodes * 4 * rows * size * costs.get("c_element", 0.0)
+    return fixed + nodes * 4 * rows * size * costs["c_element"]
 
 
 def estimate(steps, ops_per_step, state_shape, kind, costs=None):
@@ -123,8 +123,7 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     """
     costs = calibrate() if costs is None else costs
     nodes = steps * ops_per_step
-    size = state_shape[-1] if state_shape else 1
-    rows = math.prod(state_shape[:-1]) if len(state_shape) > 1 else 1
+    rows, size = rows_and_size(state_shape)
     dense = kind == "dense"
     per_step = step_costs(steps, rows, size, dense, costs)
     fixed = fixed_cost(nodes, rows, size, dense, costs)
@@ -164,13 +163,6 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     return times
 
 
-def analysis_cost(steps, ops_per_step, costs=None):
-    """The part of a scan's estimate already spent once the chain has been found (the
-    lean chain check): sunk when `auto` chooses, so left out of that comparison."""
-    costs = calibrate() if costs is None else costs
-    return steps * ops_per_step * costs["c_analysis"] + costs.get("c_analysis_chain", 0.0)
-
-
 _HANDICAP = {"hillis-steele": 1.05}
 """Hillis-Steele must beat the other scans' estimates by 5% to be chosen: it does
 n log n work, and where the model calls it even with Blelloch (hidden 8, 64 steps) it
@@ -206,12 +198,13 @@ an RNN cell's 4): a graph that shallow (an MLP's training step) is walked withou
 running the finder."""
 
 RULE = (
-    f"auto: a graph under {SHALLOW} ops deep, or whose tensors {SHALLOW} ops below the output "
-    "are too wide for any chain of them to pay, is walked, and else each chain takes the "
-    f"cheapest of the walk and the scans by the cost model (a scan only under {SCAN_MARGIN}x "
-    f"the walk), and where scan and walk are estimated within {TRUSTED:g}x of each other the "
-    f"chains of a loop met again take the faster as timed ({ChainTimes.TRIALS} backwards each "
-    "way); a graph of a shape walked so before (by this rule or as timed) is walked at once"
+    f"auto: a graph under {SHALLOW} ops deep is walked, and so is one whose tensors {SHALLOW} "
+    f"ops below the output are too wide for any chain of them to come within {TRUSTED:g}x of "
+    "the walk by the cost model; else each chain takes the cheapest of the walk and the scans "
+    f"by the model (a scan only under {SCAN_MARGIN}x the walk) where it estimates the best scan "
+    f"{TRUSTED:g}x cheaper or dearer than the walk, and else the faster as timed "
+    f"({ChainTimes.TRIALS} backwards each way, interleaved); a graph of a shape walked so before "
+    "is walked at once"
 )
 
 
@@ -242,11 +235,19 @@ def probe(tensor, ops):
     return tensor, dense
 
 
-def pays_at(shape, dense, costs=None):
+def may_pay(shape, dense, costs=None):
     """Whether the cost model estimates some scan of a long chain (8,192 steps of 4 ops)
-    of tensors of `shape` cheaper than the walk: at hidden 64 no scan of a dense chain is."""
+    of tensors of `shape` within `TRUSTED` times the walk: at hidden 64 in 4 rows no scan
+    of a dense chain is (its calibrations put the best at 2.6-4.2x the walk; measured
+    3.6-4.2x), at hidden 32 one is (0.65-0.9x; measured 0.6-0.9x)."""
     times = estimate(8192, 4, tuple(shape), "dense" if dense else "diagonal", costs)
-    return best_choice(times)[0] != "sequential"
+    return scan_ratio(times) < TRUSTED
+
+
+def scan_ratio(times):
+    """The best scan's estimate over the walk's, in `estimate`'s `times`."""
+    scans = [seconds for name, seconds in times.items() if name != "sequential"]
+    return min(scans) / times["sequential"]
 
 
 class AutoScheduler(ScanScheduler):
@@ -264,46 +265,52 @@ class AutoScheduler(ScanScheduler):
     def __init__(self):
         super().__init__("blelloch")
         self.name = "auto"
-        self.last_estimates = []
         self.chain_times = ChainTimes()
         self.clock = time.process_time  # (CPU time: what the other processes take is left out)
-        self.trial = None  # (chains key, "scan" or "walk", graph key) of the run's chains
+        self.trial = None  # (chains key, "scan" or "walk") of the run's chains, when timed
+        self.graph_key = None  # the shape of the run's graph (`ChainTimes.graph_key`)
+        self.start = None  # when the run's timed part began
 
     def run(self, graph):
         self.trial = None
-        start = self.clock()
+        self.graph_key = self.chain_times.graph_key(graph)
+        if self.graph_key in self.chain_times.walked:  # walked before: by the rule, or as timed
+            graph.run_sequential()
+            return
+        self.start = self.clock()
         super().run(graph)
         if self.trial is not None:
-            key, how, graph_key = self.trial
-            self.chain_times.record(key, how, self.clock() - start, graph_key)
+            key, how = self.trial
+            self.chain_times.record(key, how, self.clock() - self.start, self.graph_key)
 
     def find(self, graph):
-        graph_key = self.chain_times.graph_key(graph)
-        if graph_key in self.chain_times.walked:  # walked before: by the gate, or as timed
-            return {}
         looks, _ = self.gate(graph)
-        if not looks:
-            self.chain_times.remember_walked(graph_key)
-            return {}
-        found = super().find(graph)
-        if found and not self.trusted(found.values()):
-            self.trial = (chains_key(found.values()), self.way(found.values()), graph_key)
+        found = super().find(graph) if looks else {}
+        sure = self.sure_of(found.values())
+        if sure == "walk":
+            self.chain_times.remember_walked(self.graph_key)
+        elif sure is None:
+            self.trial = (chains_key(found.values()), self.way(found.values()))
+            if self.trial[1] == "walk":
+                # A graph settled on the walk is walked without a look: the look is the
+                # scan's cost alone (a fifth of the walk at hidden 32, 256 steps).
+                self.start = self.clock()
         return found
 
-    def trusted(self, segments):
-        """Whether the cost model's choice for `segments` stands untimed: every chain's best
-        scan estimated `TRUSTED` times cheaper than its walk, or every one that much dearer."""
-        ratios = []
-        for segment in segments:
-            times = self.estimates_for(segment)
-            walk = times.pop("sequential")
-            ratios.append(min(times.values()) / walk)
-        return max(ratios) < 1 / TRUSTED or min(ratios) > TRUSTED
+    def sure_of(self, segments):
+        """ "scan" or "walk" where the cost model's choice for `segments` stands untimed:
+        every chain's best scan estimated `TRUSTED` times cheaper than its walk, or every
+        one that much dearer ("walk" for no chain); None where it is timed."""
+        ratios = [scan_ratio(self.estimates_for(segment)) for segment in segments]
+        if not ratios or min(ratios) > TRUSTED:
+            return "walk"
+        return "scan" if max(ratios) < 1 / TRUSTED else None
 
     def way(self, segments):
         """ "scan" or "walk" for the found chains `segments`: the faster of the two as
         measured (`ChainTimes`), the cost model's choice until both are."""
-        scans = any(self._model_choice(segment)[0] != "sequential" for segment in segments)
+        choices = [best_choice(self.estimates_for(segment))[0] for segment in segments]
+        scans = any(choice != "sequential" for choice in choices)
         return self.chain_times.way(chains_key(segments), "scan" if scans else "walk")
 
     def gate(self, graph):
@@ -314,36 +321,32 @@ class AutoScheduler(ScanScheduler):
                 continue
             below, dense = found
             kind = "dense" if dense else "diagonal"
-            if pays_at(below.shape, dense):
+            if may_pay(below.shape, dense):
                 return True, f"{kind} chains of tensors {below.shape} may pay: looked for chains"
-            return False, f"no {kind} chain of tensors {below.shape} pays: walked"
+            return False, f"no {kind} chain of tensors {below.shape} can pay: walked"
         return False, f"the graph is not {SHALLOW} ops deep: walked"
 
     def choose(self, segment):
-        method, block_size = self._model_choice(segment)
+        times = self.estimates_for(segment)
         way = None if self.trial is None else self.trial[1]
         if way == "walk":
             return "sequential", None
-        if way == "scan" and method == "sequential":  # (timed: the cheapest scan)
-            times = self.estimates_for(segment)
-            del times["sequential"]
-            method, block_size = best_choice({"sequential": math.inf, **times})
+        if way == "scan":  # (timed: the cheapest scan)
+            times["sequential"] = math.inf
+        method, block_size = best_choice(times)
         return method, block_size or self.block_size
-
-    def _model_choice(self, segment):
-        return best_choice(self.estimates_for(segment))
 
     def estimates_for(self, segment):
         """The estimates `choose` compares for a segment: the chain is found (or declared)
-        already, so what is left to pay is the scan without its analysis (sunk, left out)."""
+        already, so what is left to pay is the scan without its analysis (sunk, left out:
+        the lean chain check per node, and its part per chain)."""
         times = estimate(
             segment.length, segment.ops_per_step, segment.state_shape, segment.jacobian_kind
         )
-        sunk = analysis_cost(segment.length, segment.ops_per_step)
-        times = {
+        costs = calibrate()
+        sunk = segment.length * segment.ops_per_step * costs["c_analysis"]
+        sunk += costs["c_analysis_chain"]
+        return {
             name: (seconds if name == "sequential" else max(seconds - sunk, 0.0))
             for name, seconds in times.items()
         }
-        self.last_estimates.append(times)
-        del self.last_estimates[:-16]  # the latest few, for inspection (a training loop runs long)
-        return times

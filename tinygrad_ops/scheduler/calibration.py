@@ -25,13 +25,22 @@ factor: past the crossover a wrong scan loses more than a wrong walk."""
 _CALIBRATION = {}
 
 
-def _best_time(function, repeats=3):
-    best = math.inf
-    for _ in range(repeats):
+def _timed(function):
+    """Seconds of one call of `function()`, the cyclic garbage collector paused (as the scan
+    schedulers pause it; the walk allocates too little to care)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
         start = time.perf_counter()
         function()
-        best = min(best, time.perf_counter() - start)
-    return best
+        return time.perf_counter() - start
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _best_time(function, repeats=3):
+    return min(_timed(function) for _ in range(repeats))
 
 
 @enable_grad()  # calibration records graphs whatever the caller's grad mode
@@ -84,30 +93,15 @@ def _engine_costs(costs):
     # of a big graph.
     short, long = 64, 640
 
-    def paused(function):
-        collecting = gc.isenabled()
-        gc.disable()  # as the scan schedulers do; the walk allocates too little to care
-        try:
-            start = time.perf_counter()
-            function()
-            return time.perf_counter() - start
-        finally:
-            if collecting:
-                gc.enable()
+    def backward(scheduler, steps, **sizes):
+        loss, nodes = _small_rnn(steps, **sizes)
+        return _timed(lambda: loss.backward(scheduler=scheduler)) / nodes
 
-    def backward(scheduler, steps):
-        loss, nodes = _small_rnn(steps)
-        return paused(lambda: loss.backward(scheduler=scheduler)) / nodes
-
-    def analysis(finder, steps):
+    def analysis(steps):
         loss, nodes = _small_rnn(steps)
         graph = BackwardGraph([loss], None, False, True)
         graph.send(loss, np.ones_like(loss.data))
-        return paused(lambda: finder(graph)) / nodes
-
-    def backward_wide():
-        loss, nodes = _small_rnn(160, size=32, batch=4)
-        return paused(lambda: loss.backward(scheduler="sequential")) / nodes
+        return _timed(lambda: scan.find(graph)) / nodes
 
     scan = ScanScheduler("blelloch")
     best = {"visit": math.inf, "short": math.inf, "long": math.inf}
@@ -119,15 +113,15 @@ def _engine_costs(costs):
     short_time, long_time = best["short"] * short_nodes, best["long"] * long_nodes
     scanned = max((long_time - short_time) / (long_nodes - short_nodes), 0.5 * best["long"])
     costs["c_visit"] = best["visit"]
-    costs["c_analysis"] = min(analysis(scan.find, long) for _ in range(3))
-    short_analysis = min(analysis(scan.find, short) for _ in range(3)) * short_nodes
+    costs["c_analysis"] = min(analysis(long) for _ in range(3))
+    short_analysis = min(analysis(short) for _ in range(3)) * short_nodes
     costs["c_analysis_chain"] = max(short_analysis - costs["c_analysis"] * short_nodes, 0.0)
     costs["c_batch"] = max(scanned - costs["c_analysis"], 0.1 * scanned)
     costs["c_chain"] = max(short_time - scanned * short_nodes, 0.0)
     # The walk's cost grows with the arrays (its matrix products are d x d): a second
     # walk, on states of 32 values in 4 rows, gives the part per node that grows with
     # rows * d^2.
-    wide = min(backward_wide() for _ in range(3))
+    wide = min(backward("sequential", 160, size=32, batch=4) for _ in range(3))
     costs["c_visit_area"] = max((wide - costs["c_visit"]) / (4 * 32 * 32), 0.0)
 
 
@@ -136,53 +130,37 @@ def _numpy_costs(costs):
     # Fresh memory, per byte (page faults and the first write): a scan that keeps all of
     # a long chain's Jacobians at once pays it on them and again on their pair products.
     fresh = 2**22
-    costs["c_fresh"] = _best_time(lambda: np.ones(fresh), 3) / (8 * fresh)
+    costs["c_fresh"] = _best_time(lambda: np.ones(fresh)) / (8 * fresh)
     # Elementwise work (building the Jacobians: d x d values per row and step).
     values = np.ones((64, 4, 32, 32))
     costs["c_element"] = _best_time(lambda: np.multiply(values, values)) / values.size
     tiny = np.ones((1, 2, 2))
     costs["c_call"] = _best_time(lambda: [np.matmul(tiny, tiny) for _ in range(100)]) / 100
-    matrix_product = {}
-    vector_product = {}
+
+    def each(left, right, repeats=3):
+        """Seconds per product of the stacked `np.matmul(left, right)`, less a call's."""
+        seconds = _best_time(lambda: np.matmul(left, right), repeats) - costs["c_call"]
+        return max(seconds / len(right), 1e-10)
+
+    # The large products: on a stack of 16 MiB, beyond the caches, what an unblocked scan
+    # of a long chain pays (a block of 256 steps mostly stays in cache).
+    matrix, vector, large = {}, {}, {}
     generator = np.random.default_rng(0)
     for size in SIZES:
-        count = max(4, int(1e5 / size**3))
-        left = generator.standard_normal((count, size, size))
-        vectors = left[:, :1, :]
+        left = generator.standard_normal((max(4, int(1e5 / size**3)), size, size))
         np.matmul(left, left)  # warm up (thread pools, page faults)
-        matrix_product[size] = max(
-            (_best_time(lambda left=left: np.matmul(left, left)) - costs["c_call"]) / count,
-            1e-10,
-        )
-        vector_product[size] = max(
-            (
-                _best_time(lambda left=left, vectors=vectors: np.matmul(vectors, left))
-                - costs["c_call"]
-            )
-            / count,
-            1e-10,
-        )
+        matrix[size] = each(left, left)
+        vector[size] = each(left[:, :1, :], left)
+        stack = left
+        if size <= 64:
+            stack = generator.standard_normal((2**24 // (8 * size * size), size, size))
+        large[size] = max(each(stack, stack, 2), matrix[size])
     # A stray slow measurement (a thread pool waking up) must not make a size look
     # impossibly expensive: a doubling of d costs at most 16x (8x in theory).
-    for table in (matrix_product, vector_product):
+    for table in (matrix, vector):
         for low, high in itertools.pairwise(SIZES):
             table[high] = min(table[high], 16 * table[low])
-    costs["t_mm"] = matrix_product
-    costs["t_mv"] = vector_product
-    # The same products on a stack of 16 MiB, beyond the caches: what an unblocked scan
-    # of a long chain pays (a block of 256 steps mostly stays in cache).
-    large = {}
-    for size in SIZES:
-        if size > 64:
-            large[size] = matrix_product[size]
-            continue
-        count = 2**24 // (8 * size * size)
-        left = generator.standard_normal((count, size, size))
-        large[size] = max(
-            (_best_time(lambda left=left: np.matmul(left, left), 2) - costs["c_call"]) / count,
-            matrix_product[size],
-        )
-    costs["t_mm_large"] = large
+    costs["t_mm"], costs["t_mv"], costs["t_mm_large"] = matrix, vector, large
 
 
 class ChainTimes:
@@ -191,48 +169,46 @@ class ChainTimes:
     CPU times of the whole backward scanned and walked. The cost model, calibrated on one
     small RNN, misjudges some chains (BPPSA's, hidden 20 in 16 rows, 100 steps: a scan
     estimated at 0.6x the walk took 1.5x its time); a training loop meets the same chains
-    every step, so `auto` times the first backwards of a chain each way, `TRIALS` times
-    (a first run pays for fresh memory), the model's way first, and then takes the
-    faster. Where that is the walk, or `auto`'s gate walked the graph (too shallow, too
-    wide), the graph's shape (`graph_key`) is remembered, and the next backward of that
-    shape is walked without a look (the look cost a fifth of BPPSA's 100-step walk, the
-    gate's probe a twentieth of a small MLP's). `KEPT` keys at most, the oldest forgotten."""
+    every step, so `auto` times the first backwards of a chain `TRIALS` times each way,
+    interleaved, the model's way first (a slow spell of the machine, or the first run's
+    fresh memory, then hits both ways), and then takes the faster by the minima. Where
+    that is the walk, or the rule walked the graph, the graph's shape (`graph_key`) is
+    remembered, and the next backward of that shape is walked without a look (the look
+    cost a fifth of BPPSA's 100-step walk, the gate's probe a twentieth of a small MLP's).
+    `KEPT` keys at most, the oldest forgotten."""
 
-    TRIALS = 2
+    TRIALS = 3
     KEPT = 64
 
     def __init__(self):
         self.times = {}  # chains key -> {"scan": [seconds, ...], "walk": [...]}
-        self.walked = {}  # graph key -> chains key settled on the walk (None: the gate's walk)
+        self.walked = {}  # graph keys walked at once (the values unused: an ordered set)
         self.newest = None  # the creation number of the output of the latest backward
 
     def way(self, key, model_way):
         """ "scan" or "walk" for the next backward of these chains."""
         times = self.times.get(key, {})
         other = "walk" if model_way == "scan" else "scan"
-        for how in (model_way, other):
-            if len(times.get(how, ())) < self.TRIALS:
-                return how
+        ran, other_ran = len(times.get(model_way, ())), len(times.get(other, ()))
+        if min(ran, other_ran) < self.TRIALS:
+            return model_way if ran <= other_ran else other
         return "scan" if min(times["scan"]) < SCAN_MARGIN * min(times["walk"]) else "walk"
 
     def record(self, key, how, seconds, graph_key=None):
-        """Keep a backward's time; remember `graph_key` if these chains settle on the walk."""
-        times = _newest(self.times, key, {})
-        times.setdefault(how, []).append(seconds)
+        """Keep a trial's time (`TRIALS` each way: the same number of samples on both
+        sides); remember `graph_key` if these chains settle on the walk."""
+        times = _newest(self.times, key, {}, self.KEPT)
+        trials = times.setdefault(how, [])
+        if len(trials) < self.TRIALS:
+            trials.append(seconds)
         settled = all(len(times.get(way, ())) >= self.TRIALS for way in ("scan", "walk"))
         if settled and self.way(key, how) == "walk":
-            self.remember_walked(graph_key, key)
-        while len(self.times) > self.KEPT:
-            del self.times[next(iter(self.times))]
+            self.remember_walked(graph_key)
 
-    def remember_walked(self, graph_key, chains=None):
-        """Backwards of this graph shape are walked at once from now on (`chains`: the
-        key of the chains timed faster walked, None: `auto`'s gate walked it)."""
-        if graph_key is None:
-            return
-        _newest(self.walked, graph_key, chains)
-        while len(self.walked) > self.KEPT:
-            del self.walked[next(iter(self.walked))]
+    def remember_walked(self, graph_key):
+        """Backwards of this graph shape are walked at once from now on."""
+        if graph_key is not None:
+            _newest(self.walked, graph_key, None, self.KEPT)
 
     def measured(self, key):
         """{"scan": best seconds, "walk": ...} of what was timed on these chains."""
@@ -253,10 +229,13 @@ class ChainTimes:
         )
 
 
-def _newest(table, key, default):
-    """table[key] (default if absent), moved to the end: the newest, forgotten last."""
+def _newest(table, key, default, kept):
+    """table[key] (default if absent), moved to the end: the newest, forgotten last (the
+    oldest go past `kept` entries)."""
     value = table.pop(key, default)
     table[key] = value
+    while len(table) > kept:
+        del table[next(iter(table))]
     return value
 
 

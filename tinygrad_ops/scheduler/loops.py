@@ -29,7 +29,7 @@ top no chain: a graph without a chain (an MLP) costs a few lookups near its outp
 import heapq
 
 from ..tensor import Tensor
-from .columns import check_columns, segment_from, walk_route
+from .columns import check_columns, segment_from, slot_columns, walk_route
 from .steps import MAX_PERIOD, CannotScan, Step, build_template
 
 LOOK = MAX_PERIOD
@@ -131,9 +131,7 @@ def _upstream(segment, owner, bound):
     node) upstream of its inputs from outside, or None if its own tensors are among them.
     A chain found below, met at one of its anchors (in `owner`), is taken whole, and the
     search goes on from its own inputs."""
-    own = set()
-    for column in segment.columns:
-        own.update(map(id, column))
+    own = None  # the segment's tensors' ids, made when a tensor of no chain is met
     held = set()
     stack = _below(segment)
     while stack:
@@ -141,16 +139,18 @@ def _upstream(segment, owner, bound):
         node = getattr(tensor, "_ctx", None)
         if node is None or node.sequence <= bound or id(tensor) in held:
             continue
+        other = owner.get(id(tensor))
+        if other is not None:
+            for column in other.columns:
+                held.update(map(id, column))
+            stack.extend(_below(other))
+            continue
+        if own is None:
+            own = {id(member) for column in segment.columns for member in column}
         if id(tensor) in own:
             return None
-        other = owner.get(id(tensor))
-        if other is None:
-            held.add(id(tensor))
-            stack.extend(node.inputs)
-            continue
-        for column in other.columns:
-            held.update(map(id, column))
-        stack.extend(_below(other))
+        held.add(id(tensor))
+        stack.extend(node.inputs)
     return held
 
 
@@ -262,7 +262,7 @@ def _carried(template, step):
     reaches x_{n-1} or x_{n-2}, the step reads the chain from outside; where it reaches
     another tensor of the step below, that tensor's counterpart in the top step is a
     carried state."""
-    below = _step_below(template, step.lower)
+    below = _step_below(template, step)
     if below is None:
         return set()  # no step below of this shape: the chain is too short anyway
     slots, bottom, bound = below
@@ -285,26 +285,16 @@ def _carried(template, step):
     return carried
 
 
-def _step_below(template, lower):
-    """({id(tensor): slot} of the step below the top one, traced from `lower` by the
-    template's paths, its own lower anchor x_{n-2}, and the oldest creation number among
-    them), or None where the paths lead off the graph (a leaf or a number where the top
-    step has an op)."""
-    tensors = [lower]
-    for parent, k in template.paths[1:]:
-        node = tensors[parent]._ctx
-        if node is None or k >= len(node.inputs) or getattr(node.inputs[k], "_ctx", None) is None:
-            return None
-        tensors.append(node.inputs[k])
-    bottom = lower
-    for k in template.route:
-        node = bottom._ctx
-        if node is None or k >= len(node.inputs):
-            return None
-        bottom = node.inputs[k]
-    if not isinstance(bottom, Tensor):
+def _step_below(template, step):
+    """({id(tensor): slot} of the step below the top one, traced by the template, its own
+    lower anchor x_{n-2}, and the oldest creation number among them), or None where no
+    step below is made like the top one (then `_chain_at` finds no chain there anyway)."""
+    anchors = walk_route(template.route, step, 3)
+    count, tensors, nodes = slot_columns(template, anchors)
+    if count < 2:
         return None
-    bound = min(tensor._ctx.sequence for tensor in tensors)
+    bottom = anchors[2]
+    bound = min(column[1].sequence for column in nodes)
     if bottom._ctx is not None:
         bound = min(bound, bottom._ctx.sequence)
-    return {id(tensor): slot for slot, tensor in enumerate(tensors)}, bottom, bound
+    return {id(column[1]): slot for slot, column in enumerate(tensors)}, bottom, bound

@@ -4,7 +4,7 @@ import numpy as np
 
 from ..autograd.graph import BackwardGraph
 from . import resolve_scheduler, scans
-from .auto import RULE, AutoScheduler, calibrate, estimate
+from .auto import RULE, AutoScheduler, calibrate, estimate, rows_and_size
 from .calibration import chains_key, per_product
 from .declared import declared_at, declared_in, segment_of
 from .scan_scheduler import ScanScheduler
@@ -37,8 +37,7 @@ class SegmentPlan:
         Brent's bound, the depth a sum of one numpy call per level, already in the
         estimate). The walk has no parallel work: its figure stays."""
         costs = calibrate()
-        size = self.state_shape[-1] if self.state_shape else 1
-        rows = int(np.prod(self.state_shape[:-1])) if len(self.state_shape) > 1 else 1
+        rows, size = rows_and_size(self.state_shape)
         matrix, vector = per_product(costs["t_mm"], size), per_product(costs["t_mv"], size)
         times = {}
         for method, (products, applied, _) in self.work_and_depth.items():
@@ -132,33 +131,28 @@ def backward_plan(loss, scheduler=None, gradient=None):
     [(16, 'diagonal', 'blelloch')]
     """
     chosen = resolve_scheduler(scheduler)
-    if gradient is None:
-        seed = np.ones_like(loss.data)
-    else:
-        seed = gradient.data if hasattr(gradient, "data") else np.asarray(gradient)
+    seed = np.ones_like(loss.data) if gradient is None else getattr(gradient, "data", gradient)
     graph = BackwardGraph([loss], None, False, True)
-    graph.send(loss, seed)
+    graph.send(loss, np.asarray(seed))
     name = getattr(chosen, "name", type(chosen).__name__)
-    scanning = isinstance(chosen, ScanScheduler)
+    looks = scanning = isinstance(chosen, ScanScheduler)
     declared = declared_in([loss])
-    looks = scanning and declared  # a declared chain: each one decided at its top
+    is_auto = isinstance(chosen, AutoScheduler)
     if not scanning:
         rules = ["not a scan scheduler: the walk (or the scheduler's own run)"]
-    elif isinstance(chosen, AutoScheduler):
+    elif is_auto:
         rules = [RULE]
-        if not declared:
+        if not declared:  # (a declared chain is decided at its top)
             looks, why = chosen.gate(graph)
             rules.append(why)
     else:
         rules = [f"{chosen.name}: every chain is scanned"]
-        looks = True
     refusals = []
     min_steps = chosen.min_steps if scanning else ScanScheduler("blelloch").min_steps
-    found = _segments(graph, loss, declared, min_steps, refusals)
-    timed = isinstance(chosen, AutoScheduler) and looks and not declared and found
-    timed = timed and not chosen.trusted(found)
+    found = _segments(graph, declared, min_steps, refusals)
+    timed = is_auto and looks and not declared and found and chosen.sure_of(found) is None
     if timed:  # what `auto` timed on these chains decides, as in its run
-        chosen.trial = (chains_key(found), chosen.way(found), None)
+        chosen.trial = (chains_key(found), chosen.way(found))
         measured = chosen.chain_times.measured(chosen.trial[0])
         if measured:
             figures = ", ".join(
@@ -172,7 +166,7 @@ def backward_plan(loss, scheduler=None, gradient=None):
     finally:
         if timed:
             chosen.trial = None
-    return BackwardPlan(name, _count_tensors(loss), segments, "; ".join(rules + refusals))
+    return BackwardPlan(name, len(graph.order), segments, "; ".join(rules + refusals))
 
 
 def _segment_plan(segment, chosen, looks):
@@ -184,12 +178,14 @@ def _segment_plan(segment, chosen, looks):
     if looks and isinstance(chosen, AutoScheduler):
         times, by = chosen.estimates_for(segment), "what auto compares"
     else:
-        times, by = _estimates(segment), "the cost model, for comparison"
+        shape, kind = segment.state_shape, segment.jacobian_kind
+        times = estimate(segment.length, segment.ops_per_step, shape, kind)
+        by = "the cost model, for comparison"
     block_size = block_size if method == "blocked" else None
     return SegmentPlan(segment, method, block_size, times, by)
 
 
-def _segments(graph, loss, declared, min_steps, refusals):
+def _segments(graph, declared, min_steps, refusals):
     """The segments a scan scheduler's walk would reach, newest first: the declared
     chains (tg.scan) if the graph has any, else those the finder finds. Declared chains
     that cannot be scanned add their reason to `refusals`."""
@@ -197,44 +193,12 @@ def _segments(graph, loss, declared, min_steps, refusals):
         found = ScanScheduler("blelloch", min_steps=min_steps).find(graph)
         return sorted(found.values(), key=lambda segment: -segment.anchors[-1]._ctx.sequence)
     segments = []
-    for top in _declared_tops(loss):
-        try:
-            segments.append(segment_of(declared_at(top), top, None, min_steps))
-        except CannotScan as reason:
-            refusals.append(f"a tg.scan of {len(declared_at(top).below)} steps is walked: {reason}")
-    return segments
-
-
-def _declared_tops(root):
-    """The top anchors of declared chains in the graph of `root`, the newest first."""
-    tops = [tensor for tensor in _reached(root) if declared_at(tensor) is not None]
-    return sorted(tops, key=lambda tensor: -tensor._ctx.sequence)
-
-
-def _reached(root):
-    """`root` and every tensor that requires grad the backward pass from it would reach,
-    each once (an iterative search: no recursion limit)."""
-    seen = {id(root)}
-    stack = [root]
-    while stack:
-        tensor = stack.pop()
-        yield tensor
-        node = tensor._ctx
-        if node is None:
+    for top in reversed(graph.order):  # (the newest first)
+        declaration = declared_at(top)
+        if declaration is None:
             continue
-        for operand, needs in zip(node.inputs, node.needs_input_grad):
-            if needs and id(operand) not in seen:
-                seen.add(id(operand))
-                stack.append(operand)
-
-
-def _count_tensors(root):
-    """How many tensors that require grad the backward pass would reach."""
-    return sum(1 for _ in _reached(root))
-
-
-def _estimates(segment):
-    """The cost model's estimates, for comparison."""
-    return estimate(
-        segment.length, segment.ops_per_step, segment.state_shape, segment.jacobian_kind
-    )
+        try:
+            segments.append(segment_of(declaration, top, None, min_steps))
+        except CannotScan as reason:
+            refusals.append(f"a tg.scan of {len(declaration.below)} steps is walked: {reason}")
+    return segments
