@@ -62,10 +62,11 @@ def declared_at(tensor):
 
 
 def declared_in(roots):
-    """Whether the graph of `roots` holds an anchor of a declared chain (then the scan
-    schedulers take its declared chains; else they search it for chains, `loops.py`).
-    A chain whose top node a backward has released (`Op.release`: no `retain_graph`) is
-    forgotten first. The search stops at the first anchor: usually a few ops below the loss."""
+    """The ids of the top anchors of the declared chains when the graph of `roots` holds
+    an anchor of one (then the scan schedulers take its declared chains), else an empty
+    set (they search it for chains, `loops.py`). A chain whose top node a backward has
+    released (`Op.release`: no `retain_graph`) is forgotten first. The search stops at the
+    first anchor it meets: usually a few ops below the loss."""
     anchors = set()
     for key, (ref, declaration) in list(_DECLARED.items()):
         top = ref()
@@ -83,10 +84,10 @@ def declared_in(roots):
         for operand, needs in zip(node.inputs, node.needs_input_grad):
             if needs and id(operand) not in seen:
                 if id(operand) in anchors:
-                    return True
+                    return set(_DECLARED)
                 seen.add(id(operand))
                 stack.append(operand)
-    return False
+    return set()
 
 
 def segment_of(declaration, top, capture=None, min_steps=2):
@@ -177,9 +178,3 @@ def _steps_as_declared(template, anchors, capture):
 def _agreeing(flags, count):
     """How many of the first `count` steps come before the first False among `flags`."""
     return flags.index(False) if False in flags[:count] else count
-
-
-def first_sequence(segment):
-    """The creation number of the segment's first node: its lowest step's tensors, and
-    everything made after them up to its top anchor, are the segment's range."""
-    return min(column[0].sequence for column in segment.nodes)

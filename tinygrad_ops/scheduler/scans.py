@@ -366,6 +366,23 @@ def scan_from_prefix(method, first, build, count, operator, block_size=64, sink=
     sink(0, count + 1, scan(first, rest, operator))
 
 
+def chain_scan(method, seed, build, count, diagonal, injected, sink, block_size=64):
+    """The backward of a chain of `count` steps as one scan (docs/scan.md section 1): the
+    prefixes of [(0, g_n), (J_n, e_{n-1}), ..., (J_1, e_0)] are g_n, g_{n-1}, ..., g_0.
+
+    `seed` is g_n; `build(start, stop)` makes elements start..stop-1 after it: (J, e)
+    pairs, or (J,) alone when nothing enters the chain between its ends (`injected`
+    False: the scan composes the Jacobians alone, half the work of the pairs); J is a
+    stack of matrices (..., d, d), or of diagonals (..., d) when `diagonal`. `sink(start,
+    stop, (vectors,))` receives g_{n - start} .. g_{n - stop + 1} as they are made.
+    """
+    if injected:
+        operator = (DiagonalAffineCompose if diagonal else AffineCompose)(seeded=True)
+    else:
+        operator = SeededProduct(diagonal)
+    scan_from_prefix(method, (seed[None],), build, count, operator, block_size, sink)
+
+
 class WorkAndDepth(AssociativeOperator):
     """An operator that counts instead of computing: each element is its depth (how many
     products lie on its longest path of dependencies); `combine` is a matrix-matrix

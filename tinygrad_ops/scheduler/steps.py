@@ -42,13 +42,16 @@ class Template:
     (no gradient needed).
     """
 
-    def __init__(self, classes, paths, wiring, shapes, chain_slots, order, needs, options, kinds):
+    def __init__(self, classes, paths, wiring, shapes, chain, order, needs, options, kinds):
         self.classes = classes
         self.kinds = kinds  # the Jacobian kinds met on the paths from x_{i-1} to x_i
         self.paths = paths
         self.wiring = wiring
         self.shapes = shapes
-        self.chain_slots = chain_slots  # slots that depend on x_{i-1}, consumers first
+        # The slots that depend on x_{i-1}, consumers first, and their inputs on the chain:
+        # chain_inputs[slot] lists (input index, "prev" or the input's slot).
+        self.chain_slots = [slot for slot in order if slot in chain]
+        self.chain_inputs = chain
         self.order = order  # slots, consumers before inputs
         self.needs = needs  # each slot's needs_input_grad
         self.options = options  # each slot's op options: (attribute, value) pairs
@@ -245,31 +248,33 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
         cursor += 1
     order = sorted(range(len(slots)), key=lambda slot: slots[slot]._ctx.sequence, reverse=True)
     kinds = set()
-    depends = _depends_on_prev(slots, wiring, order, kinds)
-    if depends is None or not depends[0]:
+    chain = _chain_inputs(slots, wiring, order, kinds)
+    if chain is None or 0 not in chain:
         return None
-    chain_slots = [slot for slot in order if depends[slot]]
     needs = [tensor._ctx.needs_input_grad for tensor in slots]
     options = [node_options(tensor._ctx) for tensor in slots]
-    template = Template(classes, paths, wiring, shapes, chain_slots, order, needs, options, kinds)
+    template = Template(classes, paths, wiring, shapes, chain, order, needs, options, kinds)
     return template, Step(lower, upper, slots, outside)
 
 
-def _depends_on_prev(slots, wiring, order, kinds):
-    """Which slots depend on x_{i-1} (adding the Jacobian kinds met to `kinds`); None if an
-    op on such a path has no row-wise Jacobian through that input (a broadcast
+def _chain_inputs(slots, wiring, order, kinds):
+    """{slot: [(input index, "prev" or the input's slot)]} for the slots that depend on
+    x_{i-1}: their inputs on the chain (adding the Jacobian kinds met to `kinds`); None if
+    an op on such a path has no row-wise Jacobian through that input (a broadcast
     elementwise input, W @ x, a reduction)."""
-    depends = [False] * len(slots)
+    chain = {}
     for slot in reversed(order):  # inputs before consumers
         node = slots[slot]._ctx
         for k, code in enumerate(wiring[slot]):
-            if not (code == "prev" or (isinstance(code, tuple) and code[0] == "slot")):
+            if code == "prev":
+                target = "prev"
+            elif isinstance(code, tuple) and code[0] == "slot" and code[1] in chain:
+                target = code[1]
+            else:
                 continue
-            if code != "prev" and not depends[code[1]]:
-                continue
-            depends[slot] = True
             kind = jacobians.chain_kind(node, k, slots[slot].data.shape)
             if kind is None:
                 return None
             kinds.add(kind)
-    return depends
+            chain.setdefault(slot, []).append((k, target))
+    return chain
