@@ -90,7 +90,7 @@ def declared_in(roots):
     return set()
 
 
-def segment_of(declaration, top, capture=None, min_steps=2):
+def segment_of(declaration, top, min_steps=2):
     """The `Segment` of a declared chain (its top steps made as the declared template says:
     a constant x_0 leaves the lowest step to the walk), or `CannotScan`."""
     if declaration.refusal:
@@ -99,7 +99,7 @@ def segment_of(declaration, top, capture=None, min_steps=2):
     if len(anchors) - 1 < min_steps:
         raise CannotScan(f"{len(anchors) - 1} step(s), fewer than {min_steps}")
     template = copy.copy(declaration.template)  # (its wiring is the segment's own)
-    count, tensors, nodes = _steps_as_declared(template, anchors[::-1], capture)
+    count, tensors, nodes = _steps_as_declared(template, anchors[::-1])
     if count < min_steps:
         raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
     # The walk visits what is pending among the steps' tensors before the scan
@@ -123,15 +123,14 @@ def segment_of(declaration, top, capture=None, min_steps=2):
     return Segment(template, anchors[-count - 1 :], columns, per_step, step_nodes)
 
 
-def _steps_as_declared(template, anchors, capture):
+def _steps_as_declared(template, anchors):
     """(count, tensors, nodes): how many steps from the top (`anchors`: x_n, x_{n-1}, ...,
     x_0) are made as `template` says, and each slot's tensors and nodes in them, top-down.
 
-    Step i matches when every slot is made by the template's op class with its options and
-    needs_input_grad, has its shape and dtype and no hook (nor is a tg.grad input, in
-    `capture`), and reads what the template wires it to: the step's own carry x_{i-1} and
-    slots, by identity. (Its inputs from outside, shared or per step, are `segment_of`'s;
-    the carries' shapes `tg.scan` checked.) Each check is one pass over a slot's column."""
+    Step i matches when each slot is made by the template's op class, with its options
+    and needs_input_grad, no hook, its shape and dtype, and reads what the template wires
+    it to: the step's own carry x_{i-1} and slots, by identity (the carries' shapes
+    `tg.scan` checked). Each check is one pass over a slot's column of steps."""
     count = len(anchors) - 1
     tensors, nodes = [], []
     for slot, op_class in enumerate(template.classes):
@@ -142,9 +141,11 @@ def _steps_as_declared(template, anchors, capture):
             column = [node.inputs[k] for node in nodes[parent][:count]]
         made = [getattr(tensor, "_ctx", None) for tensor in column]
         needs = template.needs[slot]
-        flags = [type(node) is op_class and node.needs_input_grad == needs for node in made]
+        flags = [
+            type(node) is op_class and node.needs_input_grad == needs and tensor._hooks is None
+            for tensor, node in zip(column, made)
+        ]
         count = _agreeing(flags, count)
-        count = _agreeing([tensor._hooks is None for tensor in column[:count]], count)
         if "const" in template.wiring[slot]:
             # (A slot's shape and dtype follow from its inputs' and its options; only an
             # input without a gradient, x_t or a number, can change them.)
@@ -154,8 +155,6 @@ def _steps_as_declared(template, anchors, capture):
                 for tensor in column[:count]
             ]
             count = _agreeing(flags, count)
-        if capture is not None:
-            count = _agreeing([id(tensor) not in capture for tensor in column[:count]], count)
         for name, value in template.options[slot]:
             options = [getattr(node, name, MISSING) for node in made[:count]]
             count = _agreeing([same_option(option, value) for option in options], count)

@@ -199,7 +199,7 @@ def _segments(graph, loss, declared, min_steps, refusals):
     segments = []
     for top in _declared_tops(loss):
         try:
-            segments.append(segment_of(declared_at(top), top, None, min_steps))
+            segments.append(segment_of(declared_at(top), top, min_steps))
         except CannotScan as reason:
             refusals.append(f"a tg.scan of {len(declared_at(top).below)} steps is walked: {reason}")
     return segments

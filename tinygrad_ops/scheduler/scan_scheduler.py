@@ -134,7 +134,7 @@ class SegmentRun:
             results = batched.node(start, stop, needs).backward(grad)
             for k, code in enumerate(wiring):
                 result = results[k]
-                if result is None or not needs[k] or code == "const":
+                if result is None or not needs[k]:  # (nor for x_{i-1} or a constant)
                     continue
                 if code == "step":
                     operands = self.outside_columns[(slot, k)][start:stop]
@@ -171,9 +171,7 @@ class SegmentRun:
             return
         anchors = self.segment.anchors
         count = self.count
-        seed = graph.pop_grad(anchors[-1])
-        if seed is None:
-            seed = np.zeros(self.state_shape, dtype=self.dtype)
+        seed = np.asarray(graph.pop_grad(anchors[-1]), dtype=self.dtype)  # (g_n: pending)
         pending = [graph.pop_grad(anchor) for anchor in anchors[:-1]] if graph.grads else []
         injections = None
         if any(value is not None for value in pending):
@@ -191,7 +189,6 @@ class SegmentRun:
             if high > low:
                 self.finish_steps(low, high, vectors[::-1])
 
-        seed = np.asarray(seed, dtype=self.dtype)
         build = functools.partial(self.elements, injections=injections)
         diagonal = self.segment.jacobian_kind == "diagonal"
         scans.chain_scan(
@@ -298,7 +295,7 @@ def _segment(chains, top, scheduler):
     segment = chains[id(top)]
     if segment is None:
         declaration = declared_at(top)
-        segment = chains[id(top)] = segment_of(declaration, top, None, scheduler.min_steps)
+        segment = chains[id(top)] = segment_of(declaration, top, scheduler.min_steps)
     return segment
 
 
@@ -313,7 +310,6 @@ def scan_at(graph, scheduler, segment, chains):
     bound = min(column[0].sequence for column in segment.nodes)  # (its first node's)
     held = segment.held or ()
     waiting = {id(anchor) for anchor in segment.anchors}  # and another chain's tensors
-    own = None  # the segment's tensors' ids, once another chain is met
     heap = graph.heap
     kept = []
     try:
@@ -324,8 +320,7 @@ def scan_at(graph, scheduler, segment, chains):
                 continue
             if key not in waiting and key not in held and key in chains:
                 kept.append(entry)  # (put back if this scan is refused)
-                own = segment_ids(segment) if own is None else own
-                waiting |= _another_chain(chains, graph.tensors[key], scheduler, bound, own)
+                waiting |= _another_chain(chains, graph.tensors[key], scheduler, segment, bound)
                 kept.pop()
             if key in waiting or key in held:
                 kept.append(entry)
@@ -342,16 +337,17 @@ def scan_at(graph, scheduler, segment, chains):
     )
 
 
-def _another_chain(chains, top, scheduler, bound, own):
-    """The ids of the tensors of the chain whose top anchor `top` the walk meets before a
-    scan (made after creation number `bound`), which wait for that scan; none (the chain
-    is walked) if it cannot be scanned; CannotScan if it is made from the tensors of the
-    segment to be scanned (`own`)."""
+def _another_chain(chains, top, scheduler, segment, bound):
+    """The ids of the tensors of the chain whose top anchor `top` the walk meets before
+    the scan of `segment` (made after creation number `bound`), which wait for that scan;
+    none (the chain is walked) if it cannot be scanned; CannotScan if it is made from the
+    tensors of `segment`."""
     try:
         other = _segment(chains, top, scheduler)
     except CannotScan as reason:
         scheduler.refusals.append(str(reason))
         return set()
+    own = segment_ids(segment)
     other_ids = segment_ids(other)
     if not other_ids.isdisjoint(own):
         raise CannotScan("two chains share tensors")

@@ -14,8 +14,6 @@ each op's saved values in one call. See docs/scan.md sections 1 and 5.
 input belongs to the step.
 """
 
-import itertools
-from operator import attrgetter, is_
 from typing import NamedTuple
 
 import numpy as np
@@ -24,7 +22,6 @@ from ..ops.base import Op
 from ..tensor import Tensor
 from . import jacobians
 
-_GET_SHAPE = attrgetter("_data.shape")
 MAX_PERIOD = 16  # how many ops below a tensor the finder looks for the anchor below it
 
 
@@ -182,14 +179,13 @@ def shared_or_per_step(template, columns, count):
     for slot, k, operands in columns:
         operands = operands[:count]
         first = operands[0]
-        if all(map(is_, operands, itertools.repeat(first))):
+        if all(operand is first for operand in operands):
             wiring[slot][k] = ("shared", first)
-            continue
-        shapes = list(map(_GET_SHAPE, operands))
-        if shapes.count(shapes[0]) != len(shapes):
+        elif all(operand.shape == first.shape for operand in operands):
+            wiring[slot][k] = "step"
+            per_step.append((slot, k, operands))
+        else:
             return None  # per-step inputs of different shapes cannot be stacked
-        wiring[slot][k] = "step"
-        per_step.append((slot, k, operands))
     template.wiring = wiring
     return per_step
 
