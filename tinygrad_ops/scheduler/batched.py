@@ -1,9 +1,9 @@
 """A template slot over all the steps of a segment: its nodes' saved values stacked, and
 their release.
 
-`BatchedSlot.node(start, stop)` is an instance of the op's class whose `saved_tensors`
-are the stacks (steps start..stop-1 on a leading axis): the op's own backward and
-Jacobian rule then run once for all those steps.
+`BatchedSlot.node(start, stop, needs_input_grad)` is an instance of the op's class whose
+`saved_tensors` are the stacks (steps start..stop-1 on a leading axis): the op's own
+backward and Jacobian rule then run once for all those steps.
 """
 
 import functools
@@ -67,7 +67,7 @@ class BatchedSlot:
             self.stacked.append(array)
             self.is_stacked.append(True)
 
-    def node(self, start, stop, needs_input_grad=None):
+    def node(self, start, stop, needs_input_grad):
         """An op instance whose saved values are steps start..stop-1 of the stack."""
         batched = _batched_class(self.op_class)()
         for name, value in self.attributes:
@@ -76,13 +76,10 @@ class BatchedSlot:
         if stacked_options is not None:  # options that hold a step's shape (GetItem's)
             for name, value in stacked_options(stop - start).items():
                 setattr(batched, name, value)
-        whole = start == 0 and stop == self.count
         batched.stacked = tuple(
-            value[start:stop] if stacked and not whole else value
+            value[start:stop] if stacked else value
             for value, stacked in zip(self.stacked, self.is_stacked)
         )
-        if needs_input_grad is None:
-            needs_input_grad = self.first.needs_input_grad
         batched.needs_input_grad = needs_input_grad
         batched.graph_mode = False
         batched.inputs = self.first.inputs
@@ -127,8 +124,6 @@ def _stack(values, stacks):
             continue
         if all(value is other for value, other in zip(values[1:], others)):
             return np.concatenate([np.asarray(values[0])[None], stacked[:-1]])
-        if all(value is other for value, other in zip(values[:-1], others[1:])):
-            return np.concatenate([stacked[1:], np.asarray(values[-1])[None]])
     array = np.array(values)
     stacks.append((values, array))
     return array
@@ -136,9 +131,8 @@ def _stack(values, stacks):
 
 def _keeps_its_inputs(nodes):
     """Whether `released_inputs` would keep every node's inputs as they are (each small, or
-    a parameter). Decided on the first node for the inputs that need a gradient (of one
-    shape in every step, the template says, or one tensor shared by all); those that need
-    none (x_t) may differ from step to step, so they are looked at in every step."""
+    a parameter): decided on the first node for the inputs that need a gradient (of one
+    shape in every step, or one tensor shared by all), in every step for the others (x_t)."""
     first = nodes[0]
     columns = [first.inputs]
     for index, needs in enumerate(first.needs_input_grad):

@@ -62,11 +62,10 @@ def declared_at(tensor):
 
 
 def declared_in(roots):
-    """The ids of the top anchors of the declared chains when the graph of `roots` holds
-    an anchor of one (then the scan schedulers take its declared chains), else an empty
-    set (they search it for chains, `loops.py`). A chain whose top node a backward has
-    released (`Op.release`: no `retain_graph`) is forgotten first. The search stops at the
-    first anchor it meets: usually a few ops below the loss."""
+    """The ids of the declared chains' top anchors when the graph of `roots` holds an
+    anchor of one (the scan schedulers then scan the declared chains), else an empty set
+    (they search the graph, `loops.py`). Chains whose top node a backward has released are
+    forgotten first; the search stops at the first anchor (usually a few ops down)."""
     anchors = set()
     for key, (ref, declaration) in list(_DECLARED.items()):
         top = ref()

@@ -88,7 +88,8 @@ class SegmentRun:
         adjoint = {0: jacobians.IDENTITY}  # slot (or "prev": x_{i-1}) -> d x_i / d slot
         for slot in template.chain_slots:  # consumers before inputs
             current = adjoint.pop(slot)
-            node = self.batched[slot].node(start, stop)
+            batched = self.batched[slot]
+            node = batched.node(start, stop, batched.first.needs_input_grad)
             for k, target in template.chain_inputs[slot]:
                 contribution = jacobians.compose(current, node.jacobian(k))
                 if target in adjoint:
@@ -258,11 +259,10 @@ class ScanScheduler:
 
 
 def walk(graph, scheduler, chains):
-    """The engine's walk (the newest pending node first) that scans a chain on reaching
-    its top anchor; the leaves last. `chains` maps the id of each chain's top anchor to
-    its Segment (found in a loop, `find`), or to None (declared by `tg.scan`: the segment
-    is made when the walk gets there). A chain that cannot be scanned (`CannotScan`: the
-    reason kept in the scheduler's `refusals`) is walked."""
+    """The engine's walk (the newest pending node first, the leaves last) that scans a
+    chain on reaching its top anchor: `chains` maps the top's id to its Segment (found),
+    or None (declared by `tg.scan`: made there). A chain that cannot be scanned is walked
+    (`CannotScan`: the reason kept in the scheduler's `refusals`)."""
     heap = graph.heap = []
     graph.leaves = []  # (sent leaves stay pending in `graph.grads` for the walk below)
     for key in graph.grads:
