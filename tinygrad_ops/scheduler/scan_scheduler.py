@@ -9,7 +9,9 @@ at the anchors; their gradients are complete, since a step reads only its own te
 its carry and inputs made before it. What waits for the scan: the anchors, the tensors
 that a found chain's per-step inputs are made from (`Segment.held`: the lower layer of a
 stacked loop, whose gradient the scan sends), and another chain met there (two RNNs in
-one loop, scanned when the walk reaches its top again).
+one loop, scanned when the walk reaches its top again). (A readout of a tensor inside a
+step, not its carry, sends its part through that step's ops then, and the scan sends the
+chain's part later: the rules are linear in the gradient, so the sum is the walk's.)
 
 Then `SegmentRun` stacks the saved values of all the steps (batched.py), builds every
 step's Jacobian by one vectorised call per op (jacobians.py, from the ops' own rules),

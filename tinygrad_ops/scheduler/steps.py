@@ -9,9 +9,9 @@ step, or an x_t that is different in every step). A *segment* is a run of steps 
 same template, kept as columns (a slot over all the steps) so that the scheduler stacks
 each op's saved values in one call. See docs/scan.md sections 1 and 5.
 
-`build_template` is the one place a step's template is made, for a declared chain
-(declared.py) and for a loop's (loops.py): they differ only in how they tell whether an
-input belongs to the step.
+`build_template` is the one place a step's template is made: by `tg.scan` for its top
+step when it declares the chain (declared.py), and by the finder for a loop's (loops.py),
+which also tells it the tensors of other chains that do not belong to the step.
 """
 
 from typing import NamedTuple
@@ -143,9 +143,8 @@ class Segment:
 
     `anchors` are x_0 .. x_n; `columns[slot]` holds the slot's tensor in every step (step
     0 is x_0 -> x_1); `outside` lists the per-step inputs of the template (its "step"
-    wiring) as OutsideColumn records. `saved_values()` of the scheduler reads the nodes'
-    saved values column by column; this record is what a caller needs to reuse the
-    analysis (the chains, their steps, the per-step values and the Jacobian kind).
+    wiring) as OutsideColumn records; `nodes[slot]` the slot's node in every step, whose
+    saved values the scheduler stacks (batched.py).
     """
 
     def __init__(self, template, anchors, columns, outside, nodes):
@@ -159,8 +158,8 @@ class Segment:
         self.jacobian_kind = template.jacobian_kind  # "diagonal" when every op on it is
         self.ops_per_step = len(template.classes)
         # The ids of tensors made since the first step that the walk leaves pending until
-        # the scan: those its per-step inputs are made from (set by loops.py; None: not
-        # known, the walk finds them).
+        # the scan: those its per-step inputs are made from (set by loops.py; None for a
+        # declared chain, whose steps read no such tensor: declared.segment_of checks).
         self.held = None
 
     def describe(self):
