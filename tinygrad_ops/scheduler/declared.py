@@ -101,25 +101,22 @@ def segment_of(declaration, top, min_steps=2):
     count, tensors, nodes = _steps_as_declared(template, anchors[::-1])
     if count < min_steps:
         raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
-    # The walk visits what is pending among the steps' tensors before the scan
-    # (`scan_scheduler.scan_at`): right when the steps' other inputs are made before them.
-    bound = min(column[count - 1].sequence for column in nodes)
     outside = []
     for slot, codes in enumerate(template.wiring):
         for k in [k for k, code in enumerate(codes) if code == "outside"]:
-            column = [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]
-            if any(
-                getattr(operand, "_ctx", None) is not None and operand._ctx.sequence > bound
-                for operand in column
-            ):
-                raise CannotScan("a step reads a tensor made by an earlier step besides the carry")
-            outside.append((slot, k, column))
+            outside.append((slot, k, [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]))
     per_step = shared_or_per_step(template, outside, count)
     if per_step is None:
         raise CannotScan("the steps' inputs differ in shape")
     columns = [column[count - 1 :: -1] for column in tensors]
     step_nodes = [column[count - 1 :: -1] for column in nodes]
-    return Segment(template, anchors[-count - 1 :], columns, per_step, step_nodes)
+    segment = Segment(template, anchors[-count - 1 :], columns, per_step, step_nodes)
+    # The walk visits what is pending among the steps' tensors before the scan
+    # (`scan_scheduler.scan_at`): right when the steps' other inputs are made before them.
+    for operand in segment.outside_operands:
+        if operand._ctx is not None and operand._ctx.sequence > segment.first_sequence:
+            raise CannotScan("a step reads a tensor made by an earlier step besides the carry")
+    return segment
 
 
 def _steps_as_declared(template, anchors):

@@ -309,7 +309,7 @@ def scan_at(graph, scheduler, segment, chains):
     if method == "sequential":
         raise CannotScan(f"{scheduler.name}: the walk is estimated cheaper")
     runner = SegmentRun(graph, segment)
-    bound = min(column[0].sequence for column in segment.nodes)  # (its first node's)
+    bound = segment.first_sequence
     held = segment.held or ()
     waiting = {id(anchor) for anchor in segment.anchors}  # and another chain's tensors
     heap = graph.heap
@@ -359,14 +359,9 @@ def _another_chain(chains, top, scheduler, segment, bound):
 def outside_inputs(segment, bound):
     """The inputs of the segment's steps from outside them (per-step and shared) that were
     made after creation number `bound`."""
-    operands = [operand for column in segment.outside for operand in column.operands]
-    for codes in segment.template.wiring:
-        operands.extend(
-            code[1] for code in codes if isinstance(code, tuple) and code[0] == "shared"
-        )
     return [
         operand
-        for operand in operands
+        for operand in segment.outside_operands
         if operand._ctx is not None and operand._ctx.sequence > bound
     ]
 
