@@ -12,9 +12,11 @@ works those out once, when the program is written, and leaves the rest of the ru
 - arithmetic, comparisons, indexing, `and`/`or`/`not` and `a if c else b` of known values
   are computed, and so is a call of a builtin such as `len` or `max`, of a numpy dtype or
   shape function, or of a helper its module declares `@pure` (ops/checks.py), when every
-  argument is a known immutable value;
-- an `if` on a known value is its branch, and an assignment that nothing reads any more
-  (`drop_dead`) is not written.
+  argument is a known immutable value (a `@pure` helper that hands back an array argument
+  as it is, such as `as_matrix` of a 2-D array, is that argument);
+- an `if` on a known value is its branch, a `with` of a context whose class declares it
+  inert for the known arguments (`RowBuffers.inert`) is its body, and an assignment that
+  nothing reads any more (`drop_dead`) is not written.
 
 Nothing here reads an array's values: a result is computed only from immutable values
 (numbers, strings, tuples, slices, dtypes), so the folded rule computes the same bits as
@@ -207,6 +209,8 @@ class Specialise:
                 item.context_expr = self.expression(item.context_expr)
                 if item.optional_vars is not None:
                     self.store(item.optional_vars, None, None)
+            if all(self.inert(item) for item in node.items):
+                return self.block(node.body)
             node.body = self.block(node.body) or [ast.Pass()]
             return [node]
         if kind in (ast.Raise, ast.Assert, ast.Delete, ast.Pass, ast.Break, ast.Continue):
@@ -218,6 +222,20 @@ class Specialise:
             return [self.opaque(node)]
         self.facts = {}  # (another statement, a `match`: nothing known after it, nothing folded)
         return [node]
+
+    def inert(self, item) -> bool:
+        """Whether a `with` item makes a context that changes nothing for these arguments,
+        as its class declares (`inert`, a `@pure` test of the same arguments): then the
+        block is its body alone."""
+        call = item.context_expr
+        test = getattr(known(call.func), "inert", None) if isinstance(call, ast.Call) else None
+        if item.optional_vars is not None or test is None or not _pure(test):
+            return False
+        arguments = [_known_frozen(argument) for argument in call.args]
+        keywords = {keyword.arg: _known_frozen(keyword.value) for keyword in call.keywords}
+        if None in keywords or any(value is MISSING for value in [*arguments, *keywords.values()]):
+            return False
+        return known(self.computed(lambda: test(*arguments, **keywords), call)) is True
 
     def branch(self, node) -> list:
         node.test = self.expression(node.test)
@@ -496,8 +514,9 @@ class Specialise:
                 if function is isinstance and known(node.args[-1]) is np.ndarray:
                     return constant(True, self.bind)
                 special = _ARRAY_FUNCTIONS.get(function) if len(node.args) == 1 else None
-                value = MISSING if special is None else special(array)
-                return node if value is MISSING else constant(value, self.bind)
+                if special is not None:
+                    value = special(array)
+                    return node if value is MISSING else constant(value, self.bind)
         if not _pure(function):
             return node
         declared = getattr(function, "pure", False) is True  # (an op's helper: arrays may come)
@@ -506,7 +525,14 @@ class Specialise:
         values = [*arguments, *keywords.values()]
         if any(value is MISSING for value in values) or None in keywords:
             return node
-        return self.computed(lambda: function(*arguments, **keywords), node)
+        try:
+            value = function(*arguments, **keywords)
+        except Exception:  # (the replay raises what the rule raises)
+            return node
+        for argument, given in zip(node.args, arguments):
+            if value is given and _array_of(argument) is not None:
+                return argument  # (a helper that hands back an array it was given as it is)
+        return constant(value, self.bind) if frozen(value) else node
 
 
 def _argument(node, arrays):

@@ -177,7 +177,7 @@ class CrossEntropy(Op):
         shape = logits.shape
         if self.graph_mode is not False:  # softmax recomputed from the logits: differentiable
             return like_inputs(self, (self.backward_composed(logits, scale), None))
-        with RowBuffers(exponentials.shape[1]):
+        with RowBuffers(self.class_count):
             grad = np.multiply(exponentials, scale / total)  # softmax times the scale
         grad.reshape(-1)[self.positions] -= scale.reshape(-1) if scale.ndim else scale
         if self.kept is not None:
