@@ -102,6 +102,25 @@ def test_fused_sgd_reads_the_hyperparameters_and_falls_back_when_they_change():
     assert_runs_equal(eager, compiled)
 
 
+def decay_the_learning_rate(number, model, optimizer):
+    optimizer.param_groups[0]["lr"] *= 0.9
+
+
+def test_the_fused_update_is_the_optimizers_own_with_the_settings_its_branches_test_fixed():
+    """SGD's update inlined with momentum, weight_decay and nesterov (what its `if`s test)
+    fixed and checked at each call; the learning rate, which only multiplies, is read at
+    each call: a new one every step replays the same lines, bit for bit the eager step."""
+    eager = train(False, np.float32, steps=20, between=decay_the_learning_rate)
+    compiled = train(True, np.float32, steps=20, between=decay_the_learning_rate)
+    assert_runs_equal(eager, compiled)
+    source = compiled[2].program.source
+    test = next(line for line in source.splitlines() if '["momentum"] ==' in line)
+    assert '["weight_decay"] ==' in test
+    assert '["nesterov"] ==' in test
+    assert '"lr"' not in test
+    assert "sgd_update" not in source  # (its lines, not a call)
+
+
 def elementwise_step(x, bias, scale):
     y = (x * bias - scale).tanh() + x  # broadcasting: bias (4,) against x (3, 4)
     z = (-y).relu() * scale + (y * y).sum()
