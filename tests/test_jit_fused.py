@@ -210,6 +210,32 @@ def test_cross_entropy_replays_its_row_buffers_only_where_they_change_something(
     assert ("RowBuffers" in step.program.source) == (classes == 600)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_python_numbers_beside_arrays_replay_bit_for_bit(dtype):
+    """The replay passes a rule's Python numbers to numpy as 0-d arrays of the other
+    operand's dtype, where numpy's cast is exact (not one that overflows)."""
+    generator = np.random.default_rng(4)
+    arrays = [generator.standard_normal((3, 4)).astype(dtype) * 50 for _ in range(4)]
+    results = []
+    for compiled in (False, True):
+        x = tg.Tensor(arrays[0], requires_grad=True)
+
+        def step(data, x=x):
+            x.grad = None
+            y = (x * 1.01 + 0.5 - 3) / 7.0 + data * 0.1
+            loss = ((2 - y) * 1e5 + (1 / 3 - y) * 1e-30).sum()
+            loss.backward()
+            return loss
+
+        step = tg.compile(step) if compiled else step
+        results.append([[step(tg.Tensor(a)).data, x.grad.data.copy()] for a in arrays])
+    for eager, replayed in zip(*results):
+        for a, b in zip(eager, replayed):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+
+
 def test_a_3d_linear_input_is_inlined_as_its_rule_handles_it():
     layer = tg.nn.Linear(4, 2)
 

@@ -204,6 +204,12 @@ def fold(source, bind=None, **facts):
         ("_ = reshaped(x, (3, 4))", {"x": np.zeros((3, 4))}, "_ = x"),
         ("_ = reshaped(x, (4, 3))", {"x": np.zeros((3, 4))}, "_ = reshaped(x, (4, 3))"),
         ("_ = reshaped(x, (3, 4))", {}, "_ = reshaped(x, (3, 4))"),  # (no shape known)
+        # a Python number beside a float array: a 0-d array of its dtype (numpy's own cast)
+        ("_ = x * 2.5", {"x": np.zeros(3, np.float32)}, "_ = x * v"),
+        ("_ = 1 - x / 3", {"x": np.zeros(3, np.float16)}, "_ = 1 - x / v"),
+        ("_ = x * 2.5", {"x": np.zeros(3, np.int64)}, "_ = x * 2.5"),
+        ("_ = x * 100000.0", {"x": np.zeros(3, np.float16)}, "_ = x * 100000.0"),  # (inf)
+        ("_ = x ** 2 + y", {"x": np.zeros(3)}, "_ = x ** 2 + y"),
         # a context its class declares inert for these arguments: the body alone
         ("with RowBuffers(n):\n    _ = x + 1", {"n": 10}, "_ = x + 1"),
         (

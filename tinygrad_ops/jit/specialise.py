@@ -419,9 +419,25 @@ class Specialise:
         self.children(node)
         left, right = _known_frozen(node.left), _known_frozen(node.right)
         function = _BINARY.get(type(node.op))
-        if function is None or left is MISSING or right is MISSING:
-            return node
-        return self.computed(lambda: function(left, right), node)
+        if function is not None and left is not MISSING and right is not MISSING:
+            return self.computed(lambda: function(left, right), node)
+        if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+            left, right = node.left, node.right
+            node.left, node.right = self.cast(left, right), self.cast(right, left)
+        return node
+
+    def cast(self, number, other):
+        """A Python number beside a float array (`other`) of a `+ - * /` as a 0-d array of
+        the array's dtype: numpy casts it so at every call (the same bits; measured 0.3 us
+        of a 0.5 us product at 4x4), unless the cast overflows or underflows."""
+        value, fact = known(number), _array_of(other)
+        if type(value) not in (int, float) or fact is None or fact.dtype.kind != "f":
+            return number
+        with np.errstate(all="ignore"):
+            cast = np.asarray(value, fact.dtype)
+        if math.isfinite(value) != bool(np.isfinite(cast)) or (value == 0) != (cast == 0):
+            return number
+        return constant(cast, self.bind)
 
     def _unaryop(self, node):
         self.children(node)
