@@ -209,6 +209,7 @@ def fold(source, bind=None, **facts):
         ("_ = 1 - x / 3", {"x": np.zeros(3, np.float16)}, "_ = v - x / v"),
         ("_ = x * 2.5", {"x": np.zeros(3, np.int64)}, "_ = x * 2.5"),
         ("_ = x * 100000.0", {"x": np.zeros(3, np.float16)}, "_ = x * 100000.0"),  # (inf)
+        ("_ = x * 2 ** 60", {"x": np.zeros(3)}, "_ = x * 1152921504606846976"),
         ("_ = x ** 2 + y", {"x": np.zeros(3)}, "_ = x ** 2 + y"),
         # the shapes and dtypes of what numpy computes from arrays whose own are fixed
         (
