@@ -36,7 +36,7 @@ import numpy as np
 
 from ..scheduler.batched import BatchedSlot
 from ..scheduler.scan_scheduler import SegmentRun
-from ..scheduler.steps import op_attributes
+from ..scheduler.steps import node_options
 from .kernels import Forward
 
 
@@ -89,7 +89,7 @@ class Column(NamedTuple):
     output_shape: tuple
     output_dtype: np.dtype
     recipes: tuple
-    attributes: list
+    attributes: tuple  # the op's options, (name, value) pairs
 
 
 class StackedSlot(BatchedSlot):
@@ -171,12 +171,8 @@ def _plan(recorder, segment):
         if recipes is None:
             return None
         first = nodes[0]
-        attributes = [
-            (name, getattr(first, name))
-            for name in op_attributes(type(first))
-            if hasattr(first, name)
-        ]
-        columns.append(Column(first, tuple(shape[0]), np.dtype(shape[1]), recipes, attributes))
+        options = node_options(first)
+        columns.append(Column(first, tuple(shape[0]), np.dtype(shape[1]), recipes, options))
     for stack in finder.stacks.values():
         for slot in stack.rows:
             row = recorder.slots[slot]
