@@ -102,6 +102,25 @@ def test_fused_sgd_reads_the_hyperparameters_and_falls_back_when_they_change():
     assert_runs_equal(eager, compiled)
 
 
+def decay_the_learning_rate(number, model, optimizer):
+    optimizer.param_groups[0]["lr"] *= 0.9
+
+
+def test_the_fused_update_is_the_optimizers_own_with_the_settings_its_branches_test_fixed():
+    """SGD's update inlined with momentum, weight_decay and nesterov (what its `if`s test)
+    fixed and checked at each call; the learning rate, which only multiplies, is read at
+    each call: a new one every step replays the same lines, bit for bit the eager step."""
+    eager = train(False, np.float32, steps=20, between=decay_the_learning_rate)
+    compiled = train(True, np.float32, steps=20, between=decay_the_learning_rate)
+    assert_runs_equal(eager, compiled)
+    source = compiled[2].program.source
+    test = next(line for line in source.splitlines() if '["momentum"] ==' in line)
+    assert '["weight_decay"] ==' in test
+    assert '["nesterov"] ==' in test
+    assert '"lr"' not in test
+    assert "sgd_update" not in source  # (its lines, not a call)
+
+
 def elementwise_step(x, bias, scale):
     y = (x * bias - scale).tanh() + x  # broadcasting: bias (4,) against x (3, 4)
     z = (-y).relu() * scale + (y * y).sum()
@@ -164,6 +183,57 @@ def test_fused_cross_entropy_still_checks_the_targets_bounds():
     bad[3] = 7
     with pytest.raises(IndexError, match="target 7 is out of bounds for 3 classes"):
         step(x, bad)
+
+
+@pytest.mark.parametrize("classes", [10, 600])
+def test_cross_entropy_replays_its_row_buffers_only_where_they_change_something(classes):
+    """RowBuffers sizes numpy's buffer for rows of 512 to 8191: the replay keeps the context
+    there and drops it for 10 classes (inert), bit for bit the eager step either way."""
+    generator = np.random.default_rng(3)
+    logits = generator.standard_normal((8, classes)).astype(np.float32)
+    targets = [generator.integers(0, classes, 8) for _ in range(4)]
+    results = []
+    for compiled in (False, True):
+        z = tg.Tensor(logits, requires_grad=True)
+
+        def step(y, z=z):
+            z.grad = None
+            loss = F.cross_entropy(z * 2.0, y)
+            loss.backward()
+            return loss
+
+        step = tg.compile(step) if compiled else step
+        results.append([[step(y).data, z.grad.data.copy()] for y in targets])
+    for eager, replayed in zip(*results):
+        for a, b in zip(eager, replayed):
+            np.testing.assert_array_equal(a, b)
+    assert ("RowBuffers" in step.program.source) == (classes == 600)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_python_numbers_beside_arrays_replay_bit_for_bit(dtype):
+    """The replay passes a rule's Python numbers to numpy as 0-d arrays of the other
+    operand's dtype, where numpy's cast is exact (not one that overflows)."""
+    generator = np.random.default_rng(4)
+    arrays = [generator.standard_normal((3, 4)).astype(dtype) * 50 for _ in range(4)]
+    results = []
+    for compiled in (False, True):
+        x = tg.Tensor(arrays[0], requires_grad=True)
+
+        def step(data, x=x):
+            x.grad = None
+            y = (x * 1.01 + 0.5 - 3) / 7.0 + data * 0.1
+            loss = ((2 - y) * 1e5 + (1 / 3 - y) * 1e-30).sum()
+            loss.backward()
+            return loss
+
+        step = tg.compile(step) if compiled else step
+        results.append([[step(tg.Tensor(a)).data, x.grad.data.copy()] for a in arrays])
+    for eager, replayed in zip(*results):
+        for a, b in zip(eager, replayed):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
 
 
 def test_a_3d_linear_input_is_inlined_as_its_rule_handles_it():

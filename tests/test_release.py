@@ -145,7 +145,6 @@ def test_custom_function_saved_tensor_is_kept_with_retain_graph():
 @pytest.mark.parametrize(
     "make",
     [
-        pytest.param(lambda x: x.relu(), id="relu-mask"),
         pytest.param(lambda x: x.abs(), id="abs-sign"),
         pytest.param(lambda x: x.max(axis=0), id="max-share"),
         pytest.param(lambda x: tg.maximum(x, 0.5), id="maximum-share"),

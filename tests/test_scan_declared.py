@@ -235,3 +235,75 @@ def test_a_compiled_training_step_through_tg_scan_is_the_eager_one():
     np.testing.assert_allclose(losses, eager_losses, rtol=1e-12)
     for mine, reference in zip(state, eager_state, strict=True):
         np.testing.assert_allclose(mine, reference, rtol=1e-12)
+
+
+def _odd_step(kind):
+    """A tg.scan step that differs from the others at step 5 in one way (`kind`)."""
+    generator = np.random.default_rng(3)
+    weight = generator.standard_normal((3, 3)) * 0.5
+    other_weight = generator.standard_normal((3, 3)) * 0.5
+    xs = generator.standard_normal((12, 2, 3))
+    counter = [0]
+
+    def build():
+        w = tg.Tensor(weight, requires_grad=True)
+        v = tg.Tensor(other_weight, requires_grad=True)
+        cache = {}
+        counter[0] = 0
+
+        def step(h, x):
+            t = counter[0]
+            counter[0] += 1
+            odd = t == 5
+            u = h @ (v if odd and kind == "weight" else w) + x
+            if kind == "op" and odd:
+                h = u.sigmoid()
+            elif kind == "exponent":
+                h = (u ** (3.0 if odd else 2.0)).tanh()
+            elif kind == "carry-read-twice":
+                h = (u * (h if odd else x)).tanh()
+            elif kind == "hook" and odd:
+                u.register_hook(lambda grad: grad * 3.0)
+                h = u.tanh()
+            elif kind == "cache":
+                if t == 4:
+                    cache["u"] = u * 1.0
+                h = (u + cache["u"]).tanh() if t > 4 else (u + u).tanh()
+            else:
+                h = u.tanh()
+            return h, h.sum()
+
+        h, ys = tg.scan(step, tg.zeros((2, 3), dtype=np.float64), tg.Tensor(xs))
+        return h.sum() + (ys * ys).sum(), [w, v]
+
+    return build
+
+
+@pytest.mark.parametrize("kind", ["op", "exponent", "carry-read-twice", "hook", "cache", "weight"])
+def test_a_step_unlike_the_others_is_walked_or_scanned_right(kind):
+    """A step function may do something else in one step (a branch on a counter): the
+    steps above it are scanned, the rest walked, and every gradient is the walk's."""
+    build = _odd_step(kind)
+    grads = []
+    for scheduler in ("sequential", "blelloch"):
+        loss, parameters = build()
+        spy = SpyScheduler(scheduler_object(scheduler))
+        loss.backward(scheduler=spy)
+        grads.append([p.grad.numpy() if p.grad is not None else 0.0 for p in parameters])
+    scanned = [len(segment.tensors) - 1 for segment in spy.graph.scanned_segments]
+    assert all(steps <= 11 for steps in scanned), scanned
+    for mine, reference in zip(grads[1], grads[0], strict=True):
+        np.testing.assert_allclose(mine, reference, rtol=1e-10, atol=1e-12)
+
+
+def test_a_saved_value_changed_in_place_raises_as_the_walk_does():
+    w = tg.Tensor(np.eye(3) * 0.5, requires_grad=True)
+    h, _ = tg.scan(
+        lambda h, x: ((h @ w + x).tanh(), None),
+        tg.zeros((2, 3), dtype=np.float64),
+        tg.ones((8, 2, 3), dtype=np.float64),
+    )
+    with tg.no_grad():
+        w.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        h.sum().backward(scheduler="blelloch")

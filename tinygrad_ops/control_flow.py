@@ -9,7 +9,7 @@ Python loop would, and records the chain as it builds it, so that a scan schedul
 from .ops.base import LAST_CHANGE
 from .ops.shape import Stack
 from .ops.unbind import rows
-from .scheduler.declared import Declaration, declare
+from .scheduler.declared import declare
 from .tensor import Tensor, stack
 
 
@@ -161,7 +161,7 @@ def _declare(init, anchors):
     else:
         refusal = None
     if top.requires_grad and top._ctx is not None:
-        declare(top, Declaration(anchors[:-1], refusal))
+        declare(anchors, refusal)
 
 
 def _stacked(ys):

@@ -35,7 +35,7 @@ from .kernels import (
     Write,
 )
 from .program import Slot
-from .scan_kernel import ScanKernel, StackedScanKernel
+from .scan_kernel import ScanKernel
 from .stacks import plan_stacks
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -201,8 +201,7 @@ class Recorder(Trace):
             if not self.sync_grad(operand) and not self.grads_touched():
                 self.grad_guards.append((operand, operand._grad is None))
             self.alive.append(operand)
-            slot = self.new_slot("captured", operand.name or "tensor", data, data)
-            return slot
+            return self.new_slot("captured", operand.name or "tensor", data, data)
         slot = self.new_slot("constant", _constant_label(operand), value=operand)
         self.alive.append(operand)
         return slot
@@ -520,15 +519,20 @@ class Recorder(Trace):
             self.alive.append(tensor)
         return slot
 
+    def taken_pending(self, tensor):
+        """The slot of the pending gradient a rule or a leaf write takes from `tensor`."""
+        if tensor is None or tensor._hooks:
+            self.refuse("a tensor hook (register_hook): hooks run Python on gradients")
+        slot = self.pending.get(id(tensor))
+        if slot is None:
+            self.refuse_scheduler()
+        return slot
+
     def run_rule(self, node, grad, output):
         """Run `node.backward(grad)` for the walk, recording it; return its results."""
         if self.muted:
             return node.backward(grad)
-        if output is None or output._hooks:
-            self.refuse("a tensor hook (register_hook): hooks run Python on gradients")
-        slot = self.pending.get(id(output))
-        if slot is None:
-            self.refuse_scheduler()
+        slot = self.taken_pending(output)
         self.slot_by_array[id(grad)] = slot  # what a tg.Function's backward ops will read
         self.alive.append(grad)
         grads = node.backward(grad)
@@ -571,11 +575,7 @@ class Recorder(Trace):
         """The leaf `tensor` has taken its total gradient into `tensor.grad`."""
         if self.muted:
             return
-        if tensor._hooks:
-            self.refuse("a tensor hook (register_hook): hooks run Python on gradients")
-        slot = self.pending.get(id(tensor))
-        if slot is None:
-            self.refuse_scheduler()
+        slot = self.taken_pending(tensor)
         label = self.slots[slot].label[len("grad of ") :]
         result = self.new_slot("grad", f"{label}.grad", tensor._grad.data)
         self.emit(LeafWrite(tensor, slot, result, label, self.argument_position(tensor)))
@@ -605,13 +605,11 @@ class Recorder(Trace):
             runner.run(method, block_size)
         finally:
             self.scanning = None
-        sent = self.scan_sent
-        if plan is not None:
-            kernel = StackedScanKernel(runner.segment, method, block_size, taken, tuple(sent), plan)
-            self.emit(kernel)
-            return
-        self.scanned.update(id(node) for column in runner.segment.nodes for node in column)
-        self.emit(ScanKernel(runner.segment, method, block_size, taken, tuple(sent)))
+        if plan is None:  # (the scan reads the nodes' saved values: their forwards stay generic)
+            self.scanned.update(id(node) for column in runner.segment.nodes for node in column)
+        self.emit(
+            ScanKernel(runner.segment, method, block_size, taken, tuple(self.scan_sent), plan)
+        )
 
     def refuse_scheduler(self):
         self.refuse(

@@ -17,7 +17,7 @@ import ast
 import numpy as np
 
 from .fused_optim import fuse_call
-from .inline import channel_names, prepare, rule_of, write
+from .inline import binder, channel_names, prepare, rule_of, write
 from .kernels import Backward, Call, ForgetGrad, Forward, Kernel, LeafWrite, SetGrad, _sends
 from .specialise import Fact, array_fact, constant, frozen
 
@@ -60,25 +60,12 @@ class FusedForward(Kernel):
         for name in self.body.parameters[len(kernel.inputs) :]:
             value = kernel.options.get(name, self.body.defaults.get(name))
             if frozen(value):
-                facts[name] = Fact(constant(value, self.bind(code)), value)
+                facts[name] = Fact(constant(value, binder(code)), value)
         grad = slot_fact(code, kernel.output, self.unstable)
         needs = kernel.node.needs_input_grad
-        arguments = (self.body, self.backward_body, facts, grad, inputs, needs, self.bind(code))
+        arguments = (self.body, self.backward_body, facts, grad, inputs, needs, binder(code))
         self.pair = prepare(code, *arguments, self.shared)
         return self.pair
-
-    @staticmethod
-    def bind(code):
-        """Names for what the folding found: a function's or a class's own name, else
-        `known`, and a number."""
-
-        def bind(value):
-            name = getattr(value, "__name__", None)
-            return code.bind(
-                value, name if isinstance(name, str) and name.isidentifier() else "known"
-            )
-
-        return bind
 
     def emit(self, code, number):
         kernel = self.kernel

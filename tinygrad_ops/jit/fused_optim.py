@@ -6,18 +6,25 @@ two calls of almost every training step the replay can write the work out instea
 parameter by parameter, and take each gradient from the slot the leaf write just filled.
 The numbers are the method's own: an optimizer whose step is one update per parameter
 declares that update (`SGD.parameter_update = (sgd_update, (...settings))`), which its
-`step` calls too; the replay calls it. The settings are read at each call (a
-learning-rate scheduler's new lr counts). The jit knows no optimizer class: only this
+`step` calls too; the replay writes its lines in, as an op's rule (inline.py). The
+settings are read at each call (a learning-rate scheduler's new lr counts), but for those
+the update's branches test (momentum, weight decay): those are the capture's, and their
+branches are decided (specialise.py). The jit knows no optimizer class: only this
 protocol (`param_groups`, `zero_grad`, `step`, `parameter_update`).
 
 What the lines assume is checked at each replay, at the cost of a few dictionary reads:
-the number of groups and of parameters in each (add_param_group, a parameter appended).
-If it does not hold, the method is called as a whole, as a `Call` kernel would.
+the number of groups and of parameters in each (add_param_group, a parameter appended),
+and the fixed settings' types and values. If it does not hold, the method is called as a
+whole, as a `Call` kernel would.
 """
 
 from __future__ import annotations
 
+import ast
+
+from .inline import binder, body_of, write
 from .kernels import Kernel
+from .specialise import Fact, Specialise, clone, drop_dead, frozen
 
 
 def _layout_check(code, kernel) -> tuple:
@@ -55,42 +62,71 @@ class FusedZeroGrad(Kernel):
 
 
 class FusedUpdateStep(Kernel):
-    """An optimizer's step written as one call of its own per-parameter update for each
-    parameter with a gradient: `update(optimizer, parameter, grad, *settings)`, the
-    settings read from the group at each call (`keys`, in the update's order), the
-    gradient from its leaf write's slot when the program wrote it (`grads`: id(parameter)
-    -> slot), else from `parameter.grad`. The optimizer declares both
+    """An optimizer's step written as its own per-parameter update's lines for each
+    parameter with a gradient (`update(optimizer, parameter, grad, *settings)`, inlined:
+    inline.py), the settings read from the group at each call (`keys`, in the update's
+    order) but for those its branches test, fixed to the capture's and checked (`fixed`);
+    the gradient from its leaf write's slot when the program wrote it (`grads`:
+    id(parameter) -> slot), else from `parameter.grad`. The optimizer declares both
     (`parameter_update = (update, keys)`, beside its `step`)."""
 
-    __slots__ = ("kernel", "grads", "update", "keys")
+    __slots__ = ("kernel", "grads", "body", "keys")
 
-    def __init__(self, kernel, grads, update, keys):
+    def __init__(self, kernel, grads, body, keys):
         self.kernel = kernel
         self.grads = grads
-        self.update = update
+        self.body = body
         self.keys = keys
         self.frees = ()
 
     def emit(self, code, number):
         names, condition = _layout_check(code, self.kernel)
+        groups = self.kernel.owner.param_groups
+        updates = [self.specialised(code, group) for group in groups]
+        for name, (_, fixed) in zip(names, updates):
+            for key, value in fixed:
+                kind, known = binder(code)(type(value)), code.bind(value, "fixed")
+                condition.append(f'type({name}["{key}"]) is {kind} and {name}["{key}"] == {known}')
         code.line(f"if {' and '.join(condition)}:  # {self.describe(None)}")
         code.depth += 1
         optimizer = code.bind(self.kernel.owner, "optimizer")
-        update = code.bind(self.update, self.update.__name__)
-        for name, group in zip(names, self.kernel.owner.param_groups):
-            values = ", ".join(f'{name}["{key}"]' for key in self.keys)
-            code.line(f"{', '.join(self.keys)} = {values}")
+        for name, group, (statements, _) in zip(names, groups, updates):
+            code.line(
+                ", ".join(self.keys) + " = " + ", ".join(f'{name}["{key}"]' for key in self.keys)
+            )
             for parameter in group["params"]:
                 name_of = code.bind(parameter, "parameter")
                 slot = self.grads.get(id(parameter))
+                grad = f"{name_of}._grad._data" if slot is None else code.slot(slot)
                 if slot is None:  # not written by this program: None, or left from before
                     code.line(f"if {name_of}._grad is not None:")
-                    grad = f"    {update}({optimizer}, {name_of}, {name_of}._grad._data, "
-                else:
-                    grad = f"{update}({optimizer}, {name_of}, {code.slot(slot)}, "
-                code.line(grad + ", ".join(self.keys) + ")")
+                code.depth += slot is None
+                arguments = dict(zip(self.body.parameters, (optimizer, name_of, grad, *self.keys)))
+                write(code, self.body, statements, "u", "", "", "_", arguments)
+                code.depth -= slot is None
         code.depth -= 1
         self.kernel.emit_otherwise(code)
+
+    def specialised(self, code, group):
+        """The update's statements with the settings its branches test fixed to `group`'s
+        (specialise.py decides those branches), and those settings: (key, value)."""
+        body = self.body
+        tested = {
+            name.id
+            for statement in body.statements
+            for branch in ast.walk(statement)
+            if isinstance(branch, (ast.If, ast.IfExp))
+            for name in ast.walk(branch.test)
+            if isinstance(name, ast.Name)
+        }
+        facts = {name: Fact(None, value) for name, value in body.global_values.items()}
+        fixed = []
+        for parameter, key in zip(body.parameters[3:], self.keys):
+            if parameter in tested and frozen(group[key]):
+                facts[parameter] = Fact(None, group[key])
+                fixed.append((key, group[key]))
+        statements = [clone(statement) for statement in body.statements]
+        return drop_dead([Specialise(facts, binder(code)).block(statements)])[0], fixed
 
     def reads(self):
         return tuple(self.grads.values())
@@ -115,5 +151,7 @@ def fuse_call(kernel, grads):
             wrapped = getattr(vars(cls)["step"], "__wrapped__", None)
             if declared is None or kernel.function is not wrapped:
                 return None
-            return FusedUpdateStep(kernel, dict(grads), *declared)
+            update, keys = declared
+            body = body_of(update, method=False)
+            return None if body is None else FusedUpdateStep(kernel, dict(grads), body, keys)
     return None

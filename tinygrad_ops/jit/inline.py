@@ -61,8 +61,9 @@ class Body(NamedTuple):
 
 
 @functools.lru_cache(maxsize=512)
-def body_of(function) -> Body | None:
-    """The inlinable body of the method `function`, or None where it cannot be inlined."""
+def body_of(function, method=True) -> Body | None:
+    """The inlinable body of the method `function` (or, `method` False, of the function,
+    its end a `return None`), or None where it cannot be inlined."""
     try:
         source = textwrap.dedent(inspect.getsource(function))
     except (OSError, TypeError):
@@ -72,6 +73,8 @@ def body_of(function) -> Body | None:
     if arguments.vararg or arguments.kwarg or arguments.kwonlyargs or arguments.posonlyargs:
         return None
     names = [argument.arg for argument in arguments.args]
+    if not method:
+        names.insert(0, "self")  # (no node: nothing else is named so)
     if not names or names[0] != "self" or tree.decorator_list:
         return None
     defaults = {}
@@ -83,7 +86,7 @@ def body_of(function) -> Body | None:
     statements = tree.body
     if isinstance(statements[0], ast.Expr) and isinstance(statements[0].value, ast.Constant):
         statements = statements[1:]  # (the docstring)
-    statements = _tail(statements)
+    statements = _tail(statements if method else [*statements, ast.Return()])
     if statements is None or not _simple(statements):
         return None
     stored = {node.id for stmt in statements for node in ast.walk(stmt) if _stored(node)}
@@ -568,6 +571,17 @@ def _into(code, statements, elements, grad, reuse) -> list:
             out = ast.keyword("out", ast.Name(grad, ast.Load()))
             result[index] = ast.Call(function, [element.left, element.right], [out])
     return result
+
+
+def binder(code):
+    """`bind` for the folding: a name in `code` for a value it found, the value's own name
+    (a function's, a class's) or `known`, and a number."""
+
+    def bind(value):
+        name = getattr(value, "__name__", None)
+        return code.bind(value, name if isinstance(name, str) and name.isidentifier() else "known")
+
+    return bind
 
 
 def rule_of(node, method):

@@ -238,8 +238,12 @@ class LeafWrite(Kernel):
         tensor = _leaf(code, self.tensor, self.position)
         grad = code.slot(self.slot)
         owned = code.consume(self.slot)  # (whether the leaf may take the array as it is)
-        call = f"write_leaf({tensor}, {grad}, {owned})"
-        code.line(f"{code.slot(self.result)} = {call}  # {self.label}.grad")
+        result, call = code.slot(self.result), f"write_leaf({tensor}, {grad}, {owned})"
+        if owned:  # (write_leaf's first case, without its two calls: a leaf without a .grad)
+            code.line(f"if {tensor}._grad is None:  # {self.label}.grad")
+            code.line(f"    {tensor}._grad, {result} = make({grad}, False, None), {grad}")
+            code.line("else:")
+        code.line(f"{'    ' * owned}{result} = {call}  # {self.label}.grad")
         code.line(f"del {grad}")
 
     def reads(self):

@@ -14,18 +14,24 @@ graph walk around the chain and every ownership decision are made once; what run
 each call is the scheduler's own vectorised code, bit for bit the eager scan.
 
 Where the capture finds every saved value of the chain in a stack (stacks.py: the
-anchors x_0 .. x_n, another column's outputs, a run of `x[t]`), the scan is a
-`StackedScanKernel` instead: the replayed forward writes those values straight into
+anchors x_0 .. x_n, another column's outputs, a run of `x[t]`), the scan has a plan
+(stacks.StackPlan) instead: the replayed forward writes those values straight into
 stacked buffers (`StackAlloc`, `StackedForward`), nothing is left on the steps' nodes,
 and the scan reads the stacks: no Python pass over the steps at all.
 """
 
 from __future__ import annotations
 
+import ast
+import copy
+
+import numpy as np
+
 from ..scheduler.scan_scheduler import SegmentRun
 from .fused import FusedForward
+from .inline import RESULT
 from .kernels import Forward, Kernel
-from .stacks import OUT_FORMS, namespace_functions
+from .specialise import constant, known
 
 
 class ReplayGraph:
@@ -51,98 +57,69 @@ class ReplayGraph:
 
 class ScanKernel(Kernel):
     """Scan one segment: `taken` lists, per anchor, the slot of the pending gradient the
-    scan takes (None where none was pending); `sent` the slot of each gradient it sends."""
+    scan takes (None where none was pending; kept without those); `sent` the slot of each
+    gradient it sends. With a `plan` (a stacks.StackPlan) the saved values are in stacked
+    buffers, the arrays the plan names (stacks, weights, inputs), passed in after the
+    pending gradients; without, on the steps' nodes."""
 
-    __slots__ = (
-        "segment",
-        "method",
-        "block_size",
-        "taken",
-        "sent",
-        "nodes",
-        "keys",
-        "saving",
-    )
+    __slots__ = ("segment", "method", "block_size", "taken", "sent", "plan", "keys", "saving")
 
-    def __init__(self, segment, method, block_size, taken, sent):
+    def __init__(self, segment, method, block_size, taken, sent, plan=None):
         self.segment = segment
         self.method = method
         self.block_size = block_size
-        self.taken = taken
+        self.taken = tuple(slot for slot in taken if slot is not None)
         self.sent = sent
-        self.nodes = [node for column in segment.nodes for node in column]
+        self.plan = plan
         # The anchors whose pending gradient the scan takes (the others get None).
         self.keys = [id(anchor) for anchor, slot in zip(segment.anchors, taken) if slot is not None]
         self.saving = None  # the nodes that save values (known at the first replay)
         self.frees = ()
 
-    def __call__(self, *pending):
+    def __call__(self, *arrays):
         """Run the scan on the anchors' pending gradients; return what it sends, in order."""
+        graph = ReplayGraph(dict(zip(self.keys, arrays)))
+        if self.plan is not None:
+            self.plan.run(graph, arrays[len(self.keys) :], self.method, self.block_size)
+            return graph.sent
         if self.saving is None:
-            for node in self.nodes:  # (a node that saves nothing: Op.apply's empty tuple)
+            nodes = [node for column in self.segment.nodes for node in column]
+            for node in nodes:  # (a node that saves nothing: Op.apply's empty tuple)
                 if node.saved is None:
                     node.saved = ()
-            self.saving = [node for node in self.nodes if node.saved]
-        graph = ReplayGraph(dict(zip(self.keys, pending)))
+            self.saving = [node for node in nodes if node.saved]
         SegmentRun(graph, self.segment).run(self.method, self.block_size)
         for node in self.saving:  # (as backward releases a scanned segment's buffers)
             node.saved = None
         return graph.sent
 
     def emit(self, code, number):
-        taken = [slot for slot in self.taken if slot is not None]
-        arguments = ", ".join(code.slot(slot) for slot in taken + self.arguments())
-        for slot in taken:
+        arguments = ", ".join(code.slot(slot) for slot in self.reads())
+        for slot in self.taken:
             code.consume(slot)
         scan = code.bind(self, "scan")
         code.line(f"r = {scan}({arguments})  # {self.describe(None)}")
-        code.free(taken)
+        code.free(self.taken)
         for index, slot in enumerate(self.sent):
             code.accumulate(slot, f"r[{index}]", False)
 
-    def arguments(self):
-        """The slots passed after the pending gradients (none here)."""
-        return []
-
     def reads(self):
-        return tuple(slot for slot in self.taken if slot is not None) + tuple(self.arguments())
+        return self.taken + (() if self.plan is None else tuple(self.plan.arguments))
 
     def consumes(self):
-        return tuple(slot for slot in self.taken if slot is not None)
+        return self.taken
 
     def writes(self):
         return self.sent
 
     def describe(self, name):
         steps = len(self.segment.anchors) - 1
-        return f"scan of a chain of {steps} steps ({self.method}, {len(self.sent)} gradients out)"
-
-
-class StackedScanKernel(ScanKernel):
-    """A scan whose saved values are in stacked buffers (`plan`, a stacks.StackPlan): it
-    is called with the pending gradients it takes, then the arrays the plan names."""
-
-    __slots__ = ("plan",)
-
-    def __init__(self, segment, method, block_size, taken, sent, plan):
-        super().__init__(segment, method, block_size, taken, sent)
-        self.plan = plan
-
-    def __call__(self, *arrays):
-        taken = len(self.keys)
-        graph = ReplayGraph(dict(zip(self.keys, arrays[:taken])))
-        self.plan.run(graph, arrays[taken:], self.method, self.block_size)
-        return graph.sent
-
-    def arguments(self):
-        """The stacks, weights and inputs the plan reads its saved values from."""
-        return self.plan.arguments
-
-    def describe(self, name):
-        stacks = ", ".join(
-            f"%{stack.slot}" if name is None else name(stack.slot) for stack in self.plan.stacks
-        )
-        return super().describe(name) + f", saved values from {stacks or 'the arguments'}"
+        text = f"scan of a chain of {steps} steps ({self.method}, {len(self.sent)} gradients out)"
+        if self.plan is None:
+            return text
+        name = name or (lambda slot: f"%{slot}")
+        stacks = ", ".join(name(stack.slot) for stack in self.plan.stacks)
+        return text + f", saved values from {stacks or 'the arguments'}"
 
 
 class StackAlloc(Kernel):
@@ -155,10 +132,9 @@ class StackAlloc(Kernel):
         self.frees = ()
 
     def emit(self, code, number):
-        namespace_functions(code)
         name = code.slot(self.stack.slot)
-        dtype = code.bind(self.stack.dtype, "dtype")
-        code.line(f"{name} = empty({self.stack.shape!r}, {dtype})  # {self.describe(None)}")
+        empty, dtype = code.bind(np.empty, "empty"), code.bind(self.stack.dtype, "dtype")
+        code.line(f"{name} = {empty}({self.stack.shape!r}, {dtype})  # {self.describe(None)}")
         if self.stack.first is not None:
             code.line(f"{name}[0] = {code.slot(self.stack.first)}")
 
@@ -176,8 +152,9 @@ class StackAlloc(Kernel):
 
 class StackedForward(Kernel):
     """A forward kernel whose output is a row of one or more stacks (`targets`: (stack,
-    row) pairs): written into the first by the op's own call with `out=` when it is
-    fused (stacks.OUT_FORMS), else copied there; copied into the others."""
+    row) pairs): computed into the first by the op's own inlined forward where that ends
+    in one numpy call that can take `out=` (`computed_into`), else copied there; copied
+    into the others."""
 
     __slots__ = ("kernel", "targets")
 
@@ -185,25 +162,26 @@ class StackedForward(Kernel):
         self.kernel = kernel
         self.targets = targets
         self.frees = ()
-        if isinstance(kernel, Forward):
-            kernel.release = True  # (the node's saved values: nothing reads them)
+        kernel.release = True  # (the node's saved values: nothing reads them)
 
     def emit(self, code, number):
-        forward = self.kernel.kernel if isinstance(self.kernel, FusedForward) else self.kernel
-        op = type(forward.node).__name__
-        out = code.slot(forward.output)
-        rows = [f"{code.slot(stack.slot)}[{row}]" for stack, row in self.targets]
-        form = OUT_FORMS.get(op) if isinstance(self.kernel, FusedForward) else None
-        if form is None:
-            self.kernel.emit(code, number)
-            copies = rows
-        else:
-            namespace_functions(code)
-            inputs = [code.slot(slot) for slot in forward.inputs]
-            code.line(f"{out} = {rows[0]}  # {op} (fused, into the stack)")
-            for statement in form:
-                code.line(statement.format(*inputs, out=out))
-            copies = rows[1:]
+        kernel = self.kernel
+        # (a row of a stack of 0-d values: `stack[t, ...]`, an array, where stack[t] is a number)
+        rows = [
+            f"{code.slot(stack.slot)}[{row}{'' if len(stack.shape) > 1 else ', ...'}]"
+            for stack, row in self.targets
+        ]
+        out = code.slot(kernel.writes()[0])
+        copies = rows
+        if isinstance(kernel, FusedForward):
+            pair = kernel.prepare(code)
+            statements = computed_into(code, pair.forward)
+            if statements is not None:  # (the same kernel, its result made in the row)
+                code.line(f"{out} = {rows[0]}  # the forward computes into the stack")
+                kernel = copy.copy(kernel)
+                kernel.pair = pair._replace(forward=statements)
+                copies = rows[1:]
+        kernel.emit(code, number)
         for row in copies:
             code.line(f"copyto({row}, {out})  # into the stack")
 
@@ -216,6 +194,63 @@ class StackedForward(Kernel):
     def describe(self, name):
         rows = ", ".join(f"{name(stack.slot)}[{row}]" for stack, row in self.targets)
         return f"{self.kernel.describe(name)}   (into {rows})"
+
+
+# The numpy function an operator calls on arrays (`a + b` is `np.add(a, b)`).
+_OPERATORS = {
+    ast.Add: np.add,
+    ast.Sub: np.subtract,
+    ast.Mult: np.multiply,
+    ast.Div: np.divide,
+    ast.MatMult: np.matmul,
+    ast.USub: np.negative,
+}
+
+
+def computed_into(code, statements):
+    """An inlined forward's statements (inline.Pair.forward) computing the result into
+    the array its name holds before them, or None where they cannot: the result must be
+    made by one ufunc call or operator (`tanh(a)`, `a @ b`), given `out=` (the same call,
+    so the same bits), and only changed in place after it (Linear's `out += bias`)."""
+    assigned = [
+        index
+        for index, statement in enumerate(statements)
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and node.id == RESULT and not isinstance(node.ctx, ast.Load)
+    ]
+    if not assigned:
+        return None
+    first = statements[assigned[0]]
+    if _assignment(first) != "=":
+        return None
+    if any(_assignment(statements[index]) != "in place" for index in assigned[1:]):
+        return None  # (only `out += bias` may follow)
+    value = first.value
+    if isinstance(value, ast.Call) and isinstance(known(value.func), np.ufunc):
+        function, arguments = value.func, value.args
+        ufunc = known(value.func)
+        if value.keywords or len(arguments) != ufunc.nin or ufunc.nout != 1:
+            return None
+    elif isinstance(value, (ast.BinOp, ast.UnaryOp)) and type(value.op) in _OPERATORS:
+        function = constant(_OPERATORS[type(value.op)], lambda f: code.bind(f, f.__name__))
+        arguments = [value.left, value.right] if isinstance(value, ast.BinOp) else [value.operand]
+    else:
+        return None
+    into = ast.keyword("out", ast.Name(RESULT, ast.Load()))
+    call = ast.Assign(first.targets, ast.Call(function, arguments, [into]), lineno=0)
+    return [*statements[: assigned[0]], call, *statements[assigned[0] + 1 :]]
+
+
+def _assignment(statement):
+    """What `statement` does to the result: "=" (`RESULT = ...`), "in place" (`RESULT += ...`),
+    or None (anything else, such as `a, RESULT = ...`)."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target, kind = statement.targets[0], "="
+    elif isinstance(statement, ast.AugAssign):
+        target, kind = statement.target, "in place"
+    else:
+        return None
+    return kind if isinstance(target, ast.Name) and target.id == RESULT else None
 
 
 class StackCopy(Kernel):
@@ -265,14 +300,14 @@ def _stack_copy(kernel, row_of):
 
 
 def place_stacks(kernels, phases):
-    """The kernels (and their phases) with the stacks of every StackedScanKernel put in:
+    """The kernels (and their phases) with the stacks of every scan with a plan put in:
     each stack made right before the first kernel that writes a row of it, and each such
     kernel writing into its rows (the nodes of those chains keep nothing for the scan); a
     `Stack` of consecutive rows of one becomes a copy of them (`StackCopy`)."""
     rows = {}  # output slot -> [(stack, row)]
     row_of = {}  # slot -> (stack, row), for the first stack each slot is a row of
     for kernel in kernels:
-        if isinstance(kernel, StackedScanKernel):
+        if isinstance(kernel, ScanKernel) and kernel.plan is not None:
             for stack in kernel.plan.stacks:
                 if stack.first is not None:
                     row_of.setdefault(stack.first, (stack, 0))
@@ -282,13 +317,11 @@ def place_stacks(kernels, phases):
     if not rows:
         return kernels, phases
     made = set()
-    result = []
-    result_phases = []
+    placed = []  # (kernel, phase)
     for kernel, phase in zip(kernels, phases):
-        copy = _stack_copy(kernel, row_of)
-        if copy is not None and copy.stack.slot in made:
-            result.append(copy)
-            result_phases.append(phase)
+        rows_copy = _stack_copy(kernel, row_of)
+        if rows_copy is not None and rows_copy.stack.slot in made:
+            placed.append((rows_copy, phase))
             continue
         forward = kernel.kernel if isinstance(kernel, FusedForward) else kernel
         targets = rows.get(forward.output) if isinstance(forward, Forward) else None
@@ -296,9 +329,7 @@ def place_stacks(kernels, phases):
             for stack, _ in targets:
                 if stack.slot not in made:
                     made.add(stack.slot)
-                    result.append(StackAlloc(stack))
-                    result_phases.append(phase)
+                    placed.append((StackAlloc(stack), phase))
             kernel = StackedForward(kernel, targets)
-        result.append(kernel)
-        result_phases.append(phase)
-    return result, result_phases
+        placed.append((kernel, phase))
+    return [kernel for kernel, _ in placed], [phase for _, phase in placed]

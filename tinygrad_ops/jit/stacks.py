@@ -12,20 +12,19 @@ h_t = tanh(x_t W + h_{t-1} U) the saved values are
     x_t @ W    x_t (x[t]) and W            -> the input x[first:first + n]; W itself
 
 so the replay allocates one array of the anchors x_0 .. x_n, (n + 1, *state shape), and
-each step's tanh writes its result straight into its row (`tanh(a, out=row)`: the same
-numpy call, so the same bits). The scan then takes slices of it (no copy), builds every
-step's Jacobian in one vectorised call per op, scans, and computes the weights' gradients
-with one matrix product each: the scheduler's own code (`SegmentRun`), run on the stacks
-instead of on stacks gathered from the nodes, so the results are bit for bit the eager
-scan's. Nothing of a step is left on its node.
+each step's tanh writes its result straight into its row: Tanh's own inlined forward, its
+one numpy call given `out=row` (the same call, so the same bits; scan_kernel.py). The
+scan then takes slices of it (no copy), builds every step's Jacobian in one vectorised
+call per op, scans, and computes the weights' gradients with one matrix product each: the
+scheduler's own code (`SegmentRun`), run on the stacks instead of on stacks gathered from
+the nodes, so the results are bit for bit the eager scan's. Nothing of a step is left on its node.
 
 Other saved values are found too: another op's output in each step (a stack of its own),
 values the forward computes outside the chain (the lower layer's states, which the upper
 layer of a stacked RNN reads: a stack their ops copy into), one captured tensor per step
-(a list of inputs: stacked at each call, as eagerly), numbers, and relu's mask (out != 0,
-computed from the stack of its outputs). `plan_stacks` works the plan out at the capture
-(None when some saved value is none of these, such as layer norm's statistics: then the
-scan reads them from the nodes, as before); `place_stacks`
+(a list of inputs: stacked at each call, as eagerly) and numbers. `plan_stacks` works
+the plan out at the capture (None when some saved value is none of these, such as layer
+norm's statistics: then the scan reads them from the nodes, as eagerly); `place_stacks`
 (scan_kernel.py) puts its kernels into the program; `StackPlan.run` scans at each call.
 """
 
@@ -40,38 +39,6 @@ from ..scheduler.scan_scheduler import SegmentRun
 from ..scheduler.steps import op_attributes
 from .kernels import Forward
 
-# A fused op's forward written into a given array (numpy's `out=`): the same ufunc or
-# matmul call as the op's own forward, so the same bits. `{out}` is the row of the stack.
-OUT_FORMS = {
-    "Add": ("add({0}, {1}, out={out})",),
-    "Sub": ("subtract({0}, {1}, out={out})",),
-    "Mul": ("multiply({0}, {1}, out={out})",),
-    "Neg": ("negative({0}, out={out})",),
-    "Tanh": ("tanh({0}, out={out})",),
-    "MatMul": ("matmul({0}, {1}, out={out})",),
-    "Linear": ("matmul({0}, {1}.T, out={out})", "{out} += {2}"),
-}
-# What an op saves that is a function of its output, elementwise (so that the function
-# of the stacked outputs is the stack of what each step saved): relu's mask, out != 0
-# (ops/elementwise.py). Checked against the saved values at the capture.
-DERIVED = {"Relu": lambda out: out != 0}
-_FUNCTIONS = {
-    "add": np.add,
-    "subtract": np.subtract,
-    "multiply": np.multiply,
-    "negative": np.negative,
-    "tanh": np.tanh,
-    "matmul": np.matmul,
-    "empty": np.empty,
-    "copyto": np.copyto,
-}
-
-
-def namespace_functions(code):
-    """Make the functions of OUT_FORMS (and `empty`) callable in the generated code."""
-    for name, function in _FUNCTIONS.items():
-        code.namespace.setdefault(name, function)
-
 
 class Stack(NamedTuple):
     """One stacked buffer: its slot, shape and dtype; `rows` maps the slot of each value
@@ -85,12 +52,12 @@ class Stack(NamedTuple):
 
 
 class Recipe(NamedTuple):
-    """Where one saved value of a column is, over all the steps: "none" (None in every
-    step), "constant" (the number `arrays[0]`), "shared" (argument `argument`, the same
-    array in every step: a weight), "rows" (argument[start:stop:step], `function`
-    applied to them when not None) or "gather" (`arrays` stacked at each call: the
-    steps' captured arrays or numbers, as eager stacks them); reshaped to `shape` when
-    not None."""
+    """Where one saved value of a column is, over all the steps: "constant" (`arrays[0]`,
+    None or a number, in every step), "shared" (argument `argument`, the same array in
+    every step: a weight), "rows" (argument[start:stop:step]), "gather" (`arrays` stacked
+    at each call: the steps' captured arrays or numbers, as eager stacks them) or
+    "arguments" (the arguments numbered `arrays`, stacked); reshaped to `shape` when not
+    None."""
 
     kind: str
     argument: int = 0
@@ -99,11 +66,10 @@ class Recipe(NamedTuple):
     step: int = 1
     shape: tuple | None = None
     arrays: tuple = ()
-    function: object = None  # applied to the rows (DERIVED)
 
     def value(self, arguments):
-        if self.kind in ("none", "constant"):
-            return self.arrays[0] if self.arrays else None
+        if self.kind == "constant":
+            return self.arrays[0]
         if self.kind == "gather":
             array = np.array(self.arrays)  # (their values may change between calls)
         elif self.kind == "arguments":  # (a list of input tensors, each an argument)
@@ -113,8 +79,6 @@ class Recipe(NamedTuple):
         else:
             array = arguments[self.argument][self.start : self.stop : self.step]
             array = np.ascontiguousarray(array)
-            if self.function is not None:
-                array = self.function(array)
         return array if self.shape is None else array.reshape(self.shape)
 
 
@@ -203,7 +167,7 @@ def _plan(recorder, segment):
     finder = _Finder(recorder, segment, anchors, outputs, writers)
     columns = []
     for nodes, shape in zip(segment.nodes, segment.template.shapes):
-        recipes = finder.recipes(len(columns), nodes, len(shape[0]))
+        recipes = finder.recipes(nodes, len(shape[0]))
         if recipes is None:
             return None
         first = nodes[0]
@@ -214,8 +178,13 @@ def _plan(recorder, segment):
         ]
         columns.append(Column(first, tuple(shape[0]), np.dtype(shape[1]), recipes, attributes))
     for stack in finder.stacks.values():
-        if any(writers.get(slot) is None for slot in stack.rows):
-            return None  # a value no forward kernel of the program writes
+        for slot in stack.rows:
+            row = recorder.slots[slot]
+            if writers.get(slot) is None or (row.shape, row.dtype) != (
+                stack.shape[1:],
+                stack.dtype,
+            ):
+                return None  # a value no forward kernel writes, or one of another shape or dtype
     return StackPlan(segment, list(finder.stacks.values()), tuple(columns), finder.arguments)
 
 
@@ -253,7 +222,7 @@ class _Finder:
             self.stacks[key] = stack
         return stack
 
-    def recipes(self, column, nodes, ndim):
+    def recipes(self, nodes, ndim):
         """The recipe of every saved value of one column's nodes, or None."""
         saved = [node.saved for node in nodes]
         if any(values is None or len(values) != len(saved[0]) for values in saved):
@@ -261,32 +230,16 @@ class _Finder:
         recipes = []
         for position in range(len(saved[0])):
             values = [step_values[position] for step_values in saved]
-            recipe = self.recipe(values, ndim) or self.derived(column, nodes, values, ndim)
+            recipe = self.recipe(values, ndim)
             if recipe is None:
                 return None
             recipes.append(recipe)
         return tuple(recipes)
 
-    def derived(self, column, nodes, values, ndim):
-        """A value the op computes from its output (DERIVED): computed at each call from
-        the stack of the column's outputs, checked here against what the op saved."""
-        function = DERIVED.get(type(nodes[0]).__name__)
-        found = self.rows(self.outputs[column]) if function is not None else None
-        if found is None:
-            return None
-        outputs = [tensor.data for tensor in self.segment.columns[column]]
-        if not all(_same(function(out), value) for out, value in zip(outputs, values)):
-            return None
-        stack, start, stop = found
-        recipe = Recipe("rows", self.argument(stack.slot), start, stop, function=function)
-        return _padded(recipe, values, ndim)
-
     def recipe(self, values, ndim):
         slot_of = self.recorder.slot_by_array.get
         if all(value is values[0] for value in values):
-            if values[0] is None:
-                return Recipe("none")
-            if _is_number(values[0]):  # a number the op was given (h * 0.5): a constant
+            if values[0] is None or _is_number(values[0]):  # (None, or a number: h * 0.5)
                 return Recipe("constant", arrays=(values[0],))
             slot = slot_of(id(values[0]))
             return None if slot is None else Recipe("shared", self.argument(slot))
@@ -348,14 +301,6 @@ class _Finder:
         source = self.argument(kernels[0].inputs[0])
         stop = indices[-1] + 1
         return _padded(Recipe("rows", source, indices[0], stop, step), values, ndim)
-
-
-def _same(array, value):
-    return (
-        isinstance(value, np.ndarray)
-        and array.dtype == value.dtype
-        and np.array_equal(array, value)
-    )
 
 
 def _is_number(value):

@@ -20,10 +20,13 @@ def pure(function):
     """Mark `function` as pure: its result depends on its arguments alone (numbers,
     strings, tuples; of an array, its shape and dtype only), never on an array's values or
     on any state: an index normalised against a shape, the axes of a reduction, a check of
-    shapes and dtypes. tg.compile calls such a helper once, when it writes the replay,
-    wherever its arguments are what the capture fixed (an array then stands for itself by
-    an array of its shape and dtype), and replays the result: a check that passed is not
-    made again. Eager calls it as any function.
+    shapes and dtypes. A helper that returns an array may be pure too when shapes and
+    dtypes alone decide whether that array is one it was given, as it is (`as_matrix`: a
+    2-D array itself, else a reshape). tg.compile calls such a helper once, when it writes
+    the replay, wherever its arguments are what the capture fixed (an array then stands
+    for itself by an array of its shape and dtype), and replays the result: a check that
+    passed is not made again, a helper that handed back its argument is that argument.
+    Eager calls it as any function.
 
     >>> @pure
     ... def rows(shape):

@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from .base import is_tensor as _is_tensor
+from .checks import pure
 
 # Below this many elements a broadcast gradient is materialised: np.broadcast_to costs
 # about 2 us of Python, more than copying a small array (and the copy is then the walk's
@@ -115,6 +116,7 @@ def compute_dtype(dtype):
     return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
+@pure
 def upcast(value):
     """float16 arrays or Tensors as float32; everything else unchanged."""
     if value is not None and value.dtype == np.float16:

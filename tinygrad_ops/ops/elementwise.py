@@ -287,13 +287,14 @@ class Relu(Op):
 
     def forward(self, a):
         out = np.maximum(a, 0)
-        # PyTorch masks out <= 0, so a NaN passes its gradient (out > 0 would block it). The
-        # output is positive, zero or NaN: out != 0 is that mask's complement, in one pass.
-        self.save_for_backward(out != 0)
+        self.save_for_backward(out)  # (as PyTorch: changing it in place then raises)
         return out
 
     def backward(self, grad_output):
-        (positive,) = self.saved_tensors
+        (out,) = self.saved_tensors
+        # PyTorch masks out <= 0, so a NaN passes its gradient (out > 0 would block it). The
+        # output is positive, zero or NaN: out != 0 is that mask's complement, in one pass.
+        positive = out != 0
         if type(grad_output) is not np.ndarray or grad_output.itemsize not in _FLOAT_SIZES:
             return (dual.where(positive, grad_output, 0.0),)  # a Tensor: create_graph
         return (keep_where(grad_output, positive),)

@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 
+from .checks import pure
+
 _LOG2_E = 1.4426950408889634
 
 
@@ -30,6 +32,9 @@ def exp_of_shifted(values, out=None):
         return np.exp(values, out=out)
     scaled = np.multiply(values, np.float32(_LOG2_E), out=out)
     return np.exp2(scaled, out=scaled)
+
+
+_SIZED = range(512, 8192)  # the row lengths RowBuffers sizes the buffer for (default 8192)
 
 
 class RowBuffers:
@@ -55,10 +60,17 @@ class RowBuffers:
         self.state = np.errstate(**error_handling) if error_handling else None
         self.previous = None
 
+    @staticmethod
+    @pure
+    def inert(length, **error_handling):
+        """Whether entering changes nothing: no error handling and rows outside 512 to 8191
+        (tg.compile then replays the block without the context)."""
+        return not error_handling and length not in _SIZED
+
     def __enter__(self):
         if self.state is not None:
             self.state.__enter__()
-        if 512 <= self.length < 8192:  # the default buffer is 8192 elements
+        if self.length in _SIZED:
             self.previous = np.setbufsize(self.length - self.length % 16)  # a multiple of 16
         return self
 
@@ -125,6 +137,7 @@ def column_sum(matrix):
     return np.matmul(ones_vector(rows, matrix.dtype), matrix)
 
 
+@pure
 def as_matrix(array):
     """`array` as (rows, last dim): itself when it is 2-D already (no reshape call)."""
     return array if array.ndim == 2 else array.reshape((-1, array.shape[-1]))
@@ -167,12 +180,14 @@ def trailing_rows(array, k):
     return array.reshape(math.prod(array.shape[: array.ndim - k]), math.prod(array.shape[-k:]))
 
 
+@pure
 def reshaped(array, shape):
     """`array` with `shape`; itself (not a view) when it has that shape already, so that the
     engine can treat a returned gradient as its own (no defensive copy for a leaf's .grad)."""
     return array if array.shape == shape else array.reshape(shape)
 
 
+@pure
 def from_rows(rows, shape, axis):
     """Undo `as_rows`: back to `shape` with the last axis moved to `axis` (C-contiguous).
 

@@ -29,6 +29,12 @@ from .kernels import (
 _UNSIGNED = {np.dtype(f"int{bits}"): np.dtype(f"uint{bits}") for bits in (8, 16, 32, 64)}
 
 
+@pure
+def unsigned_twin(dtype):
+    """The unsigned integer dtype of `dtype`'s size (`dtype` itself if it has none)."""
+    return _UNSIGNED.get(dtype, dtype)
+
+
 def softmax_losses(shifted, positions, kept):
     """Per-sample cross-entropy of (N, C) logit rows minus their row maxima (`shifted`,
     overwritten): log(sum(exp(shifted))) - shifted[target], 0 where `kept` is False.
@@ -125,7 +131,7 @@ class CrossEntropy(Op):
             logits = logits.reshape(1, class_count)
         flat_target = target.reshape(-1)
         # One reduction checks both bounds: viewed as unsigned, a negative index is huge.
-        unsigned = flat_target.view(_UNSIGNED.get(flat_target.dtype, flat_target.dtype))
+        unsigned = flat_target.view(unsigned_twin(flat_target.dtype))
         kept = None
         if flat_target.size and np.maximum.reduce(unsigned) >= class_count:
             kept, flat_target = drop_ignored(flat_target, class_count, ignore_index)
@@ -177,7 +183,7 @@ class CrossEntropy(Op):
         shape = logits.shape
         if self.graph_mode is not False:  # softmax recomputed from the logits: differentiable
             return like_inputs(self, (self.backward_composed(logits, scale), None))
-        with RowBuffers(exponentials.shape[1]):
+        with RowBuffers(self.class_count):
             grad = np.multiply(exponentials, scale / total)  # softmax times the scale
         grad.reshape(-1)[self.positions] -= scale.reshape(-1) if scale.ndim else scale
         if self.kept is not None:

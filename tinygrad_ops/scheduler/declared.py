@@ -1,17 +1,22 @@
-"""Chains declared where they are built: `tg.scan` records its anchors, the scheduler reads them.
+"""Chains declared where they are built: `tg.scan` records its chain, the scheduler reads it.
 
 A `tg.scan` over n steps knows its chain x_0 -> x_1 -> ... -> x_n (the carries) as it
-runs: nothing has to be searched. It records a `Declaration` keyed by the top anchor x_n;
-a scan scheduler's walk, on reaching x_n, turns the declaration into a `Segment`
-(`segment_of`: the top step's template, every step checked against it one column at a
-time) and scans it. When a declared chain cannot be scanned, `CannotScan` says why, in
-words that `backward_plan` shows, and the walk goes on through the steps one by one.
+runs: nothing has to be searched. When it has run it records a `Declaration`, keyed by
+the top anchor x_n: the anchors and its step's template (the top step's ops, their
+options, shapes and wiring: `steps.build_template`). A scan scheduler's walk, on reaching
+x_n, turns the declaration into a `Segment` (`segment_of`): the steps from the top down
+that were made as the template says (a Python step may branch), their tensors by slot,
+and which of their inputs are shared weights and which differ per step. When a declared
+chain cannot be scanned, `CannotScan` says why, in words that `backward_plan` shows, and
+the walk goes on through the steps one by one.
 """
 
+import copy
 import weakref
 
-from .columns import check_columns
-from .steps import CannotScan, Segment, build_template, shared_or_per_step
+import numpy as np
+
+from .steps import MISSING, CannotScan, Segment, build_template, same_option, shared_or_per_step
 
 # id(top anchor) -> (a weak reference to it, its Declaration); an entry goes with its tensor.
 # (Keyed by id: a Tensor's == is elementwise, so it cannot key a WeakKeyDictionary.)
@@ -19,19 +24,30 @@ _DECLARED = {}
 
 
 class Declaration:
-    """The anchors of a `tg.scan` below its top (x_0 .. x_{n-1}, lowest first: the top
-    anchor x_n keys the declaration and is held only weakly), or the reason it cannot be
-    scanned at all (`refusal`)."""
+    """What a `tg.scan` states about its chain: the anchors below the top (x_0 .. x_{n-1},
+    lowest first: the top anchor x_n keys the declaration and is held only weakly) and the
+    top step's template, or the reason the chain cannot be scanned at all (`refusal`)."""
 
-    def __init__(self, below, refusal=None):
+    def __init__(self, below, template, refusal=None):
         self.below = below
+        self.template = template
         self.refusal = refusal
 
 
-def declare(top, declaration):
-    """Record `declaration` for the chain whose top anchor is `top`."""
+def declare(anchors, refusal=None):
+    """Record the chain x_0 .. x_n (`anchors`, lowest first) that a `tg.scan` made, with its
+    top step's template; `refusal` says why it cannot be scanned, if it cannot."""
+    top = anchors[-1]
+    built = None if refusal else build_template(anchors[-2], top, None)
+    if built is None and refusal is None:
+        refusal = (
+            "the step is not a chain step (an op without a Jacobian rule or with a hook, "
+            "a carry of another shape, or one that does not depend on the carry)"
+        )
+    template = None if built is None else built[0]
     key = id(top)
-    _DECLARED[key] = (weakref.ref(top, lambda ref: _forget(key, ref)), declaration)
+    reference = weakref.ref(top, lambda ref: _forget(key, ref))
+    _DECLARED[key] = (reference, Declaration(anchors[:-1], template, refusal))
 
 
 def _forget(key, ref):
@@ -45,29 +61,21 @@ def declared_at(tensor):
     return entry[1] if entry is not None and entry[0]() is tensor else None
 
 
-def any_declared():
-    """Whether a declared chain can still be backwarded (else the scan schedulers search
-    the graph for chains, `finder.py`). A chain whose top node a backward has released
-    (`Op.release`: no `retain_graph`) is forgotten here, though a compiled program or a
-    kept output may hold its tensors."""
-    for key, (ref, _) in list(_DECLARED.items()):
+def declared_in(roots):
+    """The ids of the declared chains' top anchors when the graph of `roots` holds an
+    anchor of one (the scan schedulers then scan the declared chains), else an empty set
+    (they search the graph, `loops.py`). Chains whose top node a backward has released are
+    forgotten first; the search stops at the first anchor (usually a few ops down)."""
+    anchors = set()
+    for key, (ref, declaration) in list(_DECLARED.items()):
         top = ref()
         if top is None or top._ctx is None or top._ctx.saved is None:
             del _DECLARED[key]
-    return bool(_DECLARED)
-
-
-def declared_in(roots):
-    """Whether the graph of `roots` holds an anchor of a declared chain (then the scan
-    schedulers take its declared chains; else they search it for chains, `finder.py`).
-    The search stops at the first anchor it meets: usually a few ops below the loss."""
-    if not any_declared():
-        return False
-    anchors = set(_DECLARED)
-    for _, declaration in _DECLARED.values():
-        anchors.update(map(id, declaration.below))
+        else:
+            anchors.add(key)
+            anchors.update(map(id, declaration.below))
     seen = set(map(id, roots))
-    stack = list(roots)
+    stack = list(roots) if anchors else []
     while stack:
         node = stack.pop()._ctx
         if node is None:
@@ -75,54 +83,93 @@ def declared_in(roots):
         for operand, needs in zip(node.inputs, node.needs_input_grad):
             if needs and id(operand) not in seen:
                 if id(operand) in anchors:
-                    return True
+                    return set(_DECLARED)
                 seen.add(id(operand))
                 stack.append(operand)
-    return False
+    return set()
 
 
-def segment_of(declaration, top, capture=None, min_steps=2):
-    """The `Segment` of a declared chain (its top steps that share the top step's template:
+def segment_of(declaration, top, min_steps=2):
+    """The `Segment` of a declared chain (its top steps made as the declared template says:
     a constant x_0 leaves the lowest step to the walk), or `CannotScan`."""
     if declaration.refusal:
         raise CannotScan(declaration.refusal)
     anchors = declaration.below + [top]
     if len(anchors) - 1 < min_steps:
         raise CannotScan(f"{len(anchors) - 1} step(s), fewer than {min_steps}")
-    lower, upper = anchors[-2], anchors[-1]
-    built = build_template(lower, upper, capture)
-    if built is None:
-        raise CannotScan(
-            "the step is not a chain step (an op without a Jacobian rule or with a hook, "
-            "a carry of another shape, or one that does not depend on the carry)"
-        )
-    template = built[0]
-    count, tensors, nodes, outside = check_columns(template, anchors[::-1])
+    template = copy.copy(declaration.template)  # (its wiring is the segment's own)
+    count, tensors, nodes = _steps_as_declared(template, anchors[::-1])
     if count < min_steps:
         raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
-    # The walk visits what is pending among the steps' tensors before the scan
-    # (`scan_scheduler.walk`); that is right when no step reads a tensor made inside the
-    # segment but its own and the carry: every other input made before the lowest step.
-    bound = min(column[count - 1].sequence for column in nodes)
-    for _, _, column in outside:
-        if any(_made_after(operand, bound) for operand in column[:count]):
-            raise CannotScan("a step reads a tensor made by an earlier step besides the carry")
-    per_step = shared_or_per_step(
-        template, [(slot, k, column[count - 1 :: -1]) for slot, k, column in outside], count
-    )
+    outside = []
+    for slot, codes in enumerate(template.wiring):
+        for k in [k for k, code in enumerate(codes) if code == "outside"]:
+            outside.append((slot, k, [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]))
+    per_step = shared_or_per_step(template, outside, count)
     if per_step is None:
         raise CannotScan("the steps' inputs differ in shape")
     columns = [column[count - 1 :: -1] for column in tensors]
     step_nodes = [column[count - 1 :: -1] for column in nodes]
-    return Segment(template, anchors[-count - 1 :], columns, per_step, step_nodes)
+    segment = Segment(template, anchors[-count - 1 :], columns, per_step, step_nodes)
+    # The walk visits what is pending among the steps' tensors before the scan
+    # (`scan_scheduler.scan_at`): right when the steps' other inputs are made before them.
+    for operand in segment.outside_operands:
+        if operand._ctx is not None and operand._ctx.sequence > segment.first_sequence:
+            raise CannotScan("a step reads a tensor made by an earlier step besides the carry")
+    return segment
 
 
-def _made_after(operand, bound):
-    node = getattr(operand, "_ctx", None)
-    return node is not None and node.sequence > bound
+def _steps_as_declared(template, anchors):
+    """(count, tensors, nodes): how many steps from the top (`anchors`: x_n, x_{n-1}, ...,
+    x_0) are made as `template` says, and each slot's tensors and nodes in them, top-down.
+
+    Step i matches when each slot is made by the template's op class, with its options
+    and needs_input_grad, no hook, its shape and dtype, and reads what the template wires
+    it to: the step's own carry x_{i-1} and slots, by identity (the carries' shapes
+    `tg.scan` checked). Each check is one pass over a slot's column of steps."""
+    count = len(anchors) - 1
+    tensors, nodes = [], []
+    for slot, op_class in enumerate(template.classes):
+        if slot == 0:
+            column = anchors[:-1]
+        else:
+            parent, k = template.paths[slot]
+            column = [node.inputs[k] for node in nodes[parent][:count]]
+        made = [getattr(tensor, "_ctx", None) for tensor in column]
+        needs = template.needs[slot]
+        flags = [
+            type(node) is op_class and node.needs_input_grad == needs and tensor._hooks is None
+            for tensor, node in zip(column, made)
+        ]
+        count = _agreeing(flags, count)
+        if "const" in template.wiring[slot]:
+            # (A slot's shape and dtype follow from its inputs' and its options; only an
+            # input without a gradient, x_t or a number, can change them.)
+            shape, dtype = template.shapes[slot][0], np.dtype(template.shapes[slot][1])
+            flags = [
+                tensor._data.shape == shape and tensor._data.dtype == dtype
+                for tensor in column[:count]
+            ]
+            count = _agreeing(flags, count)
+        for name, value in template.options[slot]:
+            options = [getattr(node, name, MISSING) for node in made[:count]]
+            count = _agreeing([same_option(option, value) for option in options], count)
+        tensors.append(column)
+        nodes.append(made)
+    lowers = anchors[1:]
+    for slot, codes in enumerate(template.wiring):
+        for k, code in enumerate(codes):
+            if code == "prev":
+                expected = lowers
+            elif isinstance(code, tuple) and template.paths[code[1]] != (slot, k):
+                expected = tensors[code[1]]  # (a slot read twice; its path proves the first)
+            else:
+                continue
+            reads = [node.inputs[k] for node in nodes[slot][:count]]
+            count = _agreeing([read is tensor for read, tensor in zip(reads, expected)], count)
+    return count, [column[:count] for column in tensors], [column[:count] for column in nodes]
 
 
-def first_sequence(segment):
-    """The creation number of the segment's first node: its lowest step's tensors, and
-    everything made after them up to its top anchor, are the segment's range."""
-    return min(column[0].sequence for column in segment.nodes)
+def _agreeing(flags, count):
+    """How many of the first `count` steps come before the first False among `flags`."""
+    return flags.index(False) if False in flags[:count] else count

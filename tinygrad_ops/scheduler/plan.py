@@ -198,7 +198,7 @@ def _segments(graph, declared, min_steps, refusals):
         if declaration is None:
             continue
         try:
-            segments.append(segment_of(declaration, top, None, min_steps))
+            segments.append(segment_of(declaration, top, min_steps))
         except CannotScan as reason:
             refusals.append(f"a tg.scan of {len(declaration.below)} steps is walked: {reason}")
     return segments

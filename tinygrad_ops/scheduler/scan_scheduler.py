@@ -3,20 +3,29 @@
 `ScanScheduler.run(graph)` is the engine's walk (`walk`: the newest pending node first)
 that scans a chain when it reaches the chain's top anchor x_n (`scan_at`): a chain that
 `tg.scan` declared (declared.py) or one the finder found in a hand-written loop (`find`).
-Before the scan the walk goes on through the readers of the chain's tensors made since
-its first step (a readout and a loss at every step), which leaves the injections e_i
-waiting at the anchors. Then `SegmentRun` builds the step Jacobians of every step by one
-vectorised call per op (the saved values of all steps stacked), the scan of
-[(0, g_n), (J_n, e_{n-1}), ..., (J_1, e_0)] gives every g_i, and one vectorised vjp per op
-sends the side gradients (weights get the sum over the steps); x_0 then receives g_0 and
-the walk goes on. A chain that cannot be scanned says why (`CannotScan`, shown by
-`backward_plan`) and is walked.
+Before the scan the walk goes on through the pending tensors made since the chain's
+first step (a readout and a loss at every step), which leaves the injections e_i waiting
+at the anchors; their gradients are complete, since a step reads only its own tensors,
+its carry and inputs made before it. What waits for the scan: the anchors, the tensors
+that a found chain's per-step inputs are made from (`Segment.held`: the lower layer of a
+stacked loop, whose gradient the scan sends), and another chain met there (two RNNs in
+one loop, scanned when the walk reaches its top again). (A readout of a tensor inside a
+step, not its carry, sends its part through that step's ops then, and the scan sends the
+chain's part later: the rules are linear in the gradient, so the sum is the walk's.)
+
+Then `SegmentRun` stacks the saved values of all the steps (batched.py), builds every
+step's Jacobian by one vectorised call per op (jacobians.py, from the ops' own rules),
+scans [(0, g_n), (J_n, e_{n-1}), ..., (J_1, e_0)] for every g_i (`scans.chain_scan`), and
+sends the side gradients by one vectorised vjp per op (weights get the sum over the
+steps); x_0 then receives g_0 and the walk goes on. A chain that cannot be scanned says
+why (`CannotScan`, shown by `backward_plan`) and is walked.
 
 Under `create_graph=True` (gradients that are themselves differentiable) and in
 `detect_anomaly()` mode every scan scheduler is the sequential walk: the batched calls
 would not be recorded node by node.
 """
 
+import functools
 import gc
 import heapq
 
@@ -26,8 +35,8 @@ from ..autograd.graph import ScannedSegment, unbroadcast
 from ..mode import STATE
 from ..ops.unbind import source_gradient
 from . import jacobians, scans
-from .batched import BatchedSlot, ReleaseAll
-from .declared import declared_at, declared_in, first_sequence, segment_of
+from .batched import BatchedSlot
+from .declared import declared_at, declared_in, segment_of
 from .loops import find
 from .steps import CannotScan
 
@@ -62,79 +71,51 @@ class SegmentRun:
     def __init__(self, graph, segment):
         self.graph = graph
         self.segment = segment
-        template = segment.template
         self.count = segment.length
-        stacks = []
+        template = segment.template
+        stacks = []  # (shared by the slots: batched._stack)
         self.batched = [
-            BatchedSlot(nodes, template.shapes[slot][0], np.dtype(template.shapes[slot][1]), stacks)
-            for slot, nodes in enumerate(segment.nodes)
+            BatchedSlot(nodes, shape, options, stacks)
+            for nodes, shape, options in zip(segment.nodes, template.shapes, template.options)
         ]
-        graph.visited.append(
-            ReleaseAll(
-                [
-                    nodes
-                    for nodes, batched in zip(segment.nodes, self.batched)
-                    if batched.releasable
-                ],
-                [
-                    nodes
-                    for nodes, batched in zip(segment.nodes, self.batched)
-                    if batched.saves and not batched.releasable
-                ],
-            )
-        )
+        graph.visited.extend(self.batched)  # (their nodes' buffers go with the graph's)
         self.state_shape = tuple(segment.state_shape)
         self.dtype = segment.anchors[-1].data.dtype
-        self.depends = set(template.chain_slots)
         self.outside_columns = {(slot, k): operands for slot, k, operands in segment.outside}
 
-    # -- Jacobians -----------------------------------------------------------------------------
-
     def jacobian(self, start, stop):
-        """The structured Jacobian of steps start..stop-1 (0-based, in chain order)."""
+        """The structured Jacobian of steps start..stop-1 (0-based, in chain order): the
+        ops' Jacobian rules chained from x_i down to x_{i-1}, summed where paths meet."""
         template = self.segment.template
-        adjoint = {0: jacobians.IDENTITY}
-        total = None
+        adjoint = {0: jacobians.IDENTITY}  # slot (or "prev": x_{i-1}) -> d x_i / d slot
         for slot in template.chain_slots:  # consumers before inputs
             current = adjoint.pop(slot)
-            node = self.batched[slot].node(start, stop)
-            for k, code in enumerate(template.wiring[slot]):
-                if code == "prev":
-                    total = jacobians.add(total, jacobians.compose(current, node.jacobian(k)))
-                elif isinstance(code, tuple) and code[0] == "slot" and code[1] in self.depends:
-                    target = code[1]
-                    contribution = jacobians.compose(current, node.jacobian(k))
-                    adjoint[target] = jacobians.add(adjoint.get(target), contribution)
-        return total
+            batched = self.batched[slot]
+            node = batched.node(start, stop, batched.first.needs_input_grad)
+            for k, target in template.chain_inputs[slot]:
+                contribution = jacobians.compose(current, node.jacobian(k))
+                if target in adjoint:
+                    contribution = jacobians.add(adjoint[target], contribution)
+                adjoint[target] = contribution
+        return adjoint["prev"]
 
-    def elements(self, injections):
-        """`build(start, stop)` for the scan: elements (J_i, e_{i-1}) from the top down
-        (J_i alone when `injections` is None: no gradient enters the chain's inside)."""
-        count = self.count
-        diagonal = self.segment.jacobian_kind == "diagonal"
-
-        def build(start, stop):
-            low, high = count - stop, count - start  # steps low..high-1, reversed
-            structured = self.jacobian(low, high)
-            if diagonal:
-                matrices = jacobians.as_diagonal(
-                    structured, self.state_shape, high - low, self.dtype
-                )
-            else:
-                matrices = jacobians.as_dense(structured, self.state_shape, high - low, self.dtype)
-            if injections is None:
-                return (matrices[::-1],)
-            return (matrices[::-1], injections[low:high][::-1])
-
-        return build
-
-    # -- side branches -------------------------------------------------------------------------
+    def elements(self, start, stop, injections):
+        """Elements start..stop-1 of the scan after the seed, from the top down: (J_i,
+        e_{i-1}) for steps count-stop .. count-start-1 in reverse (J_i alone when
+        `injections` is None)."""
+        low, high = self.count - stop, self.count - start
+        stacked = jacobians.as_dense
+        if self.segment.jacobian_kind == "diagonal":
+            stacked = jacobians.as_diagonal
+        matrices = stacked(self.jacobian(low, high), self.state_shape, high - low, self.dtype)
+        if injections is None:
+            return (matrices[::-1],)
+        return (matrices[::-1], injections[low:high][::-1])
 
     def finish_steps(self, start, stop, upper_grads):
         """Send the side gradients of steps start..stop-1, given the gradients of their
         upper anchors (stacked in chain order)."""
         template = self.segment.template
-        graph = self.graph
         count = stop - start
         pending = {0: upper_grads}
         for slot in template.order:  # consumers before inputs
@@ -149,34 +130,29 @@ class SegmentRun:
             )
             if not any(needs):
                 continue
-            node = batched.node(start, stop, needs)
             if batched.first.jacobian_kind(0) == "side" and np.ndim(grad) == 1:
                 # A loss per step: one number each, broadcast over that step's values.
                 ndim = max(np.ndim(operand) for operand in batched.first.inputs)
                 grad = np.reshape(grad, grad.shape + (1,) * ndim)
-            results = node.backward(grad)
+            results = batched.node(start, stop, needs).backward(grad)
             for k, code in enumerate(wiring):
                 result = results[k]
-                if result is None or not needs[k] or code == "const":
+                if result is None or not needs[k]:  # (nor for x_{i-1} or a constant)
                     continue
                 if code == "step":
                     operands = self.outside_columns[(slot, k)][start:stop]
-                    shape = operands[0].shape
-                    per_step = _per_step_sum(result, count, shape, batched.first, k)
-                    _send_rows(graph, operands, per_step)
+                    per_step = _per_step_sum(result, count, operands[0].shape, batched.first, k)
+                    _send_rows(self.graph, operands, per_step)
                 elif code[0] == "shared":
                     operand = code[1]
                     value = unbroadcast(np.asarray(result), operand.shape, batched.first, k)
-                    value = value.astype(operand.data.dtype, copy=False)
-                    graph.send(operand, value)
+                    self.graph.send(operand, value.astype(operand.data.dtype, copy=False))
                 else:  # ("slot", m)
-                    target = code[1]
-                    shape = template.shapes[target][0]
+                    shape = template.shapes[code[1]][0]
                     value = _per_step_sum(result, count, shape, batched.first, k)
-                    previous = pending.get(target)
-                    pending[target] = value if previous is None else previous + value
-
-    # -- the whole segment ---------------------------------------------------------------------
+                    if code[1] in pending:
+                        value = pending[code[1]] + value
+                    pending[code[1]] = value
 
     def _injections(self, pending):
         """The gradients waiting at the anchors x_0 .. x_{n-1} (`pending`, None where none
@@ -190,57 +166,38 @@ class SegmentRun:
         return injections
 
     def run(self, method, block_size):
+        """Scan: take the gradients pending at the anchors (the seed g_n at the top, the
+        injections below it), scan, finish each block of steps as its gradients come, and
+        send g_0 to x_0."""
         graph = self.graph
         if graph.scan_watched(self, method, block_size):  # (tg.compile: one kernel)
             return
         anchors = self.segment.anchors
         count = self.count
-        top = anchors[-1]
-        seed = graph.pop_grad(top)
-        seed = np.zeros(self.state_shape, dtype=self.dtype) if seed is None else np.asarray(seed)
-        pending = []
-        if graph.grads:  # (none pending anywhere: none at the anchors, no pass over them)
-            pending = [graph.pop_grad(anchor) for anchor in anchors[:-1]]
-        injected = any(value is not None for value in pending)
-        injections = self._injections(pending) if injected else None
-        diagonal = self.segment.jacobian_kind == "diagonal"
-        if injected:
-            operator = (
-                scans.DiagonalAffineCompose(seeded=True)
-                if diagonal
-                else scans.AffineCompose(seeded=True)
-            )
-        else:
-            # Nothing enters the chain between its ends (a loss on the last state only):
-            # the scan composes the Jacobians alone, half the work of the affine pairs.
-            operator = scans.SeededProduct(diagonal)
-            injections = None
+        seed = np.asarray(graph.pop_grad(anchors[-1]), dtype=self.dtype)  # (g_n: pending)
+        pending = [graph.pop_grad(anchor) for anchor in anchors[:-1]] if graph.grads else []
+        injections = None
+        if any(value is not None for value in pending):
+            injections = self._injections(pending)
         bottom = []
 
-        def sink(first_position, stop_position, prefixes):
+        def sink(first, stop, prefixes):
             # Position p holds g_{count - p}: the gradient of step (count - p)'s upper
             # anchor, or of x_0 at p == count.
             vectors = prefixes[0]
-            low = count - stop_position  # 0-based steps whose upper anchors are here
-            high = count - first_position
-            if stop_position == count + 1:
+            low, high = count - stop, count - first  # (0-based steps)
+            if stop == count + 1:
                 bottom.append(vectors[-1])
-                vectors = vectors[:-1]
-                low += 1
+                vectors, low = vectors[:-1], low + 1
             if high > low:
                 self.finish_steps(low, high, vectors[::-1])
 
-        scans.scan_from_prefix(
-            method,
-            (seed[None].astype(self.dtype, copy=False),),
-            self.elements(injections),
-            count,
-            operator,
-            block_size=block_size,
-            sink=sink,
+        build = functools.partial(self.elements, injections=injections)
+        diagonal = self.segment.jacobian_kind == "diagonal"
+        scans.chain_scan(
+            method, seed, build, count, diagonal, injections is not None, sink, block_size
         )
-        lower = anchors[0]
-        graph.send(lower, np.array(bottom[0], dtype=lower.data.dtype))
+        graph.send(anchors[0], np.array(bottom[0], dtype=anchors[0].data.dtype))
 
 
 class ScanScheduler:
@@ -278,9 +235,14 @@ class ScanScheduler:
             graph.run_sequential()
             return
         self.refusals = []
-        if graph.wanted is None and declared_in(graph.roots):  # tg.scan's chains: no search
-            walk(graph, self, {}, True)
+        tops = declared_in(graph.roots) if graph.wanted is None else ()
+        if tops:  # tg.scan's chains: no search
+            walk(graph, self, dict.fromkeys(tops))
             return
+        self._find_and_walk(graph)
+
+    def _find_and_walk(self, graph):
+        """Search the graph for the chains of loops, and walk it scanning them."""
         # The finder and the batching make many small lists; pausing the cyclic garbage
         # collector keeps it from re-scanning the whole graph meanwhile (none of it is
         # cyclic). Not for a plain walk: a collection held back over it lands on the next
@@ -290,7 +252,7 @@ class ScanScheduler:
         try:
             found = self.find(graph)
             if found:
-                walk(graph, self, found, False)
+                walk(graph, self, found)
         finally:
             if collecting:
                 gc.enable()
@@ -298,11 +260,11 @@ class ScanScheduler:
             graph.run_sequential()
 
 
-def walk(graph, scheduler, found, declared):
-    """The engine's walk (the newest pending node first), scanning a chain when it reaches
-    the chain's top anchor: a declared one (`tg.scan`, declared.py, if `declared`) or one
-    the finder `found` ({id(top anchor): Segment}); the leaves last. A chain that cannot
-    be scanned (`CannotScan`: the reason kept in the scheduler's `refusals`) is walked."""
+def walk(graph, scheduler, chains):
+    """The engine's walk (the newest pending node first, the leaves last) that scans a
+    chain on reaching its top anchor: `chains` maps the top's id to its Segment (found),
+    or None (declared by `tg.scan`: made there). A chain that cannot be scanned is walked
+    (`CannotScan`: the reason kept in the scheduler's `refusals`)."""
     heap = graph.heap = []
     graph.leaves = []  # (sent leaves stay pending in `graph.grads` for the walk below)
     for key in graph.grads:
@@ -310,16 +272,15 @@ def walk(graph, scheduler, found, declared):
         if node is not None:
             heap.append((-node.sequence, key))
     heapq.heapify(heap)
-    chains = Chains(graph, found, declared)
     try:
         while heap:
             key = heapq.heappop(heap)[1]
             if key not in graph.grads:
                 continue  # taken by a scan (x_0's injection), queued again when it sent g_0
             tensor = graph.tensors[key]
-            if chains.top(key, tensor):
+            if key in chains:
                 try:
-                    scan_at(graph, scheduler, chains.segment(tensor, scheduler.min_steps), chains)
+                    scan_at(graph, scheduler, _segment(chains, tensor, scheduler), chains)
                     continue
                 except CannotScan as reason:
                     scheduler.refusals.append(str(reason))
@@ -330,53 +291,27 @@ def walk(graph, scheduler, found, declared):
     graph.run_sequential()  # the leaves
 
 
-class Chains:
-    """The chains a walk scans: those the finder found, by their top anchor's id, and,
-    where the graph declares chains, those `tg.scan` declared (their segments made once)."""
-
-    def __init__(self, graph, found, declared):
-        self.found = dict(found)
-        self.declared = declared
-        self.capture = graph.capture
-
-    def top(self, key, tensor):
-        """Whether `tensor` (of id `key`) is the top anchor of a chain."""
-        return key in self.found or (self.declared and declared_at(tensor) is not None)
-
-    def segment(self, top, min_steps):
-        """The Segment whose top anchor is `top`, or CannotScan."""
-        segment = self.found.get(id(top))
-        if segment is None:
-            segment = segment_of(declared_at(top), top, self.capture, min_steps)
-            self.found[id(top)] = segment
-        return segment
+def _segment(chains, top, scheduler):
+    """The Segment of the chain whose top anchor is `top`: found, or made (once) from its
+    declaration; CannotScan when it cannot be scanned."""
+    segment = chains[id(top)]
+    if segment is None:
+        declaration = declared_at(top)
+        segment = chains[id(top)] = segment_of(declaration, top, scheduler.min_steps)
+    return segment
 
 
 def scan_at(graph, scheduler, segment, chains):
-    """Scan `segment`, whose top anchor the walk has reached (CannotScan, with nothing
-    sent to the segment, when it cannot be).
-
-    Before the scan, the walk goes on below the top through the pending tensors made
-    since the segment's first node: the readouts of the steps (y_t = h_t V, its loss),
-    which send the injections e_t to the anchors. Their gradients are complete: a step
-    reads only its own tensors, its carry and its outside inputs, so nothing of the
-    segment reads them. What waits until after the scan: the anchors (the scan takes
-    their injections), an outside input made in that range (the lower layer's h1_t of a
-    stacked loop: the scan sends its gradient) with what it is made from since the
-    segment's first node (the segment's `held`, which the finder checked; a declared
-    chain's steps read no such input: `segment_of` checked), and another chain met there
-    (two RNNs in one loop), scanned when the walk reaches its top again. (A readout of a
-    tensor inside a step, not its carry, sends its part through that step's ops now, and
-    the scan sends the chain's part later: the rules are linear in the gradient, so the
-    sum is the walk's.)"""
+    """Scan `segment`, whose top anchor the walk has reached, after walking on through
+    what is pending since its first node (the module docstring says what waits);
+    CannotScan, with nothing sent to the segment, when it cannot be scanned."""
     method, block_size = scheduler.choose(segment)
     if method == "sequential":
         raise CannotScan(f"{scheduler.name}: the walk is estimated cheaper")
     runner = SegmentRun(graph, segment)
-    bound = first_sequence(segment)
-    waiting = set(segment.held or ())
-    own = None  # the segment's tensors' ids, once another chain is met
-    waiting.update(id(anchor) for anchor in segment.anchors)
+    bound = segment.first_sequence
+    held = segment.held or ()
+    waiting = {id(anchor) for anchor in segment.anchors}  # and another chain's tensors
     heap = graph.heap
     kept = []
     try:
@@ -385,19 +320,15 @@ def scan_at(graph, scheduler, segment, chains):
             key = entry[1]
             if key not in graph.grads:
                 continue
-            tensor = graph.tensors[key]
-            if key not in waiting and chains.top(key, tensor):
+            if key not in waiting and key not in held and key in chains:
                 kept.append(entry)  # (put back if this scan is refused)
-                own = segment_ids(segment) if own is None else own
-                waiting |= _another_chain(chains, tensor, scheduler, bound, own)
-                if key in waiting:
-                    continue
+                waiting |= _another_chain(chains, graph.tensors[key], scheduler, segment, bound)
                 kept.pop()
-            if key in waiting:
+            if key in waiting or key in held:
                 kept.append(entry)
                 continue
             graph.owned.discard(key)
-            graph.visit(tensor, graph.grads.pop(key))
+            graph.visit(graph.tensors[key], graph.grads.pop(key))
         runner.run(method, block_size)
     finally:
         for entry in kept:  # (pending still unless the scan took them)
@@ -408,16 +339,17 @@ def scan_at(graph, scheduler, segment, chains):
     )
 
 
-def _another_chain(chains, top, scheduler, bound, own):
-    """The ids of the tensors of the chain whose top anchor `top` the walk meets before a
-    scan (made after creation number `bound`), which wait for that scan; none (the chain
-    is walked) if it cannot be scanned; CannotScan if it is made from the tensors of the
-    segment to be scanned (`own`)."""
+def _another_chain(chains, top, scheduler, segment, bound):
+    """The ids of the tensors of the chain whose top anchor `top` the walk meets before
+    the scan of `segment` (made after creation number `bound`), which wait for that scan;
+    none (the chain is walked) if it cannot be scanned; CannotScan if it is made from the
+    tensors of `segment`."""
     try:
-        other = chains.segment(top, scheduler.min_steps)
+        other = _segment(chains, top, scheduler)
     except CannotScan as reason:
         scheduler.refusals.append(str(reason))
         return set()
+    own = segment_ids(segment)
     other_ids = segment_ids(other)
     if not other_ids.isdisjoint(own):
         raise CannotScan("two chains share tensors")
@@ -427,14 +359,9 @@ def _another_chain(chains, top, scheduler, bound, own):
 def outside_inputs(segment, bound):
     """The inputs of the segment's steps from outside them (per-step and shared) that were
     made after creation number `bound`."""
-    operands = [operand for column in segment.outside for operand in column.operands]
-    for codes in segment.template.wiring:
-        operands.extend(
-            code[1] for code in codes if isinstance(code, tuple) and code[0] == "shared"
-        )
     return [
         operand
-        for operand in operands
+        for operand in segment.outside_operands
         if operand._ctx is not None and operand._ctx.sequence > bound
     ]
 

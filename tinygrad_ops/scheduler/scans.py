@@ -48,15 +48,12 @@ def length(elements):
 class AssociativeOperator:
     """Base class: `combine(left, right)` pairs stacks element by element, left first.
 
-    Subclasses define `combine` and `identity(like, count)` (`count` identity elements
-    shaped like element 0 of `like`); they may make prefixes cheaper with `to_prefix` and
-    `extend` (see the module docstring).
+    Subclasses define `combine`; they may make prefixes cheaper with `to_prefix` and
+    `extend` (see the module docstring). (No scan here needs the identity element: a
+    ragged length waits a level instead of being padded.)
     """
 
     def combine(self, left, right):  # pragma: no cover - subclasses override it
-        raise NotImplementedError
-
-    def identity(self, like, count):  # pragma: no cover - subclasses override it
         raise NotImplementedError
 
     def to_prefix(self, elements):
@@ -71,22 +68,11 @@ def apply_dense(vectors, matrices):
     return np.matmul(vectors[..., None, :], matrices)[..., 0, :]
 
 
-def dense_identities(matrices, count):
-    """`count` identity matrices shaped like one of the stack `matrices` (n, ..., d, d)."""
-    eye = np.broadcast_to(np.eye(matrices.shape[-1], dtype=matrices.dtype), matrices.shape[1:])
-    return np.repeat(eye[None], count, axis=0)
-
-
-def diagonal_identities(diagonals, count):
-    """`count` identity diagonals (ones) shaped like one of the stack `diagonals`."""
-    return np.ones((count,) + diagonals.shape[1:], dtype=diagonals.dtype)
-
-
-# How a step's Jacobian of each kind composes with another (A B), is applied to row
-# vectors (g A) and starts as the identity: dense (..., d, d) matrices, or the diagonals
-# (..., d) of diagonal matrices, kept as vectors (the Jacobians of elementwise ops).
-DENSE = (np.matmul, apply_dense, dense_identities)
-DIAGONAL = (np.multiply, np.multiply, diagonal_identities)
+# How a step's Jacobian of each kind composes with another (A B) and is applied to row
+# vectors (g A): dense (..., d, d) matrices, or the diagonals (..., d) of diagonal
+# matrices, kept as vectors (the Jacobians of elementwise ops).
+DENSE = (np.matmul, apply_dense)
+DIAGONAL = (np.multiply, np.multiply)
 
 
 class MatrixProduct(AssociativeOperator):
@@ -94,9 +80,6 @@ class MatrixProduct(AssociativeOperator):
 
     def combine(self, left, right):
         return (np.matmul(left[0], right[0]),)
-
-    def identity(self, like, count):
-        return (dense_identities(like[0], count),)
 
 
 class AffineCompose(AssociativeOperator):
@@ -111,19 +94,12 @@ class AffineCompose(AssociativeOperator):
 
     def __init__(self, seeded=False):
         self.seeded = seeded
-        self.compose, self.apply, self.identities = self.kind
+        self.compose, self.apply = self.kind
 
     def combine(self, left, right):
         A, a = left
         B, b = right
         return (self.compose(A, B), self.apply(a, B) + b)
-
-    def identity(self, like, count):
-        matrix, vector = like
-        return (
-            self.identities(matrix, count),
-            np.zeros((count,) + vector.shape[1:], dtype=vector.dtype),
-        )
 
     def to_prefix(self, elements):
         return (elements[1],) if self.seeded else elements
@@ -149,13 +125,10 @@ class SeededProduct(AssociativeOperator):
 
     def __init__(self, diagonal=False):
         self.diagonal = diagonal
-        self.compose, self.apply, self.identities = DIAGONAL if diagonal else DENSE
+        self.compose, self.apply = DIAGONAL if diagonal else DENSE
 
     def combine(self, left, right):
         return (self.compose(left[0], right[0]),)
-
-    def identity(self, like, count):
-        return (self.identities(like[0], count),)
 
     def to_prefix(self, elements):  # pragma: no cover - the schedulers pass the seed itself
         raise TypeError("SeededProduct takes its seed as the first prefix")
@@ -176,11 +149,8 @@ def sequential_scan(elements, operator):
     >>> sequential_scan(matrices, MatrixProduct())[0][2].tolist()
     [[1, 3], [0, 1]]
     """
-    count = length(elements)
-    prefixes = [operator.to_prefix(take(elements, slice(0, 1)))]
-    for index in range(1, count):
-        prefixes.append(operator.extend(prefixes[-1], take(elements, slice(index, index + 1))))
-    return concatenate(*prefixes)
+    first = operator.to_prefix(take(elements, slice(0, 1)))
+    return _sequential_from_prefix(first, take(elements, slice(1, None)), operator)
 
 
 def hillis_steele_scan(elements, operator):
@@ -290,10 +260,9 @@ def _interleave(evens, odds, count):
 
 def blocked_scan(elements, operator, block_size=64):
     """Inclusive prefixes, `block_size` elements at a time: each block is scanned in
-    parallel (Blelloch) starting from the prefix carried in from the blocks before it.
-    `blocked_scan_lazy` takes a function that builds one block of elements on demand
-    instead (the chain scheduler uses it, so that only one block of Jacobians exists at
-    a time).
+    parallel (Blelloch) starting from the prefix carried in from the blocks before it
+    (`scan_from_prefix`'s "blocked", which the chain scheduler calls with a function that
+    builds one block of elements at a time: only one block of Jacobians exists at once).
 
     >>> import numpy as np
     >>> matrices = (np.array([[[1, 1], [0, 1]]] * 10),)
@@ -302,41 +271,18 @@ def blocked_scan(elements, operator, block_size=64):
     """
     if block_size < 1:
         raise ValueError(f"blocked_scan: block_size must be at least 1, got {block_size}")
-    count = length(elements)
-    return blocked_scan_lazy(
-        lambda start, stop: take(elements, slice(start, stop)), count, operator, block_size
+    first = operator.to_prefix(take(elements, slice(0, 1)))
+    blocks = []
+    scan_from_prefix(
+        "blocked",
+        first,
+        lambda start, stop: take(elements, slice(start + 1, stop + 1)),
+        length(elements) - 1,
+        operator,
+        block_size,
+        lambda start, stop, prefixes: blocks.append(prefixes),
     )
-
-
-def blocked_scan_lazy(build, count, operator, block_size, sink=None):
-    """`blocked_scan` over elements made by `build(start, stop)`.
-
-    With `sink(start, stop, prefixes)` each block's prefixes are handed over as they are
-    made and nothing is kept (memory stays bounded by the block size); otherwise all the
-    prefixes are returned.
-    """
-    kept = []
-    carry = None
-    for start in range(0, count, block_size):
-        stop = min(start + block_size, count)
-        block = build(start, stop)
-        if carry is None:
-            prefixes = blelloch_scan(block, operator)
-        elif stop - start == 1:
-            prefixes = operator.extend(carry, block)
-        else:
-            prefixes = _blelloch_from_prefix_tail(carry, block, operator)
-        carry = take(prefixes, slice(-1, None))
-        if sink is None:
-            kept.append(prefixes)
-        else:
-            sink(start, stop, prefixes)
-    return concatenate(*kept) if sink is None else None
-
-
-def _blelloch_from_prefix_tail(carry, block, operator):
-    """Prefixes of carry . block[0..i] for every i (the carry itself is not returned)."""
-    return take(_blelloch_from_prefix(carry, block, operator), slice(1, None))
+    return concatenate(*blocks)
 
 
 def scan_from_prefix(method, first, build, count, operator, block_size=64, sink=None):
@@ -364,6 +310,23 @@ def scan_from_prefix(method, first, build, count, operator, block_size=64, sink=
         "blelloch": _blelloch_from_prefix,
     }[method]
     sink(0, count + 1, scan(first, rest, operator))
+
+
+def chain_scan(method, seed, build, count, diagonal, injected, sink, block_size=64):
+    """The backward of a chain of `count` steps as one scan (docs/scan.md section 1): the
+    prefixes of [(0, g_n), (J_n, e_{n-1}), ..., (J_1, e_0)] are g_n, g_{n-1}, ..., g_0.
+
+    `seed` is g_n; `build(start, stop)` makes elements start..stop-1 after it: (J, e)
+    pairs, or (J,) alone when nothing enters the chain between its ends (`injected`
+    False: the scan composes the Jacobians alone, half the work of the pairs); J is a
+    stack of matrices (..., d, d), or of diagonals (..., d) when `diagonal`. `sink(start,
+    stop, (vectors,))` receives g_{n - start} .. g_{n - stop + 1} as they are made.
+    """
+    if injected:
+        operator = (DiagonalAffineCompose if diagonal else AffineCompose)(seeded=True)
+    else:
+        operator = SeededProduct(diagonal)
+    scan_from_prefix(method, (seed[None],), build, count, operator, block_size, sink)
 
 
 class WorkAndDepth(AssociativeOperator):

@@ -9,13 +9,11 @@ step, or an x_t that is different in every step). A *segment* is a run of steps 
 same template, kept as columns (a slot over all the steps) so that the scheduler stacks
 each op's saved values in one call. See docs/scan.md sections 1 and 5.
 
-`build_template` is the one place a step's template is made, for a declared chain
-(declared.py) and for a loop's (loops.py): they differ only in how they tell whether an
-input belongs to the step.
+`build_template` is the one place a step's template is made: by `tg.scan` for its top
+step when it declares the chain (declared.py), and by the finder for a loop's (loops.py),
+which also tells it the tensors of other chains that do not belong to the step.
 """
 
-import itertools
-from operator import attrgetter, is_
 from typing import NamedTuple
 
 import numpy as np
@@ -24,7 +22,6 @@ from ..ops.base import Op
 from ..tensor import Tensor
 from . import jacobians
 
-_GET_SHAPE = attrgetter("_data.shape")
 MAX_PERIOD = 16  # how many ops below a tensor the finder looks for the anchor below it
 
 
@@ -42,13 +39,16 @@ class Template:
     (no gradient needed).
     """
 
-    def __init__(self, classes, paths, wiring, shapes, chain_slots, order, needs, options, kinds):
+    def __init__(self, classes, paths, wiring, shapes, chain, order, needs, options, kinds):
         self.classes = classes
         self.kinds = kinds  # the Jacobian kinds met on the paths from x_{i-1} to x_i
         self.paths = paths
         self.wiring = wiring
         self.shapes = shapes
-        self.chain_slots = chain_slots  # slots that depend on x_{i-1}, consumers first
+        # The slots that depend on x_{i-1}, consumers first, and their inputs on the chain:
+        # chain_inputs[slot] lists (input index, "prev" or the input's slot).
+        self.chain_slots = [slot for slot in order if slot in chain]
+        self.chain_inputs = chain
         self.order = order  # slots, consumers before inputs
         self.needs = needs  # each slot's needs_input_grad
         self.options = options  # each slot's op options: (attribute, value) pairs
@@ -143,9 +143,8 @@ class Segment:
 
     `anchors` are x_0 .. x_n; `columns[slot]` holds the slot's tensor in every step (step
     0 is x_0 -> x_1); `outside` lists the per-step inputs of the template (its "step"
-    wiring) as OutsideColumn records. `saved_values()` of the scheduler reads the nodes'
-    saved values column by column; this record is what a caller needs to reuse the
-    analysis (the chains, their steps, the per-step values and the Jacobian kind).
+    wiring) as OutsideColumn records; `nodes[slot]` the slot's node in every step, whose
+    saved values the scheduler stacks (batched.py).
     """
 
     def __init__(self, template, anchors, columns, outside, nodes):
@@ -158,9 +157,16 @@ class Segment:
         self.state_shape = anchors[-1].shape
         self.jacobian_kind = template.jacobian_kind  # "diagonal" when every op on it is
         self.ops_per_step = len(template.classes)
+        self.first_sequence = min(column[0].sequence for column in nodes)  # (its first node)
+        # The inputs of the steps from outside them: every per-step one, each shared one once.
+        self.outside_operands = [operand for column in self.outside for operand in column.operands]
+        for codes in template.wiring:
+            self.outside_operands.extend(
+                code[1] for code in codes if isinstance(code, tuple) and code[0] == "shared"
+            )
         # The ids of tensors made since the first step that the walk leaves pending until
-        # the scan: those its per-step inputs are made from (set by loops.py; None: not
-        # known, the walk finds them).
+        # the scan: those its per-step inputs are made from (set by loops.py; None for a
+        # declared chain, whose steps read no such tensor: declared.segment_of checks).
         self.held = None
 
     def describe(self):
@@ -179,14 +185,13 @@ def shared_or_per_step(template, columns, count):
     for slot, k, operands in columns:
         operands = operands[:count]
         first = operands[0]
-        if all(map(is_, operands, itertools.repeat(first))):
+        if all(operand is first for operand in operands):
             wiring[slot][k] = ("shared", first)
-            continue
-        shapes = list(map(_GET_SHAPE, operands))
-        if shapes.count(shapes[0]) != len(shapes):
+        elif all(operand.shape == first.shape for operand in operands):
+            wiring[slot][k] = "step"
+            per_step.append((slot, k, operands))
+        else:
             return None  # per-step inputs of different shapes cannot be stacked
-        wiring[slot][k] = "step"
-        per_step.append((slot, k, operands))
     template.wiring = wiring
     return per_step
 
@@ -245,31 +250,33 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
         cursor += 1
     order = sorted(range(len(slots)), key=lambda slot: slots[slot]._ctx.sequence, reverse=True)
     kinds = set()
-    depends = _depends_on_prev(slots, wiring, order, kinds)
-    if depends is None or not depends[0]:
+    chain = _chain_inputs(slots, wiring, order, kinds)
+    if chain is None or 0 not in chain:
         return None
-    chain_slots = [slot for slot in order if depends[slot]]
     needs = [tensor._ctx.needs_input_grad for tensor in slots]
     options = [node_options(tensor._ctx) for tensor in slots]
-    template = Template(classes, paths, wiring, shapes, chain_slots, order, needs, options, kinds)
+    template = Template(classes, paths, wiring, shapes, chain, order, needs, options, kinds)
     return template, Step(lower, upper, slots, outside)
 
 
-def _depends_on_prev(slots, wiring, order, kinds):
-    """Which slots depend on x_{i-1} (adding the Jacobian kinds met to `kinds`); None if an
-    op on such a path has no row-wise Jacobian through that input (a broadcast
+def _chain_inputs(slots, wiring, order, kinds):
+    """{slot: [(input index, "prev" or the input's slot)]} for the slots that depend on
+    x_{i-1}: their inputs on the chain (adding the Jacobian kinds met to `kinds`); None if
+    an op on such a path has no row-wise Jacobian through that input (a broadcast
     elementwise input, W @ x, a reduction)."""
-    depends = [False] * len(slots)
+    chain = {}
     for slot in reversed(order):  # inputs before consumers
         node = slots[slot]._ctx
         for k, code in enumerate(wiring[slot]):
-            if not (code == "prev" or (isinstance(code, tuple) and code[0] == "slot")):
+            if code == "prev":
+                target = "prev"
+            elif isinstance(code, tuple) and code[0] == "slot" and code[1] in chain:
+                target = code[1]
+            else:
                 continue
-            if code != "prev" and not depends[code[1]]:
-                continue
-            depends[slot] = True
             kind = jacobians.chain_kind(node, k, slots[slot].data.shape)
             if kind is None:
                 return None
             kinds.add(kind)
-    return depends
+            chain.setdefault(slot, []).append((k, target))
+    return chain
