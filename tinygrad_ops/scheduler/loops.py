@@ -110,7 +110,7 @@ def _hold(segments):
     (through another state: the layers of a loop that feeds back) is no chain: dropped."""
     owner = None  # id(anchor) -> its segment, made when a segment reads another
     for key, segment in list(segments.items()):
-        bound = min(column[0].sequence for column in segment.nodes)
+        bound = segment.first_sequence
         if not any(_made_after(operand, bound) for operand in _below(segment)):
             segment.held = set()  # (one RNN, or layers one after the other: nothing held)
             continue
