@@ -20,10 +20,11 @@ of such a chain:
    differs ends the chain.
 
 A chain found, its tensors are never part of a later chain's steps, and the walk goes on
-below it from its x_0 and its inputs from outside (the lower layer's states of a stacked
-loop are the upper layer's per-step inputs). The walk gives up after `LOOK` tensors that
-top no chain: a graph without a chain (an MLP) costs a few lookups near its output. Last,
-`_hold` gives each chain the tensors the walk must leave pending until its scan.
+below it from its x_0, its shared inputs and its top step's per-step inputs (the lower
+layer's top state of a stacked loop, the upper layer's last per-step input). The walk
+gives up after `LOOK` tensors that top no chain: a graph without a chain (an MLP) costs a
+few lookups near its output. Last, `_hold` gives each chain the tensors the walk must
+leave pending until its scan.
 """
 
 import heapq
@@ -81,18 +82,21 @@ def find(graph, min_steps=2):
         segments[id(tensor)] = segment
         for column in segment.columns:
             taken.update(map(id, column))
-        for operand in _below(segment):
+        for operand in _below(segment, every_step=False):
             push(operand)
     _hold(segments)
     return segments
 
 
-def _below(segment):
+def _below(segment, every_step=True):
     """What a segment's steps are made from outside them: its x_0, its per-step inputs
-    (the lower layer's states of a stacked loop) and its shared ones (the weights)."""
+    (the lower layer's states of a stacked loop) and its shared ones (the weights). Not
+    `every_step`: of the per-step inputs only the top step's, where the walk down goes on
+    to a chain below (the top of the lower layer; pushing the other steps' inputs found
+    no more chains and cost a fifth of a 2,048-step stacked loop's look)."""
     operands = [segment.anchors[0]]
     for column in segment.outside:
-        operands.extend(column.operands)
+        operands.extend(column.operands if every_step else column.operands[-1:])
     for codes in segment.template.wiring:
         operands.extend(code[1] for code in codes if type(code) is tuple and code[0] == "shared")
     return operands
@@ -106,7 +110,7 @@ def _hold(segments):
     (through another state: the layers of a loop that feeds back) is no chain: dropped."""
     owner = None  # id(anchor) -> its segment, made when a segment reads another
     for key, segment in list(segments.items()):
-        bound = min(column[0].sequence for column in segment.nodes)
+        bound = segment.first_sequence
         if not any(_made_after(operand, bound) for operand in _below(segment)):
             segment.held = set()  # (one RNN, or layers one after the other: nothing held)
             continue
