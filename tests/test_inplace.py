@@ -325,3 +325,25 @@ def test_zero_and_fill_overwrite_nans_and_infs_as_torch(method):
 def test_fill_refuses_what_is_not_a_number():
     with pytest.raises(TypeError, match="fill_: value must be a number, got str"):
         tg.zeros(2).fill_("one")
+
+
+def test_changing_relus_output_in_place_is_detected_as_pytorch_does():
+    # Relu saves its output (as PyTorch's ReluBackward0), whose mask out != 0 is the
+    # gradient's: changing that output in place before the backward would change the mask.
+    x, xt = pair([-1.0, 2.0, -3.0, 4.0])
+    for engine_x in (x, xt):
+        y = engine_x.relu()
+        y.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an in"):
+            y.sum().backward()
+    x = tg.Tensor([-1.0, 2.0, -3.0, 4.0], requires_grad=True)
+    y = x.relu()
+    y.mul_(2.0)
+    with pytest.raises(RuntimeError, match=r"Relu.*in-place"):
+        y.sum().backward()
+    # An in-place relu_ of a non-leaf is its own saved output: allowed, as in PyTorch.
+    x, xt = pair([-1.0, 2.0, -3.0, 4.0])
+    for engine_x in (x, xt):
+        y = (engine_x * 1.0).relu_()
+        (y * y).sum().backward()
+    close(x.grad, xt.grad)
