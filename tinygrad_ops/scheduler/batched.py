@@ -38,7 +38,6 @@ class BatchedSlot:
         self.first = first
         self.output_shape = tuple(shape[0])
         self.output_dtype = np.dtype(shape[1])
-        self.count = len(nodes)
         self.attributes = attributes
         saved = [node.saved for node in nodes]
         # Saved values freed by an earlier backward, or changed in place (`_check_versions`):
