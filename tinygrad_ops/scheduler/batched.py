@@ -23,12 +23,6 @@ def _batched_class(op_class):
     return type("Batched" + op_class.__name__, (op_class,), namespace)
 
 
-class SavedValuesError(CannotScan):
-    """A node of the segment cannot give its saved values as they were recorded (freed by
-    an earlier backward, or changed in place): the walk, which raises the engine's own
-    error for it, takes over."""
-
-
 class BatchedSlot:
     """The nodes of one template slot over all the steps of a segment, saved values
     stacked; it stands for them in `graph.visited` (`release`).
@@ -44,11 +38,12 @@ class BatchedSlot:
         self.first = first
         self.output_shape = tuple(shape[0])
         self.output_dtype = np.dtype(shape[1])
-        self.count = len(nodes)
         self.attributes = attributes
         saved = [node.saved for node in nodes]
+        # Saved values freed by an earlier backward, or changed in place (`_check_versions`):
+        # the walk takes over, and raises the engine's own error for them.
         if None in saved:
-            raise SavedValuesError("a saved value was freed")
+            raise CannotScan("a saved value was freed")
         if any(len(values) != len(first.saved) for values in saved):
             raise CannotScan("the steps saved different numbers of values")
         _check_versions(nodes)
@@ -101,7 +96,7 @@ class BatchedSlot:
 
 
 def _check_versions(nodes):
-    """Raise SavedValuesError when a saved input or output of one of `nodes` changed in
+    """Raise CannotScan when a saved input or output of one of `nodes` changed in
     place after the node was recorded (`Op.changed_saved_box`). Nodes recorded after the
     newest in-place change are intact without a look."""
     if LAST_CHANGE[0] < min(node.sequence for node in nodes):
@@ -109,7 +104,7 @@ def _check_versions(nodes):
     for node in nodes:
         watched = node.sequence < LAST_CHANGE[0] and node.saved_output is not None
         if watched and node.changed_saved_box() is not None:
-            raise SavedValuesError("a saved value was changed in place")
+            raise CannotScan("a saved value was changed in place")
 
 
 def _stack(values, stacks):

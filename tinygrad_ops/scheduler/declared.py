@@ -14,9 +14,7 @@ the walk goes on through the steps one by one.
 import copy
 import weakref
 
-import numpy as np
-
-from .steps import MISSING, CannotScan, Segment, build_template, same_option, shared_or_per_step
+from .steps import CannotScan, Segment, build_template, shared_or_per_step, steps_as_template
 
 # id(top anchor) -> (a weak reference to it, its Declaration); an entry goes with its tensor.
 # (Keyed by id: a Tensor's == is elementwise, so it cannot key a WeakKeyDictionary.)
@@ -98,7 +96,7 @@ def segment_of(declaration, top, min_steps=2):
     if len(anchors) - 1 < min_steps:
         raise CannotScan(f"{len(anchors) - 1} step(s), fewer than {min_steps}")
     template = copy.copy(declaration.template)  # (its wiring is the segment's own)
-    count, tensors, nodes = _steps_as_declared(template, anchors[::-1])
+    count, tensors, nodes = steps_as_template(template, anchors[::-1])
     if count < min_steps:
         raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
     outside = []
@@ -117,59 +115,3 @@ def segment_of(declaration, top, min_steps=2):
         if operand._ctx is not None and operand._ctx.sequence > segment.first_sequence:
             raise CannotScan("a step reads a tensor made by an earlier step besides the carry")
     return segment
-
-
-def _steps_as_declared(template, anchors):
-    """(count, tensors, nodes): how many steps from the top (`anchors`: x_n, x_{n-1}, ...,
-    x_0) are made as `template` says, and each slot's tensors and nodes in them, top-down.
-
-    Step i matches when each slot is made by the template's op class, with its options
-    and needs_input_grad, no hook, its shape and dtype, and reads what the template wires
-    it to: the step's own carry x_{i-1} and slots, by identity (the carries' shapes
-    `tg.scan` checked). Each check is one pass over a slot's column of steps."""
-    count = len(anchors) - 1
-    tensors, nodes = [], []
-    for slot, op_class in enumerate(template.classes):
-        if slot == 0:
-            column = anchors[:-1]
-        else:
-            parent, k = template.paths[slot]
-            column = [node.inputs[k] for node in nodes[parent][:count]]
-        made = [getattr(tensor, "_ctx", None) for tensor in column]
-        needs = template.needs[slot]
-        flags = [
-            type(node) is op_class and node.needs_input_grad == needs and tensor._hooks is None
-            for tensor, node in zip(column, made)
-        ]
-        count = _agreeing(flags, count)
-        if "const" in template.wiring[slot]:
-            # (A slot's shape and dtype follow from its inputs' and its options; only an
-            # input without a gradient, x_t or a number, can change them.)
-            shape, dtype = template.shapes[slot][0], np.dtype(template.shapes[slot][1])
-            flags = [
-                tensor._data.shape == shape and tensor._data.dtype == dtype
-                for tensor in column[:count]
-            ]
-            count = _agreeing(flags, count)
-        for name, value in template.options[slot]:
-            options = [getattr(node, name, MISSING) for node in made[:count]]
-            count = _agreeing([same_option(option, value) for option in options], count)
-        tensors.append(column)
-        nodes.append(made)
-    lowers = anchors[1:]
-    for slot, codes in enumerate(template.wiring):
-        for k, code in enumerate(codes):
-            if code == "prev":
-                expected = lowers
-            elif isinstance(code, tuple) and template.paths[code[1]] != (slot, k):
-                expected = tensors[code[1]]  # (a slot read twice; its path proves the first)
-            else:
-                continue
-            reads = [node.inputs[k] for node in nodes[slot][:count]]
-            count = _agreeing([read is tensor for read, tensor in zip(reads, expected)], count)
-    return count, [column[:count] for column in tensors], [column[:count] for column in nodes]
-
-
-def _agreeing(flags, count):
-    """How many of the first `count` steps come before the first False among `flags`."""
-    return flags.index(False) if False in flags[:count] else count

@@ -157,13 +157,8 @@ class SegmentRun:
     def _injections(self, pending):
         """The gradients waiting at the anchors x_0 .. x_{n-1} (`pending`, None where none
         arrived), stacked, zeros where none arrived."""
-        if all(value is not None for value in pending):  # one at every anchor: one stack
-            return np.array(pending, dtype=self.dtype)
-        injections = np.zeros((self.count,) + self.state_shape, dtype=self.dtype)
-        for index, value in enumerate(pending):
-            if value is not None:
-                injections[index] = value
-        return injections
+        zeros = np.zeros(self.state_shape, dtype=self.dtype)
+        return np.array([zeros if value is None else value for value in pending], self.dtype)
 
     def run(self, method, block_size):
         """Scan: take the gradients pending at the anchors (the seed g_n at the top, the
@@ -353,17 +348,7 @@ def _another_chain(chains, top, scheduler, segment, bound):
     other_ids = segment_ids(other)
     if not other_ids.isdisjoint(own):
         raise CannotScan("two chains share tensors")
-    return other_ids | made_since(outside_inputs(other, bound), bound, own)
-
-
-def outside_inputs(segment, bound):
-    """The inputs of the segment's steps from outside them (per-step and shared) that were
-    made after creation number `bound`."""
-    return [
-        operand
-        for operand in segment.outside_operands
-        if operand._ctx is not None and operand._ctx.sequence > bound
-    ]
+    return other_ids | made_since(other.outside_operands, bound, own)
 
 
 def segment_ids(segment):
@@ -375,19 +360,18 @@ def segment_ids(segment):
 
 
 def made_since(tensors, bound, own):
-    """The ids of `tensors` and of the tensors made after creation number `bound` that
-    they are made from; CannotScan if one is a tensor of the segment (`own`)."""
+    """The ids of those of `tensors` made after creation number `bound` and of the tensors
+    made after it that they are made from; CannotScan if one is a tensor of the segment
+    (`own`)."""
     seen = set()
     stack = list(tensors)
     while stack:
         tensor = stack.pop()
-        if id(tensor) in seen:
+        node = getattr(tensor, "_ctx", None)
+        if node is None or node.sequence <= bound or id(tensor) in seen:
             continue
         if id(tensor) in own:
             raise CannotScan("a tensor read by the chain's steps is made from the chain")
         seen.add(id(tensor))
-        for operand in tensor._ctx.inputs:
-            node = getattr(operand, "_ctx", None)
-            if node is not None and node.sequence > bound:
-                stack.append(operand)
+        stack.extend(node.inputs)
     return seen

@@ -12,6 +12,7 @@ each op's saved values in one call. See docs/scan.md sections 1 and 5.
 `build_template` is the one place a step's template is made: by `tg.scan` for its top
 step when it declares the chain (declared.py), and by the finder for a loop's (loops.py),
 which also tells it the tensors of other chains that do not belong to the step.
+`steps_as_template` checks the steps below the top one against its template.
 """
 
 from typing import NamedTuple
@@ -41,7 +42,6 @@ class Template:
 
     def __init__(self, classes, paths, wiring, shapes, chain, order, needs, options, kinds):
         self.classes = classes
-        self.kinds = kinds  # the Jacobian kinds met on the paths from x_{i-1} to x_i
         self.paths = paths
         self.wiring = wiring
         self.shapes = shapes
@@ -52,7 +52,7 @@ class Template:
         self.order = order  # slots, consumers before inputs
         self.needs = needs  # each slot's needs_input_grad
         self.options = options  # each slot's op options: (attribute, value) pairs
-        self.prev_path = next(
+        prev_path = next(
             ((slot, codes.index("prev")) for slot, codes in enumerate(wiring) if "prev" in codes),
             None,
         )  # (slot, input index) where x_{i-1} is read first
@@ -60,14 +60,15 @@ class Template:
         parent_slots = set(self.parents[1:])
         self.tree_leaves = [slot for slot in range(len(classes)) if slot not in parent_slots]
         self.route = None  # the input indices that lead from x_i down to x_{i-1}
-        if self.prev_path is not None:
-            slot, k = self.prev_path
+        if prev_path is not None:
+            slot, k = prev_path
             self.route = [k]
             while slot:
                 slot, k = paths[slot]
                 self.route.append(k)
             self.route.reverse()
-        # "diagonal" when every op on the paths from x_{i-1} to x_i is elementwise
+        # "diagonal" when every op on the paths from x_{i-1} to x_i is elementwise (`kinds`:
+        # the Jacobian kinds met on them)
         self.jacobian_kind = "dense" if "dense" in kinds else "diagonal"
         self.const_slots = {slot for slot, codes in enumerate(wiring) if "const" in codes}
         # The reads that the paths do not already prove (checked by identity): x_{i-1}
@@ -76,7 +77,7 @@ class Template:
         self.extra_slot_inputs = []
         for slot, codes in enumerate(wiring):
             for k, code in enumerate(codes):
-                if code == "prev" and (slot, k) != self.prev_path:
+                if code == "prev" and (slot, k) != prev_path:
                     self.extra_prev.append((slot, k))
                 elif isinstance(code, tuple) and code[0] == "slot" and paths[code[1]] != (slot, k):
                     self.extra_slot_inputs.append((slot, k, code[1]))
@@ -280,3 +281,59 @@ def _chain_inputs(slots, wiring, order, kinds):
             kinds.add(kind)
             chain.setdefault(slot, []).append((k, target))
     return chain
+
+
+def steps_as_template(template, anchors):
+    """(count, tensors, nodes): how many steps from the top (`anchors`: x_n, x_{n-1}, ...,
+    x_0) are made as `template` says, and each slot's tensors and nodes in them, top-down.
+
+    Step i matches when each slot is made by the template's op class, with its options
+    and needs_input_grad, no hook, its shape and dtype, and reads what the template wires
+    it to: the step's own carry x_{i-1} and slots, by identity (the carries' shapes
+    `tg.scan` checked). Each check is one pass over a slot's column of steps."""
+    count = len(anchors) - 1
+    tensors, nodes = [], []
+    for slot, op_class in enumerate(template.classes):
+        if slot == 0:
+            column = anchors[:-1]
+        else:
+            parent, k = template.paths[slot]
+            column = [node.inputs[k] for node in nodes[parent][:count]]
+        made = [getattr(tensor, "_ctx", None) for tensor in column]
+        needs = template.needs[slot]
+        flags = [
+            type(node) is op_class and node.needs_input_grad == needs and tensor._hooks is None
+            for tensor, node in zip(column, made)
+        ]
+        count = _agreeing(flags, count)
+        if "const" in template.wiring[slot]:
+            # (A slot's shape and dtype follow from its inputs' and its options; only an
+            # input without a gradient, x_t or a number, can change them.)
+            shape, dtype = template.shapes[slot][0], np.dtype(template.shapes[slot][1])
+            flags = [
+                tensor._data.shape == shape and tensor._data.dtype == dtype
+                for tensor in column[:count]
+            ]
+            count = _agreeing(flags, count)
+        for name, value in template.options[slot]:
+            options = [getattr(node, name, MISSING) for node in made[:count]]
+            count = _agreeing([same_option(option, value) for option in options], count)
+        tensors.append(column)
+        nodes.append(made)
+    lowers = anchors[1:]
+    for slot, codes in enumerate(template.wiring):
+        for k, code in enumerate(codes):
+            if code == "prev":
+                expected = lowers
+            elif isinstance(code, tuple) and template.paths[code[1]] != (slot, k):
+                expected = tensors[code[1]]  # (a slot read twice; its path proves the first)
+            else:
+                continue
+            reads = [node.inputs[k] for node in nodes[slot][:count]]
+            count = _agreeing([read is tensor for read, tensor in zip(reads, expected)], count)
+    return count, [column[:count] for column in tensors], [column[:count] for column in nodes]
+
+
+def _agreeing(flags, count):
+    """How many of the first `count` steps come before the first False among `flags`."""
+    return flags.index(False) if False in flags[:count] else count
