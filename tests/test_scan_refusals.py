@@ -288,3 +288,70 @@ def test_a_broadcast_start_state(scheduler):
     got, _ = model(scheduler)
     assert got[0].shape == (1, 3)
     assert_close(got, expected)
+
+
+def linear_rnn(library, made_in_step, steps=12, seed=4):
+    """h = tanh(linear(h, W_t, b_t)) + x_t where the weight, the bias or both are a
+    different tensor in each step: made from a parameter inside the step, or taken from a
+    list of per-step weights (`made_in_step` picks which, by name)."""
+    generator = np.random.default_rng(seed)
+    arrays = [
+        generator.standard_normal((3, 3)) * 0.4,
+        generator.standard_normal(3) * 0.1,
+        generator.standard_normal((steps, 2, 3)),
+        generator.standard_normal((steps, 3, 3)) * 0.4,
+    ]
+    if library == "torch":
+        weight, bias, xs, listed = (torch.tensor(a, requires_grad=True) for a in arrays)
+        linear = torch.nn.functional.linear
+        h = torch.zeros((2, 3), dtype=torch.float64)
+    else:
+        weight, bias, xs, listed = (Tensor(a, requires_grad=True) for a in arrays)
+        linear = tg.functional.linear
+        h = Tensor(np.zeros((2, 3)))
+    for t in range(steps):
+        w = {"weight": weight * 1.0, "listed": listed[t]}.get(made_in_step, weight)
+        b = bias * 1.0 if made_in_step == "bias" else bias
+        h = linear(h, w, b).tanh() + xs[t]
+    return (h * h).sum(), [weight, bias, xs, listed]
+
+
+@pytest.mark.parametrize("made_in_step", ["weight", "bias", "listed"])
+@pytest.mark.parametrize("scheduler", [*SCANS, "auto"])
+def test_a_linear_whose_weight_differs_per_step_is_walked(scheduler, made_in_step):
+    # Linear's rule sums dW and db over x's leading axes: run once over stacked steps, it
+    # would give every step the sum over all of them. Its weight and bias must be the
+    # same in every step for a scan (Linear.takes_per_step); otherwise the walk runs.
+    loss, parameters = linear_rnn("torch", made_in_step)
+    loss.backward()
+    used = [p.grad is not None for p in parameters]  # (the weight or the listed ones)
+    expected = [p.grad.numpy() for p in parameters if p.grad is not None]
+    loss, parameters = linear_rnn("ours", made_in_step)
+    spy = Spy(scheduler) if scheduler != "auto" else "auto"
+    loss.backward(scheduler=spy)
+    assert [p.grad is not None for p in parameters] == used
+    assert_close([p.grad.numpy() for p in parameters if p.grad is not None], expected)
+    if scheduler != "auto":
+        assert scanned_lengths(spy.graph) == []
+
+
+def test_a_tg_scan_whose_linear_weight_is_made_in_each_step_says_why_it_is_walked():
+    generator = np.random.default_rng(5)
+    weight = Tensor(generator.standard_normal((3, 3)) * 0.4, requires_grad=True)
+    xs = Tensor(generator.standard_normal((10, 2, 3)))
+
+    def step(h, x):
+        h = tg.functional.linear(h, weight * 1.0).tanh() + x
+        return h, None
+
+    h, _ = tg.scan(step, Tensor(np.zeros((2, 3))), xs)
+    loss = (h * h).sum()
+    plan = tg.backward_plan(loss, scheduler="blelloch")
+    assert plan.scanned_segments == []
+    assert "its op's rule cannot take per step, such as a Linear's weight" in str(plan)
+    loss.backward(scheduler="blelloch")
+    scanned = weight.grad.numpy().copy()
+    weight.grad = None
+    h, _ = tg.scan(step, Tensor(np.zeros((2, 3))), xs)
+    (h * h).sum().backward()
+    np.testing.assert_allclose(scanned, weight.grad.numpy(), rtol=1e-12)

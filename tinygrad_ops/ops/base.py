@@ -148,6 +148,14 @@ class Op:
         over the steps of a chain (ops/jacobian.py)."""
         raise NotImplementedError(f"{type(self).__name__} is walked, not scanned")
 
+    @staticmethod
+    def takes_per_step(index):
+        """Whether input `index` may differ from step to step of a scanned chain, whose
+        backward runs this op's rule once for all the steps (saved values stacked on a
+        leading axis): True for an op whose rule broadcasts, which gives each step its own
+        gradient; an op whose rule sums over an input's leading axes says False for it."""
+        return True
+
     def save_for_backward(self, *values):
         """Keep `values` (input arrays, the output array, or any other array) for backward."""
         self.saved = values

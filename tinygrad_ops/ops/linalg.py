@@ -104,6 +104,12 @@ class Linear(Op):
         _, weight = self.saved_tensors
         return weight_matrix(weight)
 
+    @staticmethod
+    def takes_per_step(index):
+        """Only x: its leading axes are batch axes, and dW = gᵀ x and db sum over them, so a
+        weight or bias made in each step would get the sum over all the steps."""
+        return index == 0
+
     def forward(self, x, weight, bias):
         self.check(x, weight, bias)
         return self.compute(x, weight, bias)

@@ -204,8 +204,6 @@ def segment_from(template, anchors, min_steps):
     per_step = steps.shared_or_per_step(
         template, [(slot, k, column[count - 1 :: -1]) for slot, k, column in outside], count
     )
-    if per_step is None:
-        raise steps.CannotScan("the steps' inputs differ in shape")
     columns = [column[count - 1 :: -1] for column in tensors]
     step_nodes = [column[count - 1 :: -1] for column in nodes]
     return steps.Segment(template, anchors[count::-1], columns, per_step, step_nodes)

@@ -40,7 +40,9 @@ def declare(anchors, refusal=None):
     if built is None and refusal is None:
         refusal = (
             "the step is not a chain step (an op without a Jacobian rule or with a hook, "
-            "a carry of another shape, or one that does not depend on the carry)"
+            "an input made in each step that its op's rule cannot take per step, such as "
+            "a Linear's weight, a carry of another shape, or one that does not depend on "
+            "the carry)"
         )
     template = None if built is None else built[0]
     key = id(top)
@@ -104,8 +106,6 @@ def segment_of(declaration, top, min_steps=2):
         for k in [k for k, code in enumerate(codes) if code == "outside"]:
             outside.append((slot, k, [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]))
     per_step = shared_or_per_step(template, outside, count)
-    if per_step is None:
-        raise CannotScan("the steps' inputs differ in shape")
     columns = [column[count - 1 :: -1] for column in tensors]
     step_nodes = [column[count - 1 :: -1] for column in nodes]
     segment = Segment(template, anchors[-count - 1 :], columns, per_step, step_nodes)

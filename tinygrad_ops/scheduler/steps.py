@@ -179,8 +179,8 @@ class Segment:
 def shared_or_per_step(template, columns, count):
     """Split the outside inputs (slot, k, [input of every step]) into shared ones (the same
     tensor in every step: a weight) and per-step ones; rewrite the template's wiring to
-    ("shared", tensor) and "step", and return the per-step ones (None when they cannot be
-    stacked)."""
+    ("shared", tensor) and "step", and return the per-step ones; `CannotScan` when they
+    cannot be stacked, or the op's rule cannot take them per step (`Op.takes_per_step`)."""
     wiring = [list(codes) for codes in template.wiring]
     per_step = []
     for slot, k, operands in columns:
@@ -188,13 +188,22 @@ def shared_or_per_step(template, columns, count):
         first = operands[0]
         if all(operand is first for operand in operands):
             wiring[slot][k] = ("shared", first)
-        elif all(operand.shape == first.shape for operand in operands):
-            wiring[slot][k] = "step"
-            per_step.append((slot, k, operands))
-        else:
-            return None  # per-step inputs of different shapes cannot be stacked
+            continue
+        if any(operand.shape != first.shape for operand in operands):
+            raise CannotScan("the steps' inputs differ in shape")
+        if not template.classes[slot].takes_per_step(k):
+            raise CannotScan(_not_per_step(template.classes[slot], k))
+        wiring[slot][k] = "step"
+        per_step.append((slot, k, operands))
     template.wiring = wiring
     return per_step
+
+
+def _not_per_step(op_class, index):
+    return (
+        f"input {index} of {op_class.__name__} differs from step to step, and its rule "
+        "sums over the steps (a weight made in each step)"
+    )
 
 
 def build_template(lower, upper, capture, excluded=(), max_slots=None):
@@ -248,6 +257,9 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
                 codes.append("outside")
                 outside.append((cursor, k, operand))
         wiring.append(codes)
+        for k, code in enumerate(codes):  # (a slot or the carry differs from step to step)
+            if code not in ("const", "outside") and not node.takes_per_step(k):
+                return None
         cursor += 1
     order = sorted(range(len(slots)), key=lambda slot: slots[slot]._ctx.sequence, reverse=True)
     kinds = set()
