@@ -121,14 +121,18 @@ def test_gradients_are_the_walks_whichever_way_auto_takes(fixed_auto, monkeypatc
             np.testing.assert_allclose(mine, walked, rtol=1e-10, atol=1e-12)
 
 
-def test_a_graph_shape_the_gate_walked_is_walked_at_once(fixed_auto, monkeypatch):
-    gates = []
-    original = auto_module.AutoScheduler.gate
+def results_of(monkeypatch, owner, name):
+    """The list of what `owner.name(self, graph)` returns, call by call, from now on."""
+    results = []
+    original = getattr(owner, name)
     monkeypatch.setattr(
-        auto_module.AutoScheduler,
-        "gate",
-        lambda self, graph: gates.append(1) or original(self, graph),
+        owner, name, lambda self, graph: results.append(original(self, graph)) or results[-1]
     )
+    return results
+
+
+def test_a_graph_shape_the_gate_walked_is_walked_at_once(fixed_auto, monkeypatch):
+    gates = results_of(monkeypatch, auto_module.AutoScheduler, "gate")
     for _ in range(4):  # a training loop: the same graph every step
         loss, _ = build("benchmark", "tg", steps=64, hidden=64)  # too wide for a chain to pay
         loss.backward(scheduler=fixed_auto)
@@ -136,13 +140,7 @@ def test_a_graph_shape_the_gate_walked_is_walked_at_once(fixed_auto, monkeypatch
 
 
 def test_a_deep_graph_without_a_chain_is_looked_at_once(fixed_auto, monkeypatch):
-    looks = []
-    original = auto_module.ScanScheduler.find
-    monkeypatch.setattr(
-        auto_module.ScanScheduler,
-        "find",
-        lambda self, graph: looks.append(original(self, graph)) or looks[-1],
-    )
+    looks = results_of(monkeypatch, auto_module.ScanScheduler, "find")
     generator = np.random.default_rng(0)
     weights = [generator.standard_normal((4 + k, 5 + k)) * 0.3 for k in range(20)]
     for _ in range(4):  # 20 layers of growing width, 40 ops deep: no two steps alike
