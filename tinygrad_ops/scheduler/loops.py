@@ -94,12 +94,10 @@ def _below(segment, every_step=True):
     `every_step`: of the per-step inputs only the top step's, where the walk down goes on
     to a chain below (the top of the lower layer; pushing the other steps' inputs found
     no more chains and cost a fifth of a 2,048-step stacked loop's look)."""
-    operands = [segment.anchors[0]]
-    for column in segment.outside:
-        operands.extend(column.operands if every_step else column.operands[-1:])
-    for codes in segment.template.wiring:
-        operands.extend(code[1] for code in codes if type(code) is tuple and code[0] == "shared")
-    return operands
+    if every_step:
+        return [segment.anchors[0], *segment.outside_operands]
+    top_step = [column.operands[-1] for column in segment.outside]
+    return [segment.anchors[0], *top_step, *segment.shared_operands]
 
 
 def _hold(segments):

@@ -159,12 +159,15 @@ class Segment:
         self.jacobian_kind = template.jacobian_kind  # "diagonal" when every op on it is
         self.ops_per_step = len(template.classes)
         self.first_sequence = min(column[0].sequence for column in nodes)  # (its first node)
-        # The inputs of the steps from outside them: every per-step one, each shared one once.
-        self.outside_operands = [operand for column in self.outside for operand in column.operands]
+        # The inputs of the steps from outside them: the shared ones (the weights), and
+        # every per-step one with each shared one once.
+        per_step = [operand for column in self.outside for operand in column.operands]
+        self.shared_operands = []
         for codes in template.wiring:
-            self.outside_operands.extend(
+            self.shared_operands.extend(
                 code[1] for code in codes if isinstance(code, tuple) and code[0] == "shared"
             )
+        self.outside_operands = per_step + self.shared_operands
         # The ids of tensors made since the first step that the walk leaves pending until
         # the scan: those its per-step inputs are made from (set by loops.py; None for a
         # declared chain, whose steps read no such tensor: declared.segment_of checks).
