@@ -8,9 +8,7 @@ of passes, each a C loop over objects that are mostly out of the caches.
 """
 
 from itertools import repeat
-from operator import attrgetter, eq, gt, is_, itemgetter, lt
-
-import numpy as np
+from operator import gt, is_, lt
 
 from ..tensor import Tensor
 from . import steps
@@ -53,34 +51,6 @@ def _cut(values, expected, good):
     return min(good, len(values))
 
 
-_GET_CONTEXT = attrgetter("_ctx")
-_GET_INPUTS = attrgetter("inputs")
-_GET_NEEDS = attrgetter("needs_input_grad")
-_GET_HOOKS = attrgetter("_hooks")  # None for a tensor without hooks
-_GET_SHAPE = attrgetter("_data.shape")
-_GET_DTYPE = attrgetter("_data.dtype")
-
-
-def slot_columns(template, anchors):
-    """The slot columns below the top, top-down: (count, tensors, nodes), `count` the
-    number of steps from the top whose every slot is made by the template's op class
-    (with the template's number of inputs), so that following the paths is safe."""
-    count = len(anchors) - 1
-    tensors = [anchors[:-1]]
-    nodes = [list(map(_GET_CONTEXT, anchors[:-1]))]
-    inputs = []
-    for slot, (op_class, needs) in enumerate(zip(template.classes, template.needs)):
-        if slot:
-            parent, k = template.paths[slot]
-            column = list(map(itemgetter(k), inputs[parent][:count]))
-            tensors.append(column)
-            nodes.append(list(map(getattr, column, repeat("_ctx"), repeat(None))))
-        count = _cut(list(map(type, nodes[slot])), op_class, count)
-        inputs.append(list(map(_GET_INPUTS, nodes[slot][:count])))
-        count = _cut(list(map(len, inputs[slot])), len(needs), count)
-    return count, [column[:count] for column in tensors], [column[:count] for column in nodes]
-
-
 def check_columns(template, anchors):
     """Check the steps below the top step against `template`, one column at a time.
 
@@ -94,8 +64,7 @@ def check_columns(template, anchors):
     (every slot made after x_{i-1} and before the op that reads it; every outside input
     made before x_{i-1}).
     """
-    good, tensors, nodes = slot_columns(template, anchors)
-    good = _check_flags(template, tensors, nodes, good)
+    good, tensors, nodes = steps.steps_as_template(template, anchors)
     lowers = anchors[1 : good + 1]
     shape, dtype = template.shapes[0]
     if good and (lowers[good - 1].shape != shape or lowers[good - 1].data.dtype != dtype):
@@ -105,61 +74,19 @@ def check_columns(template, anchors):
     bottom = lowers[good - 1]._ctx
     sequences = [[node.sequence for node in column[:good]] for column in nodes]
     lower_sequences = sequences[0][1:] + [-1 if bottom is None else bottom.sequence]
-    good = _check_order(template, tensors, nodes, sequences, lowers, lower_sequences, good)
+    good = _check_order(template, sequences, lower_sequences, good)
     return _outside_columns(template, nodes, lower_sequences, good, tensors)
 
 
-def _check_flags(template, tensors, nodes, good):
-    """needs_input_grad and no hooks; shape and dtype of slots with a constant input; the
-    op options."""
-    for slot, (shape, dtype) in enumerate(template.shapes):
-        column = tensors[slot]
-        good = _cut(list(map(_GET_NEEDS, nodes[slot])), template.needs[slot], good)
-        good = _cut(list(map(_GET_HOOKS, column)), None, good)
-        if slot in template.const_slots:
-            # A slot's shape and dtype follow from its inputs' (and its options): only a
-            # constant input (x_t without grad, a Python number) can change them; x_0 is
-            # checked by the caller, the other inputs are checked slots or the same weight.
-            good = _cut(list(map(_GET_SHAPE, column)), shape, good)
-            good = _cut(list(map(_GET_DTYPE, column)), np.dtype(dtype), good)
-        for name, value in template.options[slot]:
-            missing = repeat(steps.MISSING)
-            options = list(map(getattr, nodes[slot], repeat(name), missing))
-            if not _all_same(options, value):
-                same = list(map(steps.same_option, options, repeat(value)))
-                good = _cut(same, True, good)
-    return good
-
-
-def _all_same(options, value):
-    """Whether every one of `options` is `steps.same_option` as `value`, in C passes: the
-    same object in every step (a name, a small number), or equal and of its type (a
-    slice's index tuple, made afresh by every step's GetItem); False when unsure (then
-    they are compared one by one)."""
-    if all(map(is_, options, repeat(value))):
-        return True
-    if not steps.is_simple(value) or list(map(type, options)).count(type(value)) != len(options):
-        return False
-    try:
-        return all(map(eq, options, repeat(value)))
-    except (TypeError, ValueError):  # an array among an index's items: one by one
-        return False
-
-
-def _check_order(template, tensors, nodes, sequences, lowers, lower_sequences, good):
-    """The creation numbers (each slot made before the op that reads it, after x_{i-1})
-    and the wiring that the paths do not prove, by identity."""
-    for slot in range(1, len(nodes)):
+def _check_order(template, sequences, lower_sequences, good):
+    """The creation numbers: each slot made after x_{i-1} and before the ops that read it
+    (the wiring by identity is `steps.steps_as_template`'s)."""
+    for slot in range(1, len(sequences)):
         parent = template.parents[slot]
         good = _cut(list(map(lt, sequences[slot], sequences[parent])), True, good)
     for slot in template.tree_leaves:
         good = _cut(list(map(gt, sequences[slot], lower_sequences)), True, good)
-    for slot, k in template.extra_prev:
-        column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
-        good = _cut(list(map(is_, column, lowers)), True, good)
-    for slot, k, other in template.extra_slot_inputs:
-        column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
-        good = _cut(list(map(is_, column, tensors[other])), True, good)
+    for slot, _, other in template.extra_slot_inputs:
         good = _cut(list(map(lt, sequences[other], sequences[slot])), True, good)
     return good
 
@@ -172,7 +99,7 @@ def _outside_columns(template, nodes, lower_sequences, good, tensors):
         for k in [k for k, code in enumerate(codes) if code == "outside"]:
             if not good:
                 return 0, tensors, nodes, outside
-            column = list(map(itemgetter(k), map(_GET_INPUTS, nodes[slot][:good])))
+            column = [node.inputs[k] for node in nodes[slot][:good]]
             outside.append((slot, k, column))
             first = column[0]
             if all(map(is_, column, repeat(first))):

@@ -30,8 +30,8 @@ leave pending until its scan.
 import heapq
 
 from ..tensor import Tensor
-from .columns import check_columns, segment_from, slot_columns, walk_route
-from .steps import MAX_PERIOD, CannotScan, Step, build_template
+from .columns import check_columns, segment_from, walk_route
+from .steps import MAX_PERIOD, CannotScan, Step, build_template, steps_as_template
 
 LOOK = MAX_PERIOD
 """How many tensors in a row the walk down looks at without finding a chain before it stops
@@ -292,7 +292,7 @@ def _step_below(template, step):
     lower anchor x_{n-2}, and the oldest creation number among them), or None where no
     step below is made like the top one (then `_chain_at` finds no chain there anyway)."""
     anchors = walk_route(template.route, step, 3)
-    count, tensors, nodes = slot_columns(template, anchors)
+    count, tensors, nodes = steps_as_template(template, anchors)
     if count < 2:
         return None
     bottom = anchors[2]

@@ -70,17 +70,14 @@ class Template:
         # "diagonal" when every op on the paths from x_{i-1} to x_i is elementwise (`kinds`:
         # the Jacobian kinds met on them)
         self.jacobian_kind = "dense" if "dense" in kinds else "diagonal"
-        self.const_slots = {slot for slot, codes in enumerate(wiring) if "const" in codes}
-        # The reads that the paths do not already prove (checked by identity): x_{i-1}
-        # read a second time, a slot read by two ops.
-        self.extra_prev = []
-        self.extra_slot_inputs = []
-        for slot, codes in enumerate(wiring):
-            for k, code in enumerate(codes):
-                if code == "prev" and (slot, k) != prev_path:
-                    self.extra_prev.append((slot, k))
-                elif isinstance(code, tuple) and code[0] == "slot" and paths[code[1]] != (slot, k):
-                    self.extra_slot_inputs.append((slot, k, code[1]))
+        # The slots read by a second op, (slot, input index, the slot read): the paths prove
+        # the first read only (checked by identity).
+        self.extra_slot_inputs = [
+            (slot, k, code[1])
+            for slot, codes in enumerate(wiring)
+            for k, code in enumerate(codes)
+            if isinstance(code, tuple) and code[0] == "slot" and paths[code[1]] != (slot, k)
+        ]
 
 
 def op_attributes(op_class):
