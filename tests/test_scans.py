@@ -145,8 +145,8 @@ def test_blocked_scan_rejects_a_block_size_below_one():
 
 
 def test_adding_a_diagonal_to_a_jacobian_leaves_an_ops_own_matrix_alone():
-    """`jacobians.add` writes I + J into a product it has just made (a residual step's
-    Jacobian), never into an op's own matrix (a weight's), and gives the same values."""
+    """`jacobians.add` makes I + J (a residual step's Jacobian) without writing into an
+    op's own matrix (a weight's) or a product, and gives the same values."""
     from tinygrad_ops.scheduler import jacobians
 
     generator = np.random.default_rng(0)

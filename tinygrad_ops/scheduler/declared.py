@@ -13,6 +13,7 @@ the walk goes on through the steps one by one.
 
 import copy
 import weakref
+from typing import NamedTuple
 
 from .steps import CannotScan, Segment, build_template, shared_or_per_step, steps_as_template
 
@@ -21,15 +22,14 @@ from .steps import CannotScan, Segment, build_template, shared_or_per_step, step
 _DECLARED = {}
 
 
-class Declaration:
+class Declaration(NamedTuple):
     """What a `tg.scan` states about its chain: the anchors below the top (x_0 .. x_{n-1},
     lowest first: the top anchor x_n keys the declaration and is held only weakly) and the
     top step's template, or the reason the chain cannot be scanned at all (`refusal`)."""
 
-    def __init__(self, below, template, refusal=None):
-        self.below = below
-        self.template = template
-        self.refusal = refusal
+    below: list
+    template: object
+    refusal: object  # (a str, or None)
 
 
 def declare(anchors, refusal=None):

@@ -149,8 +149,7 @@ def sequential_scan(elements, operator):
     >>> sequential_scan(matrices, MatrixProduct())[0][2].tolist()
     [[1, 3], [0, 1]]
     """
-    first = operator.to_prefix(take(elements, slice(0, 1)))
-    return _sequential_from_prefix(first, take(elements, slice(1, None)), operator)
+    return _scan("sequential", elements, operator)
 
 
 def hillis_steele_scan(elements, operator):
@@ -164,8 +163,7 @@ def hillis_steele_scan(elements, operator):
     >>> hillis_steele_scan(matrices, MatrixProduct())[0][:, 0, 1].tolist()
     [1, 2, 3, 4, 5]
     """
-    first = operator.to_prefix(take(elements, slice(0, 1)))
-    return _hillis_steele_from_prefix(first, take(elements, slice(1, None)), operator)
+    return _scan("hillis-steele", elements, operator)
 
 
 def _hillis_steele_from_prefix(first, rest, operator):
@@ -209,8 +207,7 @@ def blelloch_scan(elements, operator):
     >>> blelloch_scan(matrices, MatrixProduct())[0][:, 0, 1].tolist()
     [1, 2, 3, 4, 5, 6, 7]
     """
-    first = operator.to_prefix(take(elements, slice(0, 1)))
-    return _blelloch_from_prefix(first, take(elements, slice(1, None)), operator)
+    return _scan("blelloch", elements, operator)
 
 
 def _blelloch_from_prefix(first, rest, operator):
@@ -271,17 +268,22 @@ def blocked_scan(elements, operator, block_size=64):
     """
     if block_size < 1:
         raise ValueError(f"blocked_scan: block_size must be at least 1, got {block_size}")
-    first = operator.to_prefix(take(elements, slice(0, 1)))
+    return _scan("blocked", elements, operator, block_size)
+
+
+def _scan(method, elements, operator, block_size=64):
+    """The prefixes of `elements` by `method`: element 0 made a prefix, the rest built and
+    scanned from it by `scan_from_prefix`."""
     blocks = []
-    scan_from_prefix(
-        "blocked",
-        first,
-        lambda start, stop: take(elements, slice(start + 1, stop + 1)),
-        length(elements) - 1,
-        operator,
-        block_size,
-        lambda start, stop, prefixes: blocks.append(prefixes),
-    )
+
+    def build(start, stop):  # (elements start..stop-1 after element 0)
+        return take(elements, slice(start + 1, stop + 1))
+
+    def sink(start, stop, prefixes):
+        blocks.append(prefixes)
+
+    first = operator.to_prefix(take(elements, slice(0, 1)))
+    scan_from_prefix(method, first, build, length(elements) - 1, operator, block_size, sink)
     return concatenate(*blocks)
 
 
@@ -369,11 +371,3 @@ def work_and_depth(method, count, block_size=64):
     build = lambda start, stop: (np.zeros(stop - start, dtype=np.int64),)  # noqa: E731
     scan_from_prefix(method, zeros, build, count, operator, block_size, sink)
     return operator.matrix_products, operator.vector_products, deepest[0]
-
-
-SCANS = {
-    "sequential": sequential_scan,
-    "hillis-steele": hillis_steele_scan,
-    "blelloch": blelloch_scan,
-    "blocked": blocked_scan,
-}
