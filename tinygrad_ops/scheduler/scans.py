@@ -87,14 +87,14 @@ class AffineCompose(AssociativeOperator):
 
     `A` is (..., d, d) and `a` is (..., d); identity (I, 0). This is the backward step of
     a chain (docs/scan.md section 2). With `seeded=True` element 0 is (anything, g_n): every
-    prefix is then the vector alone, and extending it costs a vector-matrix product.
+    prefix is then the vector alone, and extending it costs a vector-matrix product. With
+    `diagonal=True` A and B are diagonal matrices stored as their diagonals (..., d), and
+    (a, α) . (b, β) = (a b, α b + β) is all elementwise (docs/scan.md section 4).
     """
 
-    kind = DENSE
-
-    def __init__(self, seeded=False):
+    def __init__(self, seeded=False, diagonal=False):
         self.seeded = seeded
-        self.compose, self.apply = self.kind
+        self.compose, self.apply = DIAGONAL if diagonal else DENSE
 
     def combine(self, left, right):
         A, a = left
@@ -109,13 +109,6 @@ class AffineCompose(AssociativeOperator):
             return self.combine(prefixes, elements)
         B, b = elements
         return (self.apply(prefixes[0], B) + b,)
-
-
-class DiagonalAffineCompose(AffineCompose):
-    """AffineCompose for diagonal matrices stored as their diagonals: (a, α) . (b, β) =
-    (a b, α b + β), all elementwise (the Jacobians of elementwise ops, docs/scan.md section 4)."""
-
-    kind = DIAGONAL
 
 
 class SeededProduct(AssociativeOperator):
@@ -325,7 +318,7 @@ def chain_scan(method, seed, build, count, diagonal, injected, sink, block_size=
     stop, (vectors,))` receives g_{n - start} .. g_{n - stop + 1} as they are made.
     """
     if injected:
-        operator = (DiagonalAffineCompose if diagonal else AffineCompose)(seeded=True)
+        operator = AffineCompose(seeded=True, diagonal=diagonal)
     else:
         operator = SeededProduct(diagonal)
     scan_from_prefix(method, (seed[None],), build, count, operator, block_size, sink)
