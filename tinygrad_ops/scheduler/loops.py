@@ -23,7 +23,7 @@ A chain found, its tensors are never part of a later chain's steps, and the walk
 below it from its x_0, its shared inputs and its top step's per-step inputs (the lower
 layer's top state of a stacked loop, the upper layer's last per-step input). The walk
 gives up after `LOOK` tensors that top no chain: a graph without a chain (an MLP) costs a
-few lookups near its output. Last, `_hold` gives each chain the tensors the walk must
+few lookups near its output. Last, `_held` gives each chain the tensors the walk must
 leave pending until its scan.
 """
 
@@ -55,7 +55,7 @@ def find(graph, min_steps=2):
     ['5 steps of [MatMul->Tanh]']
     """
     segments = {}
-    taken = set()  # the ids of the found chains' tensors: outside every later chain's steps
+    taken = {}  # id(tensor) -> its segment, for the found chains' tensors (outside later steps)
     heap, seen = [], set()
 
     def push(tensor):
@@ -81,78 +81,51 @@ def find(graph, min_steps=2):
         misses = 0
         segments[id(tensor)] = segment
         for column in segment.columns:
-            taken.update(map(id, column))
-        for operand in _below(segment, every_step=False):
+            taken.update(dict.fromkeys(map(id, column), segment))
+        for operand in _below(segment):
             push(operand)
-    _hold(segments)
+    for key, segment in list(segments.items()):
+        segment.held = _held(segment, taken)
+        if segment.held is None:
+            del segments[key]
     return segments
 
 
-def _below(segment, every_step=True):
-    """What a segment's steps are made from outside them: its x_0, its per-step inputs
-    (the lower layer's states of a stacked loop) and its shared ones (the weights). Not
-    `every_step`: of the per-step inputs only the top step's, where the walk down goes on
-    to a chain below (the top of the lower layer; pushing the other steps' inputs found
-    no more chains and cost a fifth of a 2,048-step stacked loop's look)."""
-    if every_step:
-        return [segment.anchors[0], *segment.outside_operands]
+def _below(segment):
+    """Where the walk down goes on below a found chain: its x_0, its shared inputs and its
+    top step's per-step inputs (the top of the lower layer of a stacked loop; the other
+    steps' lead to no more chains, and pushing them cost a fifth of a 2,048-step stacked
+    loop's look)."""
     top_step = [column.operands[-1] for column in segment.outside]
     return [segment.anchors[0], *top_step, *segment.shared_operands]
 
 
-def _hold(segments):
-    """Set each segment's `held`: the tensors made since its first step that its steps read
-    from outside (the lower layer's states of a stacked loop, the RNN under a running sum
-    of losses) and everything they are made from there. The walk leaves them pending until
-    the scan has sent them its gradients. A segment whose steps read its own chain so
-    (through another state: the layers of a loop that feeds back) is no chain: dropped."""
-    owner = None  # id(anchor) -> its segment, made when a segment reads another
-    for key, segment in list(segments.items()):
-        bound = segment.first_sequence
-        if not any(_made_after(operand, bound) for operand in _below(segment)):
-            segment.held = set()  # (one RNN, or layers one after the other: nothing held)
-            continue
-        if owner is None:
-            owner = {}
-            for other in segments.values():
-                owner.update(dict.fromkeys(map(id, other.anchors[1:]), other))
-        held = _upstream(segment, owner, bound)
-        if held is None:
-            del segments[key]
-        else:
-            segment.held = held
-
-
-def _made_after(tensor, bound):
-    node = getattr(tensor, "_ctx", None)
-    return node is not None and node.sequence > bound
-
-
-def _upstream(segment, owner, bound):
-    """The ids of the tensors made after creation number `bound` (the segment's first
-    node) upstream of its inputs from outside, or None if its own tensors are among them.
-    A chain found below, met at one of its anchors (in `owner`), is taken whole, and the
-    search goes on from its own inputs."""
-    own = None  # the segment's tensors' ids, made when a tensor of no chain is met
+def _held(segment, taken):
+    """The ids of the tensors made since the segment's first node that its steps' inputs
+    from outside are made from (the lower layer of a stacked loop, the RNN under a running
+    sum of losses): the walk leaves them pending until the scan has sent them its
+    gradients. None if the segment's own tensors are among them (its steps read its chain
+    through another state: the layers of a loop that feeds back): no chain. Another
+    chain's tensor met (`taken`) brings that chain whole, and the search goes on from its
+    inputs."""
+    bound = segment.first_sequence
     held = set()
-    stack = _below(segment)
+    stack = list(segment.outside_operands)
     while stack:
         tensor = stack.pop()
         node = getattr(tensor, "_ctx", None)
         if node is None or node.sequence <= bound or id(tensor) in held:
             continue
-        other = owner.get(id(tensor))
-        if other is not None:
-            for column in other.columns:
-                held.update(map(id, column))
-            stack.extend(_below(other))
-            continue
-        if own is None:
-            own = {id(member) for column in segment.columns for member in column}
-        if id(tensor) in own:
+        other = taken.get(id(tensor))
+        if other is segment:
             return None
-        held.add(id(tensor))
-        stack.extend(node.inputs)
+        if other is None:
+            held.add(id(tensor))
+            stack.extend(node.inputs)
+            continue
+        for column in other.columns:
+            held.update(map(id, column))
+        stack.extend([other.anchors[0], *other.outside_operands])
     return held
 
 
@@ -240,7 +213,8 @@ def _repeats(top, lower, route):
 
 def _top_step(lower, upper, taken, capture):
     """The (template, step) of the step from `lower` to `upper`, with any state carried
-    beside the chain taken out of it (`_carried`); None if it is no chain step."""
+    beside the chain taken out of it (`_carried`); None if it is no chain step or the step
+    below is not made alike (cheap to tell before walking the chain)."""
     excluded = set()
     while True:
         built = build_template(lower, upper, capture, (taken, excluded), MAX_SLOTS)
@@ -257,7 +231,8 @@ def _top_step(lower, upper, taken, capture):
 def _carried(template, step):
     """The ids of the step's tensors that the step above reads again from outside through
     another state (a second state carried along, the lower layer of a stacked loop), an
-    empty set when there are none, None when an input from outside reads the chain.
+    empty set when there are none, None when an input from outside reads the chain or no
+    step below is made like this one.
 
     The step below (x_{n-2} -> x_{n-1}) is traced by the template's paths; each outside
     input of the top step is searched down to the oldest of that step's tensors: if it
@@ -266,7 +241,7 @@ def _carried(template, step):
     carried state."""
     below = _step_below(template, step)
     if below is None:
-        return set()  # no step below of this shape: the chain is too short anyway
+        return None
     slots, bottom, bound = below
     carried = set()
     for _, _, operand in step.outside:
@@ -290,7 +265,7 @@ def _carried(template, step):
 def _step_below(template, step):
     """({id(tensor): slot} of the step below the top one, traced by the template, its own
     lower anchor x_{n-2}, and the oldest creation number among them), or None where no
-    step below is made like the top one (then `_chain_at` finds no chain there anyway)."""
+    step below is made like the top one."""
     anchors = walk_route(template.route, step, 3)
     count, tensors, nodes = steps_as_template(template, anchors)
     if count < 2:
