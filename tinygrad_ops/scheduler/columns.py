@@ -86,8 +86,9 @@ def _check_order(template, sequences, lower_sequences, good):
         good = _cut(list(map(lt, sequences[slot], sequences[parent])), True, good)
     for slot in template.tree_leaves:
         good = _cut(list(map(gt, sequences[slot], lower_sequences)), True, good)
-    for slot, _, other in template.extra_slot_inputs:
-        good = _cut(list(map(lt, sequences[other], sequences[slot])), True, good)
+    for slot, _, source in template.identity_reads:
+        if source != "prev":
+            good = _cut(list(map(lt, sequences[source], sequences[slot])), True, good)
     return good
 
 
