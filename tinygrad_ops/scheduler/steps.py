@@ -171,6 +171,20 @@ class Segment:
         return f"{self.length} steps of [{names}]"
 
 
+def make_segment(template, anchors, count, tensors, nodes):
+    """The Segment of the top `count` steps below `anchors` (x_n, x_{n-1}, ...), with their
+    slots' tensors and nodes top-down as `steps_as_template` gives them; `CannotScan` when
+    their inputs from outside do not stack (`shared_or_per_step`)."""
+    outside = []
+    for slot, codes in enumerate(template.wiring):
+        for k in [k for k, code in enumerate(codes) if code == "outside"]:
+            outside.append((slot, k, [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]))
+    per_step = shared_or_per_step(template, outside, count)
+    columns = [column[count - 1 :: -1] for column in tensors]
+    step_nodes = [column[count - 1 :: -1] for column in nodes]
+    return Segment(template, anchors[count::-1], columns, per_step, step_nodes)
+
+
 def shared_or_per_step(template, columns, count):
     """Split the outside inputs (slot, k, [input of every step]) into shared ones (the same
     tensor in every step: a weight) and per-step ones; rewrite the template's wiring to
