@@ -3,23 +3,16 @@
 The kinds (`Diagonal`, `Dense`) and the rules themselves live with the ops
 (`ops/jacobian.py`, each op's `jacobian_kind` and `jacobian`); here they are composed
 over a step's ops (`compose`, in reverse, and `add` where two paths meet: the residual
-I + J of h + f(h)) and made into the stacked arrays a scan combines (`as_dense`,
-`as_diagonal`). A composition stays structured and becomes dense only when a dense
-factor is involved.
+I + J of h + f(h)) and made into the stacked arrays a scan combines (`stacked`). A
+composition stays structured and becomes dense only when a dense factor is involved.
 """
 
 import numpy as np
 
 from ..ops.base import Op
-from ..ops.jacobian import (
-    IDENTITY,
-    Dense,
-    Diagonal,
-    diagonal_kind,
-    first_input_dense_kind,
-)
+from ..ops.jacobian import IDENTITY, Dense, Diagonal, diagonal_kind, first_input_dense_kind
 
-__all__ = ["IDENTITY", "Dense", "Diagonal", "add", "as_dense", "as_diagonal", "compose"]
+__all__ = ["IDENTITY", "Dense", "Diagonal", "add", "compose", "stacked"]
 
 
 class _Made(Dense):
@@ -60,8 +53,6 @@ def _scaled_rows(column, matrix):
 
 def add(first, second):
     """J1 + J2 (two paths through a step, e.g. the residual I + J of h + f(h))."""
-    if first is None:
-        return second
     if isinstance(first, Diagonal) and isinstance(second, Diagonal):
         return Diagonal(first.values + second.values)
     if isinstance(first, Diagonal):
@@ -87,26 +78,17 @@ def add(first, second):
     return _Made(result)
 
 
-def as_dense(jacobian, state_shape, count, dtype):
-    """Stacked dense matrices (count, *rows, d, d) for a chain tensor of `state_shape`."""
-    size = state_shape[-1]
-    if isinstance(jacobian, Dense):
-        matrix = jacobian.matrix
-    else:
-        values = np.broadcast_to(jacobian.values, (count,) + tuple(state_shape))
-        matrix = np.zeros((count,) + tuple(state_shape) + (size,), dtype=dtype)
-        diagonal = np.arange(size)
-        matrix[..., diagonal, diagonal] = values
-    return np.ascontiguousarray(
-        np.broadcast_to(matrix, (count,) + tuple(state_shape) + (size,)), dtype=dtype
-    )
-
-
-def as_diagonal(jacobian, state_shape, count, dtype):
-    """Stacked diagonals (count, *state_shape) of a Diagonal Jacobian."""
-    return np.ascontiguousarray(
-        np.broadcast_to(jacobian.values, (count,) + tuple(state_shape)), dtype=dtype
-    )
+def stacked(jacobian, kind, state_shape, count, dtype):
+    """The Jacobians of `count` steps stacked as a scan combines them, for a chain tensor of
+    `state_shape`: diagonals (count, *state_shape) on a "diagonal" chain, else dense
+    matrices (count, *state_shape, d)."""
+    shape = (count,) + tuple(state_shape)
+    if kind == "diagonal":
+        return np.ascontiguousarray(np.broadcast_to(jacobian.values, shape), dtype=dtype)
+    if isinstance(jacobian, Diagonal):  # (diag(v) as a matrix: v times the rows of I)
+        jacobian = compose(jacobian, Dense(np.eye(state_shape[-1], dtype=dtype)))
+    shape += (state_shape[-1],)
+    return np.ascontiguousarray(np.broadcast_to(jacobian.matrix, shape), dtype=dtype)
 
 
 def has_rule(node):
