@@ -170,3 +170,21 @@ def test_adding_a_diagonal_to_a_jacobian_leaves_an_ops_own_matrix_alone():
     single = jacobians.compose(jacobians.IDENTITY, jacobians.Dense(weight.astype(np.float32)))
     summed = jacobians.add(single, jacobians.Diagonal(np.float32(2.0)))
     np.testing.assert_allclose(summed.matrix, weight + 2 * np.eye(3), rtol=1e-6)
+
+
+def test_stacked_jacobians_are_the_scans_arrays():
+    """`jacobians.stacked` gives a diagonal chain its diagonals and a dense chain its
+    matrices, broadcast over the steps, a diagonal Jacobian on a dense chain as diag(v)."""
+    from tinygrad_ops.scheduler import jacobians
+
+    generator = np.random.default_rng(5)
+    values = generator.standard_normal((4, 2, 3))
+    weight = generator.standard_normal((3, 3))
+    diagonals = jacobians.stacked(jacobians.Diagonal(values), "diagonal", (2, 3), 4, np.float64)
+    np.testing.assert_array_equal(diagonals, values)
+    matrices = jacobians.stacked(jacobians.Dense(weight), "dense", (2, 3), 4, np.float32)
+    assert matrices.shape == (4, 2, 3, 3)
+    assert matrices.dtype == np.float32
+    np.testing.assert_array_equal(matrices[3, 1], weight.astype(np.float32))
+    as_matrices = jacobians.stacked(jacobians.Diagonal(values), "dense", (2, 3), 4, np.float64)
+    np.testing.assert_array_equal(as_matrices, values[..., None] * np.eye(3))
