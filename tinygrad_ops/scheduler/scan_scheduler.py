@@ -61,8 +61,7 @@ def _send_rows(graph, operands, rows):
         graph.send(*whole)
         return
     for operand, row in zip(operands, rows, strict=True):
-        dtype = operand.data.dtype
-        graph.send(operand, row if row.dtype == dtype else row.astype(dtype))
+        graph.send(operand, row.astype(operand.data.dtype, copy=False))
 
 
 class SegmentRun:
