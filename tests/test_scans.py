@@ -70,10 +70,12 @@ def test_diagonal_affine_matches_the_dense_operator(name):
         vectors = generator.standard_normal((count, 5))
         dense = np.einsum("ni,ij->nij", diagonals, np.eye(5))
         expected_matrices, expected = fold_affine(dense, vectors)
-        (result,) = scan((diagonals, vectors), scans.DiagonalAffineCompose(seeded=True))
+        (result,) = scan((diagonals, vectors), scans.AffineCompose(seeded=True, diagonal=True))
         np.testing.assert_allclose(result, expected, rtol=1e-10, atol=1e-12)
         # Unseeded: the composed diagonals are the diagonals of the composed matrices.
-        result_diagonals, result_vectors = scan((diagonals, vectors), scans.DiagonalAffineCompose())
+        result_diagonals, result_vectors = scan(
+            (diagonals, vectors), scans.AffineCompose(diagonal=True)
+        )
         np.testing.assert_allclose(
             result_diagonals, np.diagonal(expected_matrices, axis1=1, axis2=2), rtol=1e-10
         )
@@ -145,8 +147,8 @@ def test_blocked_scan_rejects_a_block_size_below_one():
 
 
 def test_adding_a_diagonal_to_a_jacobian_leaves_an_ops_own_matrix_alone():
-    """`jacobians.add` writes I + J into a product it has just made (a residual step's
-    Jacobian), never into an op's own matrix (a weight's), and gives the same values."""
+    """`jacobians.add` makes I + J (a residual step's Jacobian) without writing into an
+    op's own matrix (a weight's) or a product, and gives the same values."""
     from tinygrad_ops.scheduler import jacobians
 
     generator = np.random.default_rng(0)

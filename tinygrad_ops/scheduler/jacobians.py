@@ -15,27 +15,19 @@ from ..ops.jacobian import IDENTITY, Dense, Diagonal, diagonal_kind, first_input
 __all__ = ["IDENTITY", "Dense", "Diagonal", "add", "compose", "stacked"]
 
 
-class _Made(Dense):
-    """A Dense whose matrix `compose` or `add` has just made, referenced from nowhere
-    else (not an op's own Jacobian, which may be a weight's matrix): `add` may add a
-    diagonal into it in place."""
-
-    __slots__ = ()
-
-
 def compose(first, second):
     """The Jacobian of applying `first` then `second` to a gradient row: J1 J2."""
     if isinstance(first, Diagonal):
         if isinstance(second, Diagonal):
             return Diagonal(first.values * second.values)
         if np.ndim(first.values) == 0:
-            return _Made(first.values * second.matrix)
-        return _Made(_scaled_rows(np.expand_dims(first.values, -1), second.matrix))
+            return Dense(first.values * second.matrix)
+        return Dense(_scaled_rows(np.expand_dims(first.values, -1), second.matrix))
     if isinstance(second, Diagonal):
         if np.ndim(second.values) == 0:
-            return _Made(first.matrix * second.values)
-        return _Made(first.matrix * np.expand_dims(second.values, -2))
-    return _Made(np.matmul(first.matrix, second.matrix))
+            return Dense(first.matrix * second.values)
+        return Dense(first.matrix * np.expand_dims(second.values, -2))
+    return Dense(np.matmul(first.matrix, second.matrix))
 
 
 def _scaled_rows(column, matrix):
@@ -58,24 +50,20 @@ def add(first, second):
     if isinstance(first, Diagonal):
         first, second = second, first
     if isinstance(second, Dense):
-        return _Made(first.matrix + second.matrix)
-    # dense + diagonal: add the diagonal values onto the matrix diagonal (a residual step's
-    # I + J), in place when the matrix is a fresh product of the full shape
+        return Dense(first.matrix + second.matrix)
+    # dense + diagonal (a residual step's I + J): the diagonal values added onto a copy of
+    # the matrices (never into an op's own matrix: a weight's)
     matrix = first.matrix
     size = matrix.shape[-1]
     values = np.broadcast_to(second.values, np.broadcast_shapes(np.shape(second.values), (size,)))
     shape = np.broadcast_shapes(matrix.shape, values.shape[:-1] + (size, size))
     dtype = np.result_type(matrix, values)
-    fresh = isinstance(first, _Made) and matrix.shape == shape and matrix.dtype == dtype
-    if fresh and matrix.flags.c_contiguous and matrix.flags.writeable:
-        result = matrix
-    else:
-        result = np.array(np.broadcast_to(matrix, shape), dtype=dtype, order="C")
+    result = np.array(np.broadcast_to(matrix, shape), dtype=dtype, order="C")
     # The diagonal as a strided view (every size + 1-th value of each flattened matrix):
     # an in-place add there, where indexing by arange pairs copies it out and back (2x).
     diagonal = result.reshape(shape[:-2] + (size * size,))[..., :: size + 1]
     diagonal += values
-    return _Made(result)
+    return Dense(result)
 
 
 def stacked(jacobian, kind, state_shape, count, dtype):
