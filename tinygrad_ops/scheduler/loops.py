@@ -323,7 +323,7 @@ def _in_order(template, anchors, nodes, count):
     """How many of the top `count` steps were made in creation order: every slot after
     x_{i-1} and before the ops that read it, every input from outside before x_{i-1} (one
     shared by every step) or before the op that reads it (a per-step one: after x_{i-1}
-    for the lower layer's state of a stacked loop, which loops._held proves does not
+    for the lower layer's state of a stacked loop, which `_held` proves does not
     depend on the chain)."""
     sequences = [[node.sequence for node in column[:count]] for column in nodes]
     bottom = anchors[count]._ctx

@@ -136,30 +136,26 @@ class Segment:
 
     `anchors` are x_0 .. x_n; `columns[slot]` holds the slot's tensor in every step (step
     0 is x_0 -> x_1); `outside` lists the per-step inputs of the template (its "step"
-    wiring) as OutsideColumn records; `nodes[slot]` the slot's node in every step, whose
-    saved values the scheduler stacks (batched.py).
+    wiring) as OutsideColumn records, `shared_operands` the inputs shared by every step
+    (the weights); `nodes[slot]` the slot's node in every step, whose saved values the
+    scheduler stacks (batched.py).
     """
 
-    def __init__(self, template, anchors, columns, outside, nodes):
+    def __init__(self, template, anchors, columns, outside, shared, nodes):
         self.template = template
         self.anchors = anchors
         self.columns = columns
-        self.outside = [OutsideColumn(*column) for column in outside]
+        self.outside = outside
+        self.shared_operands = shared
         self.nodes = nodes  # per slot, the node of every step (chain order)
         self.length = len(anchors) - 1
         self.state_shape = anchors[-1].shape
         self.jacobian_kind = template.jacobian_kind  # "diagonal" when every op on it is
         self.ops_per_step = len(template.classes)
         self.first_sequence = min(column[0].sequence for column in nodes)  # (its first node)
-        # The inputs of the steps from outside them: the shared ones (the weights), and
-        # every per-step one with each shared one once.
-        per_step = [operand for column in self.outside for operand in column.operands]
-        self.shared_operands = []
-        for codes in template.wiring:
-            self.shared_operands.extend(
-                code[1] for code in codes if isinstance(code, tuple) and code[0] == "shared"
-            )
-        self.outside_operands = per_step + self.shared_operands
+        # The inputs of the steps from outside them: every per-step one, each shared one once.
+        per_step = [operand for column in outside for operand in column.operands]
+        self.outside_operands = per_step + shared
         # The ids of tensors made since the first step that the walk leaves pending until
         # the scan: those its per-step inputs are made from (set by loops.py; None for a
         # declared chain, whose steps read no such tensor: declared.segment_of checks).
@@ -173,42 +169,34 @@ class Segment:
 
 def make_segment(template, anchors, count, tensors, nodes):
     """The Segment of the top `count` steps below `anchors` (x_n, x_{n-1}, ...), with their
-    slots' tensors and nodes top-down as `steps_as_template` gives them; `CannotScan` when
-    their inputs from outside do not stack (`shared_or_per_step`)."""
-    outside = []
+    slots' tensors and nodes top-down as `steps_as_template` gives them. Each input from
+    outside the steps is shared (the same tensor in every step: a weight) or per step; the
+    template's wiring says which, ("shared", tensor) or "step". `CannotScan` when the
+    per-step ones cannot be stacked, or the op's rule cannot take them per step
+    (`Op.takes_per_step`)."""
+    wiring = [list(codes) for codes in template.wiring]
+    per_step, shared = [], []
     for slot, codes in enumerate(template.wiring):
         for k in [k for k, code in enumerate(codes) if code == "outside"]:
-            outside.append((slot, k, [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]))
-    per_step = shared_or_per_step(template, outside, count)
+            operands = [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]
+            first = operands[0]
+            if all(operand is first for operand in operands):
+                wiring[slot][k] = ("shared", first)
+                shared.append(first)
+                continue
+            if any(operand.shape != first.shape for operand in operands):
+                raise CannotScan("the steps' inputs differ in shape")
+            if not template.classes[slot].takes_per_step(k):
+                raise CannotScan(
+                    f"input {k} of {template.classes[slot].__name__} differs from step to "
+                    "step, and its rule sums over the steps (a weight made in each step)"
+                )
+            wiring[slot][k] = "step"
+            per_step.append(OutsideColumn(slot, k, operands))
+    template.wiring = wiring
     columns = [column[count - 1 :: -1] for column in tensors]
     step_nodes = [column[count - 1 :: -1] for column in nodes]
-    return Segment(template, anchors[count::-1], columns, per_step, step_nodes)
-
-
-def shared_or_per_step(template, columns, count):
-    """Split the outside inputs (slot, k, [input of every step]) into shared ones (the same
-    tensor in every step: a weight) and per-step ones; rewrite the template's wiring to
-    ("shared", tensor) and "step", and return the per-step ones; `CannotScan` when they
-    cannot be stacked, or the op's rule cannot take them per step (`Op.takes_per_step`)."""
-    wiring = [list(codes) for codes in template.wiring]
-    per_step = []
-    for slot, k, operands in columns:
-        operands = operands[:count]
-        first = operands[0]
-        if all(operand is first for operand in operands):
-            wiring[slot][k] = ("shared", first)
-            continue
-        if any(operand.shape != first.shape for operand in operands):
-            raise CannotScan("the steps' inputs differ in shape")
-        if not template.classes[slot].takes_per_step(k):
-            raise CannotScan(
-                f"input {k} of {template.classes[slot].__name__} differs from step to step, "
-                "and its rule sums over the steps (a weight made in each step)"
-            )
-        wiring[slot][k] = "step"
-        per_step.append((slot, k, operands))
-    template.wiring = wiring
-    return per_step
+    return Segment(template, anchors[count::-1], columns, per_step, shared, step_nodes)
 
 
 def build_template(lower, upper, capture, excluded=(), max_slots=None):
