@@ -268,9 +268,8 @@ def walk(graph, scheduler, chains):
             tensor = graph.tensors[key]
             if key in chains:
                 try:
-                    if chains[key] is None:
-                        declaration = declared_at(tensor)
-                        chains[key] = segment_of(declaration, tensor, scheduler.min_steps)
+                    if chains[key] is None:  # (declared: its segment made once, here)
+                        chains[key] = segment_of(declared_at(tensor), tensor, scheduler.min_steps)
                     scan_at(graph, scheduler, chains[key], chains)
                     continue
                 except CannotScan as reason:
