@@ -301,7 +301,7 @@ def scan_at(graph, scheduler, segment, chains):
             if key in waiting or key in chains:
                 kept.append(entry)
                 if key not in waiting:  # another chain's top: it waits, and what it reads
-                    waiting |= _made_since(graph.tensors[key], bound, segment)
+                    waiting |= _another_chain(chains[key], graph.tensors[key], bound, segment)
                 continue
             graph.visit(graph.tensors[key], graph.pop(key))
         runner.run(method, block_size)
@@ -314,23 +314,34 @@ def scan_at(graph, scheduler, segment, chains):
     )
 
 
-def _made_since(top, bound, segment):
-    """The ids of `top` (the top anchor of another chain, met before the scan of
-    `segment`) and of the tensors it is made from that were made after creation number
-    `bound` (the first node of `segment`): they wait for that chain's own scan;
-    CannotScan if one is a tensor of `segment`."""
-    own = {id(anchor) for anchor in segment.anchors}
-    for column in segment.columns:
-        own.update(map(id, column))
-    seen = set()
-    stack = [top]
+def _another_chain(other, top, bound, segment):
+    """The ids of the tensors of another chain, whose top anchor `top` the walk meets before
+    the scan of `segment`, and of those made after creation number `bound` (the first node
+    of `segment`) that its steps read from outside: they wait for its own scan. `other` is
+    its Segment, or None where it is declared (its segment not made yet): then what its
+    top is made from since `bound` waits. CannotScan if one is a tensor of `segment`."""
+    own = _ids(segment)
+    if other is None:
+        waiting = set()
+        stack = [top]
+    else:
+        waiting = _ids(other)
+        stack = list(other.outside_operands)
     while stack:
         tensor = stack.pop()
         node = getattr(tensor, "_ctx", None)
-        if node is None or node.sequence <= bound or id(tensor) in seen:
+        if node is None or node.sequence <= bound or id(tensor) in waiting:
             continue
-        if id(tensor) in own:
-            raise CannotScan("another chain met before the scan is made from its tensors")
-        seen.add(id(tensor))
+        waiting.add(id(tensor))
         stack.extend(node.inputs)
-    return seen
+    if not waiting.isdisjoint(own):
+        raise CannotScan("another chain met before the scan is made from its tensors")
+    return waiting
+
+
+def _ids(segment):
+    """The ids of a segment's tensors: its anchors and its steps' tensors."""
+    ids = {id(anchor) for anchor in segment.anchors}
+    for column in segment.columns:
+        ids.update(map(id, column))
+    return ids
