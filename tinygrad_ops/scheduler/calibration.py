@@ -1,10 +1,9 @@
 """The constants of `auto`'s cost model, measured once per process on this machine.
 
 `calibrate` times, in about half a second: c_visit (one node of the engine's sequential
-walk), c_analysis and c_batch (the scan scheduler's finder and its batching, per
-node), c_chain (what a scan costs once per chain), t_mm(d) and t_mv(d) (one d x d product
-in a stacked `np.matmul`) and c_call (one numpy call). The per-node and per-chain parts
-come from timing two chain lengths. The model that reads them is in `auto.py`.
+walk), c_batch and c_chain (a scan of a chain already found, per node and per chain, from
+two chain lengths), t_mm(d) and t_mv(d) (one d x d product in a stacked `np.matmul`) and
+c_call (one numpy call). The model that reads them is in `auto.py`.
 `ChainTimes` keeps what `auto` timed on the chains of hand-written loops.
 """
 
@@ -62,7 +61,7 @@ def calibrate(force=False):
     """Measure the cost model's constants on this machine (cached for the process).
 
     >>> costs = calibrate()
-    >>> {"c_visit", "c_analysis", "c_batch", "c_chain", "t_mm"} <= set(costs)
+    >>> {"c_visit", "c_batch", "c_chain", "t_mm"} <= set(costs)
     True
     """
     if _CALIBRATION and not force:
@@ -82,46 +81,53 @@ def calibrate(force=False):
     return _CALIBRATION
 
 
+class _Found(ScanScheduler):
+    """Blelloch on chains found before its run: a scan's cost once its chain is known."""
+
+    def __init__(self, found):
+        super().__init__("blelloch")
+        self.found = found
+
+    def find(self, graph):
+        return self.found
+
+
 def _engine_costs(costs):
     """The walk's and the scan's costs per node and per chain, on small RNNs."""
     from ..autograd.graph import BackwardGraph
 
-    # The walk and the scan at two chain lengths, runs interleaved (a slow spell of a
-    # shared machine then hits both), best of five: the scan's cost splits into a part
-    # per node and a part per chain (finding the step template, the scan's numpy calls).
-    # The longer chain is long enough that the per-node costs include the cache misses
-    # of a big graph.
+    # The walk, and the scan of a chain found beforehand (`auto` estimates once it has
+    # the chain: the finder's cost is sunk) at two chain lengths, runs interleaved (a slow
+    # spell of a shared machine then hits both), best of five: the scan's cost splits
+    # into a part per node and a part per chain (the scan's numpy calls). The longer
+    # chain is long enough that the per-node costs include the cache misses of a big graph.
     short, long = 64, 640
 
-    def backward(scheduler, steps, **sizes):
+    def walked(steps, **sizes):
         loss, nodes = _small_rnn(steps, **sizes)
-        return _timed(lambda: loss.backward(scheduler=scheduler)) / nodes
+        return _timed(lambda: loss.backward(scheduler="sequential")) / nodes
 
-    def analysis(steps):
-        loss, nodes = _small_rnn(steps)
+    def scanned(steps):
+        loss, _ = _small_rnn(steps)
         graph = BackwardGraph([loss], None, False, True)
         graph.send(loss, np.ones_like(loss.data))
-        return _timed(lambda: scan.find(graph)) / nodes
+        scan = _Found(ScanScheduler("blelloch").find(graph))
+        return _timed(lambda: loss.backward(scheduler=scan))
 
-    scan = ScanScheduler("blelloch")
     best = {"visit": math.inf, "short": math.inf, "long": math.inf}
     for _ in range(5):
-        best["visit"] = min(best["visit"], backward("sequential", long))
-        best["short"] = min(best["short"], backward(scan, short))
-        best["long"] = min(best["long"], backward(scan, long))
+        best["visit"] = min(best["visit"], walked(long))
+        best["short"] = min(best["short"], scanned(short))
+        best["long"] = min(best["long"], scanned(long))
     short_nodes, long_nodes = 4 * short + 1, 4 * long + 1
-    short_time, long_time = best["short"] * short_nodes, best["long"] * long_nodes
-    scanned = max((long_time - short_time) / (long_nodes - short_nodes), 0.5 * best["long"])
+    per_node = (best["long"] - best["short"]) / (long_nodes - short_nodes)
     costs["c_visit"] = best["visit"]
-    costs["c_analysis"] = min(analysis(long) for _ in range(3))
-    short_analysis = min(analysis(short) for _ in range(3)) * short_nodes
-    costs["c_analysis_chain"] = max(short_analysis - costs["c_analysis"] * short_nodes, 0.0)
-    costs["c_batch"] = max(scanned - costs["c_analysis"], 0.1 * scanned)
-    costs["c_chain"] = max(short_time - scanned * short_nodes, 0.0)
+    costs["c_batch"] = max(per_node, 0.1 * best["long"] / long_nodes)
+    costs["c_chain"] = max(best["short"] - per_node * short_nodes, 0.0)
     # The walk's cost grows with the arrays (its matrix products are d x d): a second
     # walk, on states of 32 values in 4 rows, gives the part per node that grows with
     # rows * d^2.
-    wide = min(backward("sequential", 160, size=32, batch=4) for _ in range(3))
+    wide = min(walked(160, size=32, batch=4) for _ in range(3))
     costs["c_visit_area"] = max((wide - costs["c_visit"]) / (4 * 32 * 32), 0.0)
 
 

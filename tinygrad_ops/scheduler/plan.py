@@ -4,7 +4,7 @@ import numpy as np
 
 from ..autograd.graph import BackwardGraph
 from . import resolve_scheduler, scans
-from .auto import RULE, AutoScheduler, calibrate, estimate, rows_and_size
+from .auto import RULE, AutoScheduler, calibrate, estimate, estimates_for, rows_and_size
 from .calibration import chains_key, per_product
 from .declared import declared_at, declared_in, segment_of
 from .scan_scheduler import ScanScheduler
@@ -176,7 +176,7 @@ def _segment_plan(segment, chosen, looks):
     else:
         method, block_size = "sequential", None  # the walk (or a user's scheduler)
     if looks and isinstance(chosen, AutoScheduler):
-        times, by = chosen.estimates_for(segment), "what auto compares"
+        times, by = estimates_for(segment), "what auto compares"
     else:
         shape, kind = segment.state_shape, segment.jacobian_kind
         times = estimate(segment.length, segment.ops_per_step, shape, kind)
