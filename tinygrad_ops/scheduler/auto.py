@@ -152,13 +152,12 @@ an RNN cell's 4): a graph that shallow (an MLP's training step) is walked withou
 running the finder."""
 
 RULE = (
-    f"auto: a graph under {SHALLOW} ops deep is walked, and so is one whose tensors {SHALLOW} "
-    f"ops below the output are too wide for any chain of them to come within {TRUSTED:g}x of "
-    "the walk by the cost model; else each chain takes the cheapest of the walk and the scans "
-    f"by the model (a scan only under {SCAN_MARGIN}x the walk) where it estimates the best scan "
-    f"{TRUSTED:g}x cheaper or dearer than the walk, and else the faster as timed "
-    f"({ChainTimes.TRIALS} backwards each way, interleaved); a graph of a shape walked so before "
-    "is walked at once"
+    f"auto: a graph under {SHALLOW} ops deep is walked, and one whose tensors {SHALLOW} ops "
+    f"down are too wide for a chain of them to come within {TRUSTED:g}x of the walk by the "
+    "cost model; else each chain takes the cheapest of the walk and the scans by the model "
+    f"(a scan only under {SCAN_MARGIN}x the walk), or, where the model puts its best scan "
+    f"within {TRUSTED:g}x of the walk, the faster as timed ({ChainTimes.TRIALS} backwards "
+    "each way, by the minima); a graph shape walked so is walked at once after"
 )
 
 
@@ -246,15 +245,13 @@ class AutoScheduler(ScanScheduler):
     def find(self, graph):
         looks, _ = self.gate(graph)
         found = super().find(graph) if looks else {}
-        sure = self.sure_of(found.values())
-        if sure == "walk":
+        if self.sure_of(found.values()) == "walk":
             self.chain_times.remember_walked(self.graph_key)
-        elif sure is None:
-            self.trial = (chains_key(found.values()), self.way(found.values()))
-            if self.trial[1] == "walk":
-                # A graph settled on the walk is walked without a look: the look is the
-                # scan's cost alone (a fifth of the walk at hidden 32, 256 steps).
-                self.start = self.clock()
+        self.trial = self.trial_of(found.values())
+        if self.trial is not None and self.trial[1] == "walk":
+            # A graph settled on the walk is walked without a look: the look is the
+            # scan's cost alone (a fifth of the walk at hidden 32, 256 steps).
+            self.start = self.clock()
         return found
 
     def sure_of(self, segments):
@@ -266,12 +263,16 @@ class AutoScheduler(ScanScheduler):
             return "walk"
         return "scan" if max(ratios) < 1 / TRUSTED else None
 
-    def way(self, segments):
-        """ "scan" or "walk" for the found chains `segments`: the faster of the two as
-        measured (`ChainTimes`), the cost model's choice until both are."""
+    def trial_of(self, segments):
+        """(chains key, "scan" or "walk") for the found chains `segments` where they are
+        timed (`sure_of`): the faster way as timed (`ChainTimes`), the cost model's until
+        both are; None where the model's choice stands."""
+        if self.sure_of(segments) is not None:
+            return None
         choices = [best_choice(estimates_for(segment))[0] for segment in segments]
         scans = any(choice != "sequential" for choice in choices)
-        return self.chain_times.way(chains_key(segments), "scan" if scans else "walk")
+        key = chains_key(segments)
+        return key, self.chain_times.way(key, "scan" if scans else "walk")
 
     def gate(self, graph):
         """(whether to run the finder on `graph`, why)."""
@@ -287,11 +288,15 @@ class AutoScheduler(ScanScheduler):
         return False, f"the graph is not {SHALLOW} ops deep: walked"
 
     def choose(self, segment):
-        times = estimates_for(segment)
-        way = None if self.trial is None else self.trial[1]
+        return self.choice(segment, None if self.trial is None else self.trial[1])
+
+    def choice(self, segment, way):
+        """(method, block size) for `segment`: the cost model's cheapest, or, where its
+        chains are timed (`way`), the walk or the cheapest scan."""
         if way == "walk":
             return "sequential", None
-        if way == "scan":  # (timed: the cheapest scan)
+        times = estimates_for(segment)
+        if way == "scan":
             times["sequential"] = math.inf
         method, block_size = best_choice(times)
         return method, block_size or self.block_size

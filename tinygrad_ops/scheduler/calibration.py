@@ -170,18 +170,14 @@ def _numpy_costs(costs):
 
 
 class ChainTimes:
-    """What `auto` measured on the chains it met in hand-written loops: per key (the op
-    classes, length, shape and dtype of each chain: what decides a backward's cost), the
-    CPU times of the whole backward scanned and walked. The cost model, calibrated on one
-    small RNN, misjudges some chains (BPPSA's, hidden 20 in 16 rows, 100 steps: a scan
-    estimated at 0.6x the walk took 1.5x its time); a training loop meets the same chains
-    every step, so `auto` times the first backwards of a chain `TRIALS` times each way,
-    interleaved, the model's way first (a slow spell of the machine, or the first run's
-    fresh memory, then hits both ways), and then takes the faster by the minima. Where
-    that is the walk, or the rule walked the graph, the graph's shape (`graph_key`) is
-    remembered, and the next backward of that shape is walked without a look (the look
-    cost a fifth of BPPSA's 100-step walk, the gate's probe a twentieth of a small MLP's).
-    `KEPT` keys at most, the oldest forgotten."""
+    """What `auto` timed on the chains of hand-written loops where the cost model is not
+    sure of its choice (it misjudges some: at BPPSA's setting, hidden 20 in 16 rows, 100
+    steps, a scan estimated at 0.6x the walk took 1.5x): per chains key (`chains_key`),
+    the CPU times of the whole backward scanned and walked, `TRIALS` each way,
+    interleaved, the model's way first; then the faster by the minima. A graph shape
+    (`graph_key`) settled on the walk, so or by the rule, is walked at once from then on
+    (the look cost a fifth of BPPSA's 100-step walk). `KEPT` keys at most, the oldest
+    forgotten."""
 
     TRIALS = 3
     KEPT = 64
@@ -192,13 +188,15 @@ class ChainTimes:
         self.newest = None  # the creation number of the output of the latest backward
 
     def way(self, key, model_way):
-        """ "scan" or "walk" for the next backward of these chains."""
+        """ "scan" or "walk" for the next backward of these chains: the way timed fewer
+        times (the model's on a tie) until both are timed `TRIALS` times, then the faster."""
         times = self.times.get(key, {})
         other = "walk" if model_way == "scan" else "scan"
         ran, other_ran = len(times.get(model_way, ())), len(times.get(other, ()))
         if min(ran, other_ran) < self.TRIALS:
             return model_way if ran <= other_ran else other
-        return "scan" if min(times["scan"]) < SCAN_MARGIN * min(times["walk"]) else "walk"
+        measured = self.measured(key)
+        return "scan" if measured["scan"] < SCAN_MARGIN * measured["walk"] else "walk"
 
     def record(self, key, how, seconds, graph_key=None):
         """Keep a trial's time (`TRIALS` each way: the same number of samples on both
