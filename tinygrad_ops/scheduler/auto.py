@@ -14,11 +14,12 @@ instead. What `auto` measures (the constants, the loops' chains' times) is in
 `calibration.py`.
 """
 
+import bisect
 import math
 import time
 
 from . import jacobians
-from .calibration import SCAN_MARGIN, ChainTimes, calibrate, chains_key, per_product
+from .calibration import SCAN_MARGIN, SIZES, ChainTimes, calibrate, chains_key
 from .scan_scheduler import ScanScheduler
 
 CACHE_BYTES = 2**22  # Jacobians beyond this (per scan or per block) slow the products down
@@ -28,6 +29,19 @@ BLOCK_SIZES = (64, 256, 1024)
 def rows_and_size(state_shape):
     """(R, d) of a chain tensor: its rows, the values in a row."""
     return math.prod(state_shape[:-1]), (state_shape[-1] if state_shape else 1)
+
+
+def per_product(table, size):
+    """Seconds per d x d product from one of `calibrate`'s per-size tables: interpolated
+    log-log between its sizes, the smallest's below them, growing as d^3 above them."""
+    if size >= SIZES[-1]:
+        return table[SIZES[-1]] * (size / SIZES[-1]) ** 3
+    above = bisect.bisect_left(SIZES, size)
+    if above == 0:
+        return table[SIZES[0]]
+    low, high = SIZES[above - 1], SIZES[above]
+    fraction = math.log(size / low) / math.log(high / low)
+    return table[low] ** (1 - fraction) * table[high] ** fraction
 
 
 def held_costs(steps, rows, size, dense, costs):
@@ -169,23 +183,24 @@ def probe(tensor, ops):
     the input made last."""
     dense = False
     for _ in range(ops):
-        following = None
-        for index, (operand, needs) in enumerate(
-            zip(tensor._ctx.inputs, tensor._ctx.needs_input_grad)
-        ):
-            node = operand._ctx if needs else None
-            if node is None:
-                continue
-            leads_on = any(getattr(inner, "_ctx", None) is not None for inner in node.inputs)
-            rank = (leads_on, node.sequence)
-            if following is None or rank > following[0]:
-                following = (rank, operand, index)
-        if following is None:
+        ranked = [
+            (_leads_on(operand._ctx), operand._ctx.sequence, -index)
+            for index, (operand, needs) in enumerate(
+                zip(tensor._ctx.inputs, tensor._ctx.needs_input_grad)
+            )
+            if needs and operand._ctx is not None
+        ]
+        if not ranked:
             return None
-        kind = jacobians.chain_kind(tensor._ctx, following[2], tensor.shape)
-        dense = dense or kind == "dense"
-        tensor = following[1]
+        index = -max(ranked)[2]  # (the first of an input read twice)
+        dense = dense or jacobians.chain_kind(tensor._ctx, index, tensor.shape) == "dense"
+        tensor = tensor._ctx.inputs[index]
     return tensor, dense
+
+
+def _leads_on(node):
+    """Whether an input of `node` was made by another op."""
+    return any(getattr(inner, "_ctx", None) is not None for inner in node.inputs)
 
 
 def may_pay(shape, dense, costs=None):

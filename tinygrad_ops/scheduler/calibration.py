@@ -255,18 +255,3 @@ def chains_key(segments):
         )
         for segment in segments
     )
-
-
-def per_product(table, size):
-    """Interpolate a per-size cost table (log-log, clamped at its ends)."""
-    if size <= SIZES[0]:
-        return table[SIZES[0]]
-    if size >= SIZES[-1]:
-        return table[SIZES[-1]] * (size / SIZES[-1]) ** 3
-    for low, high in itertools.pairwise(SIZES):
-        if low <= size <= high:
-            fraction = math.log(size / low) / math.log(high / low)
-            return math.exp(
-                math.log(table[low]) * (1 - fraction) + math.log(table[high]) * fraction
-            )
-    return table[SIZES[-1]]  # pragma: no cover

@@ -4,8 +4,7 @@ import numpy as np
 
 from ..autograd.graph import BackwardGraph
 from . import resolve_scheduler, scans
-from .auto import RULE, AutoScheduler, calibrate, estimates_for, rows_and_size
-from .calibration import per_product
+from .auto import RULE, AutoScheduler, calibrate, estimates_for, per_product, rows_and_size
 from .declared import declared_at, declared_in, segment_of
 from .scan_scheduler import ScanScheduler
 from .steps import CannotScan
@@ -16,7 +15,6 @@ class SegmentPlan:
 
     def __init__(self, segment, choice, block_size, estimates, estimated_by="the cost model"):
         self.length = segment.length
-        self.ops_per_step = segment.ops_per_step
         self.state_shape = tuple(segment.state_shape)
         self.jacobian_kind = segment.jacobian_kind
         self.step_ops = segment.describe()
