@@ -75,7 +75,9 @@ def body_of(function, method=True) -> Body | None:
     names = [argument.arg for argument in arguments.args]
     if not method:
         names.insert(0, "self")  # (no node: nothing else is named so)
-    if not names or names[0] != "self" or tree.decorator_list:
+    decorators = [ast.unparse(decorator) for decorator in tree.decorator_list]
+    allowed = [[]] if method else [[], ["staticmethod"]]  # (a function may be a staticmethod)
+    if not names or names[0] != "self" or decorators not in allowed:
         return None
     defaults = {}
     for name, default in zip(names[len(names) - len(arguments.defaults) :], arguments.defaults):
@@ -86,6 +88,7 @@ def body_of(function, method=True) -> Body | None:
     statements = tree.body
     if isinstance(statements[0], ast.Expr) and isinstance(statements[0].value, ast.Constant):
         statements = statements[1:]  # (the docstring)
+    statements = _helpers_inlined(statements, function.__globals__, names)
     statements = _tail(statements if method else [*statements, ast.Return()])
     if statements is None or not _simple(statements):
         return None
@@ -106,6 +109,54 @@ def body_of(function, method=True) -> Body | None:
         else:
             return None
     return Body(tuple(names[1:]), defaults, statements, local_names, global_values)
+
+
+def _helpers_inlined(statements, namespace, parameters) -> list:
+    """The statements, each call of a @staticmethod made for its effect on a class of the
+    same module (`Optimizer._subtract(parameter, lr * grad)` in `sgd_update`) replaced by
+    the method's own statements: its parameters are the arguments that are names, the other
+    arguments are assigned to them first, and its locals get the method's name in front.
+    The same lines as the call runs, without the call."""
+    names = {node.id for statement in statements for node in ast.walk(statement) if _name(node)}
+    local = {node.id for statement in statements for node in ast.walk(statement) if _stored(node)}
+    result = []
+    for statement in statements:
+        lines = _helper_lines(statement, namespace, names | set(parameters), local)
+        result.extend([statement] if lines is None else lines)
+    return result
+
+
+def _helper_lines(statement, namespace, names, local):
+    """A helper call's statements (see `_helpers_inlined`), or None where it is no such call:
+    `names` are those the caller uses, `local` its locals (which its globals must not be)."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if not isinstance(call, ast.Call) or call.keywords or not isinstance(call.func, ast.Attribute):
+        return None
+    owner = call.func.value
+    owner = namespace.get(owner.id) if isinstance(owner, ast.Name) else None
+    helper = vars(owner).get(call.func.attr) if isinstance(owner, type) else None
+    if not isinstance(helper, staticmethod) or helper.__func__.__globals__ is not namespace:
+        return None
+    body = body_of(helper.__func__, method=False)
+    if body is None or len(call.args) != len(body.parameters) or local & set(body.global_values):
+        return None
+    *statements, _ = clone(body.statements)  # (the last: RESULT = None, its tail return)
+    stored = {node.id for statement in statements for node in ast.walk(statement) if _stored(node)}
+    prefix = call.func.attr.strip("_")
+    rename = {name: f"{prefix}_{name}" for name in body.local_names}
+    if RESULT in stored or names & set(rename.values()):
+        return None
+    lines = []
+    for parameter, argument in zip(body.parameters, call.args):
+        if isinstance(argument, ast.Name) and parameter not in stored:
+            rename[parameter] = argument.id
+        else:
+            lines.append(ast.Assign([ast.Name(rename[parameter], ast.Store())], argument, lineno=0))
+    return lines + [_Renamed(rename).visit(statement) for statement in statements]
+
+
+def _name(node) -> bool:
+    return isinstance(node, ast.Name)
 
 
 def _stored(node) -> bool:
@@ -525,7 +576,7 @@ def write(code, body, statements, prefix, node_name, channel_prefix, result, arg
         statements = statements[:-1]
         values = last.value.elts
         if reuse is not None:
-            values = _into(code, statements, values, body.parameters[0], reuse)
+            values = _into(code, statements, values, body, reuse)
         elements = [
             ast.unparse(ast.fix_missing_locations(rewrite.visit(element))) for element in values
         ]
@@ -541,12 +592,14 @@ def write(code, body, statements, prefix, node_name, channel_prefix, result, arg
     return locals_ if result is not None else (locals_, elements)
 
 
-def _into(code, statements, elements, grad, reuse) -> list:
-    """The elements, one of them `g * x` computed into g's own array (`multiply(g, x,
-    out=g)`: the same products, one new array fewer) where g, the output's gradient, is
-    read nowhere else and `reuse` says the replay owns g and the result has g's shape and
-    dtype (the same numbers then: the same ufunc on the same operands). An element that
-    is g itself, read nowhere else, is reported to `reuse` (`passed_on=True`)."""
+def _into(code, statements, elements, body, reuse) -> list:
+    """The elements, one of them computed into g's own array where g, the output's gradient
+    (the body's first parameter), is read nowhere else and `reuse` says the replay owns g
+    and the result has g's shape and dtype: `g * x` as `multiply(g, x, out=g)`, and a call
+    of a helper that declares `overwrite=` (`keep_where(g, mask)`: `overwrite=True`). The
+    same numbers (the same ufunc on the same operands), one new array fewer. An element
+    that is g itself, read nowhere else, is reported to `reuse` (`passed_on=True`)."""
+    grad = body.parameters[0]
     live = [element for index, element in enumerate(elements) if index in reuse.live]
     uses = [
         node
@@ -570,7 +623,27 @@ def _into(code, statements, elements, grad, reuse) -> list:
             function.bound = True
             out = ast.keyword("out", ast.Name(grad, ast.Load()))
             result[index] = ast.Call(function, [element.left, element.right], [out])
+        elif _overwrites(element, uses[0], body.global_values) and reuse(index):
+            overwrite = ast.keyword("overwrite", ast.Constant(True))
+            result[index] = ast.Call(element.func, element.args, [overwrite])
     return result
+
+
+def _overwrites(element, grad, global_values) -> bool:
+    """Whether `element` calls a global helper on g first, and the helper declares that it
+    may write its result over that argument (an `overwrite` parameter, not given here)."""
+    if not (
+        isinstance(element, ast.Call)
+        and isinstance(element.func, ast.Name)
+        and element.args
+        and element.args[0] is grad
+        and not element.keywords
+    ):
+        return False
+    helper = global_values.get(element.func.id)
+    if not isinstance(helper, types.FunctionType):
+        return False
+    return "overwrite" in inspect.signature(helper).parameters
 
 
 def binder(code):
