@@ -183,6 +183,10 @@ class Helpers:
         data = p._data
         np.multiply(data, factor, out=data)
 
+    @staticmethod
+    def scaled(p, factor):
+        return p._data * factor
+
 
 def update_calling_a_helper(p, factor):
     Helpers.scale(p, factor * 2.0)
@@ -191,3 +195,11 @@ def update_calling_a_helper(p, factor):
 def update_whose_names_would_clash(p, factor):
     scale_data = factor  # (the name the helper's `data` would get)
     Helpers.scale(p, scale_data)
+
+
+def update_whose_local_hides_a_global_of_the_helper(p, np):
+    Helpers.scale(p, np)
+
+
+def update_calling_a_helper_that_returns(p, factor):
+    Helpers.scaled(p, factor)

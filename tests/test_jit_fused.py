@@ -153,8 +153,13 @@ def test_a_helper_is_written_in_unless_its_names_would_clash():
     text = "\n".join(ast.unparse(statement) for statement in body.statements)
     assert "Helpers.scale(" not in text
     assert "scale_factor = factor * 2.0\nscale_data = p._data" in text
-    clashing = body_of(jit_helpers.update_whose_names_would_clash, method=False)
-    assert "Helpers.scale(p, scale_data)" in "\n".join(map(ast.unparse, clashing.statements))
+    for function, call in [
+        (jit_helpers.update_whose_names_would_clash, "Helpers.scale(p, scale_data)"),
+        (jit_helpers.update_whose_local_hides_a_global_of_the_helper, "Helpers.scale(p, np)"),
+        (jit_helpers.update_calling_a_helper_that_returns, "Helpers.scaled(p, factor)"),
+    ]:
+        left = body_of(function, method=False)
+        assert call in "\n".join(map(ast.unparse, left.statements))
 
 
 def elementwise_step(x, bias, scale):

@@ -117,11 +117,12 @@ def _helpers_inlined(statements, namespace, parameters) -> list:
     the method's own statements: its parameters are the arguments that are names, the other
     arguments are assigned to them first, and its locals get the method's name in front.
     The same lines as the call runs, without the call."""
-    names = {node.id for statement in statements for node in ast.walk(statement) if _name(node)}
-    local = {node.id for statement in statements for node in ast.walk(statement) if _stored(node)}
+    nodes = [node for statement in statements for node in ast.walk(statement)]
+    names = {node.id for node in nodes if isinstance(node, ast.Name)} | set(parameters)
+    local = {node.id for node in nodes if _stored(node)} | set(parameters)
     result = []
     for statement in statements:
-        lines = _helper_lines(statement, namespace, names | set(parameters), local)
+        lines = _helper_lines(statement, namespace, names, local)
         result.extend([statement] if lines is None else lines)
     return result
 
@@ -140,11 +141,12 @@ def _helper_lines(statement, namespace, names, local):
     body = body_of(helper.__func__, method=False)
     if body is None or len(call.args) != len(body.parameters) or local & set(body.global_values):
         return None
-    *statements, _ = clone(body.statements)  # (the last: RESULT = None, its tail return)
+    *statements, end = clone(body.statements)  # (end: RESULT = its tail return's value)
     stored = {node.id for statement in statements for node in ast.walk(statement) if _stored(node)}
     prefix = call.func.attr.strip("_")
     rename = {name: f"{prefix}_{name}" for name in body.local_names}
-    if RESULT in stored or names & set(rename.values()):
+    returns_none = isinstance(end.value, ast.Constant) and end.value.value is None
+    if RESULT in stored or not returns_none or names & set(rename.values()):
         return None
     lines = []
     for parameter, argument in zip(body.parameters, call.args):
@@ -153,10 +155,6 @@ def _helper_lines(statement, namespace, names, local):
         else:
             lines.append(ast.Assign([ast.Name(rename[parameter], ast.Store())], argument, lineno=0))
     return lines + [_Renamed(rename).visit(statement) for statement in statements]
-
-
-def _name(node) -> bool:
-    return isinstance(node, ast.Name)
 
 
 def _stored(node) -> bool:
