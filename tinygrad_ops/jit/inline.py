@@ -41,6 +41,7 @@ from .specialise import (
     constant,
     drop_dead,
     frozen,
+    is_self_attribute,
     overwritten,
     passes_self,
 )
@@ -198,7 +199,7 @@ def _constant(test):
     replay never records its backward), else None."""
     if (
         isinstance(test, ast.Compare)
-        and _is_self_attribute(test.left)
+        and is_self_attribute(test.left)
         and test.left.attr == "graph_mode"
         and len(test.ops) == 1
         and isinstance(test.ops[0], (ast.Is, ast.IsNot))
@@ -222,50 +223,28 @@ def _returns(statements) -> bool:
 
 
 def _simple(statements) -> bool:
-    """No nested scope, no generator, no call of one of the node's own methods."""
+    """No nested scope, no generator, no call of one of the node's own methods (but its
+    save_for_backward, as a statement)."""
     saves = {
         id(node.value)
         for statement in statements
         for node in ast.walk(statement)
-        if isinstance(node, ast.Expr)
-        and isinstance(node.value, ast.Call)
-        and _is_self_attribute(node.value.func)
-        and node.value.func.attr == "save_for_backward"
+        if isinstance(node, ast.Expr) and _is_save(node.value)
     }
     for statement in statements:
         for node in ast.walk(statement):
-            if isinstance(
-                node,
-                (
-                    ast.FunctionDef,
-                    ast.AsyncFunctionDef,
-                    ast.Lambda,
-                    ast.ClassDef,
-                    ast.Yield,
-                    ast.YieldFrom,
-                    ast.Await,
-                    ast.Global,
-                    ast.Nonlocal,
-                    ast.ListComp,
-                    ast.SetComp,
-                    ast.DictComp,
-                    ast.GeneratorExp,
-                    ast.Return,
-                ),
-            ):
+            if isinstance(node, _NESTED):
                 return False
-            own_call = isinstance(node, ast.Call) and _is_self_attribute(node.func)
+            own_call = isinstance(node, ast.Call) and is_self_attribute(node.func)
             if own_call and id(node) not in saves:
                 return False
     return True
 
 
-def _is_self_attribute(node) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    )
+# (a scope, a generator or a `return` of its own: not a straight body)
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Return)
+_NESTED += (ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal, ast.GeneratorExp)
+_NESTED += (ast.ListComp, ast.SetComp, ast.DictComp)
 
 
 # -- what the node keeps between its two kernels ------------------------------------------
@@ -290,7 +269,7 @@ def saved_count(body):
 def _is_save(node) -> bool:
     return (
         isinstance(node, ast.Call)
-        and _is_self_attribute(node.func)
+        and is_self_attribute(node.func)
         and node.func.attr == "save_for_backward"
     )
 
@@ -316,7 +295,7 @@ class _Channel(ast.NodeTransformer):
         return ast.Assign([self.names(ast.Store)], ast.Tuple(values, ast.Load()), lineno=0)
 
     def visit_Attribute(self, node):
-        if _is_self_attribute(node) and node.attr in _SAVED and isinstance(node.ctx, ast.Load):
+        if is_self_attribute(node) and node.attr in _SAVED and isinstance(node.ctx, ast.Load):
             return self.names(ast.Load)
         return self.generic_visit(node)
 
@@ -327,12 +306,12 @@ def _kept_attributes(statements) -> set:
     decided = {}
     for statement in statements:
         for node in ast.walk(statement):
-            if _is_self_attribute(node) and isinstance(node.ctx, ast.Load):
+            if is_self_attribute(node) and isinstance(node.ctx, ast.Load):
                 decided.setdefault(node.attr, False)  # (read first: the node's own)
         top = statement.targets if isinstance(statement, ast.Assign) else ()
         elements = [e for target in top for e in getattr(target, "elts", [target])]
         for node in ast.walk(statement):
-            if _is_self_attribute(node) and not isinstance(node.ctx, ast.Load):
+            if is_self_attribute(node) and not isinstance(node.ctx, ast.Load):
                 decided.setdefault(node.attr, any(node is element for element in elements))
     return {name for name, kept in decided.items() if kept}
 
@@ -342,7 +321,7 @@ class _Attributes(ast.NodeTransformer):
         self.names = names
 
     def visit_Attribute(self, node):
-        if _is_self_attribute(node) and node.attr in self.names:
+        if is_self_attribute(node) and node.attr in self.names:
             return ast.Name(ATTRIBUTE + node.attr, node.ctx)
         return self.generic_visit(node)
 
@@ -404,29 +383,19 @@ def _hashable(value) -> bool:
 
 
 def _channelled(body, count) -> list:
-    """The body's statements with what the node keeps as names (`_Channel`), once per body."""
-    known = _CHANNELLED.get((id(body), count))
-    if known is None or known[0] is not body:  # (the body itself, kept: its id is not reused)
-        if len(_CHANNELLED) >= 1024:
-            _CHANNELLED.clear()
-        known = _CHANNELLED[id(body), count] = (
-            body,
-            [_Channel(count).visit(clone(s)) for s in body.statements],
-        )
-    return known[1]
+    """The body's statements with what the node keeps as names (`_Channel`)."""
+    return [_Channel(count).visit(clone(s)) for s in body.statements]
 
 
-_CHANNELLED = {}  # (id(body), saved count) -> (body, its statements through _Channel)
-
-
-def _of_body(body, function):
-    """`function(body)`, once per body (what its statements say does not change)."""
-    key = (id(body), function)
+def _of_body(body, function, *arguments):
+    """`function(body, *arguments)`, once per body and arguments (what its statements say
+    does not change)."""
+    key = (id(body), function, arguments)
     known = _OF_BODY.get(key)
     if known is None or known[0] is not body:  # (the body kept: its id is not reused)
         if len(_OF_BODY) >= 2048:
             _OF_BODY.clear()
-        known = _OF_BODY[key] = (body, function(body))
+        known = _OF_BODY[key] = (body, function(body, *arguments))
     return known[1]
 
 
@@ -440,7 +409,7 @@ def _passes_self(body) -> bool:
 def _prepare(forward, backward, facts, grad_fact, inputs, needs, bind, shared) -> Pair:
     count = _of_body(forward, saved_count)
     needs_fact = Fact(constant(tuple(needs), bind), tuple(needs))
-    statements = [clone(s) for s in _channelled(forward, count)]
+    statements = [clone(s) for s in _of_body(forward, _channelled, count)]
     facts = {**_globals(forward), "self.needs_input_grad": needs_fact, **facts}
     known = Specialise(facts, bind, inputs)
     statements = known.block(statements)
@@ -459,7 +428,7 @@ def _prepare(forward, backward, facts, grad_fact, inputs, needs, bind, shared) -
                 fact.expression is None or getattr(fact.expression, "bound", False)
             ):
                 passed[name] = fact  # (what the forward's folding found, for the backward)
-        body = [clone(s) for s in _channelled(backward, count)]
+        body = [clone(s) for s in _of_body(backward, _channelled, count)]
         saved = {name for s in statements for name in _assigned(s) if name.startswith(SAVED)}
         aliases = saved if not any(saved & _assigned(s) for s in body) else ()
         backward_statements = Specialise(passed, bind, inputs, aliases).block(body)
@@ -628,17 +597,11 @@ def _into(code, statements, elements, body, reuse) -> list:
 
 
 def _overwrites(element, grad, global_values) -> bool:
-    """Whether `element` calls a global helper on g first, and the helper declares that it
-    may write its result over that argument (an `overwrite` parameter, not given here)."""
-    if not (
-        isinstance(element, ast.Call)
-        and isinstance(element.func, ast.Name)
-        and element.args
-        and element.args[0] is grad
-        and not element.keywords
-    ):
+    """Whether `element` calls a helper on g first (the same node) that declares it may
+    write its result over that argument (an `overwrite` parameter, not given here)."""
+    if not isinstance(element, ast.Call) or element.keywords or element.args[:1] != [grad]:
         return False
-    helper = global_values.get(element.func.id)
+    helper = global_values.get(getattr(element.func, "id", None))
     if not isinstance(helper, types.FunctionType):
         return False
     return "overwrite" in inspect.signature(helper).parameters
