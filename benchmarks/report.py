@@ -203,19 +203,12 @@ def nn_ops_table(rows):
 # --- the scan schedulers (bench_scan.py) --------------------------------------------------
 
 
-AUTO_WARMUP = 6
-
-
 def schedulers(hiddens, lengths, rounds, log):
     import bench_scan
 
     results = []
     for hidden in hiddens:
         for steps in lengths:
-            # `auto` times its choices on the chains it meets and settles after a few
-            # backwards (docs/scan.md): its figure is that of a training loop past them.
-            for _ in range(AUTO_WARMUP):
-                bench_scan.time_backward("benchmark", steps, hidden, "auto")
             chains, row = bench_scan.time_case("benchmark", steps, hidden, rounds, 512)
             figures, _ = bench_scan.summarise("benchmark", steps, hidden, chains, row)
             results.append((hidden, steps, row, figures))
@@ -230,10 +223,10 @@ def scheduler_table(results):
         "The cases of `bench_scan.py`: backward of a tanh RNN, `tanh(x_t @ W + h @ U + b)`, "
         "batch 4, float64, the loss on the last state; minimum CPU time over interleaved "
         "rounds. walk / best scan above 1 means the scan is faster; `auto` / best is the "
-        "median over the rounds of `auto`'s time over, in the same round, the best "
-        "scheduler's (by its median; the walk included), after `auto`'s trials on the same "
-        "graph (as in a training loop: `auto` times its first choices) "
-        "([docs/scan.md](../docs/scan.md)).",
+        "median, over pairs of backwards timed one after the other after those rounds, of "
+        "`auto`'s time over the best scheduler's (by the rounds' medians; the walk "
+        "included), past `auto`'s trials on the same graph (as in a training loop: `auto` "
+        "times its first choices) ([docs/scan.md](../docs/scan.md)).",
         "",
         "| hidden | steps | sequential walk | best scan | walk / best scan | `auto` / best |",
         "|---|---|---|---|---|---|",

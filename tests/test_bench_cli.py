@@ -99,7 +99,6 @@ def test_the_report_measures_and_writes_every_table(monkeypatch, tmp_path):
     # The smallest run: it calls every benchmark script's steps as `bench report` does, so a
     # change to one of them that breaks the report fails here, not at the next full run.
     report = _report_module(monkeypatch)
-    monkeypatch.setattr(report, "AUTO_WARMUP", 1)
     tiny = {"runs": 1, "rounds": 1, "nn_rounds": 1, "hiddens": [4], "lengths": [8],
             "scan_rounds": 1}  # fmt: skip
     section, scans = report.measure(log=lambda line: None, settings=tiny)

@@ -1,34 +1,25 @@
-"""`auto`: choose, per chain, between the sequential walk and the scans (docs/scan.md section 4).
+"""`auto`: choose, per chain, between the sequential walk and the scans (docs/scan.md
+section 4), by the rule `RULE` (the first words of `backward_plan`'s "decided by:").
 
-The rule, as `backward_plan` prints it (`RULE`): a graph less than `SHALLOW` ops deep, or
-whose tensors that deep are too wide for any chain of them to come within `TRUSTED` times
-the walk, is walked without a look for chains; otherwise every chain (declared by
-`tg.scan`, or found in a hand-written loop) takes the cheapest of the walk and the scans
-by the cost model, a scan only when its estimate is under `SCAN_MARGIN` of the walk's;
-and where the model estimates scan and walk within `TRUSTED` times of each other, the
-chains of a loop that `auto` meets again (a training loop's next step) take the faster
-way as timed (`ChainTimes`). A graph of a shape walked so (by the rule, as timed, or
-where no chain was found) is walked at once the next time.
+The cost model, in seconds, of a segment of n steps of s ops each whose chain tensor has
+R rows of d values, once the chain is known (found or declared):
 
-The cost model, in seconds, for a segment of n steps of s ops each, whose chain tensor
-has R rows of d values:
+    sequential      n s (c_visit + c_visit_area R d^2)
+    any scan        n s c_batch + c_chain + R (products_mm t_mm(d) + products_mv t_mv(d))
+                    + calls c_call
 
-    sequential      n s c_visit
-    any scan        n s (c_analysis + c_batch) + c_chain
-                    + R (products_mm t_mm(d) + products_mv t_mv(d)) + calls c_call
-
-with products counted per scan: Hillis-Steele n log2 n matrix-matrix products, Blelloch
-about n, blocked(b) about n plus n/b blocks of 6 log2 b calls each; a diagonal chain does
-elementwise work instead of products. Everything `auto` measures (the constants, and the
-times of the loops' chains) is in `calibration.py`.
+with Hillis-Steele about n log2 n matrix-matrix products, Blelloch about n, blocked(b)
+about n and n/b blocks of 6 log2 b calls each; a diagonal chain does elementwise work
+instead. What `auto` measures (the constants, the loops' chains' times) is in
+`calibration.py`.
 """
 
+import bisect
 import math
 import time
-from typing import NamedTuple
 
 from . import jacobians
-from .calibration import SCAN_MARGIN, ChainTimes, calibrate, chains_key, per_product
+from .calibration import SCAN_MARGIN, SIZES, ChainTimes, calibrate, chains_key
 from .scan_scheduler import ScanScheduler
 
 CACHE_BYTES = 2**22  # Jacobians beyond this (per scan or per block) slow the products down
@@ -40,66 +31,56 @@ def rows_and_size(state_shape):
     return math.prod(state_shape[:-1]), (state_shape[-1] if state_shape else 1)
 
 
-def visit_cost(state_shape, costs):
-    """Seconds per node of the sequential walk on a chain tensor of `state_shape`."""
-    rows, size = rows_and_size(state_shape)
-    return costs["c_visit"] + costs["c_visit_area"] * rows * size * size
+def per_product(table, size):
+    """Seconds per d x d product from one of `calibrate`'s per-size tables: interpolated
+    log-log between its sizes, the smallest's below them, growing as d^3 above them."""
+    if size >= SIZES[-1]:
+        return table[SIZES[-1]] * (size / SIZES[-1]) ** 3
+    above = bisect.bisect_left(SIZES, size)
+    if above == 0:
+        return table[SIZES[0]]
+    low, high = SIZES[above - 1], SIZES[above]
+    fraction = math.log(size / low) / math.log(high / low)
+    return table[low] ** (1 - fraction) * table[high] ** fraction
 
 
-def diagonal_bytes(steps, rows, size):
-    """What a diagonal chain's scan keeps in flight: about four stacks of its states' size
-    (the saved values, the Jacobians, the gradients, their products)."""
-    return 4 * steps * rows * size * 8
-
-
-class StepCosts(NamedTuple):
-    """Seconds per step of a scan's numpy work (see `step_costs`)."""
-
-    matrix: float  # composing two steps' Jacobians, in cache
-    vector: float  # applying one to a gradient
-    build: float  # building one step's Jacobian, in cache
-    unblocked: float  # composing, for a scan that holds the whole chain's Jacobians
-    unblocked_build: float  # building, for such a scan
-    large: float  # composing, beyond the caches
-
-
-def step_costs(steps, rows, size, dense, costs):
-    """The numpy work per step of a chain of `steps` steps whose tensors have `rows` rows
-    of `size` values: dense Jacobians (products of d x d matrices) or diagonal ones."""
+def held_costs(steps, rows, size, dense, costs):
+    """(building, composing): seconds per step of a scan that holds `steps` steps'
+    Jacobians at once, on a chain tensor of `rows` rows of `size` values: dense (products
+    of d x d matrices, building d x d values per row) or diagonal (elementwise work),
+    both slower once what the scan holds is beyond the caches."""
     if not dense:
         # Elementwise: a few flops per value; a 1 x 1 "product" is the measured unit.
         unit = rows * size * costs["t_mm"][1]
-        unblocked = unblocked_build = unit
-        if diagonal_bytes(steps, rows, size) > CACHE_BYTES:
-            # Stacks beyond the caches slow an unblocked scan's elementwise passes down as
-            # they do its products, and its side branches' passes over whole stacks: about
-            # ten more passes over a step's values (measured: 2048 steps at hidden 128,
-            # 8 MiB a stack, Blelloch took 1.18-1.26x the blocked scan, 13 ms more).
-            unblocked = 1.5 * unit
-            unblocked_build = unblocked + 10 * rows * size * costs["c_element"]
-        return StepCosts(unit, unit, unit, unblocked, unblocked_build, unblocked)
-    # Building a step's dense Jacobian: d x d values per row (a product by a weight
-    # scaled row by row), elementwise work.
-    # About three passes over them: the product of the weight's matrix by the diagonal
-    # of the activation, its broadcast to every row, the contiguous copy the scan reads.
+        # In flight: about four stacks of the states' size (the saved values, the
+        # Jacobians, the gradients, their products).
+        if 4 * steps * rows * size * 8 <= CACHE_BYTES:
+            return unit, unit
+        # Stacks beyond the caches slow an unblocked scan's elementwise passes down as
+        # they do its products, and its side branches' passes over whole stacks: about
+        # ten more passes over a step's values (measured: 2048 steps at hidden 128,
+        # 8 MiB a stack, Blelloch took 1.18-1.26x the blocked scan, 13 ms more).
+        return 1.5 * unit + 10 * rows * size * costs["c_element"], 1.5 * unit
+    # Building a step's dense Jacobian: about three passes over its d x d values per row
+    # (the product of the weight's matrix by the diagonal of the activation, its broadcast
+    # to every row, the contiguous copy the scan reads).
     build = 3 * rows * size * size * costs["c_element"]
     matrix = rows * per_product(costs["t_mm"], size)
-    vector = rows * per_product(costs["t_mv"], size)
+    if steps * rows * size * size * 8 <= CACHE_BYTES:
+        return build, matrix
     # Beyond the caches the products slow down, and so do the copies around them
     # (pairing, interleaving) and the building of the Jacobians: measured here, an
     # unblocked scan of 8-64 MiB of Jacobians took 1.15-1.25x the blocked scan's time.
+    # They are written to fresh memory twice (the Jacobians, the first pair products).
     large = max(rows * per_product(costs["t_mm_large"], size), 1.5 * matrix)
-    if steps * rows * size * size * 8 <= CACHE_BYTES:
-        return StepCosts(matrix, vector, build, matrix, build, large)
-    # Written to fresh memory twice (the Jacobians, the first pair products).
     fresh = 2 * rows * size * size * 8 * costs["c_fresh"]
-    return StepCosts(matrix, vector, build, large, 1.5 * build + fresh, large)
+    return 1.5 * build + fresh, large
 
 
 def fixed_cost(nodes, rows, size, dense, costs):
-    """What every scan pays whatever its method: finding the chain and batching its steps
-    (per node, plus a part per chain), and the side branches' vjps."""
-    fixed = nodes * (costs["c_analysis"] + costs["c_batch"]) + costs["c_chain"]
+    """What every scan of a chain already found pays whatever its method: batching its
+    steps (per node, plus a part per chain), and the side branches' vjps."""
+    fixed = nodes * costs["c_batch"] + costs["c_chain"]
     if dense:
         # The side branches' vjps do the walk's arithmetic, batched: the part of a visit
         # that grows with the arrays (rows * d^2) is paid by the scans too (it decides at
@@ -125,41 +106,28 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None):
     nodes = steps * ops_per_step
     rows, size = rows_and_size(state_shape)
     dense = kind == "dense"
-    per_step = step_costs(steps, rows, size, dense, costs)
-    fixed = fixed_cost(nodes, rows, size, dense, costs)
-    # Then building the Jacobians, and the scan's products: Blelloch about one matrix
-    # product and one vector product per step (the seeded scan composes the Jacobians;
-    # prefixes are vectors), Hillis-Steele about log2 n products per step.
+    visit = costs["c_visit"] + costs["c_visit_area"] * rows * size * size
+    times = {"sequential": nodes * visit}
+    # Every scan: its fixed part, and one vector product per step (applying the composed
+    # Jacobians to the gradient; the prefixes are vectors).
+    vector = rows * (per_product(costs["t_mv"], size) if dense else size * costs["t_mm"][1])
+    fixed = fixed_cost(nodes, rows, size, dense, costs) + steps * vector
+    # Then building the Jacobians and composing them: Blelloch about one matrix product
+    # per step, Hillis-Steele about log2 n, holding them all at once; a blocked scan
+    # holds one block's.
+    build, compose = held_costs(steps, rows, size, dense, costs)
     rounds = max(1, math.ceil(math.log2(steps + 1)))
-    times = {"sequential": nodes * visit_cost(state_shape, costs)}
     times["hillis-steele"] = (
-        fixed
-        + steps * per_step.unblocked_build
-        + steps * max(rounds - 1, 1) * per_step.unblocked
-        + steps * per_step.vector
-        + 4 * rounds * costs["c_call"]
+        fixed + steps * (build + max(rounds - 1, 1) * compose) + 4 * rounds * costs["c_call"]
     )
-    times["blelloch"] = (
-        fixed
-        + steps * (per_step.unblocked_build + per_step.unblocked + per_step.vector)
-        + 12 * rounds * costs["c_call"]
-    )
+    times["blelloch"] = fixed + steps * (build + compose) + 12 * rounds * costs["c_call"]
     for block in BLOCK_SIZES:
         if block >= steps:
             continue
-        blocks = math.ceil(steps / block)
+        build, compose = held_costs(block, rows, size, dense, costs)
         block_rounds = max(1, math.ceil(math.log2(block + 1)))
-        # A block's Jacobians beyond the caches cost what an unblocked scan's do.
-        block_cost, block_build = per_step.matrix, per_step.build
-        if dense and block * rows * size * size * 8 > CACHE_BYTES:
-            block_cost, block_build = per_step.large, per_step.unblocked_build
-        elif not dense and diagonal_bytes(block, rows, size) > CACHE_BYTES:
-            block_cost, block_build = per_step.unblocked, per_step.unblocked_build
-        times[f"blocked:{block}"] = (
-            fixed
-            + steps * (block_build + block_cost + per_step.vector)
-            + blocks * (12 * block_rounds + 8 * ops_per_step) * costs["c_call"]
-        )
+        calls = math.ceil(steps / block) * (12 * block_rounds + 8 * ops_per_step)
+        times[f"blocked:{block}"] = fixed + steps * (build + compose) + calls * costs["c_call"]
     return times
 
 
@@ -198,13 +166,12 @@ an RNN cell's 4): a graph that shallow (an MLP's training step) is walked withou
 running the finder."""
 
 RULE = (
-    f"auto: a graph under {SHALLOW} ops deep is walked, and so is one whose tensors {SHALLOW} "
-    f"ops below the output are too wide for any chain of them to come within {TRUSTED:g}x of "
-    "the walk by the cost model; else each chain takes the cheapest of the walk and the scans "
-    f"by the model (a scan only under {SCAN_MARGIN}x the walk) where it estimates the best scan "
-    f"{TRUSTED:g}x cheaper or dearer than the walk, and else the faster as timed "
-    f"({ChainTimes.TRIALS} backwards each way, interleaved); a graph of a shape walked so before "
-    "is walked at once"
+    f"auto: a graph under {SHALLOW} ops deep is walked, and one whose tensors {SHALLOW} ops "
+    f"down are too wide for a chain of them to come within {TRUSTED:g}x of the walk by the "
+    "cost model; else each chain takes the cheapest of the walk and the scans by the model "
+    f"(a scan only under {SCAN_MARGIN}x the walk), or, where the model puts its best scan "
+    f"within {TRUSTED:g}x of the walk, the faster as timed ({ChainTimes.TRIALS} backwards "
+    "each way, by the minima); a graph shape walked so is walked at once after"
 )
 
 
@@ -216,23 +183,24 @@ def probe(tensor, ops):
     the input made last."""
     dense = False
     for _ in range(ops):
-        following = None
-        for index, (operand, needs) in enumerate(
-            zip(tensor._ctx.inputs, tensor._ctx.needs_input_grad)
-        ):
-            node = operand._ctx if needs else None
-            if node is None:
-                continue
-            leads_on = any(getattr(inner, "_ctx", None) is not None for inner in node.inputs)
-            rank = (leads_on, node.sequence)
-            if following is None or rank > following[0]:
-                following = (rank, operand, index)
-        if following is None:
+        ranked = [
+            (_leads_on(operand._ctx), operand._ctx.sequence, -index)
+            for index, (operand, needs) in enumerate(
+                zip(tensor._ctx.inputs, tensor._ctx.needs_input_grad)
+            )
+            if needs and operand._ctx is not None
+        ]
+        if not ranked:
             return None
-        kind = jacobians.chain_kind(tensor._ctx, following[2], tensor.shape)
-        dense = dense or kind == "dense"
-        tensor = following[1]
+        index = -max(ranked)[2]  # (the first of an input read twice)
+        dense = dense or jacobians.chain_kind(tensor._ctx, index, tensor.shape) == "dense"
+        tensor = tensor._ctx.inputs[index]
     return tensor, dense
+
+
+def _leads_on(node):
+    """Whether an input of `node` was made by another op."""
+    return any(getattr(inner, "_ctx", None) is not None for inner in node.inputs)
 
 
 def may_pay(shape, dense, costs=None):
@@ -248,6 +216,12 @@ def scan_ratio(times):
     """The best scan's estimate over the walk's, in `estimate`'s `times`."""
     scans = [seconds for name, seconds in times.items() if name != "sequential"]
     return min(scans) / times["sequential"]
+
+
+def estimates_for(segment):
+    """`estimate`'s figures for a chain segment, found or declared."""
+    shape, kind = segment.state_shape, segment.jacobian_kind
+    return estimate(segment.length, segment.ops_per_step, shape, kind)
 
 
 class AutoScheduler(ScanScheduler):
@@ -286,32 +260,34 @@ class AutoScheduler(ScanScheduler):
     def find(self, graph):
         looks, _ = self.gate(graph)
         found = super().find(graph) if looks else {}
-        sure = self.sure_of(found.values())
-        if sure == "walk":
+        if self.sure_of(found.values()) == "walk":
             self.chain_times.remember_walked(self.graph_key)
-        elif sure is None:
-            self.trial = (chains_key(found.values()), self.way(found.values()))
-            if self.trial[1] == "walk":
-                # A graph settled on the walk is walked without a look: the look is the
-                # scan's cost alone (a fifth of the walk at hidden 32, 256 steps).
-                self.start = self.clock()
+        self.trial = self.trial_of(found.values())
+        if self.trial is not None and self.trial[1] == "walk":
+            # A graph settled on the walk is walked without a look: the look is the
+            # scan's cost alone (a fifth of the walk at hidden 32, 256 steps).
+            self.start = self.clock()
         return found
 
     def sure_of(self, segments):
         """ "scan" or "walk" where the cost model's choice for `segments` stands untimed:
         every chain's best scan estimated `TRUSTED` times cheaper than its walk, or every
         one that much dearer ("walk" for no chain); None where it is timed."""
-        ratios = [scan_ratio(self.estimates_for(segment)) for segment in segments]
+        ratios = [scan_ratio(estimates_for(segment)) for segment in segments]
         if not ratios or min(ratios) > TRUSTED:
             return "walk"
         return "scan" if max(ratios) < 1 / TRUSTED else None
 
-    def way(self, segments):
-        """ "scan" or "walk" for the found chains `segments`: the faster of the two as
-        measured (`ChainTimes`), the cost model's choice until both are."""
-        choices = [best_choice(self.estimates_for(segment))[0] for segment in segments]
+    def trial_of(self, segments):
+        """(chains key, "scan" or "walk") for the found chains `segments` where they are
+        timed (`sure_of`): the faster way as timed (`ChainTimes`), the cost model's until
+        both are; None where the model's choice stands."""
+        if self.sure_of(segments) is not None:
+            return None
+        choices = [best_choice(estimates_for(segment))[0] for segment in segments]
         scans = any(choice != "sequential" for choice in choices)
-        return self.chain_times.way(chains_key(segments), "scan" if scans else "walk")
+        key = chains_key(segments)
+        return key, self.chain_times.way(key, "scan" if scans else "walk")
 
     def gate(self, graph):
         """(whether to run the finder on `graph`, why)."""
@@ -327,26 +303,15 @@ class AutoScheduler(ScanScheduler):
         return False, f"the graph is not {SHALLOW} ops deep: walked"
 
     def choose(self, segment):
-        times = self.estimates_for(segment)
-        way = None if self.trial is None else self.trial[1]
+        return self.choice(segment, None if self.trial is None else self.trial[1])
+
+    def choice(self, segment, way):
+        """(method, block size) for `segment`: the cost model's cheapest, or, where its
+        chains are timed (`way`), the walk or the cheapest scan."""
         if way == "walk":
             return "sequential", None
-        if way == "scan":  # (timed: the cheapest scan)
+        times = estimates_for(segment)
+        if way == "scan":
             times["sequential"] = math.inf
         method, block_size = best_choice(times)
         return method, block_size or self.block_size
-
-    def estimates_for(self, segment):
-        """The estimates `choose` compares for a segment: the chain is found (or declared)
-        already, so what is left to pay is the scan without its analysis (sunk, left out:
-        the lean chain check per node, and its part per chain)."""
-        times = estimate(
-            segment.length, segment.ops_per_step, segment.state_shape, segment.jacobian_kind
-        )
-        costs = calibrate()
-        sunk = segment.length * segment.ops_per_step * costs["c_analysis"]
-        sunk += costs["c_analysis_chain"]
-        return {
-            name: (seconds if name == "sequential" else max(seconds - sunk, 0.0))
-            for name, seconds in times.items()
-        }

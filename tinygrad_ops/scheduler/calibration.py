@@ -1,10 +1,9 @@
 """The constants of `auto`'s cost model, measured once per process on this machine.
 
 `calibrate` times, in about half a second: c_visit (one node of the engine's sequential
-walk), c_analysis and c_batch (the scan scheduler's finder and its batching, per
-node), c_chain (what a scan costs once per chain), t_mm(d) and t_mv(d) (one d x d product
-in a stacked `np.matmul`) and c_call (one numpy call). The per-node and per-chain parts
-come from timing two chain lengths. The model that reads them is in `auto.py`.
+walk), c_batch and c_chain (a scan of a chain already found, per node and per chain, from
+two chain lengths), t_mm(d) and t_mv(d) (one d x d product in a stacked `np.matmul`) and
+c_call (one numpy call). The model that reads them is in `auto.py`.
 `ChainTimes` keeps what `auto` timed on the chains of hand-written loops.
 """
 
@@ -62,7 +61,7 @@ def calibrate(force=False):
     """Measure the cost model's constants on this machine (cached for the process).
 
     >>> costs = calibrate()
-    >>> {"c_visit", "c_analysis", "c_batch", "c_chain", "t_mm"} <= set(costs)
+    >>> {"c_visit", "c_batch", "c_chain", "t_mm"} <= set(costs)
     True
     """
     if _CALIBRATION and not force:
@@ -82,46 +81,53 @@ def calibrate(force=False):
     return _CALIBRATION
 
 
+class _Found(ScanScheduler):
+    """Blelloch on chains found before its run: a scan's cost once its chain is known."""
+
+    def __init__(self, found):
+        super().__init__("blelloch")
+        self.found = found
+
+    def find(self, graph):
+        return self.found
+
+
 def _engine_costs(costs):
     """The walk's and the scan's costs per node and per chain, on small RNNs."""
     from ..autograd.graph import BackwardGraph
 
-    # The walk and the scan at two chain lengths, runs interleaved (a slow spell of a
-    # shared machine then hits both), best of five: the scan's cost splits into a part
-    # per node and a part per chain (finding the step template, the scan's numpy calls).
-    # The longer chain is long enough that the per-node costs include the cache misses
-    # of a big graph.
+    # The walk, and the scan of a chain found beforehand (`auto` estimates once it has
+    # the chain: the finder's cost is sunk) at two chain lengths, runs interleaved (a slow
+    # spell of a shared machine then hits both), best of five: the scan's cost splits
+    # into a part per node and a part per chain (the scan's numpy calls). The longer
+    # chain is long enough that the per-node costs include the cache misses of a big graph.
     short, long = 64, 640
 
-    def backward(scheduler, steps, **sizes):
+    def walked(steps, **sizes):
         loss, nodes = _small_rnn(steps, **sizes)
-        return _timed(lambda: loss.backward(scheduler=scheduler)) / nodes
+        return _timed(lambda: loss.backward(scheduler="sequential")) / nodes
 
-    def analysis(steps):
-        loss, nodes = _small_rnn(steps)
+    def scanned(steps):
+        loss, _ = _small_rnn(steps)
         graph = BackwardGraph([loss], None, False, True)
         graph.send(loss, np.ones_like(loss.data))
-        return _timed(lambda: scan.find(graph)) / nodes
+        scan = _Found(ScanScheduler("blelloch").find(graph))
+        return _timed(lambda: loss.backward(scheduler=scan))
 
-    scan = ScanScheduler("blelloch")
     best = {"visit": math.inf, "short": math.inf, "long": math.inf}
     for _ in range(5):
-        best["visit"] = min(best["visit"], backward("sequential", long))
-        best["short"] = min(best["short"], backward(scan, short))
-        best["long"] = min(best["long"], backward(scan, long))
+        best["visit"] = min(best["visit"], walked(long))
+        best["short"] = min(best["short"], scanned(short))
+        best["long"] = min(best["long"], scanned(long))
     short_nodes, long_nodes = 4 * short + 1, 4 * long + 1
-    short_time, long_time = best["short"] * short_nodes, best["long"] * long_nodes
-    scanned = max((long_time - short_time) / (long_nodes - short_nodes), 0.5 * best["long"])
+    per_node = (best["long"] - best["short"]) / (long_nodes - short_nodes)
     costs["c_visit"] = best["visit"]
-    costs["c_analysis"] = min(analysis(long) for _ in range(3))
-    short_analysis = min(analysis(short) for _ in range(3)) * short_nodes
-    costs["c_analysis_chain"] = max(short_analysis - costs["c_analysis"] * short_nodes, 0.0)
-    costs["c_batch"] = max(scanned - costs["c_analysis"], 0.1 * scanned)
-    costs["c_chain"] = max(short_time - scanned * short_nodes, 0.0)
+    costs["c_batch"] = max(per_node, 0.1 * best["long"] / long_nodes)
+    costs["c_chain"] = max(best["short"] - per_node * short_nodes, 0.0)
     # The walk's cost grows with the arrays (its matrix products are d x d): a second
     # walk, on states of 32 values in 4 rows, gives the part per node that grows with
     # rows * d^2.
-    wide = min(backward("sequential", 160, size=32, batch=4) for _ in range(3))
+    wide = min(walked(160, size=32, batch=4) for _ in range(3))
     costs["c_visit_area"] = max((wide - costs["c_visit"]) / (4 * 32 * 32), 0.0)
 
 
@@ -164,18 +170,14 @@ def _numpy_costs(costs):
 
 
 class ChainTimes:
-    """What `auto` measured on the chains it met in hand-written loops: per key (the op
-    classes, length, shape and dtype of each chain: what decides a backward's cost), the
-    CPU times of the whole backward scanned and walked. The cost model, calibrated on one
-    small RNN, misjudges some chains (BPPSA's, hidden 20 in 16 rows, 100 steps: a scan
-    estimated at 0.6x the walk took 1.5x its time); a training loop meets the same chains
-    every step, so `auto` times the first backwards of a chain `TRIALS` times each way,
-    interleaved, the model's way first (a slow spell of the machine, or the first run's
-    fresh memory, then hits both ways), and then takes the faster by the minima. Where
-    that is the walk, or the rule walked the graph, the graph's shape (`graph_key`) is
-    remembered, and the next backward of that shape is walked without a look (the look
-    cost a fifth of BPPSA's 100-step walk, the gate's probe a twentieth of a small MLP's).
-    `KEPT` keys at most, the oldest forgotten."""
+    """What `auto` timed on the chains of hand-written loops where the cost model is not
+    sure of its choice (it misjudges some: at BPPSA's setting, hidden 20 in 16 rows, 100
+    steps, a scan estimated at 0.6x the walk took 1.5x): per chains key (`chains_key`),
+    the CPU times of the whole backward scanned and walked, `TRIALS` each way,
+    interleaved, the model's way first; then the faster by the minima. A graph shape
+    (`graph_key`) settled on the walk, so or by the rule, is walked at once from then on
+    (the look cost a fifth of BPPSA's 100-step walk). `KEPT` keys at most, the oldest
+    forgotten."""
 
     TRIALS = 3
     KEPT = 64
@@ -186,13 +188,15 @@ class ChainTimes:
         self.newest = None  # the creation number of the output of the latest backward
 
     def way(self, key, model_way):
-        """ "scan" or "walk" for the next backward of these chains."""
+        """ "scan" or "walk" for the next backward of these chains: the way timed fewer
+        times (the model's on a tie) until both are timed `TRIALS` times, then the faster."""
         times = self.times.get(key, {})
         other = "walk" if model_way == "scan" else "scan"
         ran, other_ran = len(times.get(model_way, ())), len(times.get(other, ()))
         if min(ran, other_ran) < self.TRIALS:
             return model_way if ran <= other_ran else other
-        return "scan" if min(times["scan"]) < SCAN_MARGIN * min(times["walk"]) else "walk"
+        measured = self.measured(key)
+        return "scan" if measured["scan"] < SCAN_MARGIN * measured["walk"] else "walk"
 
     def record(self, key, how, seconds, graph_key=None):
         """Keep a trial's time (`TRIALS` each way: the same number of samples on both
@@ -251,18 +255,3 @@ def chains_key(segments):
         )
         for segment in segments
     )
-
-
-def per_product(table, size):
-    """Interpolate a per-size cost table (log-log, clamped at its ends)."""
-    if size <= SIZES[0]:
-        return table[SIZES[0]]
-    if size >= SIZES[-1]:
-        return table[SIZES[-1]] * (size / SIZES[-1]) ** 3
-    for low, high in itertools.pairwise(SIZES):
-        if low <= size <= high:
-            fraction = math.log(size / low) / math.log(high / low)
-            return math.exp(
-                math.log(table[low]) * (1 - fraction) + math.log(table[high]) * fraction
-            )
-    return table[SIZES[-1]]  # pragma: no cover

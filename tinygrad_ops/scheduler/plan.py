@@ -4,8 +4,7 @@ import numpy as np
 
 from ..autograd.graph import BackwardGraph
 from . import resolve_scheduler, scans
-from .auto import RULE, AutoScheduler, calibrate, estimate, rows_and_size
-from .calibration import chains_key, per_product
+from .auto import RULE, AutoScheduler, calibrate, estimates_for, per_product, rows_and_size
 from .declared import declared_at, declared_in, segment_of
 from .scan_scheduler import ScanScheduler
 from .steps import CannotScan
@@ -16,7 +15,6 @@ class SegmentPlan:
 
     def __init__(self, segment, choice, block_size, estimates, estimated_by="the cost model"):
         self.length = segment.length
-        self.ops_per_step = segment.ops_per_step
         self.state_shape = tuple(segment.state_shape)
         self.jacobian_kind = segment.jacobian_kind
         self.step_ops = segment.describe()
@@ -150,39 +148,31 @@ def backward_plan(loss, scheduler=None, gradient=None):
     refusals = []
     min_steps = chosen.min_steps if scanning else ScanScheduler("blelloch").min_steps
     found = _segments(graph, declared, min_steps, refusals)
-    timed = is_auto and looks and not declared and found and chosen.sure_of(found) is None
-    if timed:  # what `auto` timed on these chains decides, as in its run
-        chosen.trial = (chains_key(found), chosen.way(found))
-        measured = chosen.chain_times.measured(chosen.trial[0])
+    trial = chosen.trial_of(found) if is_auto and looks and not declared else None
+    if trial is not None:  # what `auto` timed on these chains decides, as in its run
+        measured = chosen.chain_times.measured(trial[0])
         if measured:
             figures = ", ".join(
                 f"{how} {seconds * 1e3:.2f} ms" for how, seconds in measured.items()
             )
-            rules.append(
-                f"timed on these chains before: {figures}; this backward: {chosen.trial[1]}"
-            )
-    try:
-        segments = [_segment_plan(segment, chosen, looks) for segment in found]
-    finally:
-        if timed:
-            chosen.trial = None
+            rules.append(f"timed on these chains before: {figures}; this backward: {trial[1]}")
+    segments = [_segment_plan(segment, chosen, looks, trial) for segment in found]
     return BackwardPlan(name, len(graph.order), segments, "; ".join(rules + refusals))
 
 
-def _segment_plan(segment, chosen, looks):
-    """The SegmentPlan of the scheduler's choice for `segment` (the walk unless `looks`)."""
-    if looks:
-        method, block_size = chosen.choose(segment)
-    else:
+def _segment_plan(segment, chosen, looks, trial):
+    """The SegmentPlan of the scheduler's choice for `segment` (the walk unless `looks`;
+    `auto`'s as timed where `trial` says so)."""
+    by = "the cost model, for comparison"
+    if not looks:
         method, block_size = "sequential", None  # the walk (or a user's scheduler)
-    if looks and isinstance(chosen, AutoScheduler):
-        times, by = chosen.estimates_for(segment), "what auto compares"
+    elif isinstance(chosen, AutoScheduler):
+        method, block_size = chosen.choice(segment, None if trial is None else trial[1])
+        by = "what auto compares"
     else:
-        shape, kind = segment.state_shape, segment.jacobian_kind
-        times = estimate(segment.length, segment.ops_per_step, shape, kind)
-        by = "the cost model, for comparison"
+        method, block_size = chosen.choose(segment)
     block_size = block_size if method == "blocked" else None
-    return SegmentPlan(segment, method, block_size, times, by)
+    return SegmentPlan(segment, method, block_size, estimates_for(segment), by)
 
 
 def _segments(graph, declared, min_steps, refusals):
