@@ -318,10 +318,10 @@ def keep_where(values, mask, overwrite=False):
     """
     if values.size <= _SMALL:
         return np.where(mask, values, 0.0)
-    bits = _SAME_SIZE_INT[values.itemsize]
+    view = values.view(_SAME_SIZE_INT[values.itemsize])
     # (a new array is owned, not a view of an int array)
     kept = values if overwrite else np.empty(values.shape, values.dtype)
-    np.multiply(values.view(bits), mask, out=kept.view(bits))
+    np.multiply(view, mask, out=view if overwrite else kept.view(view.dtype))
     return kept
 
 
