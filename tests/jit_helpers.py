@@ -173,3 +173,33 @@ def manual_sgd_step(parameters, write):
         return loss
 
     return step
+
+
+class Helpers:
+    """A @staticmethod called for its effect, as Optimizer._subtract (inline.py's helpers)."""
+
+    @staticmethod
+    def scale(p, factor):
+        data = p._data
+        np.multiply(data, factor, out=data)
+
+    @staticmethod
+    def scaled(p, factor):
+        return p._data * factor
+
+
+def update_calling_a_helper(p, factor):
+    Helpers.scale(p, factor * 2.0)
+
+
+def update_whose_names_would_clash(p, factor):
+    scale_data = factor  # (the name the helper's `data` would get)
+    Helpers.scale(p, scale_data)
+
+
+def update_whose_local_hides_a_global_of_the_helper(p, np):
+    Helpers.scale(p, np)
+
+
+def update_calling_a_helper_that_returns(p, factor):
+    Helpers.scaled(p, factor)

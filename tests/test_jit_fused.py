@@ -1,14 +1,17 @@
 """tg.compile's generated replay and its fused kernels (jit/codegen.py, fused.py,
 fused_optim.py): bit for bit the eager results, and the general path where they do not fit."""
 
+import ast
 import re
 
+import jit_helpers
 import numpy as np
 import pytest
 
 import tinygrad_ops as tg
 from tinygrad_ops import functional as F  # noqa: N812 (the PyTorch convention)
 from tinygrad_ops import optim
+from tinygrad_ops.jit.inline import body_of
 from tinygrad_ops.ops.elementwise import keep_where
 
 
@@ -119,6 +122,44 @@ def test_the_fused_update_is_the_optimizers_own_with_the_settings_its_branches_t
     assert '["nesterov"] ==' in test
     assert '"lr"' not in test
     assert "sgd_update" not in source  # (its lines, not a call)
+
+
+@pytest.mark.parametrize(
+    "make", [lambda p: optim.SGD(p, lr=0.1, momentum=0.9), lambda p: optim.Adam(p, lr=0.01)]
+)
+def test_the_fused_update_writes_in_the_lines_of_the_helper_it_calls(make):
+    """sgd_update and adam_update end in Optimizer._subtract(parameter, update), a
+    @staticmethod: the replay writes its lines in (one statement of them, no call)."""
+    model = plain_mlp(np.float64)
+    optimizer = make(model.parameters())
+
+    @tg.compile
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    for x, y in data(3, np.float64):
+        step(x, y)
+    source = step.program.source
+    assert "_subtract(" not in source
+    assert source.count("subtract_data = parameter") == 4  # (one per parameter)
+
+
+def test_a_helper_is_written_in_unless_its_names_would_clash():
+    body = body_of(jit_helpers.update_calling_a_helper, method=False)
+    text = "\n".join(ast.unparse(statement) for statement in body.statements)
+    assert "Helpers.scale(" not in text
+    assert "scale_factor = factor * 2.0\nscale_data = p._data" in text
+    for function, call in [
+        (jit_helpers.update_whose_names_would_clash, "Helpers.scale(p, scale_data)"),
+        (jit_helpers.update_whose_local_hides_a_global_of_the_helper, "Helpers.scale(p, np)"),
+        (jit_helpers.update_calling_a_helper_that_returns, "Helpers.scaled(p, factor)"),
+    ]:
+        left = body_of(function, method=False)
+        assert call in "\n".join(map(ast.unparse, left.statements))
 
 
 def elementwise_step(x, bias, scale):
@@ -277,6 +318,40 @@ def test_fused_relu_passes_nan_and_blocks_zeros_as_eager():
         assert grads[0][0, 0] == 1.5  # (NaN passes its gradient: 3 * 0.5)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_relus_gradient_into_the_replays_own_array_keeps_every_bit(dtype):
+    """Where the replay owns the gradient that reaches Relu's backward (here Mul's g * w),
+    keep_where writes over it (`overwrite=True`): the same bits as eager, also where the
+    masked-out gradient is NaN, inf or -0.0, and the leaf's gradient a new array each call."""
+    generator = np.random.default_rng(7)
+    scale = generator.standard_normal((24, 40)).astype(dtype)
+    scale[::3, ::2], scale[1::4, 1::3], scale[2::5] = np.nan, -np.inf, -0.0
+
+    def step(x, w):
+        loss = (F.relu(x) * w).sum()
+        loss.backward()
+        return loss
+
+    compiled = tg.compile(step)
+    seen = []
+    for _ in range(3):
+        values = generator.standard_normal((24, 40)).astype(dtype)
+        values[::7] = 0.0
+        values[1::6] = -0.0
+        values[2::9] = np.nan
+        grads = []
+        for function in (step, compiled):
+            x = tg.Tensor(values, requires_grad=True)
+            with np.errstate(invalid="ignore"):  # (0 * inf in the forward)
+                function(x, tg.Tensor(scale))
+            grads.append(x.grad.data)
+        bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[grads[0].itemsize]
+        np.testing.assert_array_equal(grads[1].view(bits), grads[0].view(bits))
+        assert all(grads[1] is not earlier for earlier in seen)
+        seen.append(grads[1])
+    assert "overwrite=True" in compiled.program.source
+
+
 def matmul_step(a, b, v):
     loss = ((a @ b)[1:, ::2].sum() + (v @ a)[0] + (b @ v)[..., 1].sum()).tanh()
     loss.backward()
@@ -316,7 +391,7 @@ def test_viz_draws_the_program_kernels_and_slots():
 @pytest.mark.parametrize("size", [1, 64, 512, 513, 4096])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_relus_gradient_keeps_its_bits_on_both_sides_of_the_small_size(size, dtype):
-    """keep_where (Relu's backward) takes np.where for small arrays, the bitwise and for
+    """keep_where (Relu's backward) takes np.where for small arrays, the integer product for
     large ones: the same bits, NaN, inf and -0.0 included, in a new array of its own."""
     generator = np.random.default_rng(size)
     values = generator.standard_normal(size).astype(dtype)
@@ -328,3 +403,6 @@ def test_relus_gradient_keeps_its_bits_on_both_sides_of_the_small_size(size, dty
     assert kept.dtype == dtype
     assert kept.base is None
     np.testing.assert_array_equal(kept.view(bits), expected)
+    overwritten = keep_where(values.copy(), mask, overwrite=True)  # (the replay's own g)
+    assert overwritten.dtype == dtype
+    np.testing.assert_array_equal(overwritten.view(bits), expected)

@@ -150,6 +150,40 @@ def test_a_chain_of_two_steps_needs_min_steps_two():
     assert found_in(h.sum(), min_steps=3) == {}
 
 
+def early_products_loop(early_steps=4, steps=10):
+    """h = tanh(x_t @ W + h @ U), the first `early_steps` products x_t @ W made before the
+    loop (before their step's h_{t-1}, where the later steps make theirs); the loss and
+    the parameters."""
+    generator = np.random.default_rng(0)
+    W = tg.Tensor(generator.standard_normal((3, 4)) / 2, requires_grad=True)
+    U = tg.Tensor(generator.standard_normal((4, 4)) / 2, requires_grad=True)
+    inputs = [tg.Tensor(generator.standard_normal((2, 3))) for _ in range(steps)]
+    early = [x @ W for x in inputs[:early_steps]]
+    h = tg.Tensor(np.zeros((2, 4)))
+    for t, x in enumerate(inputs):
+        h = ((early[t] if t < early_steps else x @ W) + h @ U).tanh()
+    return h.sum(), [W, U]
+
+
+@pytest.mark.parametrize("method", ["hillis-steele", "blelloch", "blocked"])
+def test_a_step_tensor_made_before_its_step_ends_the_chain(method):
+    """The steps whose x_t @ W was made before the loop are no steps of the chain above
+    them (the creation-order pass ends it there: a step's tensors are made after its
+    x_{i-1}) but a chain of their own, x_t @ W a per-step input; the scans give the walk's
+    gradients."""
+    loss, _ = early_products_loop()
+    assert lengths_and_kinds(found_in(loss)) == [(3, "dense"), (6, "dense")]
+    loss, parameters = early_products_loop()
+    loss.backward()
+    expected = [parameter.grad.numpy() for parameter in parameters]
+    loss, parameters = early_products_loop()
+    spy = SpyScheduler(tg.scheduler.ScanScheduler(method, block_size=4, min_steps=2))
+    loss.backward(scheduler=spy)
+    assert [len(segment.tensors) - 1 for segment in spy.graph.scanned_segments] == [6, 3]
+    for parameter, walked in zip(parameters, expected, strict=True):
+        np.testing.assert_allclose(parameter.grad.numpy(), walked, rtol=1e-10, atol=1e-12)
+
+
 def random_loop(seed, steps=9, hidden=3, batch=2):
     """A loop drawn at random from the pieces people combine: one or two interleaved layers
     (the second reading the first's state, or independent), a step of tanh or sigmoid

@@ -14,7 +14,7 @@ from helpers import SpyScheduler, assert_parameter_grads_match
 import tinygrad_ops as tg
 from tinygrad_ops import nn
 from tinygrad_ops.ops.shape import Concatenate, GetItem
-from tinygrad_ops.scheduler import columns, loops
+from tinygrad_ops.scheduler import loops
 from tinygrad_ops.scheduler.batched import _batched_class
 
 torch.set_num_threads(1)
@@ -188,21 +188,24 @@ def two_state_lstm(steps):
 
 def test_the_finder_refuses_a_two_state_lstm_at_its_top_steps(monkeypatch):
     """h and c each read by the other's next step: every candidate step is refused from its
-    top two steps, before the columns of all the steps are checked, and the look stops
-    after loops.LOOK tensors, each trying at most loops.CANDIDATES anchors below it."""
+    top two steps, before the chain is walked down (no walk of the route goes past x_{n-2}),
+    and the look stops after loops.LOOK tensors, each trying at most loops.CANDIDATES
+    anchors below it."""
     longest = [0]
     built = []
 
-    def checked(template, anchors):
+    def walked(route, top, limit=None):
+        anchors = loops_walk(route, top, limit)
         longest[0] = max(longest[0], len(anchors))
-        return columns.check_columns(template, anchors)
+        return anchors
 
     def counted(*arguments):
         built.append(1)
         return loops_build(*arguments)
 
     loops_build = loops.build_template
-    monkeypatch.setattr(loops, "check_columns", checked)
+    loops_walk = loops.walk_route
+    monkeypatch.setattr(loops, "walk_route", walked)
     monkeypatch.setattr(loops, "build_template", counted)
     output = two_state_lstm(40)
     assert tg.backward_plan(output.sum(), scheduler="blelloch").segments == []

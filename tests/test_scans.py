@@ -70,10 +70,12 @@ def test_diagonal_affine_matches_the_dense_operator(name):
         vectors = generator.standard_normal((count, 5))
         dense = np.einsum("ni,ij->nij", diagonals, np.eye(5))
         expected_matrices, expected = fold_affine(dense, vectors)
-        (result,) = scan((diagonals, vectors), scans.DiagonalAffineCompose(seeded=True))
+        (result,) = scan((diagonals, vectors), scans.AffineCompose(seeded=True, diagonal=True))
         np.testing.assert_allclose(result, expected, rtol=1e-10, atol=1e-12)
         # Unseeded: the composed diagonals are the diagonals of the composed matrices.
-        result_diagonals, result_vectors = scan((diagonals, vectors), scans.DiagonalAffineCompose())
+        result_diagonals, result_vectors = scan(
+            (diagonals, vectors), scans.AffineCompose(diagonal=True)
+        )
         np.testing.assert_allclose(
             result_diagonals, np.diagonal(expected_matrices, axis1=1, axis2=2), rtol=1e-10
         )
@@ -145,8 +147,8 @@ def test_blocked_scan_rejects_a_block_size_below_one():
 
 
 def test_adding_a_diagonal_to_a_jacobian_leaves_an_ops_own_matrix_alone():
-    """`jacobians.add` writes I + J into a product it has just made (a residual step's
-    Jacobian), never into an op's own matrix (a weight's), and gives the same values."""
+    """`jacobians.add` makes I + J (a residual step's Jacobian) without writing into an
+    op's own matrix (a weight's) or a product, and gives the same values."""
     from tinygrad_ops.scheduler import jacobians
 
     generator = np.random.default_rng(0)
@@ -168,3 +170,21 @@ def test_adding_a_diagonal_to_a_jacobian_leaves_an_ops_own_matrix_alone():
     single = jacobians.compose(jacobians.IDENTITY, jacobians.Dense(weight.astype(np.float32)))
     summed = jacobians.add(single, jacobians.Diagonal(np.float32(2.0)))
     np.testing.assert_allclose(summed.matrix, weight + 2 * np.eye(3), rtol=1e-6)
+
+
+def test_stacked_jacobians_are_the_scans_arrays():
+    """`jacobians.stacked` gives a diagonal chain its diagonals and a dense chain its
+    matrices, broadcast over the steps, a diagonal Jacobian on a dense chain as diag(v)."""
+    from tinygrad_ops.scheduler import jacobians
+
+    generator = np.random.default_rng(5)
+    values = generator.standard_normal((4, 2, 3))
+    weight = generator.standard_normal((3, 3))
+    diagonals = jacobians.stacked(jacobians.Diagonal(values), "diagonal", (2, 3), 4, np.float64)
+    np.testing.assert_array_equal(diagonals, values)
+    matrices = jacobians.stacked(jacobians.Dense(weight), "dense", (2, 3), 4, np.float32)
+    assert matrices.shape == (4, 2, 3, 3)
+    assert matrices.dtype == np.float32
+    np.testing.assert_array_equal(matrices[3, 1], weight.astype(np.float32))
+    as_matrices = jacobians.stacked(jacobians.Diagonal(values), "dense", (2, 3), 4, np.float64)
+    np.testing.assert_array_equal(as_matrices, values[..., None] * np.eye(3))

@@ -467,7 +467,7 @@ class Recorder(Trace):
         label = tensor.name or "a leaf"
         position = self.argument_position(tensor)
         if grad is None:
-            self.emit(ForgetGrad(tensor, label, position))
+            self.emit(ForgetGrad(tensor, None, label, position))
         else:
             slot = self.slot_by_array.get(id(grad._data))
             if slot is None or self.slots[slot].kind == "constant":

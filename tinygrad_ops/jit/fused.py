@@ -38,7 +38,6 @@ class FusedForward(Kernel):
         self.unstable = unstable  # slots whose shapes the guards do not fix
         self.shared = shared  # other nodes hold this one (see inline.prepare)
         self.release = False  # (set by the memory plan: no backward reads the saved values)
-        self.frees = ()
         self.pair = None
 
     def prepare(self, code):
@@ -136,7 +135,6 @@ class FusedBackward(Kernel):
         self.kernel = kernel  # the generic Backward it replaces
         self.forward = forward  # the node's FusedForward (what it kept, its names)
         self.body = body
-        self.frees = ()
 
     def emit(self, code, number):
         kernel = self.kernel

@@ -45,7 +45,6 @@ class FusedZeroGrad(Kernel):
 
     def __init__(self, kernel):
         self.kernel = kernel
-        self.frees = ()
 
     def emit(self, code, number):
         _, condition = _layout_check(code, self.kernel)
@@ -77,7 +76,6 @@ class FusedUpdateStep(Kernel):
         self.grads = grads
         self.body = body
         self.keys = keys
-        self.frees = ()
 
     def emit(self, code, number):
         names, condition = _layout_check(code, self.kernel)

@@ -41,6 +41,7 @@ from .specialise import (
     constant,
     drop_dead,
     frozen,
+    is_self_attribute,
     overwritten,
     passes_self,
 )
@@ -75,7 +76,9 @@ def body_of(function, method=True) -> Body | None:
     names = [argument.arg for argument in arguments.args]
     if not method:
         names.insert(0, "self")  # (no node: nothing else is named so)
-    if not names or names[0] != "self" or tree.decorator_list:
+    decorators = [ast.unparse(decorator) for decorator in tree.decorator_list]
+    allowed = [[]] if method else [[], ["staticmethod"]]  # (a function may be a staticmethod)
+    if not names or names[0] != "self" or decorators not in allowed:
         return None
     defaults = {}
     for name, default in zip(names[len(names) - len(arguments.defaults) :], arguments.defaults):
@@ -86,6 +89,7 @@ def body_of(function, method=True) -> Body | None:
     statements = tree.body
     if isinstance(statements[0], ast.Expr) and isinstance(statements[0].value, ast.Constant):
         statements = statements[1:]  # (the docstring)
+    statements = _helpers_inlined(statements, function.__globals__, names)
     statements = _tail(statements if method else [*statements, ast.Return()])
     if statements is None or not _simple(statements):
         return None
@@ -106,6 +110,52 @@ def body_of(function, method=True) -> Body | None:
         else:
             return None
     return Body(tuple(names[1:]), defaults, statements, local_names, global_values)
+
+
+def _helpers_inlined(statements, namespace, parameters) -> list:
+    """The statements, each call of a @staticmethod made for its effect on a class of the
+    same module (`Optimizer._subtract(parameter, lr * grad)` in `sgd_update`) replaced by
+    the method's own statements: its parameters are the arguments that are names, the other
+    arguments are assigned to them first, and its locals get the method's name in front.
+    The same lines as the call runs, without the call."""
+    nodes = [node for statement in statements for node in ast.walk(statement)]
+    names = {node.id for node in nodes if isinstance(node, ast.Name)} | set(parameters)
+    local = {node.id for node in nodes if _stored(node)} | set(parameters)
+    result = []
+    for statement in statements:
+        lines = _helper_lines(statement, namespace, names, local)
+        result.extend([statement] if lines is None else lines)
+    return result
+
+
+def _helper_lines(statement, namespace, names, local):
+    """A helper call's statements (see `_helpers_inlined`), or None where it is no such call:
+    `names` are those the caller uses, `local` its locals (which its globals must not be)."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if not isinstance(call, ast.Call) or call.keywords or not isinstance(call.func, ast.Attribute):
+        return None
+    owner = call.func.value
+    owner = namespace.get(owner.id) if isinstance(owner, ast.Name) else None
+    helper = vars(owner).get(call.func.attr) if isinstance(owner, type) else None
+    if not isinstance(helper, staticmethod) or helper.__func__.__globals__ is not namespace:
+        return None
+    body = body_of(helper.__func__, method=False)
+    if body is None or len(call.args) != len(body.parameters) or local & set(body.global_values):
+        return None
+    *statements, end = clone(body.statements)  # (end: RESULT = its tail return's value)
+    stored = {node.id for statement in statements for node in ast.walk(statement) if _stored(node)}
+    prefix = call.func.attr.strip("_")
+    rename = {name: f"{prefix}_{name}" for name in body.local_names}
+    returns_none = isinstance(end.value, ast.Constant) and end.value.value is None
+    if RESULT in stored or not returns_none or names & set(rename.values()):
+        return None
+    lines = []
+    for parameter, argument in zip(body.parameters, call.args):
+        if isinstance(argument, ast.Name) and parameter not in stored:
+            rename[parameter] = argument.id
+        else:
+            lines.append(ast.Assign([ast.Name(rename[parameter], ast.Store())], argument, lineno=0))
+    return lines + [_Renamed(rename).visit(statement) for statement in statements]
 
 
 def _stored(node) -> bool:
@@ -149,7 +199,7 @@ def _constant(test):
     replay never records its backward), else None."""
     if (
         isinstance(test, ast.Compare)
-        and _is_self_attribute(test.left)
+        and is_self_attribute(test.left)
         and test.left.attr == "graph_mode"
         and len(test.ops) == 1
         and isinstance(test.ops[0], (ast.Is, ast.IsNot))
@@ -173,50 +223,28 @@ def _returns(statements) -> bool:
 
 
 def _simple(statements) -> bool:
-    """No nested scope, no generator, no call of one of the node's own methods."""
+    """No nested scope, no generator, no call of one of the node's own methods (but its
+    save_for_backward, as a statement)."""
     saves = {
         id(node.value)
         for statement in statements
         for node in ast.walk(statement)
-        if isinstance(node, ast.Expr)
-        and isinstance(node.value, ast.Call)
-        and _is_self_attribute(node.value.func)
-        and node.value.func.attr == "save_for_backward"
+        if isinstance(node, ast.Expr) and _is_save(node.value)
     }
     for statement in statements:
         for node in ast.walk(statement):
-            if isinstance(
-                node,
-                (
-                    ast.FunctionDef,
-                    ast.AsyncFunctionDef,
-                    ast.Lambda,
-                    ast.ClassDef,
-                    ast.Yield,
-                    ast.YieldFrom,
-                    ast.Await,
-                    ast.Global,
-                    ast.Nonlocal,
-                    ast.ListComp,
-                    ast.SetComp,
-                    ast.DictComp,
-                    ast.GeneratorExp,
-                    ast.Return,
-                ),
-            ):
+            if isinstance(node, _NESTED):
                 return False
-            own_call = isinstance(node, ast.Call) and _is_self_attribute(node.func)
+            own_call = isinstance(node, ast.Call) and is_self_attribute(node.func)
             if own_call and id(node) not in saves:
                 return False
     return True
 
 
-def _is_self_attribute(node) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    )
+# (a scope, a generator or a `return` of its own: not a straight body)
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Return)
+_NESTED += (ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal, ast.GeneratorExp)
+_NESTED += (ast.ListComp, ast.SetComp, ast.DictComp)
 
 
 # -- what the node keeps between its two kernels ------------------------------------------
@@ -241,7 +269,7 @@ def saved_count(body):
 def _is_save(node) -> bool:
     return (
         isinstance(node, ast.Call)
-        and _is_self_attribute(node.func)
+        and is_self_attribute(node.func)
         and node.func.attr == "save_for_backward"
     )
 
@@ -267,7 +295,7 @@ class _Channel(ast.NodeTransformer):
         return ast.Assign([self.names(ast.Store)], ast.Tuple(values, ast.Load()), lineno=0)
 
     def visit_Attribute(self, node):
-        if _is_self_attribute(node) and node.attr in _SAVED and isinstance(node.ctx, ast.Load):
+        if is_self_attribute(node) and node.attr in _SAVED and isinstance(node.ctx, ast.Load):
             return self.names(ast.Load)
         return self.generic_visit(node)
 
@@ -278,12 +306,12 @@ def _kept_attributes(statements) -> set:
     decided = {}
     for statement in statements:
         for node in ast.walk(statement):
-            if _is_self_attribute(node) and isinstance(node.ctx, ast.Load):
+            if is_self_attribute(node) and isinstance(node.ctx, ast.Load):
                 decided.setdefault(node.attr, False)  # (read first: the node's own)
         top = statement.targets if isinstance(statement, ast.Assign) else ()
         elements = [e for target in top for e in getattr(target, "elts", [target])]
         for node in ast.walk(statement):
-            if _is_self_attribute(node) and not isinstance(node.ctx, ast.Load):
+            if is_self_attribute(node) and not isinstance(node.ctx, ast.Load):
                 decided.setdefault(node.attr, any(node is element for element in elements))
     return {name for name, kept in decided.items() if kept}
 
@@ -293,7 +321,7 @@ class _Attributes(ast.NodeTransformer):
         self.names = names
 
     def visit_Attribute(self, node):
-        if _is_self_attribute(node) and node.attr in self.names:
+        if is_self_attribute(node) and node.attr in self.names:
             return ast.Name(ATTRIBUTE + node.attr, node.ctx)
         return self.generic_visit(node)
 
@@ -355,29 +383,19 @@ def _hashable(value) -> bool:
 
 
 def _channelled(body, count) -> list:
-    """The body's statements with what the node keeps as names (`_Channel`), once per body."""
-    known = _CHANNELLED.get((id(body), count))
-    if known is None or known[0] is not body:  # (the body itself, kept: its id is not reused)
-        if len(_CHANNELLED) >= 1024:
-            _CHANNELLED.clear()
-        known = _CHANNELLED[id(body), count] = (
-            body,
-            [_Channel(count).visit(clone(s)) for s in body.statements],
-        )
-    return known[1]
+    """The body's statements with what the node keeps as names (`_Channel`)."""
+    return [_Channel(count).visit(clone(s)) for s in body.statements]
 
 
-_CHANNELLED = {}  # (id(body), saved count) -> (body, its statements through _Channel)
-
-
-def _of_body(body, function):
-    """`function(body)`, once per body (what its statements say does not change)."""
-    key = (id(body), function)
+def _of_body(body, function, *arguments):
+    """`function(body, *arguments)`, once per body and arguments (what its statements say
+    does not change)."""
+    key = (id(body), function, arguments)
     known = _OF_BODY.get(key)
     if known is None or known[0] is not body:  # (the body kept: its id is not reused)
         if len(_OF_BODY) >= 2048:
             _OF_BODY.clear()
-        known = _OF_BODY[key] = (body, function(body))
+        known = _OF_BODY[key] = (body, function(body, *arguments))
     return known[1]
 
 
@@ -391,7 +409,7 @@ def _passes_self(body) -> bool:
 def _prepare(forward, backward, facts, grad_fact, inputs, needs, bind, shared) -> Pair:
     count = _of_body(forward, saved_count)
     needs_fact = Fact(constant(tuple(needs), bind), tuple(needs))
-    statements = [clone(s) for s in _channelled(forward, count)]
+    statements = [clone(s) for s in _of_body(forward, _channelled, count)]
     facts = {**_globals(forward), "self.needs_input_grad": needs_fact, **facts}
     known = Specialise(facts, bind, inputs)
     statements = known.block(statements)
@@ -410,7 +428,7 @@ def _prepare(forward, backward, facts, grad_fact, inputs, needs, bind, shared) -
                 fact.expression is None or getattr(fact.expression, "bound", False)
             ):
                 passed[name] = fact  # (what the forward's folding found, for the backward)
-        body = [clone(s) for s in _channelled(backward, count)]
+        body = [clone(s) for s in _of_body(backward, _channelled, count)]
         saved = {name for s in statements for name in _assigned(s) if name.startswith(SAVED)}
         aliases = saved if not any(saved & _assigned(s) for s in body) else ()
         backward_statements = Specialise(passed, bind, inputs, aliases).block(body)
@@ -525,7 +543,7 @@ def write(code, body, statements, prefix, node_name, channel_prefix, result, arg
         statements = statements[:-1]
         values = last.value.elts
         if reuse is not None:
-            values = _into(code, statements, values, body.parameters[0], reuse)
+            values = _into(code, statements, values, body, reuse)
         elements = [
             ast.unparse(ast.fix_missing_locations(rewrite.visit(element))) for element in values
         ]
@@ -541,12 +559,14 @@ def write(code, body, statements, prefix, node_name, channel_prefix, result, arg
     return locals_ if result is not None else (locals_, elements)
 
 
-def _into(code, statements, elements, grad, reuse) -> list:
-    """The elements, one of them `g * x` computed into g's own array (`multiply(g, x,
-    out=g)`: the same products, one new array fewer) where g, the output's gradient, is
-    read nowhere else and `reuse` says the replay owns g and the result has g's shape and
-    dtype (the same numbers then: the same ufunc on the same operands). An element that
-    is g itself, read nowhere else, is reported to `reuse` (`passed_on=True`)."""
+def _into(code, statements, elements, body, reuse) -> list:
+    """The elements, one of them computed into g's own array where g, the output's gradient
+    (the body's first parameter), is read nowhere else and `reuse` says the replay owns g
+    and the result has g's shape and dtype: `g * x` as `multiply(g, x, out=g)`, and a call
+    of a helper that declares `overwrite=` (`keep_where(g, mask)`: `overwrite=True`). The
+    same numbers (the same ufunc on the same operands), one new array fewer. An element
+    that is g itself, read nowhere else, is reported to `reuse` (`passed_on=True`)."""
+    grad = body.parameters[0]
     live = [element for index, element in enumerate(elements) if index in reuse.live]
     uses = [
         node
@@ -570,7 +590,21 @@ def _into(code, statements, elements, grad, reuse) -> list:
             function.bound = True
             out = ast.keyword("out", ast.Name(grad, ast.Load()))
             result[index] = ast.Call(function, [element.left, element.right], [out])
+        elif _overwrites(element, uses[0], body.global_values) and reuse(index):
+            overwrite = ast.keyword("overwrite", ast.Constant(True))
+            result[index] = ast.Call(element.func, element.args, [overwrite])
     return result
+
+
+def _overwrites(element, grad, global_values) -> bool:
+    """Whether `element` calls a helper on g first (the same node) that declares it may
+    write its result over that argument (an `overwrite` parameter, not given here)."""
+    if not isinstance(element, ast.Call) or element.keywords or element.args[:1] != [grad]:
+        return False
+    helper = global_values.get(getattr(element.func, "id", None))
+    if not isinstance(helper, types.FunctionType):
+        return False
+    return "overwrite" in inspect.signature(helper).parameters
 
 
 def binder(code):

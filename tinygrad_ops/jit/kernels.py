@@ -25,8 +25,9 @@ from ..ops.base import node_name
 
 
 class Kernel:
-    """One step of a program. `emit(code, number)` writes its lines; `frees` lists the
-    slots nobody reads afterwards (deleted after its lines, so their memory goes back)."""
+    """One step of a program. `emit(code, number)` writes its lines; `frees`, set by the
+    memory plan (program.plan_memory) before the lines are written, lists the slots nobody
+    reads afterwards (deleted after its lines, so their memory goes back)."""
 
     __slots__ = ("frees",)
 
@@ -74,7 +75,6 @@ class Forward(Kernel):
         self.output = output
         self.conversions = conversions  # (position, dtype): numpy inputs type promotion casts
         self.release = False  # True when no backward kernel reads the node's saved values
-        self.frees = ()
         # The rule with its options bound once (a partial adds them in C at each call).
         function = getattr(node, "compute", node.forward)
         self.function = functools.partial(function, **options) if options else function
@@ -131,7 +131,6 @@ class Backward(Kernel):
         self.grad = grad  # the slot of the output's gradient, consumed here
         self.edges = edges
         self.release = True  # False when a later backward kernel runs the same node again
-        self.frees = ()
 
     def emit(self, code, number):
         node = code.bind(self.node, "node")
@@ -170,7 +169,6 @@ class CustomBackward(Kernel):
         self.node = node
         self.results = results
         self.edges = edges
-        self.frees = ()
 
     def emit(self, code, number):
         for edge in self.edges:
@@ -195,7 +193,6 @@ class Seed(Kernel):
     def __init__(self, slot, source):
         self.slot = slot
         self.source = source
-        self.frees = ()
 
     def emit(self, code, number):
         code.accumulate(self.slot, code.slot(self.source), False)
@@ -232,7 +229,6 @@ class LeafWrite(Kernel):
         self.result = result
         self.label = label
         self.position = position
-        self.frees = ()
 
     def emit(self, code, number):
         tensor = _leaf(code, self.tensor, self.position)
@@ -259,25 +255,6 @@ class LeafWrite(Kernel):
         return f"{self.label}.grad += {name(self.slot)}"
 
 
-class ForgetGrad(Kernel):
-    """tensor.grad = None, as the captured function did after the leaf write (a Python
-    assignment the recorder cannot see happen, only its result)."""
-
-    __slots__ = ("tensor", "label", "position")
-
-    def __init__(self, tensor, label, position=None):
-        self.tensor = None if position is not None else tensor
-        self.label = label
-        self.position = position
-        self.frees = ()
-
-    def emit(self, code, number):
-        code.line(f"{_leaf(code, self.tensor, self.position)}.grad = None")
-
-    def describe(self, name):
-        return f"{self.label}.grad = None"
-
-
 class _OfAGrad(Kernel):
     """A kernel about the .grad of one leaf: `tensor`, or (`position` not None) the
     argument at that position, which the replay reaches through `values`."""
@@ -289,7 +266,19 @@ class _OfAGrad(Kernel):
         self.slot = slot
         self.label = label
         self.position = position
-        self.frees = ()
+
+
+class ForgetGrad(_OfAGrad):
+    """tensor.grad = None, as the captured function did after the leaf write (a Python
+    assignment the recorder cannot see happen, only its result); `slot` is None."""
+
+    __slots__ = ()
+
+    def emit(self, code, number):
+        code.line(f"{_leaf(code, self.tensor, self.position)}.grad = None")
+
+    def describe(self, name):
+        return f"{self.label}.grad = None"
 
 
 class SetGrad(_OfAGrad):
@@ -336,7 +325,6 @@ class SetSetting(Kernel):
         self.group = group
         self.key = key
         self.position = position
-        self.frees = ()
 
     def emit(self, code, number):
         code.line(f"{code.bind(self.group, 'group')}[{self.key!r}] = values[{self.position}]")
@@ -354,7 +342,6 @@ class Write(Kernel):
         self.target = target
         self.source = source
         self.tensor = tensor  # a captured tensor whose version counter is bumped, or None
-        self.frees = ()
 
     def emit(self, code, number):
         target, source = code.slot(self.target), code.slot(self.source)
@@ -383,7 +370,6 @@ class Call(Kernel):
         self.owner = owner
         self.args = args
         self.kwargs = kwargs
-        self.frees = ()
 
     def emit(self, code, number):
         call = functools.partial(self.function, self.owner, *self.args, **self.kwargs)

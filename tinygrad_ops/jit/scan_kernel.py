@@ -74,7 +74,6 @@ class ScanKernel(Kernel):
         # The anchors whose pending gradient the scan takes (the others get None).
         self.keys = [id(anchor) for anchor, slot in zip(segment.anchors, taken) if slot is not None]
         self.saving = None  # the nodes that save values (known at the first replay)
-        self.frees = ()
 
     def __call__(self, *arrays):
         """Run the scan on the anchors' pending gradients; return what it sends, in order."""
@@ -129,7 +128,6 @@ class StackAlloc(Kernel):
 
     def __init__(self, stack):
         self.stack = stack
-        self.frees = ()
 
     def emit(self, code, number):
         name = code.slot(self.stack.slot)
@@ -161,7 +159,6 @@ class StackedForward(Kernel):
     def __init__(self, kernel, targets):
         self.kernel = kernel
         self.targets = targets
-        self.frees = ()
         kernel.release = True  # (the node's saved values: nothing reads them)
 
     def emit(self, code, number):
@@ -264,7 +261,6 @@ class StackCopy(Kernel):
         self.start = start
         self.stop = stop
         self.output = output
-        self.frees = ()
 
     def emit(self, code, number):
         source = code.slot(self.stack.slot)

@@ -281,7 +281,7 @@ class Specialise:
         """`target` is assigned `value` (an expression, or None when not known) of `fact`."""
         if isinstance(target, ast.Name):
             self._set(target.id, fact)
-        elif _is_self_attribute(target):
+        elif is_self_attribute(target):
             self._set("self." + target.attr, fact)
         elif isinstance(target, (ast.Tuple, ast.List)):
             parts = [None] * len(target.elts)
@@ -362,7 +362,7 @@ class Specialise:
         if not isinstance(node.ctx, ast.Load):
             node.value = self.expression(node.value)
             return node
-        if _is_self_attribute(node):
+        if is_self_attribute(node):
             return self._load(node, self.facts.get("self." + node.attr))
         node.value = self.expression(node.value)
         array = _array_of(node.value)
@@ -384,7 +384,7 @@ class Specialise:
     def _subscript(self, node):
         if (
             isinstance(node.ctx, ast.Load)
-            and _is_self_attribute(node.value)
+            and is_self_attribute(node.value)
             and node.value.attr == "inputs"
             and isinstance(node.slice, ast.Constant)
             and isinstance(node.slice.value, int)
@@ -647,11 +647,11 @@ def passes_self(statements) -> bool:
     for statement in statements:
         for node in ast.walk(statement):
             names += _is_self(node)
-            attributes += _is_self_attribute(node)
+            attributes += is_self_attribute(node)
     return names != attributes
 
 
-def _is_self_attribute(node) -> bool:
+def is_self_attribute(node) -> bool:
     return (
         isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
@@ -664,7 +664,7 @@ def _stored_names(node) -> set:
     for part in ast.walk(node):
         if isinstance(part, ast.Name) and isinstance(part.ctx, (ast.Store, ast.Del)):
             names.add(part.id)
-        elif _is_self_attribute(part) and isinstance(part.ctx, (ast.Store, ast.Del)):
+        elif is_self_attribute(part) and isinstance(part.ctx, (ast.Store, ast.Del)):
             names.add("self." + part.attr)
     return names
 

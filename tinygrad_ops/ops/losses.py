@@ -39,8 +39,8 @@ def softmax_losses(shifted, positions, kept):
     """Per-sample cross-entropy of (N, C) logit rows minus their row maxima (`shifted`,
     overwritten): log(sum(exp(shifted))) - shifted[target], 0 where `kept` is False.
     `positions` are the targets' indices in the flattened rows. Returns (exponentials,
-    their row sums (N,), the losses); `CrossEntropy.compute` and tg.compile's fused kernel
-    (jit/rules.py) both call it."""
+    their row sums (N,), the losses); `CrossEntropy.compute` calls it (and so do the lines
+    of compute that a compiled replay writes in)."""
     picked = shifted.reshape(-1).take(positions)
     exponentials = exp_of_shifted(shifted, out=shifted)
     total = row_sum(exponentials).reshape(len(shifted))

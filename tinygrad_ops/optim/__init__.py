@@ -201,9 +201,7 @@ def sgd_update(optimizer, parameter, grad, lr, momentum, dampening, weight_decay
             np.multiply(buffer, momentum, out=buffer)
             np.add(buffer, (1 - dampening) * grad, out=buffer)
         grad = grad + momentum * buffer if nesterov else buffer
-    data = parameter._data  # (Optimizer._subtract's lines, without its call)
-    np.subtract(data, lr * grad, out=data)
-    bump_version(parameter)
+    Optimizer._subtract(parameter, lr * grad)
 
 
 def adam_update(optimizer, parameter, grad, lr, betas, eps, weight_decay, amsgrad=False):

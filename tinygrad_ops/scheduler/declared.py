@@ -13,23 +13,23 @@ the walk goes on through the steps one by one.
 
 import copy
 import weakref
+from typing import NamedTuple
 
-from .steps import CannotScan, Segment, build_template, shared_or_per_step, steps_as_template
+from .steps import CannotScan, build_template, make_segment, steps_as_template
 
 # id(top anchor) -> (a weak reference to it, its Declaration); an entry goes with its tensor.
 # (Keyed by id: a Tensor's == is elementwise, so it cannot key a WeakKeyDictionary.)
 _DECLARED = {}
 
 
-class Declaration:
+class Declaration(NamedTuple):
     """What a `tg.scan` states about its chain: the anchors below the top (x_0 .. x_{n-1},
     lowest first: the top anchor x_n keys the declaration and is held only weakly) and the
     top step's template, or the reason the chain cannot be scanned at all (`refusal`)."""
 
-    def __init__(self, below, template, refusal=None):
-        self.below = below
-        self.template = template
-        self.refusal = refusal
+    below: list
+    template: object
+    refusal: object  # (a str, or None)
 
 
 def declare(anchors, refusal=None):
@@ -98,17 +98,11 @@ def segment_of(declaration, top, min_steps=2):
     if len(anchors) - 1 < min_steps:
         raise CannotScan(f"{len(anchors) - 1} step(s), fewer than {min_steps}")
     template = copy.copy(declaration.template)  # (its wiring is the segment's own)
-    count, tensors, nodes = steps_as_template(template, anchors[::-1])
+    top_down = anchors[::-1]
+    count, tensors, nodes = steps_as_template(template, top_down)
     if count < min_steps:
         raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
-    outside = []
-    for slot, codes in enumerate(template.wiring):
-        for k in [k for k, code in enumerate(codes) if code == "outside"]:
-            outside.append((slot, k, [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]))
-    per_step = shared_or_per_step(template, outside, count)
-    columns = [column[count - 1 :: -1] for column in tensors]
-    step_nodes = [column[count - 1 :: -1] for column in nodes]
-    segment = Segment(template, anchors[-count - 1 :], columns, per_step, step_nodes)
+    segment = make_segment(template, top_down, count, tensors, nodes)
     # The walk visits what is pending among the steps' tensors before the scan
     # (`scan_scheduler.scan_at`): right when the steps' other inputs are made before them.
     for operand in segment.outside_operands:

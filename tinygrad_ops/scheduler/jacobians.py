@@ -3,31 +3,16 @@
 The kinds (`Diagonal`, `Dense`) and the rules themselves live with the ops
 (`ops/jacobian.py`, each op's `jacobian_kind` and `jacobian`); here they are composed
 over a step's ops (`compose`, in reverse, and `add` where two paths meet: the residual
-I + J of h + f(h)) and made into the stacked arrays a scan combines (`as_dense`,
-`as_diagonal`). A composition stays structured and becomes dense only when a dense
-factor is involved.
+I + J of h + f(h)) and made into the stacked arrays a scan combines (`stacked`). A
+composition stays structured and becomes dense only when a dense factor is involved.
 """
 
 import numpy as np
 
 from ..ops.base import Op
-from ..ops.jacobian import (
-    IDENTITY,
-    Dense,
-    Diagonal,
-    diagonal_kind,
-    first_input_dense_kind,
-)
+from ..ops.jacobian import IDENTITY, Dense, Diagonal, diagonal_kind, first_input_dense_kind
 
-__all__ = ["IDENTITY", "Dense", "Diagonal", "add", "as_dense", "as_diagonal", "compose"]
-
-
-class _Made(Dense):
-    """A Dense whose matrix `compose` or `add` has just made, referenced from nowhere
-    else (not an op's own Jacobian, which may be a weight's matrix): `add` may add a
-    diagonal into it in place."""
-
-    __slots__ = ()
+__all__ = ["IDENTITY", "Dense", "Diagonal", "add", "compose", "stacked"]
 
 
 def compose(first, second):
@@ -36,13 +21,13 @@ def compose(first, second):
         if isinstance(second, Diagonal):
             return Diagonal(first.values * second.values)
         if np.ndim(first.values) == 0:
-            return _Made(first.values * second.matrix)
-        return _Made(_scaled_rows(np.expand_dims(first.values, -1), second.matrix))
+            return Dense(first.values * second.matrix)
+        return Dense(_scaled_rows(np.expand_dims(first.values, -1), second.matrix))
     if isinstance(second, Diagonal):
         if np.ndim(second.values) == 0:
-            return _Made(first.matrix * second.values)
-        return _Made(first.matrix * np.expand_dims(second.values, -2))
-    return _Made(np.matmul(first.matrix, second.matrix))
+            return Dense(first.matrix * second.values)
+        return Dense(first.matrix * np.expand_dims(second.values, -2))
+    return Dense(np.matmul(first.matrix, second.matrix))
 
 
 def _scaled_rows(column, matrix):
@@ -60,53 +45,38 @@ def _scaled_rows(column, matrix):
 
 def add(first, second):
     """J1 + J2 (two paths through a step, e.g. the residual I + J of h + f(h))."""
-    if first is None:
-        return second
     if isinstance(first, Diagonal) and isinstance(second, Diagonal):
         return Diagonal(first.values + second.values)
     if isinstance(first, Diagonal):
         first, second = second, first
     if isinstance(second, Dense):
-        return _Made(first.matrix + second.matrix)
-    # dense + diagonal: add the diagonal values onto the matrix diagonal (a residual step's
-    # I + J), in place when the matrix is a fresh product of the full shape
+        return Dense(first.matrix + second.matrix)
+    # dense + diagonal (a residual step's I + J): the diagonal values added onto a copy of
+    # the matrices (never into an op's own matrix: a weight's)
     matrix = first.matrix
     size = matrix.shape[-1]
     values = np.broadcast_to(second.values, np.broadcast_shapes(np.shape(second.values), (size,)))
     shape = np.broadcast_shapes(matrix.shape, values.shape[:-1] + (size, size))
     dtype = np.result_type(matrix, values)
-    fresh = isinstance(first, _Made) and matrix.shape == shape and matrix.dtype == dtype
-    if fresh and matrix.flags.c_contiguous and matrix.flags.writeable:
-        result = matrix
-    else:
-        result = np.array(np.broadcast_to(matrix, shape), dtype=dtype, order="C")
+    result = np.array(np.broadcast_to(matrix, shape), dtype=dtype, order="C")
     # The diagonal as a strided view (every size + 1-th value of each flattened matrix):
     # an in-place add there, where indexing by arange pairs copies it out and back (2x).
     diagonal = result.reshape(shape[:-2] + (size * size,))[..., :: size + 1]
     diagonal += values
-    return _Made(result)
+    return Dense(result)
 
 
-def as_dense(jacobian, state_shape, count, dtype):
-    """Stacked dense matrices (count, *rows, d, d) for a chain tensor of `state_shape`."""
-    size = state_shape[-1]
-    if isinstance(jacobian, Dense):
-        matrix = jacobian.matrix
-    else:
-        values = np.broadcast_to(jacobian.values, (count,) + tuple(state_shape))
-        matrix = np.zeros((count,) + tuple(state_shape) + (size,), dtype=dtype)
-        diagonal = np.arange(size)
-        matrix[..., diagonal, diagonal] = values
-    return np.ascontiguousarray(
-        np.broadcast_to(matrix, (count,) + tuple(state_shape) + (size,)), dtype=dtype
-    )
-
-
-def as_diagonal(jacobian, state_shape, count, dtype):
-    """Stacked diagonals (count, *state_shape) of a Diagonal Jacobian."""
-    return np.ascontiguousarray(
-        np.broadcast_to(jacobian.values, (count,) + tuple(state_shape)), dtype=dtype
-    )
+def stacked(jacobian, kind, state_shape, count, dtype):
+    """The Jacobians of `count` steps stacked as a scan combines them, for a chain tensor of
+    `state_shape`: diagonals (count, *state_shape) on a "diagonal" chain, else dense
+    matrices (count, *state_shape, d)."""
+    shape = (count,) + tuple(state_shape)
+    if kind == "diagonal":
+        return np.ascontiguousarray(np.broadcast_to(jacobian.values, shape), dtype=dtype)
+    if isinstance(jacobian, Diagonal):  # (diag(v) as a matrix: v times the rows of I)
+        jacobian = compose(jacobian, Dense(np.eye(state_shape[-1], dtype=dtype)))
+    shape += (state_shape[-1],)
+    return np.ascontiguousarray(np.broadcast_to(jacobian.matrix, shape), dtype=dtype)
 
 
 def has_rule(node):

@@ -61,8 +61,7 @@ def _send_rows(graph, operands, rows):
         graph.send(*whole)
         return
     for operand, row in zip(operands, rows, strict=True):
-        dtype = operand.data.dtype
-        graph.send(operand, row if row.dtype == dtype else row.astype(dtype))
+        graph.send(operand, row.astype(operand.data.dtype, copy=False))
 
 
 class SegmentRun:
@@ -71,7 +70,6 @@ class SegmentRun:
     def __init__(self, graph, segment):
         self.graph = graph
         self.segment = segment
-        self.count = segment.length
         template = segment.template
         stacks = []  # (shared by the slots: batched._stack)
         self.batched = [
@@ -79,9 +77,6 @@ class SegmentRun:
             for nodes, shape, options in zip(segment.nodes, template.shapes, template.options)
         ]
         graph.visited.extend(self.batched)  # (their nodes' buffers go with the graph's)
-        self.state_shape = tuple(segment.state_shape)
-        self.dtype = segment.anchors[-1].data.dtype
-        self.outside_columns = {(slot, k): operands for slot, k, operands in segment.outside}
 
     def jacobian(self, start, stop):
         """The structured Jacobian of steps start..stop-1 (0-based, in chain order): the
@@ -103,11 +98,12 @@ class SegmentRun:
         """Elements start..stop-1 of the scan after the seed, from the top down: (J_i,
         e_{i-1}) for steps count-stop .. count-start-1 in reverse (J_i alone when
         `injections` is None)."""
-        low, high = self.count - stop, self.count - start
-        stacked = jacobians.as_dense
-        if self.segment.jacobian_kind == "diagonal":
-            stacked = jacobians.as_diagonal
-        matrices = stacked(self.jacobian(low, high), self.state_shape, high - low, self.dtype)
+        segment = self.segment
+        low, high = segment.length - stop, segment.length - start
+        dtype = segment.anchors[-1].data.dtype
+        matrices = jacobians.stacked(
+            self.jacobian(low, high), segment.jacobian_kind, segment.state_shape, high - low, dtype
+        )
         if injections is None:
             return (matrices[::-1],)
         return (matrices[::-1], injections[low:high][::-1])
@@ -115,20 +111,20 @@ class SegmentRun:
     def finish_steps(self, start, stop, upper_grads):
         """Send the side gradients of steps start..stop-1, given the gradients of their
         upper anchors (stacked in chain order)."""
-        template = self.segment.template
+        segment = self.segment
+        template = segment.template
         count = stop - start
+        per_step = {(column.slot, column.index): column.operands for column in segment.outside}
         pending = {0: upper_grads}
         for slot in template.order:  # consumers before inputs
             grad = pending.pop(slot, None)
-            if grad is None:
-                continue
             wiring = template.wiring[slot]
             batched = self.batched[slot]
             needs = tuple(
                 flag and code != "prev"
                 for flag, code in zip(batched.first.needs_input_grad, wiring)
             )
-            if not any(needs):
+            if grad is None or not any(needs):
                 continue
             if batched.first.jacobian_kind(0) == "side" and np.ndim(grad) == 1:
                 # A loss per step: one number each, broadcast over that step's values.
@@ -140,9 +136,9 @@ class SegmentRun:
                 if result is None or not needs[k]:  # (nor for x_{i-1} or a constant)
                     continue
                 if code == "step":
-                    operands = self.outside_columns[(slot, k)][start:stop]
-                    per_step = _per_step_sum(result, count, operands[0].shape, batched.first, k)
-                    _send_rows(self.graph, operands, per_step)
+                    operands = per_step[(slot, k)][start:stop]
+                    rows = _per_step_sum(result, count, operands[0].shape, batched.first, k)
+                    _send_rows(self.graph, operands, rows)
                 elif code[0] == "shared":
                     operand = code[1]
                     value = unbroadcast(np.asarray(result), operand.shape, batched.first, k)
@@ -154,26 +150,23 @@ class SegmentRun:
                         value = pending[code[1]] + value
                     pending[code[1]] = value
 
-    def _injections(self, pending):
-        """The gradients waiting at the anchors x_0 .. x_{n-1} (`pending`, None where none
-        arrived), stacked, zeros where none arrived."""
-        zeros = np.zeros(self.state_shape, dtype=self.dtype)
-        return np.array([zeros if value is None else value for value in pending], self.dtype)
-
     def run(self, method, block_size):
         """Scan: take the gradients pending at the anchors (the seed g_n at the top, the
-        injections below it), scan, finish each block of steps as its gradients come, and
-        send g_0 to x_0."""
+        injections below it, zeros where none arrived), scan, finish each block of steps
+        as its gradients come, and send g_0 to x_0."""
         graph = self.graph
         if graph.scan_watched(self, method, block_size):  # (tg.compile: one kernel)
             return
-        anchors = self.segment.anchors
-        count = self.count
-        seed = np.asarray(graph.pop_grad(anchors[-1]), dtype=self.dtype)  # (g_n: pending)
+        segment = self.segment
+        anchors = segment.anchors
+        count = segment.length
+        dtype = anchors[-1].data.dtype
+        seed = np.asarray(graph.pop_grad(anchors[-1]), dtype=dtype)  # (g_n: pending)
         pending = [graph.pop_grad(anchor) for anchor in anchors[:-1]] if graph.grads else []
         injections = None
         if any(value is not None for value in pending):
-            injections = self._injections(pending)
+            zeros = np.zeros(segment.state_shape, dtype=dtype)
+            injections = np.array([zeros if value is None else value for value in pending], dtype)
         bottom = []
 
         def sink(first, stop, prefixes):
@@ -188,7 +181,7 @@ class SegmentRun:
                 self.finish_steps(low, high, vectors[::-1])
 
         build = functools.partial(self.elements, injections=injections)
-        diagonal = self.segment.jacobian_kind == "diagonal"
+        diagonal = segment.jacobian_kind == "diagonal"
         scans.chain_scan(
             method, seed, build, count, diagonal, injections is not None, sink, block_size
         )
@@ -275,25 +268,16 @@ def walk(graph, scheduler, chains):
             tensor = graph.tensors[key]
             if key in chains:
                 try:
-                    scan_at(graph, scheduler, _segment(chains, tensor, scheduler), chains)
+                    if chains[key] is None:  # (declared: its segment made once, here)
+                        chains[key] = segment_of(declared_at(tensor), tensor, scheduler.min_steps)
+                    scan_at(graph, scheduler, chains[key], chains)
                     continue
                 except CannotScan as reason:
                     scheduler.refusals.append(str(reason))
-            graph.owned.discard(key)
-            graph.visit(tensor, graph.grads.pop(key))
+            graph.visit(tensor, graph.pop(key))
     finally:
         graph.heap = graph.leaves = None
     graph.run_sequential()  # the leaves
-
-
-def _segment(chains, top, scheduler):
-    """The Segment of the chain whose top anchor is `top`: found, or made (once) from its
-    declaration; CannotScan when it cannot be scanned."""
-    segment = chains[id(top)]
-    if segment is None:
-        declaration = declared_at(top)
-        segment = chains[id(top)] = segment_of(declaration, top, scheduler.min_steps)
-    return segment
 
 
 def scan_at(graph, scheduler, segment, chains):
@@ -305,28 +289,24 @@ def scan_at(graph, scheduler, segment, chains):
         raise CannotScan(f"{scheduler.name}: the walk is estimated cheaper")
     runner = SegmentRun(graph, segment)
     bound = segment.first_sequence
-    held = segment.held or ()
-    waiting = {id(anchor) for anchor in segment.anchors}  # and another chain's tensors
+    waiting = {id(anchor) for anchor in segment.anchors}.union(segment.held or ())
     heap = graph.heap
-    kept = []
+    kept = []  # (pending still unless the scan takes them: put back)
     try:
         while heap and -heap[0][0] > bound:
             entry = heapq.heappop(heap)
             key = entry[1]
             if key not in graph.grads:
                 continue
-            if key not in waiting and key not in held and key in chains:
-                kept.append(entry)  # (put back if this scan is refused)
-                waiting |= _another_chain(chains, graph.tensors[key], scheduler, segment, bound)
-                kept.pop()
-            if key in waiting or key in held:
+            if key in waiting or key in chains:
                 kept.append(entry)
+                if key not in waiting:  # another chain's top: it waits, and what it reads
+                    waiting |= _made_since(graph.tensors[key], bound, segment)
                 continue
-            graph.owned.discard(key)
-            graph.visit(graph.tensors[key], graph.grads.pop(key))
+            graph.visit(graph.tensors[key], graph.pop(key))
         runner.run(method, block_size)
     finally:
-        for entry in kept:  # (pending still unless the scan took them)
+        for entry in kept:
             heapq.heappush(heap, entry)
     # Tell the graph (and whoever watches it: viz) which chain was scanned, and how.
     graph.scanned_segments.append(
@@ -334,44 +314,23 @@ def scan_at(graph, scheduler, segment, chains):
     )
 
 
-def _another_chain(chains, top, scheduler, segment, bound):
-    """The ids of the tensors of the chain whose top anchor `top` the walk meets before
-    the scan of `segment` (made after creation number `bound`), which wait for that scan;
-    none (the chain is walked) if it cannot be scanned; CannotScan if it is made from the
-    tensors of `segment`."""
-    try:
-        other = _segment(chains, top, scheduler)
-    except CannotScan as reason:
-        scheduler.refusals.append(str(reason))
-        return set()
-    own = segment_ids(segment)
-    other_ids = segment_ids(other)
-    if not other_ids.isdisjoint(own):
-        raise CannotScan("two chains share tensors")
-    return other_ids | made_since(other.outside_operands, bound, own)
-
-
-def segment_ids(segment):
-    """The ids of a segment's tensors: its anchors and its steps' tensors."""
-    ids = {id(anchor) for anchor in segment.anchors}
+def _made_since(top, bound, segment):
+    """The ids of `top` (the top anchor of another chain, met before the scan of
+    `segment`) and of the tensors it is made from that were made after creation number
+    `bound` (the first node of `segment`): they wait for that chain's own scan;
+    CannotScan if one is a tensor of `segment`."""
+    own = {id(anchor) for anchor in segment.anchors}
     for column in segment.columns:
-        ids.update(map(id, column))
-    return ids
-
-
-def made_since(tensors, bound, own):
-    """The ids of those of `tensors` made after creation number `bound` and of the tensors
-    made after it that they are made from; CannotScan if one is a tensor of the segment
-    (`own`)."""
+        own.update(map(id, column))
     seen = set()
-    stack = list(tensors)
+    stack = [top]
     while stack:
         tensor = stack.pop()
         node = getattr(tensor, "_ctx", None)
         if node is None or node.sequence <= bound or id(tensor) in seen:
             continue
         if id(tensor) in own:
-            raise CannotScan("a tensor read by the chain's steps is made from the chain")
+            raise CannotScan("another chain met before the scan is made from its tensors")
         seen.add(id(tensor))
         stack.extend(node.inputs)
     return seen

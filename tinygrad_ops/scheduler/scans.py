@@ -87,14 +87,14 @@ class AffineCompose(AssociativeOperator):
 
     `A` is (..., d, d) and `a` is (..., d); identity (I, 0). This is the backward step of
     a chain (docs/scan.md section 2). With `seeded=True` element 0 is (anything, g_n): every
-    prefix is then the vector alone, and extending it costs a vector-matrix product.
+    prefix is then the vector alone, and extending it costs a vector-matrix product. With
+    `diagonal=True` A and B are diagonal matrices stored as their diagonals (..., d), and
+    (a, α) . (b, β) = (a b, α b + β) is all elementwise (docs/scan.md section 4).
     """
 
-    kind = DENSE
-
-    def __init__(self, seeded=False):
+    def __init__(self, seeded=False, diagonal=False):
         self.seeded = seeded
-        self.compose, self.apply = self.kind
+        self.compose, self.apply = DIAGONAL if diagonal else DENSE
 
     def combine(self, left, right):
         A, a = left
@@ -109,13 +109,6 @@ class AffineCompose(AssociativeOperator):
             return self.combine(prefixes, elements)
         B, b = elements
         return (self.apply(prefixes[0], B) + b,)
-
-
-class DiagonalAffineCompose(AffineCompose):
-    """AffineCompose for diagonal matrices stored as their diagonals: (a, α) . (b, β) =
-    (a b, α b + β), all elementwise (the Jacobians of elementwise ops, docs/scan.md section 4)."""
-
-    kind = DIAGONAL
 
 
 class SeededProduct(AssociativeOperator):
@@ -149,8 +142,7 @@ def sequential_scan(elements, operator):
     >>> sequential_scan(matrices, MatrixProduct())[0][2].tolist()
     [[1, 3], [0, 1]]
     """
-    first = operator.to_prefix(take(elements, slice(0, 1)))
-    return _sequential_from_prefix(first, take(elements, slice(1, None)), operator)
+    return _scan("sequential", elements, operator)
 
 
 def hillis_steele_scan(elements, operator):
@@ -164,8 +156,7 @@ def hillis_steele_scan(elements, operator):
     >>> hillis_steele_scan(matrices, MatrixProduct())[0][:, 0, 1].tolist()
     [1, 2, 3, 4, 5]
     """
-    first = operator.to_prefix(take(elements, slice(0, 1)))
-    return _hillis_steele_from_prefix(first, take(elements, slice(1, None)), operator)
+    return _scan("hillis-steele", elements, operator)
 
 
 def _hillis_steele_from_prefix(first, rest, operator):
@@ -209,8 +200,7 @@ def blelloch_scan(elements, operator):
     >>> blelloch_scan(matrices, MatrixProduct())[0][:, 0, 1].tolist()
     [1, 2, 3, 4, 5, 6, 7]
     """
-    first = operator.to_prefix(take(elements, slice(0, 1)))
-    return _blelloch_from_prefix(first, take(elements, slice(1, None)), operator)
+    return _scan("blelloch", elements, operator)
 
 
 def _blelloch_from_prefix(first, rest, operator):
@@ -271,17 +261,22 @@ def blocked_scan(elements, operator, block_size=64):
     """
     if block_size < 1:
         raise ValueError(f"blocked_scan: block_size must be at least 1, got {block_size}")
-    first = operator.to_prefix(take(elements, slice(0, 1)))
+    return _scan("blocked", elements, operator, block_size)
+
+
+def _scan(method, elements, operator, block_size=64):
+    """The prefixes of `elements` by `method`: element 0 made a prefix, the rest built and
+    scanned from it by `scan_from_prefix`."""
     blocks = []
-    scan_from_prefix(
-        "blocked",
-        first,
-        lambda start, stop: take(elements, slice(start + 1, stop + 1)),
-        length(elements) - 1,
-        operator,
-        block_size,
-        lambda start, stop, prefixes: blocks.append(prefixes),
-    )
+
+    def build(start, stop):  # (elements start..stop-1 after element 0)
+        return take(elements, slice(start + 1, stop + 1))
+
+    def sink(start, stop, prefixes):
+        blocks.append(prefixes)
+
+    first = operator.to_prefix(take(elements, slice(0, 1)))
+    scan_from_prefix(method, first, build, length(elements) - 1, operator, block_size, sink)
     return concatenate(*blocks)
 
 
@@ -323,7 +318,7 @@ def chain_scan(method, seed, build, count, diagonal, injected, sink, block_size=
     stop, (vectors,))` receives g_{n - start} .. g_{n - stop + 1} as they are made.
     """
     if injected:
-        operator = (DiagonalAffineCompose if diagonal else AffineCompose)(seeded=True)
+        operator = AffineCompose(seeded=True, diagonal=diagonal)
     else:
         operator = SeededProduct(diagonal)
     scan_from_prefix(method, (seed[None],), build, count, operator, block_size, sink)
@@ -369,11 +364,3 @@ def work_and_depth(method, count, block_size=64):
     build = lambda start, stop: (np.zeros(stop - start, dtype=np.int64),)  # noqa: E731
     scan_from_prefix(method, zeros, build, count, operator, block_size, sink)
     return operator.matrix_products, operator.vector_products, deepest[0]
-
-
-SCANS = {
-    "sequential": sequential_scan,
-    "hillis-steele": hillis_steele_scan,
-    "blelloch": blelloch_scan,
-    "blocked": blocked_scan,
-}

@@ -40,44 +40,39 @@ class Template:
     (no gradient needed).
     """
 
-    def __init__(self, classes, paths, wiring, shapes, chain, order, needs, options, kinds):
-        self.classes = classes
+    def __init__(self, slots, paths, wiring, chain, order, kinds):
+        made = [tensor._ctx for tensor in slots]
+        self.classes = [type(node) for node in made]
         self.paths = paths
         self.wiring = wiring
-        self.shapes = shapes
+        self.shapes = [(tensor.data.shape, tensor.data.dtype.str) for tensor in slots]
+        self.needs = [node.needs_input_grad for node in made]
+        self.options = [node_options(node) for node in made]  # (attribute, value) pairs
         # The slots that depend on x_{i-1}, consumers first, and their inputs on the chain:
         # chain_inputs[slot] lists (input index, "prev" or the input's slot).
         self.chain_slots = [slot for slot in order if slot in chain]
         self.chain_inputs = chain
         self.order = order  # slots, consumers before inputs
-        self.needs = needs  # each slot's needs_input_grad
-        self.options = options  # each slot's op options: (attribute, value) pairs
-        prev_path = next(
-            ((slot, codes.index("prev")) for slot, codes in enumerate(wiring) if "prev" in codes),
-            None,
-        )  # (slot, input index) where x_{i-1} is read first
-        self.parents = [None] + [parent for parent, _ in paths[1:]]
-        parent_slots = set(self.parents[1:])
-        self.tree_leaves = [slot for slot in range(len(classes)) if slot not in parent_slots]
-        self.route = None  # the input indices that lead from x_i down to x_{i-1}
-        if prev_path is not None:
-            slot, k = prev_path
-            self.route = [k]
-            while slot:
-                slot, k = paths[slot]
-                self.route.append(k)
-            self.route.reverse()
         # "diagonal" when every op on the paths from x_{i-1} to x_i is elementwise (`kinds`:
         # the Jacobian kinds met on them)
         self.jacobian_kind = "dense" if "dense" in kinds else "diagonal"
-        # The slots read by a second op, (slot, input index, the slot read): the paths prove
-        # the first read only (checked by identity).
-        self.extra_slot_inputs = [
-            (slot, k, code[1])
-            for slot, codes in enumerate(wiring)
-            for k, code in enumerate(codes)
-            if isinstance(code, tuple) and code[0] == "slot" and paths[code[1]] != (slot, k)
-        ]
+        self.parents = [None] + [parent for parent, _ in paths[1:]]
+        self.tree_leaves = [slot for slot in range(len(slots)) if slot not in self.parents]
+        # The reads the paths do not prove, checked by identity: (slot, input index, "prev"
+        # or the slot read by a second op).
+        self.identity_reads = []
+        for slot, codes in enumerate(wiring):
+            for k, code in enumerate(codes):
+                if code == "prev":
+                    self.identity_reads.append((slot, k, "prev"))
+                elif isinstance(code, tuple) and paths[code[1]] != (slot, k):
+                    self.identity_reads.append((slot, k, code[1]))
+        # The input indices that lead from x_i down to x_{i-1}, through its first read.
+        slot, k = next((slot, k) for slot, k, read in self.identity_reads if read == "prev")
+        self.route = [k]
+        while slot:
+            slot, k = paths[slot]
+            self.route.insert(0, k)
 
 
 def op_attributes(op_class):
@@ -141,30 +136,26 @@ class Segment:
 
     `anchors` are x_0 .. x_n; `columns[slot]` holds the slot's tensor in every step (step
     0 is x_0 -> x_1); `outside` lists the per-step inputs of the template (its "step"
-    wiring) as OutsideColumn records; `nodes[slot]` the slot's node in every step, whose
-    saved values the scheduler stacks (batched.py).
+    wiring) as OutsideColumn records, `shared_operands` the inputs shared by every step
+    (the weights); `nodes[slot]` the slot's node in every step, whose saved values the
+    scheduler stacks (batched.py).
     """
 
-    def __init__(self, template, anchors, columns, outside, nodes):
+    def __init__(self, template, anchors, columns, outside, shared, nodes):
         self.template = template
         self.anchors = anchors
         self.columns = columns
-        self.outside = [OutsideColumn(*column) for column in outside]
+        self.outside = outside
+        self.shared_operands = shared
         self.nodes = nodes  # per slot, the node of every step (chain order)
         self.length = len(anchors) - 1
         self.state_shape = anchors[-1].shape
         self.jacobian_kind = template.jacobian_kind  # "diagonal" when every op on it is
         self.ops_per_step = len(template.classes)
         self.first_sequence = min(column[0].sequence for column in nodes)  # (its first node)
-        # The inputs of the steps from outside them: the shared ones (the weights), and
-        # every per-step one with each shared one once.
-        per_step = [operand for column in self.outside for operand in column.operands]
-        self.shared_operands = []
-        for codes in template.wiring:
-            self.shared_operands.extend(
-                code[1] for code in codes if isinstance(code, tuple) and code[0] == "shared"
-            )
-        self.outside_operands = per_step + self.shared_operands
+        # The inputs of the steps from outside them: every per-step one, each shared one once.
+        per_step = [operand for column in outside for operand in column.operands]
+        self.outside_operands = per_step + shared
         # The ids of tensors made since the first step that the walk leaves pending until
         # the scan: those its per-step inputs are made from (set by loops.py; None for a
         # declared chain, whose steps read no such tensor: declared.segment_of checks).
@@ -176,34 +167,36 @@ class Segment:
         return f"{self.length} steps of [{names}]"
 
 
-def shared_or_per_step(template, columns, count):
-    """Split the outside inputs (slot, k, [input of every step]) into shared ones (the same
-    tensor in every step: a weight) and per-step ones; rewrite the template's wiring to
-    ("shared", tensor) and "step", and return the per-step ones; `CannotScan` when they
-    cannot be stacked, or the op's rule cannot take them per step (`Op.takes_per_step`)."""
+def make_segment(template, anchors, count, tensors, nodes):
+    """The Segment of the top `count` steps below `anchors` (x_n, x_{n-1}, ...), with their
+    slots' tensors and nodes top-down as `steps_as_template` gives them. Each input from
+    outside the steps is shared (the same tensor in every step: a weight) or per step; the
+    template's wiring says which, ("shared", tensor) or "step". `CannotScan` when the
+    per-step ones cannot be stacked, or the op's rule cannot take them per step
+    (`Op.takes_per_step`)."""
     wiring = [list(codes) for codes in template.wiring]
-    per_step = []
-    for slot, k, operands in columns:
-        operands = operands[:count]
-        first = operands[0]
-        if all(operand is first for operand in operands):
-            wiring[slot][k] = ("shared", first)
-            continue
-        if any(operand.shape != first.shape for operand in operands):
-            raise CannotScan("the steps' inputs differ in shape")
-        if not template.classes[slot].takes_per_step(k):
-            raise CannotScan(_not_per_step(template.classes[slot], k))
-        wiring[slot][k] = "step"
-        per_step.append((slot, k, operands))
+    per_step, shared = [], []
+    for slot, codes in enumerate(template.wiring):
+        for k in [k for k, code in enumerate(codes) if code == "outside"]:
+            operands = [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]
+            first = operands[0]
+            if all(operand is first for operand in operands):
+                wiring[slot][k] = ("shared", first)
+                shared.append(first)
+                continue
+            if any(operand.shape != first.shape for operand in operands):
+                raise CannotScan("the steps' inputs differ in shape")
+            if not template.classes[slot].takes_per_step(k):
+                raise CannotScan(
+                    f"input {k} of {template.classes[slot].__name__} differs from step to "
+                    "step, and its rule sums over the steps (a weight made in each step)"
+                )
+            wiring[slot][k] = "step"
+            per_step.append(OutsideColumn(slot, k, operands))
     template.wiring = wiring
-    return per_step
-
-
-def _not_per_step(op_class, index):
-    return (
-        f"input {index} of {op_class.__name__} differs from step to step, and its rule "
-        "sums over the steps (a weight made in each step)"
-    )
+    columns = [column[count - 1 :: -1] for column in tensors]
+    step_nodes = [column[count - 1 :: -1] for column in nodes]
+    return Segment(template, anchors[count::-1], columns, per_step, shared, step_nodes)
 
 
 def build_template(lower, upper, capture, excluded=(), max_slots=None):
@@ -223,7 +216,7 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
     bound = -1 if lower._ctx is None else lower._ctx.sequence
     slots = [upper]
     slot_of = {id(upper): 0}
-    classes, paths, wiring, shapes, outside = [], [None], [], [], []
+    paths, wiring, outside = [None], [], []
     cursor = 0
     while cursor < len(slots):
         if max_slots is not None and len(slots) > max_slots:
@@ -234,8 +227,6 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
             return None
         if capture is not None and id(tensor) in capture:
             return None
-        classes.append(type(node))
-        shapes.append((tensor.data.shape, tensor.data.dtype.str))
         codes = []
         for k, (operand, needs) in enumerate(zip(node.inputs, node.needs_input_grad)):
             if not needs or not isinstance(operand, Tensor):
@@ -266,10 +257,7 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
     chain = _chain_inputs(slots, wiring, order, kinds)
     if chain is None or 0 not in chain:
         return None
-    needs = [tensor._ctx.needs_input_grad for tensor in slots]
-    options = [node_options(tensor._ctx) for tensor in slots]
-    template = Template(classes, paths, wiring, shapes, chain, order, needs, options, kinds)
-    return template, Step(lower, upper, slots, outside)
+    return Template(slots, paths, wiring, chain, order, kinds), Step(lower, upper, slots, outside)
 
 
 def _chain_inputs(slots, wiring, order, kinds):
@@ -317,7 +305,7 @@ def steps_as_template(template, anchors):
             type(node) is op_class and node.needs_input_grad == needs and tensor._hooks is None
             for tensor, node in zip(column, made)
         ]
-        count = _agreeing(flags, count)
+        count = agreeing(flags, count)
         if "const" in template.wiring[slot]:
             # (A slot's shape and dtype follow from its inputs' and its options; only an
             # input without a gradient, x_t or a number, can change them.)
@@ -326,26 +314,19 @@ def steps_as_template(template, anchors):
                 tensor._data.shape == shape and tensor._data.dtype == dtype
                 for tensor in column[:count]
             ]
-            count = _agreeing(flags, count)
+            count = agreeing(flags, count)
         for name, value in template.options[slot]:
             options = [getattr(node, name, MISSING) for node in made[:count]]
-            count = _agreeing([same_option(option, value) for option in options], count)
+            count = agreeing([same_option(option, value) for option in options], count)
         tensors.append(column)
         nodes.append(made)
-    lowers = anchors[1:]
-    for slot, codes in enumerate(template.wiring):
-        for k, code in enumerate(codes):
-            if code == "prev":
-                expected = lowers
-            elif isinstance(code, tuple) and template.paths[code[1]] != (slot, k):
-                expected = tensors[code[1]]  # (a slot read twice; its path proves the first)
-            else:
-                continue
-            reads = [node.inputs[k] for node in nodes[slot][:count]]
-            count = _agreeing([read is tensor for read, tensor in zip(reads, expected)], count)
+    for slot, k, source in template.identity_reads:
+        expected = anchors[1:] if source == "prev" else tensors[source]
+        reads = [node.inputs[k] for node in nodes[slot][:count]]
+        count = agreeing([read is tensor for read, tensor in zip(reads, expected)], count)
     return count, [column[:count] for column in tensors], [column[:count] for column in nodes]
 
 
-def _agreeing(flags, count):
+def agreeing(flags, count):
     """How many of the first `count` steps come before the first False among `flags`."""
     return flags.index(False) if False in flags[:count] else count
