@@ -141,7 +141,7 @@ def time_case(name, steps, hidden, rounds, max_memory_mb):
     # their own: the best of three near-equal scans by the rounds' medians is the luckiest
     # of them in those rounds, which alone put auto above it by 5-10% on a loaded machine.
     row["versus"] = min((s for s in runnable if s != "auto"), key=row["medians"].get)
-    pairs = rounds * min(16, max(6, 2048 // steps))
+    pairs = rounds * min(16, max(6, 4096 // steps))
     row["pairs"] = auto_pairs(name, steps, hidden, row["versus"], pairs)
     return chains, row
 
