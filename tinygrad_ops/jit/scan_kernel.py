@@ -1,17 +1,18 @@
 """A scanned chain, compiled: the scan scheduler's segment run replayed as one kernel.
 
 With a scan scheduler (`"blelloch"`, `"hillis-steele"`, `"blocked"`, or `"auto"` when it
-picks one), the capture's backward finds the chains of the graph (finder.py: the analysis
-runs once, here) and scans each one (`scan_scheduler.SegmentRun`): the saved values of
-all its steps stacked, every step's Jacobian built by one vectorised call per op, one
-prefix scan for every gradient along the chain, one vectorised call per op for the side
-gradients (the weights'). The recorder watches that run (`Recorder.record_scan`): which
-pending gradients it takes (the anchors' x_0 .. x_n) and, in order, where it sends its
-results. The replay then runs the same `SegmentRun` on the segment the capture found,
-over the saved values the replayed forward kernels left on the steps' nodes, and adds
-what it sends into the slots the capture's sends went to. So the chain analysis, the
-graph walk around the chain and every ownership decision are made once; what runs at
-each call is the scheduler's own vectorised code, bit for bit the eager scan.
+picks one), the capture's backward finds the chains of the graph (declared by `tg.scan`, or
+found in a hand-written loop by scheduler/loops.py: once, here) and scans each one
+(`scan_scheduler.SegmentRun`): the saved values of all its steps stacked, every step's
+Jacobian built by one vectorised call per op, one prefix scan for every gradient along the
+chain, one vectorised call per op for the side gradients (the weights'). The recorder
+watches that run (`Recorder.record_scan`): which pending gradients it takes (the anchors'
+x_0 .. x_n) and, in order, where it sends its results. The replay then runs the same
+`SegmentRun` on the segment the capture found, over the saved values the replayed forward
+kernels left on the steps' nodes, and adds what it sends into the slots the capture's sends
+went to. So the chain analysis, the graph walk around the chain and every ownership
+decision are made once; what runs at each call is the scheduler's own vectorised code, bit
+for bit the eager scan.
 
 Where the capture finds every saved value of the chain in a stack (stacks.py: the
 anchors x_0 .. x_n, another column's outputs, a run of `x[t]`), the scan has a plan
