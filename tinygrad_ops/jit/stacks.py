@@ -115,12 +115,7 @@ class StackedRun(SegmentRun):
         segment = plan.segment
         self.graph = graph
         self.segment = segment
-        self.count = count = segment.length
-        self.batched = [StackedSlot(column, count, arguments) for column in plan.columns]
-        self.state_shape = plan.state_shape
-        self.dtype = plan.dtype
-        self.depends = set(segment.template.chain_slots)
-        self.outside_columns = plan.outside_columns
+        self.batched = [StackedSlot(column, segment.length, arguments) for column in plan.columns]
 
 
 class StackPlan:
@@ -133,9 +128,6 @@ class StackPlan:
         self.stacks = stacks
         self.columns = columns
         self.arguments = arguments
-        self.state_shape = tuple(segment.state_shape)
-        self.dtype = segment.anchors[-1].data.dtype
-        self.outside_columns = {(slot, k): operands for slot, k, operands in segment.outside}
 
     def run(self, graph, arguments, method, block_size):
         StackedRun(graph, self, arguments).run(method, block_size)
