@@ -11,18 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.graph import PendingGrads, accumulate_leaf, unbroadcast
-from ..ops.base import bump_version, new_tensor
+from ..ops.base import bump_version
 from ..tensor import Tensor
 
 
 def write_leaf(tensor, grad, owned):
-    """tensor.grad (+)= grad, the engine's own leaf write (`accumulate_leaf`, whose first
-    case, a leaf without a gradient taking an array the walk owns as it is, comes first
-    here); returns the array of `tensor.grad`, for the kernels that read the gradient."""
-    if owned and tensor._grad is None:
-        tensor._grad = new_tensor(grad)
-    else:
-        accumulate_leaf(tensor, grad, False, owned)
+    """tensor.grad (+)= grad, the engine's own leaf write (`accumulate_leaf`); returns the
+    array of `tensor.grad`, for the kernels that read the gradient. (A leaf without a
+    gradient taking an array the replay owns is written by `LeafWrite`'s lines, without
+    this call.)"""
+    accumulate_leaf(tensor, grad, False, owned)
     return tensor._grad._data
 
 

@@ -235,7 +235,7 @@ class LeafWrite(Kernel):
         grad = code.slot(self.slot)
         owned = code.consume(self.slot)  # (whether the leaf may take the array as it is)
         result, call = code.slot(self.result), f"write_leaf({tensor}, {grad}, {owned})"
-        if owned:  # (write_leaf's first case, without its two calls: a leaf without a .grad)
+        if owned:  # (accumulate_leaf's first case, without the calls: a leaf without a .grad)
             code.line(f"if {tensor}._grad is None:  # {self.label}.grad")
             code.line(f"    {tensor}._grad, {result} = make({grad}, False, None), {grad}")
             code.line("else:")
