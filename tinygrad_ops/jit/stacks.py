@@ -17,7 +17,8 @@ one numpy call given `out=row` (the same call, so the same bits; scan_kernel.py)
 scan then takes slices of it (no copy), builds every step's Jacobian in one vectorised
 call per op, scans, and computes the weights' gradients with one matrix product each: the
 scheduler's own code (`SegmentRun`), run on the stacks instead of on stacks gathered from
-the nodes, so the results are bit for bit the eager scan's. Nothing of a step is left on its node.
+the nodes, so the results are bit for bit the eager scan's. Nothing of a step is left on
+its node.
 
 Other saved values are found too: another op's output in each step (a stack of its own),
 values the forward computes outside the chain (the lower layer's states, which the upper
@@ -95,12 +96,11 @@ class Column(NamedTuple):
 class StackedSlot(BatchedSlot):
     """A `BatchedSlot` whose stacks are slices of the replay's buffers (not gathered)."""
 
-    def __init__(self, column, count, arguments):
+    def __init__(self, column, arguments):
         self.op_class = type(column.first)
         self.first = column.first
         self.output_shape = column.output_shape
         self.output_dtype = column.output_dtype
-        self.count = count
         self.stacked = [recipe.value(arguments) for recipe in column.recipes]
         self.is_stacked = [
             recipe.kind in ("rows", "gather", "arguments") for recipe in column.recipes
@@ -115,7 +115,7 @@ class StackedRun(SegmentRun):
         segment = plan.segment
         self.graph = graph
         self.segment = segment
-        self.batched = [StackedSlot(column, segment.length, arguments) for column in plan.columns]
+        self.batched = [StackedSlot(column, arguments) for column in plan.columns]
 
 
 class StackPlan:
