@@ -408,12 +408,17 @@ class Specialise:
             return MISSING if any(item is MISSING for item in items) else tuple(items)
         return _known_frozen(node)
 
-    def computed(self, compute, node):
-        """`compute()` as a constant if it runs and gives an immutable value, else `node`."""
+    def computed(self, compute, node, given=()):
+        """`compute()` as a constant if it runs and gives an immutable value, else `node`;
+        or, where it hands back as it is an array of `given` ((expression, value) pairs:
+        a call's arguments), that argument's expression."""
         try:
             value = compute()
         except Exception:  # (the replay raises what the rule raises)
             return node
+        for argument, passed in given:
+            if value is passed and _array_of(argument) is not None:
+                return argument  # (a helper that hands back an array it was given as it is)
         return constant(value, self.bind) if frozen(value) else node
 
     def _tuple(self, node):
@@ -591,14 +596,8 @@ class Specialise:
         values = [*arguments, *keywords.values()]
         if any(value is MISSING for value in values) or None in keywords:
             return node
-        try:
-            value = function(*arguments, **keywords)
-        except Exception:  # (the replay raises what the rule raises)
-            return node
-        for argument, given in zip(node.args, arguments):
-            if value is given and _array_of(argument) is not None:
-                return argument  # (a helper that hands back an array it was given as it is)
-        return constant(value, self.bind) if frozen(value) else node
+        given = zip(node.args, arguments)
+        return self.computed(lambda: function(*arguments, **keywords), node, given)
 
 
 _SHAPED_METHODS = frozenset({"reshape", "view", "astype", "swapaxes", "transpose"})
