@@ -4,27 +4,26 @@ run it, read the tables).
 For every formulation of tests/rnn_formulations.py (the benchmark's form, operands
 swapped, bias placed elsewhere, residual, nn.RNNCell's two linears, a loss at every step,
 stacked layers, layer norm, dropout, two RNNs, a diagonal chain, an LSTM with two states
-and one carrying its joint state [h | c]), batch 4, float64, over
-hidden sizes and chain lengths: the backward time of every scheduler (CPU time,
-`time.process_time`, the minimum of rounds that interleave the schedulers; building the
-graph is not timed), and per case whether a chain was found, the best scan's speedup over
-the walk, auto / best, auto / walk, and look / walk: the chain finder alone
-(what a scan scheduler pays before it knows whether there is a chain) against the walk.
-The median speedup column is the best scan's speedup from the medians of the rounds. The
-paired columns: auto / walk is the median (and range) over the rounds of auto's time over
-the walk's in the same round (a slow spell of the machine hits both); auto / best (the
-figure the report's table shows) is the median (and range) of auto's time over the best
-scheduler's (by the rounds' medians, the walk included) in pairs of backwards timed after
-the rounds, on samples of their own: the best of near-equal scans by the rounds' own
-figures is the luckiest of them there, which alone puts auto 5-10% above it on a loaded
-machine. `auto` runs its trials (the backwards it times each way,
-docs/scan.md) before the rounds: its figures are a training loop's past them. A WARNING
-line marks every figure that
-misses its bound (auto within 1.15x of the best scheduler and within 1.05x of the walk
-where nothing is scanned, by the paired medians; the best scan at least 3x the walk at
-hidden 4 and 8 and 2048 steps, 2x for the per-step-loss forms, by the minima and by the
-medians). Then auto against the walk on a graph with no chain (a small MLP, where
-auto's gate is all it adds), and the crossover plot of the benchmark's form.
+and one carrying its joint state [h | c]), batch 4, float64, over hidden sizes and chain
+lengths: the backward time of every scheduler (CPU time, `time.process_time`, the minimum
+of rounds that interleave the schedulers; building the graph is not timed), and per case
+whether a chain was found, the best scan's speedup over the walk, auto / best, auto /
+walk, and look / walk: the chain finder alone (what a scan scheduler pays before it knows
+whether there is a chain) against the walk. The median speedup column is the best scan's
+speedup from the medians of the rounds. The paired columns: auto / walk is the median
+(and range) over the rounds of auto's time over the walk's in the same round (a slow
+spell of the machine hits both); auto / best (the figure the report's table shows) is the
+median (and range) of auto's time over the best scheduler's (by the rounds' medians, the
+walk included) in pairs of backwards timed after the rounds, on samples of their own: the
+best of near-equal scans by the rounds' own figures is the luckiest of them there, which
+alone puts auto 5-10% above it on a loaded machine. `auto` runs its trials (the backwards
+it times each way, docs/scan.md) before the rounds: its figures are a training loop's
+past them. A WARNING line marks every figure that misses its bound (auto within 1.15x of
+the best scheduler and within 1.05x of the walk where nothing is scanned, by the paired
+medians; the best scan at least 3x the walk at hidden 4 and 8 and 2048 steps, 2x for the
+per-step-loss forms, by the minima and by the medians). Then auto against the walk on a
+graph with no chain (a small MLP, where auto's gate is all it adds), and the crossover
+plot of the benchmark's form.
 
     .venv/bin/python benchmarks/bench_scan.py            # the full sweep (long)
     .venv/bin/python benchmarks/bench_scan.py --quick    # a small sweep (a few minutes)
@@ -138,8 +137,7 @@ def time_case(name, steps, hidden, rounds, max_memory_mb):
     row["medians"] = {scheduler: statistics.median(times) for scheduler, times in samples.items()}
     row["samples"] = samples
     # auto against the best scheduler by those medians (the walk included), on samples of
-    # their own: the best of three near-equal scans by the rounds' medians is the luckiest
-    # of them in those rounds, which alone put auto above it by 5-10% on a loaded machine.
+    # their own (the module docstring says why).
     row["versus"] = min((s for s in runnable if s != "auto"), key=row["medians"].get)
     pairs = rounds * min(16, max(6, 4096 // steps))
     row["pairs"] = auto_pairs(name, steps, hidden, row["versus"], pairs)
