@@ -15,7 +15,7 @@ import copy
 import weakref
 from typing import NamedTuple
 
-from .steps import CannotScan, build_template, make_segment, steps_as_template
+from .steps import CannotScan, build_template, make_segment
 
 # id(top anchor) -> (a weak reference to it, its Declaration); an entry goes with its tensor.
 # (Keyed by id: a Tensor's == is elementwise, so it cannot key a WeakKeyDictionary.)
@@ -98,11 +98,7 @@ def segment_of(declaration, top, min_steps=2):
     if len(anchors) - 1 < min_steps:
         raise CannotScan(f"{len(anchors) - 1} step(s), fewer than {min_steps}")
     template = copy.copy(declaration.template)  # (its wiring is the segment's own)
-    top_down = anchors[::-1]
-    count, tensors, nodes = steps_as_template(template, top_down)
-    if count < min_steps:
-        raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
-    segment = make_segment(template, top_down, count, tensors, nodes)
+    segment = make_segment(template, anchors[::-1], min_steps)
     # The walk visits what is pending among the steps' tensors before the scan
     # (`scan_scheduler.scan_at`): right when the steps' other inputs are made before them.
     for operand in segment.outside_operands:

@@ -14,7 +14,7 @@ first as the engine's walk goes, and asks of each tensor T whether it tops such 
    read as a per-step input instead; a step that reads the chain through such an input
    is no chain step (an LSTM's two states);
 3. `walk_route` follows the template's route of input indices down the chain, and
-   `segment_from` checks every step against the template, one column (a slot over all
+   `make_segment` checks every step against the template, one column (a slot over all
    the steps) at a time: the first step that differs ends the chain.
 
 A chain found, its tensors are part of no later chain's steps, and the walk goes on
@@ -24,6 +24,7 @@ tensors the walk must leave pending until its scan.
 """
 
 import heapq
+from functools import partial
 from operator import lt
 
 from ..tensor import Tensor
@@ -144,8 +145,8 @@ def _chain_at(top, taken, capture, min_steps):
         anchors = walk_route(template.route, step)
         # The route may lead into a chain found before, or to a tg.grad input: it ends there.
         anchors = anchors[: _first_among(anchors[1:], taken, capture) + 2]
-        try:
-            segment = segment_from(template, anchors, min_steps)
+        try:  # (the steps made as the template says, and in creation order)
+            segment = make_segment(template, anchors, min_steps, partial(_in_order, template))
         except CannotScan:
             continue  # too few steps alike, or per-step inputs that do not stack
         if all(_first_among(column, taken, capture) == len(column) for column in segment.columns):
@@ -303,28 +304,17 @@ def walk_route(route, top, limit=None):
     return anchors
 
 
-def segment_from(template, anchors, min_steps):
-    """The `Segment` of the steps from the top down (`anchors`: x_n, x_{n-1}, ... as
-    `walk_route` gives them) made as `template`, the top step's, says
-    (`steps.steps_as_template`), from an x_0 of the chain's shape and dtype, and in
-    creation order (`_in_order`); `CannotScan` when fewer than `min_steps` are, or their
-    inputs do not stack."""
-    count, tensors, nodes = steps_as_template(template, anchors)
+def _in_order(template, anchors, count, nodes):
+    """How many of the top `count` steps below `anchors` (x_n, x_{n-1}, ...; `nodes`: each
+    slot's in them, as `steps.steps_as_template` gives them) the finder keeps: those above
+    an x_0 of the chain's shape and dtype, made in creation order: every slot after
+    x_{i-1} and before the ops that read it, every input from outside before x_{i-1} (one
+    shared by every step) or before the op that reads it (a per-step one: after x_{i-1}
+    for the lower layer's state of a stacked loop, which `_held` proves does not depend on
+    the chain)."""
     shape, dtype = template.shapes[0]
     if count and (anchors[count].shape != shape or anchors[count].data.dtype != dtype):
         count -= 1  # x_0 of another shape or dtype: its step is walked instead
-    count = _in_order(template, anchors, nodes, count)
-    if count < min_steps:
-        raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
-    return make_segment(template, anchors, count, tensors, nodes)
-
-
-def _in_order(template, anchors, nodes, count):
-    """How many of the top `count` steps were made in creation order: every slot after
-    x_{i-1} and before the ops that read it, every input from outside before x_{i-1} (one
-    shared by every step) or before the op that reads it (a per-step one: after x_{i-1}
-    for the lower layer's state of a stacked loop, which `_held` proves does not
-    depend on the chain)."""
     sequences = [[node.sequence for node in column[:count]] for column in nodes]
     bottom = anchors[count]._ctx
     lowers = sequences[0][1:] + [-1 if bottom is None else bottom.sequence]

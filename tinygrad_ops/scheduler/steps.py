@@ -167,13 +167,19 @@ class Segment:
         return f"{self.length} steps of [{names}]"
 
 
-def make_segment(template, anchors, count, tensors, nodes):
-    """The Segment of the top `count` steps below `anchors` (x_n, x_{n-1}, ...), with their
-    slots' tensors and nodes top-down as `steps_as_template` gives them. Each input from
-    outside the steps is shared (the same tensor in every step: a weight) or per step; the
-    template's wiring says which, ("shared", tensor) or "step". `CannotScan` when the
-    per-step ones cannot be stacked, or the op's rule cannot take them per step
+def make_segment(template, anchors, min_steps, kept=None):
+    """The Segment of the steps from the top down (`anchors`: x_n, x_{n-1}, ...) made as
+    `template` says (`steps_as_template`), as many of them as `kept(anchors, count, nodes)`
+    keeps (the finder's rule). Each input from outside the steps is shared (the same tensor in
+    every step: a weight) or per step; the template's wiring says which, ("shared", tensor)
+    or "step". `CannotScan` when fewer than `min_steps` steps are made so, the per-step
+    inputs cannot be stacked, or the op's rule cannot take them per step
     (`Op.takes_per_step`)."""
+    count, tensors, nodes = steps_as_template(template, anchors)
+    if kept is not None:
+        count = kept(anchors, count, nodes)
+    if count < min_steps:
+        raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
     wiring = [list(codes) for codes in template.wiring]
     per_step, shared = [], []
     for slot, codes in enumerate(template.wiring):
