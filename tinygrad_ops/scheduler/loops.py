@@ -318,13 +318,12 @@ def _in_order(template, anchors, count, nodes):
     sequences = [[node.sequence for node in column[:count]] for column in nodes]
     bottom = anchors[count]._ctx
     lowers = sequences[0][1:] + [-1 if bottom is None else bottom.sequence]
-    for slot in range(1, len(sequences)):
-        count = _before(sequences[slot], sequences[template.parents[slot]], count)
-    for slot in template.tree_leaves:
-        count = _before(lowers, sequences[slot], count)
-    for slot, _, source in template.identity_reads:
-        if source != "prev":
-            count = _before(sequences[source], sequences[slot], count)
+    for slot, codes in enumerate(template.wiring):
+        reads = [code[1] for code in codes if isinstance(code, tuple)]  # (its slots)
+        if not reads:  # (the slots that read others are made after them, as checked next)
+            count = _before(lowers, sequences[slot], count)
+        for read in reads:
+            count = _before(sequences[read], sequences[slot], count)
     for slot, codes in enumerate(template.wiring):
         for k in [k for k, code in enumerate(codes) if code == "outside"]:
             operands = [node.inputs[k] for node in nodes[slot][:count]]

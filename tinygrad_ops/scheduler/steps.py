@@ -40,7 +40,7 @@ class Template:
     (no gradient needed).
     """
 
-    def __init__(self, slots, paths, wiring, chain, order, kinds):
+    def __init__(self, slots, paths, wiring, reads, chain, order, kinds):
         made = [tensor._ctx for tensor in slots]
         self.classes = [type(node) for node in made]
         self.paths = paths
@@ -56,17 +56,9 @@ class Template:
         # "diagonal" when every op on the paths from x_{i-1} to x_i is elementwise (`kinds`:
         # the Jacobian kinds met on them)
         self.jacobian_kind = "dense" if "dense" in kinds else "diagonal"
-        self.parents = [None] + [parent for parent, _ in paths[1:]]
-        self.tree_leaves = [slot for slot in range(len(slots)) if slot not in self.parents]
         # The reads the paths do not prove, checked by identity: (slot, input index, "prev"
         # or the slot read by a second op).
-        self.identity_reads = []
-        for slot, codes in enumerate(wiring):
-            for k, code in enumerate(codes):
-                if code == "prev":
-                    self.identity_reads.append((slot, k, "prev"))
-                elif isinstance(code, tuple) and paths[code[1]] != (slot, k):
-                    self.identity_reads.append((slot, k, code[1]))
+        self.identity_reads = reads
         # The input indices that lead from x_i down to x_{i-1}, through its first read.
         slot, k = next((slot, k) for slot, k, read in self.identity_reads if read == "prev")
         self.route = [k]
@@ -222,7 +214,7 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
     bound = -1 if lower._ctx is None else lower._ctx.sequence
     slots = [upper]
     slot_of = {id(upper): 0}
-    paths, wiring, outside = [None], [], []
+    paths, wiring, reads, outside = [None], [], [], []
     cursor = 0
     while cursor < len(slots):
         if max_slots is not None and len(slots) > max_slots:
@@ -239,8 +231,10 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
                 codes.append("const")
             elif operand is lower:
                 codes.append("prev")
-            elif id(operand) in slot_of:
+                reads.append((cursor, k, "prev"))
+            elif id(operand) in slot_of:  # (read a second time)
                 codes.append(("slot", slot_of[id(operand)]))
+                reads.append((cursor, k, slot_of[id(operand)]))
             elif (
                 operand._ctx is not None
                 and operand._ctx.sequence > bound
@@ -263,7 +257,9 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
     chain = _chain_inputs(slots, wiring, order, kinds)
     if chain is None or 0 not in chain:
         return None
-    return Template(slots, paths, wiring, chain, order, kinds), Step(lower, upper, slots, outside)
+    return Template(slots, paths, wiring, reads, chain, order, kinds), Step(
+        lower, upper, slots, outside
+    )
 
 
 def _chain_inputs(slots, wiring, order, kinds):
