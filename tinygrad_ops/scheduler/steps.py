@@ -67,21 +67,16 @@ class Template:
             self.route.insert(0, k)
 
 
-def op_attributes(op_class):
-    """The attributes an op class sets besides those of `Op` (its options: an exponent)."""
-    names = []
-    for klass in op_class.__mro__:
+def node_options(node):
+    """(attribute, value) for each option the node has set: the attributes its op class
+    sets besides those of `Op` (an exponent)."""
+    options = []
+    for klass in type(node).__mro__:
         if klass is Op:
             break
-        names.extend(klass.__dict__.get("__slots__", ()))
-    return names
-
-
-def node_options(node):
-    """(attribute, value) for each option the node has set."""
-    return tuple(
-        (name, getattr(node, name)) for name in op_attributes(type(node)) if hasattr(node, name)
-    )
+        names = klass.__dict__.get("__slots__", ())
+        options.extend((name, getattr(node, name)) for name in names if hasattr(node, name))
+    return tuple(options)
 
 
 _SIMPLE_OPTIONS = (int, float, complex, str, bool, bytes, type(None), np.dtype)
