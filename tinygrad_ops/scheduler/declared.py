@@ -17,16 +17,17 @@ from typing import NamedTuple
 
 from .steps import CannotScan, build_template, make_segment
 
-# id(top anchor) -> (a weak reference to it, its Declaration); an entry goes with its tensor.
-# (Keyed by id: a Tensor's == is elementwise, so it cannot key a WeakKeyDictionary.)
+# id(top anchor) -> its Declaration; an entry goes with its tensor. (Keyed by id: a
+# Tensor's == is elementwise, so it cannot key a WeakKeyDictionary.)
 _DECLARED = {}
 
 
 class Declaration(NamedTuple):
-    """What a `tg.scan` states about its chain: the anchors below the top (x_0 .. x_{n-1},
-    lowest first: the top anchor x_n keys the declaration and is held only weakly) and the
-    top step's template, or the reason the chain cannot be scanned at all (`refusal`)."""
+    """What a `tg.scan` states about its chain: its top anchor x_n (a weak reference), the
+    anchors below it (x_0 .. x_{n-1}, lowest first) and the top step's template, or the
+    reason the chain cannot be scanned at all (`refusal`)."""
 
+    top: weakref.ref
     below: list
     template: object
     refusal: object  # (a str, or None)
@@ -47,18 +48,18 @@ def declare(anchors, refusal=None):
     template = None if built is None else built[0]
     key = id(top)
     reference = weakref.ref(top, lambda ref: _forget(key, ref))
-    _DECLARED[key] = (reference, Declaration(anchors[:-1], template, refusal))
+    _DECLARED[key] = Declaration(reference, anchors[:-1], template, refusal)
 
 
 def _forget(key, ref):
-    if _DECLARED.get(key, (None,))[0] is ref:  # (not a newer tensor's entry under a reused id)
+    if key in _DECLARED and _DECLARED[key].top is ref:  # (not a newer entry under its id)
         del _DECLARED[key]
 
 
 def declared_at(tensor):
     """The declaration whose top anchor is `tensor`, or None."""
-    entry = _DECLARED.get(id(tensor))
-    return entry[1] if entry is not None and entry[0]() is tensor else None
+    declaration = _DECLARED.get(id(tensor))
+    return declaration if declaration is not None and declaration.top() is tensor else None
 
 
 def declared_in(roots):
@@ -67,8 +68,8 @@ def declared_in(roots):
     (they search the graph, `loops.py`). Chains whose top node a backward has released are
     forgotten first; the search stops at the first anchor (usually a few ops down)."""
     anchors = set()
-    for key, (ref, declaration) in list(_DECLARED.items()):
-        top = ref()
+    for key, declaration in list(_DECLARED.items()):
+        top = declaration.top()
         if top is None or top._ctx is None or top._ctx.saved is None:
             del _DECLARED[key]
         else:
