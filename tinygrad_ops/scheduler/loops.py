@@ -231,19 +231,20 @@ def _top_step(lower, upper, taken, capture):
 
 def _carried(template, step):
     """The ids of the step's tensors that the step above reads again from outside through
-    another state (a second state carried along, the lower layer of a stacked loop), an
-    empty set when there are none, None when an input from outside reads the chain or no
-    step below is made like this one.
-
-    The step below (x_{n-2} -> x_{n-1}) is traced by the template's paths; each outside
-    input of the top step is searched down to the oldest of that step's tensors: if it
-    reaches x_{n-1} or x_{n-2}, the step reads the chain from outside; where it reaches
-    another tensor of the step below, that tensor's counterpart in the top step is a
-    carried state."""
-    below = _step_below(template, step)
-    if below is None:
+    another state (a second state carried along, the lower layer of a stacked loop): each
+    input from outside the top step is searched down to the oldest tensor of the step
+    below (x_{n-2} -> x_{n-1}, traced by the template), and where it meets one of them,
+    that tensor's counterpart in the top step is carried. None where one meets x_{n-1} or
+    x_{n-2} (the step reads the chain from outside), or no step below is made alike."""
+    anchors = walk_route(template.route, step, 3)
+    count, tensors, nodes = steps_as_template(template, anchors)
+    if count < 2:
         return None
-    slots, bottom, bound = below
+    bottom = anchors[2]
+    below = {id(column[1]): slot for slot, column in enumerate(tensors)}
+    bound = min(column[1].sequence for column in nodes)
+    if bottom._ctx is not None:
+        bound = min(bound, bottom._ctx.sequence)
     carried = set()
     for _, _, operand in step.outside:
         stack, seen = [operand], set()
@@ -255,27 +256,12 @@ def _carried(template, step):
             if node is None or node.sequence < bound or id(tensor) in seen:
                 continue
             seen.add(id(tensor))
-            slot = slots.get(id(tensor))
+            slot = below.get(id(tensor))
             if slot is not None:
                 carried.add(id(step.slots[slot]))
                 continue
             stack.extend(node.inputs)
     return carried
-
-
-def _step_below(template, step):
-    """({id(tensor): slot} of the step below the top one, traced by the template, its own
-    lower anchor x_{n-2}, and the oldest creation number among them), or None where no
-    step below is made like the top one."""
-    anchors = walk_route(template.route, step, 3)
-    count, tensors, nodes = steps_as_template(template, anchors)
-    if count < 2:
-        return None
-    bottom = anchors[2]
-    bound = min(column[1].sequence for column in nodes)
-    if bottom._ctx is not None:
-        bound = min(bound, bottom._ctx.sequence)
-    return {id(column[1]): slot for slot, column in enumerate(tensors)}, bottom, bound
 
 
 def walk_route(route, top, limit=None):
