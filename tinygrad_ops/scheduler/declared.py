@@ -1,14 +1,7 @@
-"""Chains declared where they are built: `tg.scan` records its chain, the scheduler reads it.
-
-A `tg.scan` over n steps knows its chain x_0 -> x_1 -> ... -> x_n (the carries) as it
-runs: nothing has to be searched. When it has run it records a `Declaration`, keyed by
-the top anchor x_n: the anchors and its step's template (the top step's ops, their
-options, shapes and wiring: `steps.build_template`). A scan scheduler's walk, on reaching
-x_n, turns the declaration into a `Segment` (`segment_of`): the steps from the top down
-that were made as the template says (a Python step may branch), their tensors by slot,
-and which of their inputs are shared weights and which differ per step. When a declared
-chain cannot be scanned, `CannotScan` says why, in words that `backward_plan` shows, and
-the walk goes on through the steps one by one.
+"""Chains declared where they are built: a `tg.scan` records its chain as it runs
+(`declare`: the anchors and its top step's template, keyed by the top anchor), and a scan
+scheduler's walk, on reaching the top, makes its `Segment` (`segment_of`) or says why it
+cannot be scanned (`CannotScan`, in words `backward_plan` shows) and walks its steps.
 """
 
 import copy

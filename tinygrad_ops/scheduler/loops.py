@@ -1,26 +1,11 @@
-"""The chains of hand-written loops, found on the tape (docs/scan.md, "How a chain is scanned").
+"""The chains of hand-written loops, found on the tape: the finder of docs/scan.md, "How a
+chain is scanned" (`tg.scan` declares its chain instead: declared.py).
 
-A Python loop `for x in xs: h = (x @ W + h @ U + b).tanh()` leaves on the tape a path of
-*anchors* h_0 -> h_1 -> ... -> h_n, every step made of the same ops (`tg.scan` declares
-its chain instead: declared.py). `find` walks down from the output, the newest tensor
-first as the engine's walk goes, and asks of each tensor T whether it tops such a chain:
-
-1. `_candidates`: below T, within one step's reach (`MAX_PERIOD` ops), a tensor made by
-   the same op class, of T's shape and dtype, may be the anchor below it (the nearest
-   first);
-2. `_top_step`: the ops from that anchor up to T are the step's template
-   (`steps.build_template`); a state carried beside the chain (the lower layer of a
-   stacked loop, the RNN under a running sum of losses) is taken out of the step and
-   read as a per-step input instead; a step that reads the chain through such an input
-   is no chain step (an LSTM's two states);
-3. `walk_route` follows the template's route of input indices down the chain, and
-   `make_segment` checks every step against the template, one column (a slot over all
-   the steps) at a time: the first step that differs ends the chain.
-
-A chain found, its tensors are part of no later chain's steps, and the walk goes on
-below it (`_below`). It gives up after `LOOK` tensors that top no chain: a graph without
-a chain (an MLP) costs a few lookups near its output. Last, `_held` gives each chain the
-tensors the walk must leave pending until its scan.
+`find` walks down from the output and asks of each tensor whether it tops a chain
+(`_chain_at`): `_candidates` may be the anchor below it, `_top_step` makes the step's
+template, `walk_route` follows the template down the chain and `steps.make_segment`
+checks every step against it (`_in_order`: and their creation order). `_held` says what
+the walk leaves pending until each chain's scan.
 """
 
 import heapq

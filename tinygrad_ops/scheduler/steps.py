@@ -1,18 +1,8 @@
-"""The data model of a chain: step templates, steps, segments.
-
-A chain is a path of *anchors* x_0 -> x_1 -> ... -> x_n; the tensors of step i are x_i and
-the tensors it reads that belong to the step (made after x_{i-1}: the `h @ U`, `x_t @ W`,
-the sum of an RNN cell). A step's *template* records what every step of a scanned run must
-share: the op classes and options, the wiring between the step's tensors (its *slots*), the
-shapes and dtypes, and which inputs come from outside the step (a weight shared by every
-step, or an x_t that is different in every step). A *segment* is a run of steps with the
-same template, kept as columns (a slot over all the steps) so that the scheduler stacks
-each op's saved values in one call. See docs/scan.md sections 1 and 5.
-
-`build_template` is the one place a step's template is made: by `tg.scan` for its top
-step when it declares the chain (declared.py), and by the finder for a loop's (loops.py),
-which also tells it the tensors of other chains that do not belong to the step.
-`steps_as_template` checks the steps below the top one against its template.
+"""The data model of a chain (docs/scan.md, "How a chain is scanned"): a step's `Template`,
+made by `build_template` for the top step of a `tg.scan` (declared.py) or of a loop
+(loops.py); `steps_as_template`, which checks the steps below the top one against it; and
+the `Segment` of the steps made alike, kept by columns (a slot over all the steps), which
+the executor scans.
 """
 
 from typing import NamedTuple
