@@ -102,17 +102,17 @@ def test_the_plan_reports_the_lower_layer(variant):
 
 
 def test_each_layer_is_checked_once(monkeypatch):
-    """The finder checks each layer's steps column by column once (`make_segment`), both
+    """The finder checks each layer's steps column by column once (`Segment`), both
     before the first scan."""
     calls = []
     spy = SpyScheduler(tg.scheduler.ScanScheduler("blelloch"))
-    make_segment = loops.make_segment
+    segment = loops.Segment
 
     def counted(*arguments):
         calls.append(len(spy.graph.scanned_segments))  # how many scans ran before
-        return make_segment(*arguments)
+        return segment(*arguments)
 
-    monkeypatch.setattr(loops, "make_segment", counted)
+    monkeypatch.setattr(loops, "Segment", counted)
     loss, parameters = stacked("tg", "plain")
     loss.backward(scheduler=spy)
     expected, _ = gradients("tg", "plain", "sequential")

@@ -8,7 +8,7 @@ import copy
 import weakref
 from typing import NamedTuple
 
-from .steps import CannotScan, build_template, make_segment
+from .steps import CannotScan, Segment, build_template
 
 # id(top anchor) -> its Declaration; an entry goes with its tensor. (Keyed by id: a
 # Tensor's == is elementwise, so it cannot key a WeakKeyDictionary.)
@@ -92,7 +92,7 @@ def segment_of(declaration, top, min_steps=2):
     if len(anchors) - 1 < min_steps:
         raise CannotScan(f"{len(anchors) - 1} step(s), fewer than {min_steps}")
     template = copy.copy(declaration.template)  # (its wiring is the segment's own)
-    segment = make_segment(template, anchors[::-1], min_steps)
+    segment = Segment(template, anchors[::-1], min_steps)
     # The walk visits what is pending among the steps' tensors before the scan
     # (`scan_scheduler.scan_at`): right when the steps' other inputs are made before them.
     for operand in segment.outside_operands:

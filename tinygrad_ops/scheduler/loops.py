@@ -3,7 +3,7 @@ chain is scanned" (`tg.scan` declares its chain instead: declared.py).
 
 `find` walks down from the output and asks of each tensor whether it tops a chain
 (`_chain_at`): `_candidates` may be the anchor below it, `_top_step` makes the step's
-template, `walk_route` follows the template down the chain and `steps.make_segment`
+template, `walk_route` follows the template down the chain and `steps.Segment`
 checks every step against it (`_in_order`: and their creation order). `_held` says what
 the walk leaves pending until each chain's scan.
 """
@@ -16,10 +16,10 @@ from ..tensor import Tensor
 from .steps import (
     MAX_PERIOD,
     CannotScan,
+    Segment,
     Step,
     agreeing,
     build_template,
-    make_segment,
     steps_as_template,
 )
 
@@ -131,7 +131,7 @@ def _chain_at(top, taken, capture, min_steps):
         # The route may lead into a chain found before, or to a tg.grad input: it ends there.
         anchors = anchors[: _first_among(anchors[1:], taken, capture) + 2]
         try:  # (the steps made as the template says, and in creation order)
-            segment = make_segment(template, anchors, min_steps, partial(_in_order, template))
+            segment = Segment(template, anchors, min_steps, partial(_in_order, template))
         except CannotScan:
             continue  # too few steps alike, or per-step inputs that do not stack
         if all(_first_among(column, taken, capture) == len(column) for column in segment.columns):

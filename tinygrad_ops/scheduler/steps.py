@@ -109,30 +109,56 @@ class OutsideColumn(NamedTuple):
 
 
 class Segment:
-    """A run of isomorphic steps x_0 -> ... -> x_n that can be scanned, kept by columns.
+    """The run of steps from the top down (`anchors`: x_n, x_{n-1}, ...) made as `template`
+    says (`steps_as_template`), as many of them as `kept(anchors, count, nodes)` keeps (the
+    finder's rule), kept by columns; `CannotScan` when fewer than `min_steps` steps are made
+    so, or their inputs cannot be taken per step.
 
     `anchors` are x_0 .. x_n; `columns[slot]` holds the slot's tensor in every step (step
-    0 is x_0 -> x_1); `outside` lists the per-step inputs of the template (its "step"
-    wiring) as OutsideColumn records, `shared_operands` the inputs shared by every step
-    (the weights); `nodes[slot]` the slot's node in every step, whose saved values the
-    scheduler stacks (batched.py).
+    0 is x_0 -> x_1) and `nodes[slot]` its node, whose saved values the scheduler stacks
+    (batched.py). Each input from outside the steps is shared (the same tensor in every
+    step: a weight, in `shared_operands`) or per step (an `OutsideColumn` in `outside`);
+    the template's wiring says which, ("shared", tensor) or "step".
     """
 
-    def __init__(self, template, anchors, columns, outside, shared, nodes):
+    def __init__(self, template, anchors, min_steps, kept=None):
+        count, tensors, nodes = steps_as_template(template, anchors)
+        if kept is not None:
+            count = kept(anchors, count, nodes)
+        if count < min_steps:
+            raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
+        self.outside, self.shared_operands = [], []
+        wiring = [list(codes) for codes in template.wiring]
+        for slot, codes in enumerate(template.wiring):
+            for k in [k for k, code in enumerate(codes) if code == "outside"]:
+                operands = [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]
+                first = operands[0]
+                if all(operand is first for operand in operands):
+                    wiring[slot][k] = ("shared", first)
+                    self.shared_operands.append(first)
+                    continue
+                if any(operand.shape != first.shape for operand in operands):
+                    raise CannotScan("the steps' inputs differ in shape")
+                if not template.classes[slot].takes_per_step(k):
+                    raise CannotScan(
+                        f"input {k} of {template.classes[slot].__name__} differs from step to "
+                        "step, and its rule sums over the steps (a weight made in each step)"
+                    )
+                wiring[slot][k] = "step"
+                self.outside.append(OutsideColumn(slot, k, operands))
+        template.wiring = wiring
         self.template = template
-        self.anchors = anchors
-        self.columns = columns
-        self.outside = outside
-        self.shared_operands = shared
-        self.nodes = nodes  # per slot, the node of every step (chain order)
-        self.length = len(anchors) - 1
-        self.state_shape = anchors[-1].shape
+        self.anchors = anchors[count::-1]
+        self.columns = [column[count - 1 :: -1] for column in tensors]
+        self.nodes = [column[count - 1 :: -1] for column in nodes]  # (chain order)
+        self.length = count
+        self.state_shape = anchors[0].shape
         self.jacobian_kind = template.jacobian_kind  # "diagonal" when every op on it is
         self.ops_per_step = len(template.classes)
-        self.first_sequence = min(column[0].sequence for column in nodes)  # (its first node)
+        self.first_sequence = min(column[0].sequence for column in self.nodes)  # (its first)
         # The inputs of the steps from outside them: every per-step one, each shared one once.
-        per_step = [operand for column in outside for operand in column.operands]
-        self.outside_operands = per_step + shared
+        per_step = [operand for column in self.outside for operand in column.operands]
+        self.outside_operands = per_step + self.shared_operands
         # The ids of tensors made since the first step that the walk leaves pending until
         # the scan: those its per-step inputs are made from (set by loops.py; None for a
         # declared chain, whose steps read no such tensor: declared.segment_of checks).
@@ -142,44 +168,6 @@ class Segment:
         classes = self.template.classes
         names = "->".join(classes[slot].__name__ for slot in reversed(self.template.order))
         return f"{self.length} steps of [{names}]"
-
-
-def make_segment(template, anchors, min_steps, kept=None):
-    """The Segment of the steps from the top down (`anchors`: x_n, x_{n-1}, ...) made as
-    `template` says (`steps_as_template`), as many of them as `kept(anchors, count, nodes)`
-    keeps (the finder's rule). Each input from outside the steps is shared (the same tensor in
-    every step: a weight) or per step; the template's wiring says which, ("shared", tensor)
-    or "step". `CannotScan` when fewer than `min_steps` steps are made so, the per-step
-    inputs cannot be stacked, or the op's rule cannot take them per step
-    (`Op.takes_per_step`)."""
-    count, tensors, nodes = steps_as_template(template, anchors)
-    if kept is not None:
-        count = kept(anchors, count, nodes)
-    if count < min_steps:
-        raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
-    wiring = [list(codes) for codes in template.wiring]
-    per_step, shared = [], []
-    for slot, codes in enumerate(template.wiring):
-        for k in [k for k, code in enumerate(codes) if code == "outside"]:
-            operands = [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]
-            first = operands[0]
-            if all(operand is first for operand in operands):
-                wiring[slot][k] = ("shared", first)
-                shared.append(first)
-                continue
-            if any(operand.shape != first.shape for operand in operands):
-                raise CannotScan("the steps' inputs differ in shape")
-            if not template.classes[slot].takes_per_step(k):
-                raise CannotScan(
-                    f"input {k} of {template.classes[slot].__name__} differs from step to "
-                    "step, and its rule sums over the steps (a weight made in each step)"
-                )
-            wiring[slot][k] = "step"
-            per_step.append(OutsideColumn(slot, k, operands))
-    template.wiring = wiring
-    columns = [column[count - 1 :: -1] for column in tensors]
-    step_nodes = [column[count - 1 :: -1] for column in nodes]
-    return Segment(template, anchors[count::-1], columns, per_step, shared, step_nodes)
 
 
 def build_template(lower, upper, capture, excluded=(), max_slots=None):
