@@ -14,7 +14,6 @@ from operator import lt
 
 from ..tensor import Tensor
 from .steps import (
-    MAX_PERIOD,
     CannotScan,
     Segment,
     Step,
@@ -23,6 +22,7 @@ from .steps import (
     steps_as_template,
 )
 
+MAX_PERIOD = 16  # how many ops below a tensor the finder looks for the anchor below it
 LOOK = MAX_PERIOD
 """How many tensors in a row the walk down looks at without finding a chain before it stops
 (a readout or a loss above the chain is a few ops)."""
@@ -64,30 +64,23 @@ def find(graph, min_steps=2):
         if segment is None:
             misses += 1
             node = tensor._ctx
-            for operand, needs in zip(node.inputs, node.needs_input_grad):
-                if needs:
-                    push(operand)
-            continue
-        misses = 0
-        segments[id(tensor)] = segment
-        for column in segment.columns:
-            taken.update(dict.fromkeys(map(id, column), segment))
-        for operand in _below(segment):
+            below = [operand for operand, needs in zip(node.inputs, node.needs_input_grad) if needs]
+        else:
+            misses = 0
+            segments[id(tensor)] = segment
+            for column in segment.columns:
+                taken.update(dict.fromkeys(map(id, column), segment))
+            # Below a chain: its x_0, its shared inputs and its top step's per-step inputs (the
+            # top of the lower layer of a stacked loop; the other steps' lead to no chain).
+            top_step = [column.operands[-1] for column in segment.outside]
+            below = [segment.anchors[0], *top_step, *segment.shared_operands]
+        for operand in below:
             push(operand)
     for key, segment in list(segments.items()):
         segment.held = _held(segment, taken)
         if segment.held is None:
             del segments[key]
     return segments
-
-
-def _below(segment):
-    """Where the walk down goes on below a found chain: its x_0, its shared inputs and its
-    top step's per-step inputs (the top of the lower layer of a stacked loop; the other
-    steps' lead to no more chains, and pushing them cost a fifth of a 2,048-step stacked
-    loop's look)."""
-    top_step = [column.operands[-1] for column in segment.outside]
-    return [segment.anchors[0], *top_step, *segment.shared_operands]
 
 
 def _held(segment, taken):

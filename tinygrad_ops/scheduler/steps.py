@@ -13,8 +13,6 @@ from ..ops.base import Op
 from ..tensor import Tensor
 from . import jacobians
 
-MAX_PERIOD = 16  # how many ops below a tensor the finder looks for the anchor below it
-
 
 class CannotScan(ValueError):  # noqa: N818 (a reason, shown by backward_plan)
     """Why a chain is walked instead of scanned, in words for `backward_plan`."""
