@@ -186,7 +186,7 @@ def _alike(tensor, top):
 def _repeats(top, lower, route):
     """Whether `route` (the input indices from `top` down to `lower`) leads from `lower`
     on to a tensor alike (the anchor below it, or a leaf x_0)."""
-    anchors = walk_route(route, Step(lower, top, [], []), 3)
+    anchors = walk_route(route, Step(lower, top, []), 3)
     return len(anchors) == 3 and _alike(anchors[2], top)
 
 
@@ -224,8 +224,8 @@ def _carried(template, step):
     if bottom._ctx is not None:
         bound = min(bound, bottom._ctx.sequence)
     carried = set()
-    for _, _, operand in step.outside:
-        stack, seen = [operand], set()
+    for slot, k in template.outside_reads:
+        stack, seen = [step.slots[slot]._ctx.inputs[k]], set()
         while stack:
             tensor = stack.pop()
             if tensor is step.lower or tensor is bottom:
@@ -288,17 +288,16 @@ def _in_order(template, anchors, count, nodes):
             count = _before(lowers, sequences[slot], count)
         for read in reads:
             count = _before(sequences[read], sequences[slot], count)
-    for slot, codes in enumerate(template.wiring):
-        for k in [k for k, code in enumerate(codes) if code == "outside"]:
-            operands = [node.inputs[k] for node in nodes[slot][:count]]
-            made = [getattr(operand, "_ctx", None) for operand in operands]
-            if all(operand is operands[0] for operand in operands):
-                # (the lowest step's x_{i-1} decides, made before the others)
-                while count and made[0] is not None and made[0].sequence > lowers[count - 1]:
-                    count -= 1
-                continue
-            made = [-1 if node is None else node.sequence for node in made]
-            count = _before(made, sequences[slot], count)
+    for slot, k in template.outside_reads:
+        operands = [node.inputs[k] for node in nodes[slot][:count]]
+        made = [getattr(operand, "_ctx", None) for operand in operands]
+        if all(operand is operands[0] for operand in operands):
+            # (the lowest step's x_{i-1} decides, made before the others)
+            while count and made[0] is not None and made[0].sequence > lowers[count - 1]:
+                count -= 1
+            continue
+        made = [-1 if node is None else node.sequence for node in made]
+        count = _before(made, sequences[slot], count)
     return count
 
 

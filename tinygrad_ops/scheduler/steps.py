@@ -28,11 +28,12 @@ class Template:
     (no gradient needed).
     """
 
-    def __init__(self, slots, paths, wiring, reads, chain, order, kinds):
+    def __init__(self, slots, paths, wiring, reads, outside, chain, order, kinds):
         made = [tensor._ctx for tensor in slots]
         self.classes = [type(node) for node in made]
         self.paths = paths
         self.wiring = wiring
+        self.outside_reads = outside  # (slot, input index) of each input from outside the step
         self.shapes = [(tensor.data.shape, tensor.data.dtype.str) for tensor in slots]
         self.needs = [node.needs_input_grad for node in made]
         self.options = [node_options(node) for node in made]  # (attribute, value) pairs
@@ -89,13 +90,11 @@ def same_option(value, expected):
 
 
 class Step(NamedTuple):
-    """One step, as `build_template` met it: its anchors, its slot tensors and its inputs
-    from outside it."""
+    """One step, as `build_template` met it: its anchors and its slot tensors."""
 
     lower: object  # x_{i-1}
     upper: object  # x_i
     slots: list
-    outside: list  # (slot, input index, tensor) for each "outside" wiring
 
 
 class OutsideColumn(NamedTuple):
@@ -127,23 +126,22 @@ class Segment:
             raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
         self.outside, self.shared_operands = [], []
         wiring = [list(codes) for codes in template.wiring]
-        for slot, codes in enumerate(template.wiring):
-            for k in [k for k, code in enumerate(codes) if code == "outside"]:
-                operands = [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]
-                first = operands[0]
-                if all(operand is first for operand in operands):
-                    wiring[slot][k] = ("shared", first)
-                    self.shared_operands.append(first)
-                    continue
-                if any(operand.shape != first.shape for operand in operands):
-                    raise CannotScan("the steps' inputs differ in shape")
-                if not template.classes[slot].takes_per_step(k):
-                    raise CannotScan(
-                        f"input {k} of {template.classes[slot].__name__} differs from step to "
-                        "step, and its rule sums over the steps (a weight made in each step)"
-                    )
-                wiring[slot][k] = "step"
-                self.outside.append(OutsideColumn(slot, k, operands))
+        for slot, k in template.outside_reads:
+            operands = [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]
+            first = operands[0]
+            if all(operand is first for operand in operands):
+                wiring[slot][k] = ("shared", first)
+                self.shared_operands.append(first)
+                continue
+            if any(operand.shape != first.shape for operand in operands):
+                raise CannotScan("the steps' inputs differ in shape")
+            if not template.classes[slot].takes_per_step(k):
+                raise CannotScan(
+                    f"input {k} of {template.classes[slot].__name__} differs from step to "
+                    "step, and its rule sums over the steps (a weight made in each step)"
+                )
+            wiring[slot][k] = "step"
+            self.outside.append(OutsideColumn(slot, k, operands))
         template.wiring = wiring
         self.template = template
         self.anchors = anchors[count::-1]
@@ -217,7 +215,7 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
                 paths.append((cursor, k))
             else:
                 codes.append("outside")
-                outside.append((cursor, k, operand))
+                outside.append((cursor, k))
         wiring.append(codes)
         for k, code in enumerate(codes):  # (a slot or the carry differs from step to step)
             if code not in ("const", "outside") and not node.takes_per_step(k):
@@ -228,9 +226,8 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
     chain = _chain_inputs(slots, wiring, order, kinds)
     if chain is None or 0 not in chain:
         return None
-    return Template(slots, paths, wiring, reads, chain, order, kinds), Step(
-        lower, upper, slots, outside
-    )
+    template = Template(slots, paths, wiring, reads, outside, chain, order, kinds)
+    return template, Step(lower, upper, slots)
 
 
 def _chain_inputs(slots, wiring, order, kinds):
