@@ -39,14 +39,8 @@ def declare(anchors, refusal=None):
             "the carry)"
         )
     template = None if built is None else built[0]
-    key = id(top)
-    reference = weakref.ref(top, lambda ref: _forget(key, ref))
-    _DECLARED[key] = Declaration(reference, anchors[:-1], template, refusal)
-
-
-def _forget(key, ref):
-    if key in _DECLARED and _DECLARED[key].top is ref:  # (not a newer entry under its id)
-        del _DECLARED[key]
+    _DECLARED[id(top)] = Declaration(weakref.ref(top), anchors[:-1], template, refusal)
+    weakref.finalize(top, _DECLARED.pop, id(top), None)  # (it goes with its tensor)
 
 
 def declared_at(tensor):
