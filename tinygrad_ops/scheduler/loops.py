@@ -87,10 +87,8 @@ def _held(segment, taken):
     """The ids of the tensors made since the segment's first node that its steps' inputs
     from outside are made from (the lower layer of a stacked loop, the RNN under a running
     sum of losses): the walk leaves them pending until the scan has sent them its
-    gradients. None if the segment's own tensors are among them (its steps read its chain
-    through another state: the layers of a loop that feeds back): no chain. Another
-    chain's tensor met (`taken`) brings that chain whole, and the search goes on from its
-    inputs."""
+    gradients. None if the segment's own tensors are among them (a loop whose layers feed
+    back): no chain. Another chain met (`taken`) comes whole, and the search goes on below."""
     bound = segment.first_sequence
     held = set()
     stack = list(segment.outside_operands)
@@ -113,8 +111,7 @@ def _held(segment, taken):
 
 
 def _chain_at(top, taken, capture, min_steps):
-    """The Segment whose top anchor is `top`, or None (`taken`: the found chains' tensors'
-    ids)."""
+    """The Segment whose top anchor is `top`, or None."""
     for lower in _candidates(top, taken):
         built = _top_step(lower, top, taken, capture)
         if built is None:
@@ -145,10 +142,8 @@ def _first_among(tensors, taken, capture):
 
 def _candidates(top, taken):
     """Up to CANDIDATES tensors within MAX_PERIOD ops below `top` (and among the nearest
-    2 * MAX_SLOTS) that may be the anchor below it: made by its op class, of its shape and
-    dtype, not in a found chain, and such that the path of input indices from `top` down
-    to it leads on from it to a tensor like them (as it does in a chain of alike steps).
-    The nearest first (the newest first among those as near)."""
+    2 * MAX_SLOTS), in no found chain, that may be the anchor below it (`_alike` and
+    `_repeats`), the nearest first (the newest first among those as near)."""
     found, seen = [], {id(top)}
     route_to = {id(top): []}  # the input indices from `top` down to a tensor met
     level = [top]
@@ -185,7 +180,7 @@ def _alike(tensor, top):
 
 def _repeats(top, lower, route):
     """Whether `route` (the input indices from `top` down to `lower`) leads from `lower`
-    on to a tensor alike (the anchor below it, or a leaf x_0)."""
+    on to a tensor alike (the anchor below it, or a leaf x_0), as in a chain of alike steps."""
     anchors = walk_route(route, Step(lower, top, []), 3)
     return len(anchors) == 3 and _alike(anchors[2], top)
 

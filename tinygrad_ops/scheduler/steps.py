@@ -106,16 +106,13 @@ class OutsideColumn(NamedTuple):
 
 
 class Segment:
-    """The run of steps from the top down (`anchors`: x_n, x_{n-1}, ...) made as `template`
-    says (`steps_as_template`), as many of them as `kept(anchors, count, nodes)` keeps (the
-    finder's rule), kept by columns; `CannotScan` when fewer than `min_steps` steps are made
-    so, or their inputs cannot be taken per step.
-
-    `anchors` are x_0 .. x_n; `columns[slot]` holds the slot's tensor in every step (step
-    0 is x_0 -> x_1) and `nodes[slot]` its node, whose saved values the scheduler stacks
-    (batched.py). Each input from outside the steps is shared (the same tensor in every
-    step: a weight, in `shared_operands`) or per step (an `OutsideColumn` in `outside`);
-    the template's wiring says which, ("shared", tensor) or "step".
+    """The steps from the top down (`anchors`: x_n, x_{n-1}, ...) made as `template` says
+    (`steps_as_template`) and kept by `kept(anchors, count, nodes)` (the finder's rule), by
+    columns: `anchors` x_0 .. x_n, `columns[slot]` the slot's tensor in every step (step 0
+    is x_0 -> x_1), `nodes[slot]` its node, whose saved values the executor stacks. An input
+    from outside the steps is shared (the same tensor in every step, `shared_operands`) or
+    per step (an `OutsideColumn` in `outside`), as the template's wiring then says.
+    `CannotScan` when fewer than `min_steps` steps are made so, or the inputs do not stack.
     """
 
     def __init__(self, template, anchors, min_steps, kept=None):
@@ -174,9 +171,8 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
     x_{i-1} and in none of the `excluded` sets of ids (another chain's tensors, loops.py)
     is a slot; x_{i-1} is "prev", another tensor that needs a gradient "outside", anything
     else "const". Every slot's op must have a Jacobian rule and no hooks (nor be a tg.grad
-    input, in `capture`); every op on a path from x_{i-1} to x_i must be row-wise through
-    that input (`jacobians.chain_kind` says); with `max_slots`, a step of more tensors is
-    none.
+    input, in `capture`), and a row-wise one on the chain (`_chain_inputs`); with
+    `max_slots`, a step of more tensors is none.
     """
     if upper.shape != lower.shape or upper._ctx is None:
         return None
