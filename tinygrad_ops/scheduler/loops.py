@@ -64,17 +64,18 @@ def find(graph, min_steps=2):
         if segment is None:
             misses += 1
             node = tensor._ctx
-            below = [operand for operand, needs in zip(node.inputs, node.needs_input_grad) if needs]
-        else:
-            misses = 0
-            segments[id(tensor)] = segment
-            for column in segment.columns:
-                taken.update(dict.fromkeys(map(id, column), segment))
-            # Below a chain: its x_0, its shared inputs and its top step's per-step inputs (the
-            # top of the lower layer of a stacked loop; the other steps' lead to no chain).
-            top_step = [column.operands[-1] for column in segment.outside]
-            below = [segment.anchors[0], *top_step, *segment.shared_operands]
-        for operand in below:
+            for operand, needs in zip(node.inputs, node.needs_input_grad):
+                if needs:
+                    push(operand)
+            continue
+        misses = 0
+        segments[id(tensor)] = segment
+        for column in segment.columns:
+            taken.update(dict.fromkeys(map(id, column), segment))
+        # Below a chain: its x_0, its shared inputs and its top step's per-step inputs (the top
+        # of the lower layer of a stacked loop; the other steps' lead to no chain).
+        top_step = [column.operands[-1] for column in segment.outside]
+        for operand in [segment.anchors[0], *top_step, *segment.shared_operands]:
             push(operand)
     for key, segment in list(segments.items()):
         segment.held = _held(segment, taken)
