@@ -33,6 +33,7 @@ import numpy as np
 
 from ..autograd.graph import ScannedSegment, unbroadcast
 from ..mode import STATE
+from ..ops.jacobian import IDENTITY
 from ..ops.unbind import source_gradient
 from . import jacobians, scans
 from .batched import BatchedSlot
@@ -82,7 +83,7 @@ class SegmentRun:
         """The structured Jacobian of steps start..stop-1 (0-based, in chain order): the
         ops' Jacobian rules chained from x_i down to x_{i-1}, summed where paths meet."""
         template = self.segment.template
-        adjoint = {0: jacobians.IDENTITY}  # slot (or "prev": x_{i-1}) -> d x_i / d slot
+        adjoint = {0: IDENTITY}  # slot (or "prev": x_{i-1}) -> d x_i / d slot
         for slot in template.chain_slots:  # consumers before inputs
             current = adjoint.pop(slot)
             batched = self.batched[slot]
