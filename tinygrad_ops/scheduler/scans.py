@@ -7,19 +7,10 @@ order matters everywhere). Every scan returns the inclusive prefixes
 
     out[i] = x[0] . x[1] . ... . x[i]
 
-The scans (docs/scan.md section 3):
-
-- `sequential_scan`: the fold, one combine per element (the reference).
-- `hillis_steele_scan` (Hillis & Steele 1986): for k = 1, 2, 4, ...: x[i] = x[i-k] . x[i]
-  for every i >= k at once; ceil(log2 n) rounds, O(n log n) work.
-- `blelloch_scan` (Blelloch 1990), in its recursive odd/even form: the up-sweep combines
-  neighbours (x[0].x[1], x[2].x[3], ...), the half-length list is scanned the same way,
-  and the down-sweep fills in the even positions from the odd prefixes; 2 log2 n rounds,
-  O(n) work, any length (a ragged last element just waits one level).
-- `blocked_scan`: blocks of `block_size` elements taken in order; each block is scanned in
-  parallel (Blelloch) with the prefix carried in from the blocks before it, so the work
-  in flight (and the memory of a caller that builds elements block by block) is bounded
-  by the block size.
+The scans, each a function over any operator with a doctest (docs/scan.md section 3):
+`sequential_scan` (the fold, the reference), `hillis_steele_scan`, `blelloch_scan` and
+`blocked_scan`, all on `scan_from_prefix`; `chain_scan` is the backward of a chain as one
+of them, `work_and_depth` counts a scan's products.
 
 Prefixes that start at element 0 may be cheaper than general elements: for the backward
 affine operator, element 0 is the seed gradient, so every prefix is a vector while general
@@ -117,7 +108,6 @@ class SeededProduct(AssociativeOperator):
     every prefix is a vector (g -> g A). Half the work of the affine pairs."""
 
     def __init__(self, diagonal=False):
-        self.diagonal = diagonal
         self.compose, self.apply = DIAGONAL if diagonal else DENSE
 
     def combine(self, left, right):
@@ -146,7 +136,8 @@ def sequential_scan(elements, operator):
 
 
 def hillis_steele_scan(elements, operator):
-    """Inclusive prefixes in ceil(log2 n) rounds: round k sets x[i] = x[i-k] . x[i], i >= k.
+    """Inclusive prefixes in ceil(log2 n) rounds, O(n log n) combines (Hillis & Steele 1986):
+    for k = 1, 2, 4, ..., round k sets x[i] = x[i-k] . x[i] for every i >= k at once.
 
     Positions below k already hold finished prefixes (which contain element 0); the rest
     hold general elements. Both halves of a round are one vectorised call each.
@@ -189,7 +180,8 @@ def _sequential_from_prefix(first, rest, operator):
 
 
 def blelloch_scan(elements, operator):
-    """Inclusive prefixes with O(n) combines in 2 log2 n rounds, for any length n.
+    """Inclusive prefixes with O(n) combines in 2 log2 n rounds, for any length n (Blelloch
+    1990, in its recursive odd/even form; a ragged last element just waits one level).
 
     Up-sweep: pair neighbours, p[j] = x[2j] . x[2j+1]; scan p the same way (recursively),
     which gives the prefixes at the odd positions; down-sweep: the prefix at an even
@@ -355,12 +347,5 @@ def work_and_depth(method, count, block_size=64):
     (1013, 1024, 18)
     """
     operator = WorkAndDepth()
-    deepest = [0]
-
-    def sink(start, stop, prefixes):
-        deepest[0] = max(deepest[0], int(prefixes[0].max()))
-
-    zeros = (np.zeros(1, dtype=np.int64),)
-    build = lambda start, stop: (np.zeros(stop - start, dtype=np.int64),)  # noqa: E731
-    scan_from_prefix(method, zeros, build, count, operator, block_size, sink)
-    return operator.matrix_products, operator.vector_products, deepest[0]
+    (depths,) = _scan(method, (np.zeros(count + 1, dtype=np.int64),), operator, block_size)
+    return operator.matrix_products, operator.vector_products, int(depths.max())
