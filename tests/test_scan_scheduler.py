@@ -4,6 +4,7 @@ an error the walk raises is raised as the walk raises it."""
 
 import numpy as np
 import pytest
+from helpers import SpyScheduler
 
 import tinygrad_ops as tg
 from tinygrad_ops.ops.base import Op
@@ -51,6 +52,57 @@ def two_chains_one_reading_the_other():
 def test_another_chain_made_from_the_scanned_ones_tensors_is_walked_right(method):
     refusals = assert_walks_gradients(two_chains_one_reading_the_other, method)
     assert "another chain met before the scan is made from its tensors" in refusals
+
+
+def nested_scans_whose_inner_carries_are_read():
+    """A tg.scan inside a tg.scan's step, its last carry returned as the outer step's y:
+    the walk meets an inner chain's top (declared, its segment not made yet) before the
+    outer chain's scan, and the inner chain is made from the outer one's carries."""
+    generator = np.random.default_rng(1)
+    U = tg.Tensor(generator.standard_normal((3, 3)) * 0.5, requires_grad=True)
+    V = tg.Tensor(generator.standard_normal((3, 3)) * 0.5, requires_grad=True)
+    h0 = tg.Tensor(generator.standard_normal((2, 3)), requires_grad=True)
+    xs = tg.Tensor(generator.standard_normal((8, 2, 3)))
+    inner_xs = tg.Tensor(generator.standard_normal((3, 2, 3)))
+
+    def inner(c, y):
+        return (c @ V + y).tanh(), None
+
+    def outer(h, x):
+        c, _ = tg.scan(inner, h, inner_xs)
+        h = (h @ U + x + c).tanh()
+        return h, c
+
+    h, ys = tg.scan(outer, h0, xs)
+    return (h * h).sum() + (ys * ys).sum(), [U, V, h0]
+
+
+@pytest.mark.parametrize("method", SCANS)
+def test_a_declared_chain_met_before_a_scan_and_made_from_it_is_walked_right(method):
+    refusals = assert_walks_gradients(nested_scans_whose_inner_carries_are_read, method)
+    assert "another chain met before the scan is made from its tensors" in refusals
+
+
+def _per_step_scales():
+    generator = np.random.default_rng(2)
+    U = tg.Tensor(generator.standard_normal((3, 3)) * 0.5, requires_grad=True)
+    h0 = tg.Tensor(generator.standard_normal((2, 3)), requires_grad=True)
+    scales = [tg.Tensor(generator.uniform(0.5, 1.5, 3), requires_grad=True) for _ in range(10)]
+    h = h0
+    for scale in scales:
+        h = ((h @ U) * scale).tanh()
+    return (h * h).sum(), [U, h0, *scales]
+
+
+@pytest.mark.parametrize("method", SCANS)
+def test_a_per_step_input_of_fewer_axes_than_the_chain_is_stacked_aligned_right(method):
+    """Mul saves a (3,) scale per step beside a (2, 3) state: its stack (steps, 3) is
+    aligned on the right, (steps, 1, 3), for the batched rule to broadcast as each step's."""
+    assert assert_walks_gradients(_per_step_scales, method) == []
+    loss, _ = _per_step_scales()
+    spy = SpyScheduler(scan_scheduler(method))
+    loss.backward(scheduler=spy)
+    assert [len(segment.tensors) - 1 for segment in spy.graph.scanned_segments] == [10]
 
 
 def _loop_chain():

@@ -235,9 +235,8 @@ class ScanScheduler:
 
 def walk(graph, scheduler, chains):
     """The engine's walk (the newest pending node first, the leaves last) that scans a
-    chain on reaching its top anchor: `chains` maps the top's id to its Segment (found),
-    or None (declared by `tg.scan`: made there). A chain that cannot be scanned is walked
-    (`CannotScan`: the reason kept in the scheduler's `refusals`)."""
+    chain on reaching its top anchor (`chains`: the top's id -> its Segment, or None where
+    `tg.scan` declared it: made here); a refusal's reason goes to `scheduler.refusals`."""
     heap = graph.heap = []
     graph.leaves = []  # (sent leaves stay pending in `graph.grads` for the walk below)
     for key in graph.grads:

@@ -154,10 +154,9 @@ def _hillis_steele_from_prefix(first, rest, operator):
     """Hillis-Steele over [first (a prefix)] + rest (general elements)."""
     count = 1 + length(rest)
     prefixes = first
-    interior = rest  # position p (not yet finished) lives at interior[p - done]
-    done = 1
-    while done < count:
-        step = done
+    interior = rest  # position p (not yet finished) lives at interior[p - step]
+    step = 1  # (the positions below `step` hold finished prefixes)
+    while step < count:
         # Positions [step, 2 step) take a finished prefix from the left.
         reach = min(step, count - step)
         finished = operator.extend(take(prefixes, slice(0, reach)), take(interior, slice(0, reach)))
@@ -168,7 +167,7 @@ def _hillis_steele_from_prefix(first, rest, operator):
                 take(interior, slice(0, remaining)), take(interior, slice(step, step + remaining))
             )
         prefixes = concatenate(prefixes, finished)
-        done = min(2 * step, count)
+        step *= 2
     return prefixes
 
 
@@ -243,8 +242,7 @@ def _interleave(evens, odds, count):
 def blocked_scan(elements, operator, block_size=64):
     """Inclusive prefixes, `block_size` elements at a time: each block is scanned in
     parallel (Blelloch) starting from the prefix carried in from the blocks before it
-    (`scan_from_prefix`'s "blocked", which the chain scheduler calls with a function that
-    builds one block of elements at a time: only one block of Jacobians exists at once).
+    (`scan_from_prefix`'s "blocked": its memory bounded by the block).
 
     >>> import numpy as np
     >>> matrices = (np.array([[[1, 1], [0, 1]]] * 10),)
