@@ -1,9 +1,8 @@
 """Backward schedulers: how the engine walks the graph and accumulates gradients.
 
 The engine builds a `BackwardGraph` (nodes in topological order, the seed gradients, and
-`visit` to run one node) and hands it to a scheduler's `run`; `sequential` (the reference
-walk) and the scan schedulers register themselves here, under the names
-`backward(scheduler=...)` takes (registry.py).
+`visit` to run one node) and hands it to a scheduler's `run`; the schedulers register
+here under the names `backward(scheduler=...)` takes (registry.py).
 """
 
 # (`name as name`: re-exported, the public names of this package besides the classes)

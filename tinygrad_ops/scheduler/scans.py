@@ -317,8 +317,7 @@ def chain_scan(method, seed, build, count, diagonal, injected, sink, block_size=
 class WorkAndDepth(AssociativeOperator):
     """An operator that counts instead of computing: each element is its depth (how many
     products lie on its longest path of dependencies); `combine` is a matrix-matrix
-    product (a general element's), `extend` a vector-matrix one (a prefix's). Run through
-    a scan, it gives that scan's work and depth exactly (`work_and_depth`)."""
+    product (a general element's), `extend` a vector-matrix one (a prefix's)."""
 
     def __init__(self):
         self.matrix_products = self.vector_products = 0
