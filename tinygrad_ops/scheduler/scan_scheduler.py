@@ -266,12 +266,11 @@ def walk(graph, scheduler, chains):
 
 def scan_at(graph, scheduler, segment, chains):
     """Scan `segment`, whose top anchor the walk has reached, after walking on through what is
-    pending since its first node (the readouts: their gradients, complete since a step reads
-    only its carry, its own tensors and inputs made before it, are the injections e_i), all
-    but what waits for the scan: the anchors, `Segment.held` (the lower layer of a stacked
-    loop) and another chain met there (`_another_chain`). A readout of a tensor inside a
-    step is walked too: the rules are linear in the gradient, so its part and the scan's sum
-    to the walk's. CannotScan, with nothing sent to the segment, when it cannot be scanned."""
+    pending since its first node but the anchors, `Segment.held` (the lower layer of a stacked
+    loop) and another chain met there (`_another_chain`): the readouts, whose gradients are
+    the injections e_i (complete: a step reads only its carry, its own tensors and older
+    inputs; the rules are linear, so a readout inside a step may go first). CannotScan, with
+    nothing sent to the segment, when it cannot be scanned."""
     method, block_size = scheduler.choose(segment)
     if method == "sequential":
         raise CannotScan(f"{scheduler.name}: the walk is estimated cheaper")

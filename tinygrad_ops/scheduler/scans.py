@@ -11,12 +11,6 @@ The scans, each a function over any operator with a doctest (docs/scan.md sectio
 `sequential_scan` (the fold, the reference), `hillis_steele_scan`, `blelloch_scan` and
 `blocked_scan`, all on `scan_from_prefix`; `chain_scan` is the backward of a chain as one
 of them, `work_and_depth` counts a scan's products.
-
-Prefixes that start at element 0 may be cheaper than general elements: for the backward
-affine operator, element 0 is the seed gradient, so every prefix is a vector while general
-elements are (matrix, vector) pairs. Operators say so with two optional methods:
-`to_prefix(elements)` (turn elements that start at 0 into prefixes) and
-`extend(prefixes, elements)` (prefix . element). The defaults treat prefixes as elements.
 """
 
 import numpy as np
@@ -39,9 +33,11 @@ def length(elements):
 class AssociativeOperator:
     """Base class: `combine(left, right)` pairs stacks element by element, left first.
 
-    Subclasses define `combine`; they may make prefixes cheaper with `to_prefix` and
-    `extend` (see the module docstring). (No scan here needs the identity element: a
-    ragged length waits a level instead of being padded.)
+    Prefixes that start at element 0 may be cheaper than general elements (for the backward
+    affine operator element 0 is the seed gradient, so every prefix is a vector): a subclass
+    says so with `to_prefix(elements)` (elements that start at 0 made prefixes) and
+    `extend(prefixes, elements)` (prefix . element); the defaults treat prefixes as
+    elements. (No scan here needs the identity element: a ragged length waits a level.)
     """
 
     def combine(self, left, right):  # pragma: no cover - subclasses override it
@@ -139,9 +135,6 @@ def hillis_steele_scan(elements, operator):
     """Inclusive prefixes in ceil(log2 n) rounds, O(n log n) combines (Hillis & Steele 1986):
     for k = 1, 2, 4, ..., round k sets x[i] = x[i-k] . x[i] for every i >= k at once.
 
-    Positions below k already hold finished prefixes (which contain element 0); the rest
-    hold general elements. Both halves of a round are one vectorised call each.
-
     >>> import numpy as np
     >>> matrices = (np.array([[[1, 1], [0, 1]]] * 5),)
     >>> hillis_steele_scan(matrices, MatrixProduct())[0][:, 0, 1].tolist()
@@ -155,7 +148,7 @@ def _hillis_steele_from_prefix(first, rest, operator):
     count = 1 + length(rest)
     prefixes = first
     interior = rest  # position p (not yet finished) lives at interior[p - step]
-    step = 1  # (the positions below `step` hold finished prefixes)
+    step = 1  # (positions below `step` hold finished prefixes: they contain element 0)
     while step < count:
         # Positions [step, 2 step) take a finished prefix from the left.
         reach = min(step, count - step)
@@ -182,10 +175,6 @@ def blelloch_scan(elements, operator):
     """Inclusive prefixes with O(n) combines in 2 log2 n rounds, for any length n (Blelloch
     1990, in its recursive odd/even form; a ragged last element just waits one level).
 
-    Up-sweep: pair neighbours, p[j] = x[2j] . x[2j+1]; scan p the same way (recursively),
-    which gives the prefixes at the odd positions; down-sweep: the prefix at an even
-    position 2j is prefix(2j - 1) . x[2j].
-
     >>> import numpy as np
     >>> matrices = (np.array([[[1, 1], [0, 1]]] * 7),)
     >>> blelloch_scan(matrices, MatrixProduct())[0][:, 0, 1].tolist()
@@ -195,7 +184,10 @@ def blelloch_scan(elements, operator):
 
 
 def _blelloch_from_prefix(first, rest, operator):
-    """Blelloch over [first (a prefix)] + rest (general elements)."""
+    """Blelloch over [first (a prefix)] + rest (general elements). Up-sweep: pair
+    neighbours, p[j] = x[2j] . x[2j+1]; scan p the same way (recursively), which gives the
+    prefixes at the odd positions; down-sweep: the prefix at an even position 2j is
+    prefix(2j - 1) . x[2j]."""
     count = 1 + length(rest)
     if count == 1:
         return first
