@@ -12,7 +12,7 @@ from rnn_formulations import FORMULATIONS, build
 import tinygrad_ops as tg
 from tinygrad_ops import nn
 from tinygrad_ops.autograd import BackwardGraph
-from tinygrad_ops.scheduler import loops, steps
+from tinygrad_ops.scheduler import declared, loops, steps
 
 STEPS = 12
 
@@ -38,6 +38,63 @@ EXPECTED["lstm"] = []  # two states, each read by the other's next step: no one-
 def test_every_formulation_has_its_chains_found(name):
     loss, _ = build(name, "tg", steps=STEPS)
     assert lengths_and_kinds(found_in(loss)) == sorted(EXPECTED[name])
+
+
+# The segments of every formulation, newest first: (the ops of a step, its per-step inputs,
+# its shared inputs, the tensors held for its scan), the steps STEPS - 1 (h_0 a constant).
+RNN = "MatMul->MatMul->Add->Add->Tanh"
+LSTM_JOINT = (
+    "GetItem->GetItem->MatMul->MatMul->Add->Add->GetItem->GetItem->GetItem->GetItem->"
+    "Sigmoid->Mul->Sigmoid->Tanh->Mul->Add->Sigmoid->Tanh->Mul->Concatenate"
+)
+SEGMENTS = {
+    "benchmark": [(RNN, 0, 3, 0)],
+    "swapped": [(RNN, 0, 3, 0)],
+    "bias-placed": [("MatMul->Add->MatMul->Add->Tanh", 0, 3, 0)],
+    "residual": [("MatMul->MatMul->Add->Tanh->Mul->Add", 0, 2, 0)],
+    "rnn-cell": [("Linear->Linear->Add->Tanh", 0, 4, 0)],
+    "loss-every-step": [("MatMul->MSELoss->Add", 1, 1, 55), (RNN, 0, 3, 0)],
+    "stacked": [(RNN, 1, 3, 55), (RNN, 0, 3, 0)],
+    "layer-norm": [("MatMul->MatMul->Add->Add->LayerNorm->Tanh", 0, 5, 0)],
+    "dropout": [("MatMul->Dropout->MatMul->Add->Add->Tanh", 0, 3, 0)],
+    "two-rnns": [(RNN, 0, 3, 0), (RNN, 0, 3, 0)],
+    "elementwise": [("Mul->MatMul->Add->Tanh", 0, 2, 0)],
+    "lstm": [],
+    "lstm-joint": [(LSTM_JOINT, 0, 3, 0)],
+}
+
+
+def described(segment):
+    return (segment.describe(), len(segment.outside), len(segment.shared_operands))
+
+
+@pytest.mark.parametrize("name", list(FORMULATIONS))
+def test_every_formulation_has_its_segments_made_alike(name):
+    loss, _ = build(name, "tg", steps=STEPS)
+    found = [(*described(segment), len(segment.held)) for segment in found_in(loss).values()]
+    expected = [(f"{STEPS - 1} steps of [{ops}]", *counts) for ops, *counts in SEGMENTS[name]]
+    assert found == expected
+
+
+@pytest.mark.parametrize("name", list(FORMULATIONS))
+def test_every_formulation_through_tg_scan_declares_the_same_segments(name):
+    """The walk makes the same segments of the chains `tg.scan` declares (the running sum
+    of the losses is outside the scan, and a carry of two tensors is refused)."""
+    loss, _ = build(name, "tg-scan", steps=STEPS)
+    made = []
+    for top in reversed(BackwardGraph([loss], None, False, True).order):  # (the newest first)
+        declaration = declared.declared_at(top)
+        if declaration is not None:
+            try:
+                made.append(described(declared.segment_of(declaration, top)))
+            except steps.CannotScan as reason:
+                made.append(str(reason))
+    expected = [(f"{STEPS - 1} steps of [{ops}]", *counts[:2]) for ops, *counts in SEGMENTS[name]]
+    if name == "loss-every-step":
+        expected = expected[1:]
+    if name == "lstm":
+        expected = ["the carry is a tuple of 2 tensors: walked (one joint tensor is scanned)"]
+    assert made == expected
 
 
 @pytest.mark.parametrize("name", list(FORMULATIONS))

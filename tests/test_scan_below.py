@@ -102,17 +102,17 @@ def test_the_plan_reports_the_lower_layer(variant):
 
 
 def test_each_layer_is_checked_once(monkeypatch):
-    """The finder checks each layer's steps column by column once (`segment_from`), both
+    """The finder checks each layer's steps column by column once (`Segment`), both
     before the first scan."""
     calls = []
     spy = SpyScheduler(tg.scheduler.ScanScheduler("blelloch"))
-    segment_from = loops.segment_from
+    segment = loops.Segment
 
     def counted(*arguments):
         calls.append(len(spy.graph.scanned_segments))  # how many scans ran before
-        return segment_from(*arguments)
+        return segment(*arguments)
 
-    monkeypatch.setattr(loops, "segment_from", counted)
+    monkeypatch.setattr(loops, "Segment", counted)
     loss, parameters = stacked("tg", "plain")
     loss.backward(scheduler=spy)
     expected, _ = gradients("tg", "plain", "sequential")

@@ -1,32 +1,26 @@
-"""Chains declared where they are built: `tg.scan` records its chain, the scheduler reads it.
-
-A `tg.scan` over n steps knows its chain x_0 -> x_1 -> ... -> x_n (the carries) as it
-runs: nothing has to be searched. When it has run it records a `Declaration`, keyed by
-the top anchor x_n: the anchors and its step's template (the top step's ops, their
-options, shapes and wiring: `steps.build_template`). A scan scheduler's walk, on reaching
-x_n, turns the declaration into a `Segment` (`segment_of`): the steps from the top down
-that were made as the template says (a Python step may branch), their tensors by slot,
-and which of their inputs are shared weights and which differ per step. When a declared
-chain cannot be scanned, `CannotScan` says why, in words that `backward_plan` shows, and
-the walk goes on through the steps one by one.
+"""Chains declared where they are built: a `tg.scan` records its chain as it runs
+(`declare`: the anchors and its top step's template, keyed by the top anchor), and a scan
+scheduler's walk, on reaching the top, makes its `Segment` (`segment_of`) or says why it
+cannot be scanned (`CannotScan`, in words `backward_plan` shows) and walks its steps.
 """
 
 import copy
 import weakref
 from typing import NamedTuple
 
-from .steps import CannotScan, build_template, make_segment, steps_as_template
+from .steps import CannotScan, Segment, build_template
 
-# id(top anchor) -> (a weak reference to it, its Declaration); an entry goes with its tensor.
-# (Keyed by id: a Tensor's == is elementwise, so it cannot key a WeakKeyDictionary.)
+# id(top anchor) -> its Declaration; an entry goes with its tensor. (Keyed by id: a
+# Tensor's == is elementwise, so it cannot key a WeakKeyDictionary.)
 _DECLARED = {}
 
 
 class Declaration(NamedTuple):
-    """What a `tg.scan` states about its chain: the anchors below the top (x_0 .. x_{n-1},
-    lowest first: the top anchor x_n keys the declaration and is held only weakly) and the
-    top step's template, or the reason the chain cannot be scanned at all (`refusal`)."""
+    """What a `tg.scan` states about its chain: its top anchor x_n (a weak reference), the
+    anchors below it (x_0 .. x_{n-1}, lowest first) and the top step's template, or the
+    reason the chain cannot be scanned at all (`refusal`)."""
 
+    top: weakref.ref
     below: list
     template: object
     refusal: object  # (a str, or None)
@@ -45,20 +39,14 @@ def declare(anchors, refusal=None):
             "the carry)"
         )
     template = None if built is None else built[0]
-    key = id(top)
-    reference = weakref.ref(top, lambda ref: _forget(key, ref))
-    _DECLARED[key] = (reference, Declaration(anchors[:-1], template, refusal))
-
-
-def _forget(key, ref):
-    if _DECLARED.get(key, (None,))[0] is ref:  # (not a newer tensor's entry under a reused id)
-        del _DECLARED[key]
+    _DECLARED[id(top)] = Declaration(weakref.ref(top), anchors[:-1], template, refusal)
+    weakref.finalize(top, _DECLARED.pop, id(top), None)  # (it goes with its tensor)
 
 
 def declared_at(tensor):
     """The declaration whose top anchor is `tensor`, or None."""
-    entry = _DECLARED.get(id(tensor))
-    return entry[1] if entry is not None and entry[0]() is tensor else None
+    declaration = _DECLARED.get(id(tensor))
+    return declaration if declaration is not None and declaration.top() is tensor else None
 
 
 def declared_in(roots):
@@ -67,8 +55,8 @@ def declared_in(roots):
     (they search the graph, `loops.py`). Chains whose top node a backward has released are
     forgotten first; the search stops at the first anchor (usually a few ops down)."""
     anchors = set()
-    for key, (ref, declaration) in list(_DECLARED.items()):
-        top = ref()
+    for key, declaration in list(_DECLARED.items()):
+        top = declaration.top()
         if top is None or top._ctx is None or top._ctx.saved is None:
             del _DECLARED[key]
         else:
@@ -98,11 +86,7 @@ def segment_of(declaration, top, min_steps=2):
     if len(anchors) - 1 < min_steps:
         raise CannotScan(f"{len(anchors) - 1} step(s), fewer than {min_steps}")
     template = copy.copy(declaration.template)  # (its wiring is the segment's own)
-    top_down = anchors[::-1]
-    count, tensors, nodes = steps_as_template(template, top_down)
-    if count < min_steps:
-        raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
-    segment = make_segment(template, top_down, count, tensors, nodes)
+    segment = Segment(template, anchors[::-1], min_steps)
     # The walk visits what is pending among the steps' tensors before the scan
     # (`scan_scheduler.scan_at`): right when the steps' other inputs are made before them.
     for operand in segment.outside_operands:

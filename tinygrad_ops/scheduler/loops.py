@@ -1,42 +1,28 @@
-"""The chains of hand-written loops, found on the tape (docs/scan.md, "How a chain is scanned").
+"""The chains of hand-written loops, found on the tape: the finder of docs/scan.md, "How a
+chain is scanned" (`tg.scan` declares its chain instead: declared.py).
 
-A Python loop `for x in xs: h = (x @ W + h @ U + b).tanh()` leaves on the tape a path of
-*anchors* h_0 -> h_1 -> ... -> h_n, every step made of the same ops (`tg.scan` declares
-its chain instead: declared.py). `find` walks down from the output, the newest tensor
-first as the engine's walk goes, and asks of each tensor T whether it tops such a chain:
-
-1. `_candidates`: below T, within one step's reach (`MAX_PERIOD` ops), a tensor made by
-   the same op class, of T's shape and dtype, may be the anchor below it (the nearest
-   first);
-2. `_top_step`: the ops from that anchor up to T are the step's template
-   (`steps.build_template`); a state carried beside the chain (the lower layer of a
-   stacked loop, the RNN under a running sum of losses) is taken out of the step and
-   read as a per-step input instead; a step that reads the chain through such an input
-   is no chain step (an LSTM's two states);
-3. `walk_route` follows the template's route of input indices down the chain, and
-   `segment_from` checks every step against the template, one column (a slot over all
-   the steps) at a time: the first step that differs ends the chain.
-
-A chain found, its tensors are part of no later chain's steps, and the walk goes on
-below it (`_below`). It gives up after `LOOK` tensors that top no chain: a graph without
-a chain (an MLP) costs a few lookups near its output. Last, `_held` gives each chain the
-tensors the walk must leave pending until its scan.
+`find` walks down from the output and asks of each tensor whether it tops a chain
+(`_chain_at`): `_candidates` may be the anchor below it, `_top_step` makes the step's
+template, `walk_route` follows the template down the chain and `steps.Segment`
+checks every step against it (`_in_order`: and their creation order). `_held` says what
+the walk leaves pending until each chain's scan.
 """
 
 import heapq
+from functools import partial
 from operator import lt
 
 from ..tensor import Tensor
 from .steps import (
-    MAX_PERIOD,
     CannotScan,
+    Segment,
     Step,
     agreeing,
     build_template,
-    make_segment,
     steps_as_template,
 )
 
+MAX_PERIOD = 16  # how many ops below a tensor the finder looks for the anchor below it
 LOOK = MAX_PERIOD
 """How many tensors in a row the walk down looks at without finding a chain before it stops
 (a readout or a loss above the chain is a few ops)."""
@@ -78,15 +64,17 @@ def find(graph, min_steps=2):
         if segment is None:
             misses += 1
             node = tensor._ctx
-            for operand, needs in zip(node.inputs, node.needs_input_grad):
-                if needs:
-                    push(operand)
-            continue
-        misses = 0
-        segments[id(tensor)] = segment
-        for column in segment.columns:
-            taken.update(dict.fromkeys(map(id, column), segment))
-        for operand in _below(segment):
+            below = [operand for operand, needs in zip(node.inputs, node.needs_input_grad) if needs]
+        else:
+            misses = 0
+            segments[id(tensor)] = segment
+            for column in segment.columns:
+                taken.update(dict.fromkeys(map(id, column), segment))
+            # Below a chain: its x_0, its shared inputs and its top step's per-step inputs (the
+            # top of the lower layer of a stacked loop; the other steps' lead to no chain).
+            top_step = [column.operands[-1] for column in segment.outside]
+            below = [segment.anchors[0], *top_step, *segment.shared_operands]
+        for operand in below:
             push(operand)
     for key, segment in list(segments.items()):
         segment.held = _held(segment, taken)
@@ -95,23 +83,12 @@ def find(graph, min_steps=2):
     return segments
 
 
-def _below(segment):
-    """Where the walk down goes on below a found chain: its x_0, its shared inputs and its
-    top step's per-step inputs (the top of the lower layer of a stacked loop; the other
-    steps' lead to no more chains, and pushing them cost a fifth of a 2,048-step stacked
-    loop's look)."""
-    top_step = [column.operands[-1] for column in segment.outside]
-    return [segment.anchors[0], *top_step, *segment.shared_operands]
-
-
 def _held(segment, taken):
     """The ids of the tensors made since the segment's first node that its steps' inputs
     from outside are made from (the lower layer of a stacked loop, the RNN under a running
     sum of losses): the walk leaves them pending until the scan has sent them its
-    gradients. None if the segment's own tensors are among them (its steps read its chain
-    through another state: the layers of a loop that feeds back): no chain. Another
-    chain's tensor met (`taken`) brings that chain whole, and the search goes on from its
-    inputs."""
+    gradients. None if the segment's own tensors are among them (a loop whose layers feed
+    back): no chain. Another chain met (`taken`) comes whole, and the search goes on below."""
     bound = segment.first_sequence
     held = set()
     stack = list(segment.outside_operands)
@@ -134,8 +111,7 @@ def _held(segment, taken):
 
 
 def _chain_at(top, taken, capture, min_steps):
-    """The Segment whose top anchor is `top`, or None (`taken`: the found chains' tensors'
-    ids)."""
+    """The Segment whose top anchor is `top`, or None."""
     for lower in _candidates(top, taken):
         built = _top_step(lower, top, taken, capture)
         if built is None:
@@ -144,8 +120,8 @@ def _chain_at(top, taken, capture, min_steps):
         anchors = walk_route(template.route, step)
         # The route may lead into a chain found before, or to a tg.grad input: it ends there.
         anchors = anchors[: _first_among(anchors[1:], taken, capture) + 2]
-        try:
-            segment = segment_from(template, anchors, min_steps)
+        try:  # (the steps made as the template says, and in creation order)
+            segment = Segment(template, anchors, min_steps, partial(_in_order, template))
         except CannotScan:
             continue  # too few steps alike, or per-step inputs that do not stack
         if all(_first_among(column, taken, capture) == len(column) for column in segment.columns):
@@ -166,10 +142,8 @@ def _first_among(tensors, taken, capture):
 
 def _candidates(top, taken):
     """Up to CANDIDATES tensors within MAX_PERIOD ops below `top` (and among the nearest
-    2 * MAX_SLOTS) that may be the anchor below it: made by its op class, of its shape and
-    dtype, not in a found chain, and such that the path of input indices from `top` down
-    to it leads on from it to a tensor like them (as it does in a chain of alike steps).
-    The nearest first (the newest first among those as near)."""
+    2 * MAX_SLOTS), in no found chain, that may be the anchor below it (`_alike` and
+    `_repeats`), the nearest first (the newest first among those as near)."""
     found, seen = [], {id(top)}
     route_to = {id(top): []}  # the input indices from `top` down to a tensor met
     level = [top]
@@ -206,8 +180,8 @@ def _alike(tensor, top):
 
 def _repeats(top, lower, route):
     """Whether `route` (the input indices from `top` down to `lower`) leads from `lower`
-    on to a tensor alike (the anchor below it, or a leaf x_0)."""
-    anchors = walk_route(route, Step(lower, top, [], []), 3)
+    on to a tensor alike (the anchor below it, or a leaf x_0), as in a chain of alike steps."""
+    anchors = walk_route(route, Step(lower, top, []), 3)
     return len(anchors) == 3 and _alike(anchors[2], top)
 
 
@@ -230,22 +204,23 @@ def _top_step(lower, upper, taken, capture):
 
 def _carried(template, step):
     """The ids of the step's tensors that the step above reads again from outside through
-    another state (a second state carried along, the lower layer of a stacked loop), an
-    empty set when there are none, None when an input from outside reads the chain or no
-    step below is made like this one.
-
-    The step below (x_{n-2} -> x_{n-1}) is traced by the template's paths; each outside
-    input of the top step is searched down to the oldest of that step's tensors: if it
-    reaches x_{n-1} or x_{n-2}, the step reads the chain from outside; where it reaches
-    another tensor of the step below, that tensor's counterpart in the top step is a
-    carried state."""
-    below = _step_below(template, step)
-    if below is None:
+    another state (a second state carried along, the lower layer of a stacked loop): each
+    input from outside the top step is searched down to the oldest tensor of the step
+    below (x_{n-2} -> x_{n-1}, traced by the template), and where it meets one of them,
+    that tensor's counterpart in the top step is carried. None where one meets x_{n-1} or
+    x_{n-2} (the step reads the chain from outside), or no step below is made alike."""
+    anchors = walk_route(template.route, step, 3)
+    count, tensors, nodes = steps_as_template(template, anchors)
+    if count < 2:
         return None
-    slots, bottom, bound = below
+    bottom = anchors[2]
+    below = {id(column[1]): slot for slot, column in enumerate(tensors)}
+    bound = min(column[1].sequence for column in nodes)
+    if bottom._ctx is not None:
+        bound = min(bound, bottom._ctx.sequence)
     carried = set()
-    for _, _, operand in step.outside:
-        stack, seen = [operand], set()
+    for slot, k in template.outside_reads:
+        stack, seen = [step.slots[slot]._ctx.inputs[k]], set()
         while stack:
             tensor = stack.pop()
             if tensor is step.lower or tensor is bottom:
@@ -254,27 +229,12 @@ def _carried(template, step):
             if node is None or node.sequence < bound or id(tensor) in seen:
                 continue
             seen.add(id(tensor))
-            slot = slots.get(id(tensor))
+            slot = below.get(id(tensor))
             if slot is not None:
                 carried.add(id(step.slots[slot]))
                 continue
             stack.extend(node.inputs)
     return carried
-
-
-def _step_below(template, step):
-    """({id(tensor): slot} of the step below the top one, traced by the template, its own
-    lower anchor x_{n-2}, and the oldest creation number among them), or None where no
-    step below is made like the top one."""
-    anchors = walk_route(template.route, step, 3)
-    count, tensors, nodes = steps_as_template(template, anchors)
-    if count < 2:
-        return None
-    bottom = anchors[2]
-    bound = min(column[1].sequence for column in nodes)
-    if bottom._ctx is not None:
-        bound = min(bound, bottom._ctx.sequence)
-    return {id(column[1]): slot for slot, column in enumerate(tensors)}, bottom, bound
 
 
 def walk_route(route, top, limit=None):
@@ -303,49 +263,36 @@ def walk_route(route, top, limit=None):
     return anchors
 
 
-def segment_from(template, anchors, min_steps):
-    """The `Segment` of the steps from the top down (`anchors`: x_n, x_{n-1}, ... as
-    `walk_route` gives them) made as `template`, the top step's, says
-    (`steps.steps_as_template`), from an x_0 of the chain's shape and dtype, and in
-    creation order (`_in_order`); `CannotScan` when fewer than `min_steps` are, or their
-    inputs do not stack."""
-    count, tensors, nodes = steps_as_template(template, anchors)
+def _in_order(template, anchors, count, nodes):
+    """How many of the top `count` steps below `anchors` (x_n, x_{n-1}, ...; `nodes`: each
+    slot's in them, as `steps.steps_as_template` gives them) the finder keeps: those above
+    an x_0 of the chain's shape and dtype, made in creation order: every slot after
+    x_{i-1} and before the ops that read it, every input from outside before x_{i-1} (one
+    shared by every step) or before the op that reads it (a per-step one: after x_{i-1}
+    for the lower layer's state of a stacked loop, which `_held` proves does not depend on
+    the chain)."""
     shape, dtype = template.shapes[0]
     if count and (anchors[count].shape != shape or anchors[count].data.dtype != dtype):
         count -= 1  # x_0 of another shape or dtype: its step is walked instead
-    count = _in_order(template, anchors, nodes, count)
-    if count < min_steps:
-        raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
-    return make_segment(template, anchors, count, tensors, nodes)
-
-
-def _in_order(template, anchors, nodes, count):
-    """How many of the top `count` steps were made in creation order: every slot after
-    x_{i-1} and before the ops that read it, every input from outside before x_{i-1} (one
-    shared by every step) or before the op that reads it (a per-step one: after x_{i-1}
-    for the lower layer's state of a stacked loop, which `_held` proves does not
-    depend on the chain)."""
     sequences = [[node.sequence for node in column[:count]] for column in nodes]
     bottom = anchors[count]._ctx
     lowers = sequences[0][1:] + [-1 if bottom is None else bottom.sequence]
-    for slot in range(1, len(sequences)):
-        count = _before(sequences[slot], sequences[template.parents[slot]], count)
-    for slot in template.tree_leaves:
-        count = _before(lowers, sequences[slot], count)
-    for slot, _, source in template.identity_reads:
-        if source != "prev":
-            count = _before(sequences[source], sequences[slot], count)
     for slot, codes in enumerate(template.wiring):
-        for k in [k for k, code in enumerate(codes) if code == "outside"]:
-            operands = [node.inputs[k] for node in nodes[slot][:count]]
-            made = [getattr(operand, "_ctx", None) for operand in operands]
-            if all(operand is operands[0] for operand in operands):
-                # (the lowest step's x_{i-1} decides, made before the others)
-                while count and made[0] is not None and made[0].sequence > lowers[count - 1]:
-                    count -= 1
-                continue
-            made = [-1 if node is None else node.sequence for node in made]
-            count = _before(made, sequences[slot], count)
+        reads = [code[1] for code in codes if isinstance(code, tuple)]  # (its slots)
+        if not reads:  # (the slots that read others are made after them, as checked next)
+            count = _before(lowers, sequences[slot], count)
+        for read in reads:
+            count = _before(sequences[read], sequences[slot], count)
+    for slot, k in template.outside_reads:
+        operands = [node.inputs[k] for node in nodes[slot][:count]]
+        made = [getattr(operand, "_ctx", None) for operand in operands]
+        if all(operand is operands[0] for operand in operands):
+            # (the lowest step's x_{i-1} decides, made before the others)
+            while count and made[0] is not None and made[0].sequence > lowers[count - 1]:
+                count -= 1
+            continue
+        made = [-1 if node is None else node.sequence for node in made]
+        count = _before(made, sequences[slot], count)
     return count
 
 

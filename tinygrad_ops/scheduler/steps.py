@@ -1,18 +1,8 @@
-"""The data model of a chain: step templates, steps, segments.
-
-A chain is a path of *anchors* x_0 -> x_1 -> ... -> x_n; the tensors of step i are x_i and
-the tensors it reads that belong to the step (made after x_{i-1}: the `h @ U`, `x_t @ W`,
-the sum of an RNN cell). A step's *template* records what every step of a scanned run must
-share: the op classes and options, the wiring between the step's tensors (its *slots*), the
-shapes and dtypes, and which inputs come from outside the step (a weight shared by every
-step, or an x_t that is different in every step). A *segment* is a run of steps with the
-same template, kept as columns (a slot over all the steps) so that the scheduler stacks
-each op's saved values in one call. See docs/scan.md sections 1 and 5.
-
-`build_template` is the one place a step's template is made: by `tg.scan` for its top
-step when it declares the chain (declared.py), and by the finder for a loop's (loops.py),
-which also tells it the tensors of other chains that do not belong to the step.
-`steps_as_template` checks the steps below the top one against its template.
+"""The data model of a chain (docs/scan.md, "How a chain is scanned"): a step's `Template`,
+made by `build_template` for the top step of a `tg.scan` (declared.py) or of a loop
+(loops.py); `steps_as_template`, which checks the steps below the top one against it; and
+the `Segment` of the steps made alike, kept by columns (a slot over all the steps), which
+the executor scans.
 """
 
 from typing import NamedTuple
@@ -22,8 +12,6 @@ import numpy as np
 from ..ops.base import Op
 from ..tensor import Tensor
 from . import jacobians
-
-MAX_PERIOD = 16  # how many ops below a tensor the finder looks for the anchor below it
 
 
 class CannotScan(ValueError):  # noqa: N818 (a reason, shown by backward_plan)
@@ -40,11 +28,12 @@ class Template:
     (no gradient needed).
     """
 
-    def __init__(self, slots, paths, wiring, chain, order, kinds):
+    def __init__(self, slots, paths, wiring, reads, outside, chain, order, kinds):
         made = [tensor._ctx for tensor in slots]
         self.classes = [type(node) for node in made]
         self.paths = paths
         self.wiring = wiring
+        self.outside_reads = outside  # (slot, input index) of each input from outside the step
         self.shapes = [(tensor.data.shape, tensor.data.dtype.str) for tensor in slots]
         self.needs = [node.needs_input_grad for node in made]
         self.options = [node_options(node) for node in made]  # (attribute, value) pairs
@@ -56,17 +45,9 @@ class Template:
         # "diagonal" when every op on the paths from x_{i-1} to x_i is elementwise (`kinds`:
         # the Jacobian kinds met on them)
         self.jacobian_kind = "dense" if "dense" in kinds else "diagonal"
-        self.parents = [None] + [parent for parent, _ in paths[1:]]
-        self.tree_leaves = [slot for slot in range(len(slots)) if slot not in self.parents]
         # The reads the paths do not prove, checked by identity: (slot, input index, "prev"
         # or the slot read by a second op).
-        self.identity_reads = []
-        for slot, codes in enumerate(wiring):
-            for k, code in enumerate(codes):
-                if code == "prev":
-                    self.identity_reads.append((slot, k, "prev"))
-                elif isinstance(code, tuple) and paths[code[1]] != (slot, k):
-                    self.identity_reads.append((slot, k, code[1]))
+        self.identity_reads = reads
         # The input indices that lead from x_i down to x_{i-1}, through its first read.
         slot, k = next((slot, k) for slot, k, read in self.identity_reads if read == "prev")
         self.route = [k]
@@ -75,21 +56,16 @@ class Template:
             self.route.insert(0, k)
 
 
-def op_attributes(op_class):
-    """The attributes an op class sets besides those of `Op` (its options: an exponent)."""
-    names = []
-    for klass in op_class.__mro__:
+def node_options(node):
+    """(attribute, value) for each option the node has set: the attributes its op class
+    sets besides those of `Op` (an exponent)."""
+    options = []
+    for klass in type(node).__mro__:
         if klass is Op:
             break
-        names.extend(klass.__dict__.get("__slots__", ()))
-    return names
-
-
-def node_options(node):
-    """(attribute, value) for each option the node has set."""
-    return tuple(
-        (name, getattr(node, name)) for name in op_attributes(type(node)) if hasattr(node, name)
-    )
+        names = klass.__dict__.get("__slots__", ())
+        options.extend((name, getattr(node, name)) for name in names if hasattr(node, name))
+    return tuple(options)
 
 
 _SIMPLE_OPTIONS = (int, float, complex, str, bool, bytes, type(None), np.dtype)
@@ -114,13 +90,11 @@ def same_option(value, expected):
 
 
 class Step(NamedTuple):
-    """One step, as `build_template` met it: its anchors, its slot tensors and its inputs
-    from outside it."""
+    """One step, as `build_template` met it: its anchors and its slot tensors."""
 
     lower: object  # x_{i-1}
     upper: object  # x_i
     slots: list
-    outside: list  # (slot, input index, tensor) for each "outside" wiring
 
 
 class OutsideColumn(NamedTuple):
@@ -132,30 +106,52 @@ class OutsideColumn(NamedTuple):
 
 
 class Segment:
-    """A run of isomorphic steps x_0 -> ... -> x_n that can be scanned, kept by columns.
-
-    `anchors` are x_0 .. x_n; `columns[slot]` holds the slot's tensor in every step (step
-    0 is x_0 -> x_1); `outside` lists the per-step inputs of the template (its "step"
-    wiring) as OutsideColumn records, `shared_operands` the inputs shared by every step
-    (the weights); `nodes[slot]` the slot's node in every step, whose saved values the
-    scheduler stacks (batched.py).
+    """The steps from the top down (`anchors`: x_n, x_{n-1}, ...) made as `template` says
+    (`steps_as_template`) and kept by `kept(anchors, count, nodes)` (the finder's rule), by
+    columns: `anchors` x_0 .. x_n, `columns[slot]` the slot's tensor in every step (step 0
+    is x_0 -> x_1), `nodes[slot]` its node, whose saved values the executor stacks. An input
+    from outside the steps is shared (the same tensor in every step, `shared_operands`) or
+    per step (an `OutsideColumn` in `outside`), as the template's wiring then says.
+    `CannotScan` when fewer than `min_steps` steps are made so, or the inputs do not stack.
     """
 
-    def __init__(self, template, anchors, columns, outside, shared, nodes):
+    def __init__(self, template, anchors, min_steps, kept=None):
+        count, tensors, nodes = steps_as_template(template, anchors)
+        if kept is not None:
+            count = kept(anchors, count, nodes)
+        if count < min_steps:
+            raise CannotScan(f"only the last {count} step(s) share the last step's ops and shapes")
+        self.outside, self.shared_operands = [], []
+        wiring = [list(codes) for codes in template.wiring]
+        for slot, k in template.outside_reads:
+            operands = [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]
+            first = operands[0]
+            if all(operand is first for operand in operands):
+                wiring[slot][k] = ("shared", first)
+                self.shared_operands.append(first)
+                continue
+            if any(operand.shape != first.shape for operand in operands):
+                raise CannotScan("the steps' inputs differ in shape")
+            if not template.classes[slot].takes_per_step(k):
+                raise CannotScan(
+                    f"input {k} of {template.classes[slot].__name__} differs from step to "
+                    "step, and its rule sums over the steps (a weight made in each step)"
+                )
+            wiring[slot][k] = "step"
+            self.outside.append(OutsideColumn(slot, k, operands))
+        template.wiring = wiring
         self.template = template
-        self.anchors = anchors
-        self.columns = columns
-        self.outside = outside
-        self.shared_operands = shared
-        self.nodes = nodes  # per slot, the node of every step (chain order)
-        self.length = len(anchors) - 1
-        self.state_shape = anchors[-1].shape
+        self.anchors = anchors[count::-1]
+        self.columns = [column[count - 1 :: -1] for column in tensors]
+        self.nodes = [column[count - 1 :: -1] for column in nodes]  # (chain order)
+        self.length = count
+        self.state_shape = anchors[0].shape
         self.jacobian_kind = template.jacobian_kind  # "diagonal" when every op on it is
         self.ops_per_step = len(template.classes)
-        self.first_sequence = min(column[0].sequence for column in nodes)  # (its first node)
+        self.first_sequence = min(column[0].sequence for column in self.nodes)  # (its first)
         # The inputs of the steps from outside them: every per-step one, each shared one once.
-        per_step = [operand for column in outside for operand in column.operands]
-        self.outside_operands = per_step + shared
+        per_step = [operand for column in self.outside for operand in column.operands]
+        self.outside_operands = per_step + self.shared_operands
         # The ids of tensors made since the first step that the walk leaves pending until
         # the scan: those its per-step inputs are made from (set by loops.py; None for a
         # declared chain, whose steps read no such tensor: declared.segment_of checks).
@@ -167,38 +163,6 @@ class Segment:
         return f"{self.length} steps of [{names}]"
 
 
-def make_segment(template, anchors, count, tensors, nodes):
-    """The Segment of the top `count` steps below `anchors` (x_n, x_{n-1}, ...), with their
-    slots' tensors and nodes top-down as `steps_as_template` gives them. Each input from
-    outside the steps is shared (the same tensor in every step: a weight) or per step; the
-    template's wiring says which, ("shared", tensor) or "step". `CannotScan` when the
-    per-step ones cannot be stacked, or the op's rule cannot take them per step
-    (`Op.takes_per_step`)."""
-    wiring = [list(codes) for codes in template.wiring]
-    per_step, shared = [], []
-    for slot, codes in enumerate(template.wiring):
-        for k in [k for k, code in enumerate(codes) if code == "outside"]:
-            operands = [node.inputs[k] for node in nodes[slot][count - 1 :: -1]]
-            first = operands[0]
-            if all(operand is first for operand in operands):
-                wiring[slot][k] = ("shared", first)
-                shared.append(first)
-                continue
-            if any(operand.shape != first.shape for operand in operands):
-                raise CannotScan("the steps' inputs differ in shape")
-            if not template.classes[slot].takes_per_step(k):
-                raise CannotScan(
-                    f"input {k} of {template.classes[slot].__name__} differs from step to "
-                    "step, and its rule sums over the steps (a weight made in each step)"
-                )
-            wiring[slot][k] = "step"
-            per_step.append(OutsideColumn(slot, k, operands))
-    template.wiring = wiring
-    columns = [column[count - 1 :: -1] for column in tensors]
-    step_nodes = [column[count - 1 :: -1] for column in nodes]
-    return Segment(template, anchors[count::-1], columns, per_step, shared, step_nodes)
-
-
 def build_template(lower, upper, capture, excluded=(), max_slots=None):
     """The (Template, Step) of the step from `lower` (x_{i-1}) to `upper` (x_i), or None if
     the step breaks a rule.
@@ -207,16 +171,15 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
     x_{i-1} and in none of the `excluded` sets of ids (another chain's tensors, loops.py)
     is a slot; x_{i-1} is "prev", another tensor that needs a gradient "outside", anything
     else "const". Every slot's op must have a Jacobian rule and no hooks (nor be a tg.grad
-    input, in `capture`); every op on a path from x_{i-1} to x_i must be row-wise through
-    that input (`jacobians.chain_kind` says); with `max_slots`, a step of more tensors is
-    none.
+    input, in `capture`), and a row-wise one on the chain (`_chain_inputs`); with
+    `max_slots`, a step of more tensors is none.
     """
     if upper.shape != lower.shape or upper._ctx is None:
         return None
     bound = -1 if lower._ctx is None else lower._ctx.sequence
     slots = [upper]
     slot_of = {id(upper): 0}
-    paths, wiring, outside = [None], [], []
+    paths, wiring, reads, outside = [None], [], [], []
     cursor = 0
     while cursor < len(slots):
         if max_slots is not None and len(slots) > max_slots:
@@ -233,8 +196,10 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
                 codes.append("const")
             elif operand is lower:
                 codes.append("prev")
-            elif id(operand) in slot_of:
+                reads.append((cursor, k, "prev"))
+            elif id(operand) in slot_of:  # (read a second time)
                 codes.append(("slot", slot_of[id(operand)]))
+                reads.append((cursor, k, slot_of[id(operand)]))
             elif (
                 operand._ctx is not None
                 and operand._ctx.sequence > bound
@@ -246,7 +211,7 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
                 paths.append((cursor, k))
             else:
                 codes.append("outside")
-                outside.append((cursor, k, operand))
+                outside.append((cursor, k))
         wiring.append(codes)
         for k, code in enumerate(codes):  # (a slot or the carry differs from step to step)
             if code not in ("const", "outside") and not node.takes_per_step(k):
@@ -257,7 +222,8 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
     chain = _chain_inputs(slots, wiring, order, kinds)
     if chain is None or 0 not in chain:
         return None
-    return Template(slots, paths, wiring, chain, order, kinds), Step(lower, upper, slots, outside)
+    template = Template(slots, paths, wiring, reads, outside, chain, order, kinds)
+    return template, Step(lower, upper, slots)
 
 
 def _chain_inputs(slots, wiring, order, kinds):
