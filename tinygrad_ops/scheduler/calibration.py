@@ -81,17 +81,6 @@ def calibrate(force=False):
     return _CALIBRATION
 
 
-class _Found(ScanScheduler):
-    """Blelloch on chains found before its run: a scan's cost once its chain is known."""
-
-    def __init__(self, found):
-        super().__init__("blelloch")
-        self.found = found
-
-    def find(self, graph):
-        return self.found
-
-
 def _engine_costs(costs):
     """The walk's and the scan's costs per node and per chain, on small RNNs."""
     from ..autograd.graph import BackwardGraph
@@ -111,7 +100,9 @@ def _engine_costs(costs):
         loss, _ = _small_rnn(steps)
         graph = BackwardGraph([loss], None, False, True)
         graph.send(loss, np.ones_like(loss.data))
-        scan = _Found(ScanScheduler("blelloch").find(graph))
+        scan = ScanScheduler("blelloch")
+        found = scan.find(graph)
+        scan.find = lambda graph: found  # (the chain found before the timing)
         return _timed(lambda: loss.backward(scheduler=scan))
 
     best = {"visit": math.inf, "short": math.inf, "long": math.inf}
@@ -170,21 +161,17 @@ def _numpy_costs(costs):
 
 
 class ChainTimes:
-    """What `auto` timed on the chains of hand-written loops where the cost model is not
-    sure of its choice (it misjudges some: at BPPSA's setting, hidden 20 in 16 rows, 100
-    steps, a scan estimated at 0.6x the walk took 1.5x): per chains key (`chains_key`),
-    the CPU times of the whole backward scanned and walked, `TRIALS` each way,
-    interleaved, the model's way first; then the faster by the minima. A graph shape
-    (`graph_key`) settled on the walk, so or by the rule, is walked at once from then on
-    (the look cost a fifth of BPPSA's 100-step walk). `KEPT` keys at most, the oldest
-    forgotten."""
+    """What `auto` timed on the chains of hand-written loops where its cost model is not
+    sure of its choice (docs/scan.md, "The cost model"): per chains key (`chains_key`),
+    `TRIALS` CPU times of the whole backward each way, scanned and walked; and the graph
+    shapes (`graph_key`) walked at once from then on. An entry per chains and graph shape
+    met (a few small tuples)."""
 
     TRIALS = 3
-    KEPT = 64
 
     def __init__(self):
         self.times = {}  # chains key -> {"scan": [seconds, ...], "walk": [...]}
-        self.walked = {}  # graph keys walked at once (the values unused: an ordered set)
+        self.walked = set()  # graph keys walked at once
         self.newest = None  # the creation number of the output of the latest backward
 
     def way(self, key, model_way):
@@ -201,7 +188,7 @@ class ChainTimes:
     def record(self, key, how, seconds, graph_key=None):
         """Keep a trial's time (`TRIALS` each way: the same number of samples on both
         sides); remember `graph_key` if these chains settle on the walk."""
-        times = _newest(self.times, key, {}, self.KEPT)
+        times = self.times.setdefault(key, {})
         trials = times.setdefault(how, [])
         if len(trials) < self.TRIALS:
             trials.append(seconds)
@@ -212,7 +199,7 @@ class ChainTimes:
     def remember_walked(self, graph_key):
         """Backwards of this graph shape are walked at once from now on."""
         if graph_key is not None:
-            _newest(self.walked, graph_key, None, self.KEPT)
+            self.walked.add(graph_key)
 
     def measured(self, key):
         """{"scan": best seconds, "walk": ...} of what was timed on these chains."""
@@ -231,16 +218,6 @@ class ChainTimes:
         return (
             None if newest is None else (type(node), graph.roots[0].shape, node.sequence - newest)
         )
-
-
-def _newest(table, key, default, kept):
-    """table[key] (default if absent), moved to the end: the newest, forgotten last (the
-    oldest go past `kept` entries)."""
-    value = table.pop(key, default)
-    table[key] = value
-    while len(table) > kept:
-        del table[next(iter(table))]
-    return value
 
 
 def chains_key(segments):

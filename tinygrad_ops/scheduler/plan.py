@@ -150,12 +150,12 @@ def _auto(scheduler, graph, found, declared):
         return None, [RULE, why]
     chooser = copy.copy(scheduler)  # (the scheduler itself is left as it was)
     chooser.trial = scheduler.trial_of(found)
-    rules = [RULE, why]
     measured = {} if chooser.trial is None else scheduler.chain_times.measured(chooser.trial[0])
-    if measured:  # what `auto` timed on these chains decides, as in its run
-        figures = ", ".join(f"{how} {seconds * 1e3:.2f} ms" for how, seconds in measured.items())
-        rules.append(f"timed on these chains before: {figures}; this backward: {chooser.trial[1]}")
-    return chooser, rules
+    if not measured:  # (the model's choice stands, or its trials begin with the model's way)
+        return chooser, [RULE, why]
+    figures = _milliseconds(measured)  # what `auto` timed on these chains decides, as in its run
+    timed = f"timed on these chains before: {figures}; this backward: {chooser.trial[1]}"
+    return chooser, [RULE, why, timed]
 
 
 def _segments(graph, declared, min_steps, refusals):
