@@ -31,9 +31,7 @@ def per_product(table, size):
 
 def held_costs(steps, rows, size, dense, costs):
     """(building, composing): seconds per step of a scan that holds `steps` steps'
-    Jacobians at once, on a chain tensor of `rows` rows of `size` values: dense (products
-    of d x d matrices, building d x d values per row) or diagonal (elementwise work),
-    both slower once what the scan holds is beyond the caches."""
+    Jacobians at once, on a chain tensor of `rows` rows of `size` values, dense or diagonal."""
     if not dense:
         # Elementwise: a few flops per value; a 1 x 1 "product" is the measured unit.
         unit = rows * size * costs["t_mm"][1]
@@ -79,7 +77,7 @@ def fixed_cost(nodes, rows, size, dense, costs):
     return fixed + nodes * 4 * rows * size * costs["c_element"]
 
 
-def estimate(steps, ops_per_step, state_shape, kind, costs=None, workers=1):
+def estimate(steps, ops_per_step, state_shape, kind, workers=1):
     """Estimated seconds for each choice on a segment: {"sequential": ..., "blelloch": ...,
     "hillis-steele": ..., "blocked:64": ..., ...}, with `workers` parallel workers sharing
     out a scan's products (work / P, Brent's bound: the depth, one numpy call per level,
@@ -89,7 +87,7 @@ def estimate(steps, ops_per_step, state_shape, kind, costs=None, workers=1):
     >>> sorted(times)
     ['blelloch', 'blocked:1024', 'blocked:256', 'blocked:64', 'hillis-steele', 'sequential']
     """
-    costs = calibrate() if costs is None else costs
+    costs = calibrate()
     nodes = steps * ops_per_step
     # (R, d): the chain tensor's rows, and the values in a row.
     rows, size = math.prod(state_shape[:-1]), (state_shape[-1] if state_shape else 1)

@@ -1,10 +1,6 @@
-"""The constants of `auto`'s cost model, measured once per process on this machine.
-
-`calibrate` times, in about half a second: c_visit (one node of the engine's sequential
-walk), c_batch and c_chain (a scan of a chain already found, per node and per chain, from
-two chain lengths), t_mm(d) and t_mv(d) (one d x d product in a stacked `np.matmul`) and
-c_call (one numpy call). The model that reads them is in `auto.py`.
-`ChainTimes` keeps what `auto` timed on the chains of hand-written loops.
+"""The constants of `auto`'s cost model, measured once per process on this machine
+(`calibrate`), and what `auto` timed on the chains of hand-written loops (`ChainTimes`).
+The model that reads them is `auto.estimate`.
 """
 
 import gc
@@ -57,14 +53,16 @@ def _small_rnn(steps, size=2, batch=2, seed=0):
     return state.sum(), 4 * steps + 1
 
 
-def calibrate(force=False):
-    """Measure the cost model's constants on this machine (cached for the process).
+def calibrate():
+    """Measure the cost model's constants on this machine, in about half a second (cached
+    for the process): the walk's and a found chain's scan's costs (`_engine_costs`), and
+    numpy's (`_numpy_costs`), the stacked products t_mm(d), t_mv(d) per size among them.
 
     >>> costs = calibrate()
     >>> {"c_visit", "c_batch", "c_chain", "t_mm"} <= set(costs)
     True
     """
-    if _CALIBRATION and not force:
+    if _CALIBRATION:
         return _CALIBRATION
     costs = {}
     # Its small RNNs' backward passes are this scheduler's own timing, not the caller's
@@ -76,7 +74,6 @@ def calibrate(force=False):
     # at 0 in some runs: at least half a vector-matrix product per row and node (about
     # one in two nodes of an RNN step is a product by the weight).
     costs["c_visit_area"] = max(costs["c_visit_area"], 0.5 * costs["t_mv"][32] / (32 * 32))
-    _CALIBRATION.clear()
     _CALIBRATION.update(costs)
     return _CALIBRATION
 

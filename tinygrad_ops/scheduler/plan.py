@@ -41,9 +41,7 @@ class SegmentPlan:
 
     def lines(self, number):
         """The printed plan's lines for this segment, segment `number`."""
-        choice = self.choice
-        if choice == "blocked":
-            choice = f"blocked (block size {self.block_size})"
+        choice = f"blocked (block size {self.block_size})" if self.block_size else self.choice
         counts = ", ".join(
             f"{method} {products}+{applied} / {depth}"
             for method, (products, applied, depth) in self.work_and_depth.items()
