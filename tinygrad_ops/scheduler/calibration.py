@@ -218,14 +218,9 @@ class ChainTimes:
 
 
 def chains_key(segments):
-    """What decides the cost of a backward among its chains: per segment the op classes of
-    its step, its length, the chain tensor's shape and dtype."""
+    """What decides the cost of a backward among its chains: per segment its steps' ops
+    and length (`Segment.describe`), the chain tensor's shape and dtype."""
     return tuple(
-        (
-            tuple(segment.template.classes),
-            segment.length,
-            tuple(segment.state_shape),
-            segment.anchors[-1].data.dtype.str,
-        )
+        (segment.describe(), tuple(segment.state_shape), segment.anchors[-1].data.dtype.str)
         for segment in segments
     )
