@@ -150,8 +150,7 @@ at BPPSA's setting, was 2.5x (a scan estimated at 0.6 of the walk took 1.5 times
 
 SHALLOW = 32
 """No chain that a scan takes faster than the walk fits in fewer ops than this (8 steps of
-an RNN cell's 4): a graph that shallow (an MLP's training step) is walked without
-running the finder."""
+an RNN cell's 4; an MLP's training step is shallower)."""
 
 RULE = (
     f"auto: a graph under {SHALLOW} ops deep is walked, and one whose tensors {SHALLOW} ops "
@@ -245,11 +244,10 @@ class AutoScheduler(ScanScheduler):
         return found
 
     def trial_of(self, segments):
-        """(chains key, "scan" or "walk") for the found chains `segments` where they are
-        timed: the cost model's way and the other in turn, then the faster as timed
-        (`ChainTimes.way`); None where the model's choice stands untimed: no chain, or
-        every chain's best scan estimated `TRUSTED` times cheaper than its walk, or every
-        one that much dearer."""
+        """(chains key, `ChainTimes.way`) for the found chains `segments` where they are
+        timed; None where the cost model's choice stands untimed: no chain, or every
+        chain's best scan estimated `TRUSTED` times cheaper than its walk, or every one
+        that much dearer."""
         estimates = [estimates_for(segment) for segment in segments]
         ratios = [scan_ratio(times) for times in estimates]
         if not ratios or min(ratios) > TRUSTED or max(ratios) < 1 / TRUSTED:
