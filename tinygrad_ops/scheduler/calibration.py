@@ -5,7 +5,6 @@ The model that reads them is `auto.estimate`.
 
 import gc
 import itertools
-import math
 import time
 
 import numpy as np
@@ -102,16 +101,13 @@ def _engine_costs(costs):
         scan.find = lambda graph: found  # (the chain found before the timing)
         return _timed(lambda: loss.backward(scheduler=scan))
 
-    best = {"visit": math.inf, "short": math.inf, "long": math.inf}
-    for _ in range(5):
-        best["visit"] = min(best["visit"], walked(long))
-        best["short"] = min(best["short"], scanned(short))
-        best["long"] = min(best["long"], scanned(long))
+    rounds = [(walked(long), scanned(short), scanned(long)) for _ in range(5)]
+    visit, short_time, long_time = (min(times) for times in zip(*rounds))
     short_nodes, long_nodes = 4 * short + 1, 4 * long + 1
-    per_node = (best["long"] - best["short"]) / (long_nodes - short_nodes)
-    costs["c_visit"] = best["visit"]
-    costs["c_batch"] = max(per_node, 0.1 * best["long"] / long_nodes)
-    costs["c_chain"] = max(best["short"] - per_node * short_nodes, 0.0)
+    per_node = (long_time - short_time) / (long_nodes - short_nodes)
+    costs["c_visit"] = visit
+    costs["c_batch"] = max(per_node, 0.1 * long_time / long_nodes)
+    costs["c_chain"] = max(short_time - per_node * short_nodes, 0.0)
     # The walk's cost grows with the arrays (its matrix products are d x d): a second
     # walk, on states of 32 values in 4 rows, gives the part per node that grows with
     # rows * d^2.
