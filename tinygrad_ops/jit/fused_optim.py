@@ -89,9 +89,16 @@ class FusedUpdateStep(Kernel):
         code.depth += 1
         optimizer = code.bind(self.kernel.owner, "optimizer")
         for name, group, (statements, _) in zip(names, groups, updates):
-            code.line(
-                ", ".join(self.keys) + " = " + ", ".join(f'{name}["{key}"]' for key in self.keys)
-            )
+            read = {
+                node.id
+                for statement in statements
+                for node in ast.walk(statement)
+                if isinstance(node, ast.Name)
+            }
+            settings = zip(self.body.parameters[3:], self.keys)  # (those the branches left)
+            keys = [key for parameter, key in settings if parameter in read]
+            if keys:
+                code.line(", ".join(keys) + " = " + ", ".join(f'{name}["{key}"]' for key in keys))
             for parameter in group["params"]:
                 name_of = code.bind(parameter, "parameter")
                 slot = self.grads.get(id(parameter))
