@@ -24,7 +24,7 @@ import ast
 
 from .inline import binder, body_of, write
 from .kernels import Kernel
-from .specialise import Fact, Specialise, clone, drop_dead, frozen
+from .specialise import Fact, Specialise, clone, drop_dead, frozen, loaded_names
 
 
 def _layout_check(code, kernel) -> tuple:
@@ -89,14 +89,8 @@ class FusedUpdateStep(Kernel):
         code.depth += 1
         optimizer = code.bind(self.kernel.owner, "optimizer")
         for name, group, (statements, _) in zip(names, groups, updates):
-            read = {
-                node.id
-                for statement in statements
-                for node in ast.walk(statement)
-                if isinstance(node, ast.Name)
-            }
-            settings = zip(self.body.parameters[3:], self.keys)  # (those the branches left)
-            keys = [key for parameter, key in settings if parameter in read]
+            read, settings = loaded_names(statements), zip(self.body.parameters[3:], self.keys)
+            keys = [key for parameter, key in settings if parameter in read]  # (still named)
             if keys:
                 code.line(", ".join(keys) + " = " + ", ".join(f'{name}["{key}"]' for key in keys))
             for parameter in group["params"]:

@@ -42,6 +42,7 @@ from .specialise import (
     drop_dead,
     frozen,
     is_self_attribute,
+    loaded_names,
     overwritten,
     passes_self,
 )
@@ -512,12 +513,7 @@ def write(code, body, statements, prefix, node_name, channel_prefix, result, arg
     element `index` may be computed into the first parameter's array (see `_into`)."""
     statements = [clone(statement) for statement in statements]
     stored = {name for statement in statements for name in _assigned(statement)}
-    loaded = {
-        node.id
-        for statement in statements
-        for node in ast.walk(statement)
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-    }
+    loaded = loaded_names(statements)
     rename = {name: f"{prefix}_{name}" for name in body.local_names}
     rename[RESULT] = result or "r"
     for name, value in body.global_values.items():
