@@ -93,6 +93,14 @@ def test_a_training_loop_settles_on_the_faster_way(
     if settled == "scan":
         assert ways[trials:] == ["scan"] * 3
         assert len(looks) == trials + 3
+        # The plan says what was timed, and that it decides.
+        loss, _ = build("benchmark", "tg", steps=256, hidden=4)
+        plan = tg.backward_plan(loss, scheduler=fixed_auto)
+        timed = (
+            "timed on these chains before: scan 1000.00 ms, walk 2000.00 ms; this backward: scan"
+        )
+        assert plan.decision.endswith(timed), str(plan)
+        assert fixed_auto.trial[1] == "scan"  # (the plan decided on a copy: the run's is kept)
     else:
         assert ways[trials:] == [None] * 3  # walked at once: the graph's shape is remembered
         assert len(looks) == trials

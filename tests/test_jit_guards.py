@@ -22,6 +22,29 @@ def test_a_new_shape_captures_a_second_program():
     assert len(step.programs) == 2
 
 
+def test_a_batch_in_a_tuple_and_the_same_tensors_apart_are_two_programs():
+    """A call is first tried on its arguments as they are, before any container is opened:
+    the program captured on `step((x, y))` must not replay `step(x, y)`, nor the other way
+    round; each form replays its own program, with eager's losses."""
+
+    def run(compiled):
+        tg.manual_seed(0)
+        model = mlp(norm=None, dropout=0.0)
+        optimizer = optim.SGD(model.parameters(), lr=0.1)
+        plain = training_step(model, optimizer)
+
+        def step(*batch):
+            return plain(*(batch[0] if len(batch) == 1 else batch))
+
+        step = tg.compile(step) if compiled else step
+        calls = [((x, y),) if number % 2 else (x, y) for number, (x, y) in enumerate(batches(8))]
+        return [step(*arguments).item() for arguments in calls], step
+
+    (eager, _), (compiled, step) = run(False), run(True)
+    assert compiled == eager
+    assert len(step.programs) == 2
+
+
 @pytest.mark.parametrize(
     "change",
     ["dtype", "grad mode", "scheduler", "captured array", "eval", "seed", "requires_grad"],

@@ -149,6 +149,7 @@ def test_blocked_scan_rejects_a_block_size_below_one():
 def test_adding_a_diagonal_to_a_jacobian_leaves_an_ops_own_matrix_alone():
     """`jacobians.add` makes I + J (a residual step's Jacobian) without writing into an
     op's own matrix (a weight's) or a product, and gives the same values."""
+    from tinygrad_ops.ops.jacobian import IDENTITY
     from tinygrad_ops.scheduler import jacobians
 
     generator = np.random.default_rng(0)
@@ -161,13 +162,13 @@ def test_adding_a_diagonal_to_a_jacobian_leaves_an_ops_own_matrix_alone():
     assert np.array_equal(weight, kept)
     np.testing.assert_allclose(own.matrix, expected, rtol=0, atol=1e-15)
 
-    made = jacobians.compose(jacobians.IDENTITY, jacobians.Dense(weight))
+    made = jacobians.compose(IDENTITY, jacobians.Dense(weight))
     made = jacobians.compose(jacobians.Diagonal(np.ones((5, 2, 3))), made)
     summed = jacobians.add(jacobians.Diagonal(values), made)
     assert np.array_equal(weight, kept)
     np.testing.assert_allclose(summed.matrix, expected, rtol=0, atol=1e-15)
     # A diagonal that broadcasts over the rows, onto a float32 product.
-    single = jacobians.compose(jacobians.IDENTITY, jacobians.Dense(weight.astype(np.float32)))
+    single = jacobians.compose(IDENTITY, jacobians.Dense(weight.astype(np.float32)))
     summed = jacobians.add(single, jacobians.Diagonal(np.float32(2.0)))
     np.testing.assert_allclose(summed.matrix, weight + 2 * np.eye(3), rtol=1e-6)
 

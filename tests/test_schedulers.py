@@ -177,6 +177,17 @@ def test_backward_plan_reports_the_rnn_chain_and_its_length():
     loss.backward()
 
 
+def test_backward_plan_gives_the_cost_models_times_with_parallel_workers():
+    loss, _ = rnn_model(steps=50)(np, np.float64, 0)
+    plan = tg.backward_plan(loss, scheduler="blelloch")
+    (segment,) = plan.segments
+    alone, shared = segment.predicted[1], segment.predicted[64]
+    assert alone == segment.estimates
+    assert shared["sequential"] == alone["sequential"]  # (the walk has no parallel work)
+    assert all(shared[name] < alone[name] for name in alone if name != "sequential")
+    assert "estimated with 64 worker(s)" in str(plan)
+
+
 def test_backward_plan_for_an_elementwise_chain_is_diagonal():
     loss, _ = elementwise_chain(10)(np, np.float64, 0)
     plan = tg.backward_plan(loss, scheduler="auto")

@@ -32,6 +32,10 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if STATE.anomaly:  # detect_anomaly() checks every gradient: the eager step does
             return detached(self.function(*args, **kwargs))
+        if not kwargs:  # the usual call, tried before `flatten` opens any container: the
+            for guards, program in self.programs:  # guards of a program captured with one
+                if guards.holds(args, ()):  # hold only for its layout, given as a keyword
+                    return program.run(args)
         values, keywords = (args + tuple(kwargs.values()), tuple(kwargs)) if kwargs else (args, ())
         values, keywords = flatten(values, keywords)
         for guards, program in self.programs:

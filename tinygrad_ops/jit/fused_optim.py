@@ -1,21 +1,17 @@
-"""Fused optimizer kernels: `zero_grad()` and an optimizer's `step()` in the lines.
+"""Fused optimizer kernels: `zero_grad()` and an optimizer's `step()` written out in the
+lines, parameter by parameter, each gradient taken from the slot the leaf write just filled
+(what that replays, and when it pays: docs/compile.md). A `Call` kernel would call the
+method again, which walks the parameter groups in Python.
 
-A `Call` kernel replays an optimizer method by calling it again, which walks the
-parameter groups in Python and reads each gradient through `parameter.grad`. For the
-two calls of almost every training step the replay can write the work out instead,
-parameter by parameter, and take each gradient from the slot the leaf write just filled.
-The numbers are the method's own: an optimizer whose step is one update per parameter
-declares that update (`SGD.parameter_update = (sgd_update, (...settings))`), which its
-`step` calls too; the replay writes its lines in, as an op's rule (inline.py). The
-settings are read at each call (a learning-rate scheduler's new lr counts), but for those
-the update's branches test (momentum, weight decay): those are the capture's, and their
-branches are decided (specialise.py). The jit knows no optimizer class: only this
-protocol (`param_groups`, `zero_grad`, `step`, `parameter_update`).
-
-What the lines assume is checked at each replay, at the cost of a few dictionary reads:
-the number of groups and of parameters in each (add_param_group, a parameter appended),
-and the fixed settings' types and values. If it does not hold, the method is called as a
-whole, as a `Call` kernel would.
+An optimizer whose step is one update per parameter declares that update
+(`SGD.parameter_update = (sgd_update, (...settings))`), which its `step` calls too; the
+replay writes its lines in, as an op's rule (inline.py). The jit knows no optimizer class:
+only this protocol (`param_groups`, `zero_grad`, `step`, `parameter_update`). The settings
+are read at each call (a learning-rate scheduler's new lr counts), but for those the
+update's branches test (momentum, weight decay), which are the capture's (specialise.py
+decides the branches): their types and values are checked at each replay, with the number
+of groups and of parameters in each (add_param_group, a parameter appended). If that does
+not hold, the method is called as a whole, as a `Call` kernel would.
 """
 
 from __future__ import annotations
@@ -24,7 +20,7 @@ import ast
 
 from .inline import binder, body_of, write
 from .kernels import Kernel
-from .specialise import Fact, Specialise, clone, drop_dead, frozen
+from .specialise import Fact, Specialise, clone, drop_dead, frozen, loaded_names
 
 
 def _layout_check(code, kernel) -> tuple:
@@ -89,9 +85,10 @@ class FusedUpdateStep(Kernel):
         code.depth += 1
         optimizer = code.bind(self.kernel.owner, "optimizer")
         for name, group, (statements, _) in zip(names, groups, updates):
-            code.line(
-                ", ".join(self.keys) + " = " + ", ".join(f'{name}["{key}"]' for key in self.keys)
-            )
+            read, settings = loaded_names(statements), zip(self.body.parameters[3:], self.keys)
+            keys = [key for parameter, key in settings if parameter in read]  # (still named)
+            if keys:
+                code.line(", ".join(keys) + " = " + ", ".join(f'{name}["{key}"]' for key in keys))
             for parameter in group["params"]:
                 name_of = code.bind(parameter, "parameter")
                 slot = self.grads.get(id(parameter))

@@ -1,12 +1,6 @@
-"""Inlined rules: an op's own `forward` and `backward`, written into the replay's lines.
-
-A generic kernel calls the op's methods: `forward` keeps what `backward` needs on the
-node (`save_for_backward`), `backward` reads it back, and each call costs Python's call
-overhead. For a step of small arrays that overhead is most of the time. So the replay
-writes the methods' bodies themselves into the generated function, taken from their
-source (`inspect`, `ast`): the same statements, numpy call for numpy call, so the same
-bits. There is no second statement of any rule: change `Tanh.backward` and the replay
-inlines the new body.
+"""Inlined rules: an op's own `forward` and `backward`, written into the replay's lines,
+taken from their source (`inspect`, `ast`): the same statements, so the same bits, and no
+second statement of any rule (why, and how it reads in a program: docs/compile.md).
 
 What is rewritten, and only this: the method's parameters and locals get names of their
 own (`f7_out`), its globals are bound in the generated function's namespace, `self` is the
@@ -42,6 +36,7 @@ from .specialise import (
     drop_dead,
     frozen,
     is_self_attribute,
+    loaded_names,
     overwritten,
     passes_self,
 )
@@ -512,12 +507,7 @@ def write(code, body, statements, prefix, node_name, channel_prefix, result, arg
     element `index` may be computed into the first parameter's array (see `_into`)."""
     statements = [clone(statement) for statement in statements]
     stored = {name for statement in statements for name in _assigned(statement)}
-    loaded = {
-        node.id
-        for statement in statements
-        for node in ast.walk(statement)
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-    }
+    loaded = loaded_names(statements)
     rename = {name: f"{prefix}_{name}" for name in body.local_names}
     rename[RESULT] = result or "r"
     for name, value in body.global_values.items():

@@ -680,7 +680,7 @@ def drop_dead(bodies, live=(), shared="__") -> list:
     are its own, but those starting with `shared` (the program's, which the bodies pass
     between them) and the `live` ones (loaded by what follows)."""
     while True:
-        loads = [_loads(statements) for statements in bodies]
+        loads = [loaded_names(statements) for statements in bodies]
         passed = {name for names in loads for name in names if name.startswith(shared)}
         swept = [
             _sweep(statements, names | passed | set(live))
@@ -691,7 +691,8 @@ def drop_dead(bodies, live=(), shared="__") -> list:
         bodies = swept
 
 
-def _loads(statements) -> set:
+def loaded_names(statements) -> set:
+    """The names that `statements` read."""
     return {
         node.id
         for statement in statements

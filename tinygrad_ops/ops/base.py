@@ -9,7 +9,8 @@ How the tape is recorded
 How higher-order gradients work (decided once, here)
     Backward rules are written with operations that numpy arrays and Tensors both support
     (`+ - * / ** @`, `.sum`, `.reshape`, `.swapaxes`, comparisons) plus the few helpers in
-    `ops/dual.py` (`where`, `log`, `scatter_add`, ...). A plain backward passes numpy
+    `ops/dual.py` (`log`, `exp`, `broadcast_to`, ...) and beside the ops they record
+    (`elementwise.where`, `shape.scatter_add`). A plain backward passes numpy
     arrays through the rules: fast, nothing recorded. `create_graph=True` passes Tensors
     instead, with grad mode on, so the backward pass is itself recorded and can be
     differentiated again (Hessian-vector products). One rule, two uses.

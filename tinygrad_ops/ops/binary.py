@@ -12,7 +12,7 @@ import numpy as np
 from . import dual
 from .base import Op
 from .dtypes import promote, promote_float
-from .elementwise import broadcast_error
+from .elementwise import broadcast_error, where
 from .jacobian import diagonal_from_vjp, diagonal_kind
 
 
@@ -66,7 +66,7 @@ class Atan2(Op):
         a, b = self.saved_tensors
         squared = a * a + b * b
         with np.errstate(divide="ignore"):
-            reciprocal = dual.where(dual.raw(squared) == 0, 0.0, 1.0 / squared)
+            reciprocal = where(dual.raw(squared) == 0, 0.0, 1.0 / squared)
         return grad_output * b * reciprocal, -grad_output * a * reciprocal
 
 
@@ -201,7 +201,7 @@ class Xlogy(Op):
                 zero = (np.equal(raw_a, 0) & np.less_equal(raw_b, 0)) | np.equal(
                     dual.raw(grad_output), 0
                 )
-                grad_a = dual.where(zero, 0.0, grad_output * dual.log(b))
+                grad_a = where(zero, 0.0, grad_output * dual.log(b))
             if needs_b:
                 grad_b = grad_output * a / b
         return grad_a, grad_b

@@ -7,9 +7,9 @@ operators, `.sum`, basic slicing and these ops themselves.
 
 import numpy as np
 
-from . import dual
 from .base import Op, is_tensor
 from .dtypes import promote_float
+from .elementwise import masked
 from .shape import Stack
 
 
@@ -93,7 +93,7 @@ class Cumprod(Op):
         if not is_tensor(a) and np.all(a):  # no zeros: the shortcut (sum of g out) / a
             # An output that gets no gradient adds nothing, also where it overflowed to inf
             # (0 * inf is NaN): prod's gradient is then g prod / a, as PyTorch's prod.
-            return (reverse_cumsum(dual.masked(out, grad_output), axis) / a,)
+            return (reverse_cumsum(masked(out, grad_output), axis) / a,)
         suffix = [None] * length  # s_k of the docstring, built from the last position down
         suffix[-1] = _take(grad_output, length - 1, axis)
         for k in range(length - 2, -1, -1):

@@ -2,8 +2,9 @@
 
 Backward rules run on numpy arrays in a plain backward and on Tensors under
 `create_graph=True` (see `ops/base.py`). Operators and methods such as `.sum`, `.reshape`
-and `.swapaxes` exist on both; these helpers cover the rest (`where`, `log`, `exp`,
-`broadcast_to`, `scatter_add`, `zeros_like`, `masked`, `raw`, the float16 casts).
+and `.swapaxes` exist on both; these helpers cover the rest (`log`, `exp`,
+`broadcast_to`, `zeros_like`, `raw`, the float16 casts); the helpers that record an op
+under create_graph sit beside that op (`elementwise.where` and `masked`, `shape.scatter_add`).
 
 How the two kinds of backward work in the fused ops
     A plain backward receives numpy arrays. The rules then take a fast path: they reuse the
@@ -38,15 +39,6 @@ from .checks import pure
 SMALL_BROADCAST = 4096
 
 
-def where(condition, x, y):
-    """`np.where` for arrays; the differentiable `tg.where` when `x` or `y` is a Tensor."""
-    if _is_tensor(x) or _is_tensor(y):
-        from .elementwise import Where
-
-        return Where.apply(condition, x, y)
-    return np.where(condition, x, y)
-
-
 def log(x):
     return x.log() if _is_tensor(x) else np.log(x)
 
@@ -61,24 +53,6 @@ def broadcast_to(x, shape):
     return np.broadcast_to(x, shape)
 
 
-def scatter_add(grad, index, shape, basic):
-    """A zero array of `shape` with `grad` added at `index` (repeated indices add up)."""
-    if _is_tensor(grad):
-        from .shape import ScatterAdd
-
-        return ScatterAdd.apply(grad, index=index, shape=shape, basic=basic)
-    return scatter_add_array(grad, index, shape, basic)
-
-
-def scatter_add_array(grad, index, shape, basic):
-    out = np.zeros(shape, dtype=grad.dtype)
-    if basic:
-        out[index] = grad  # basic indexing never repeats an element
-    else:
-        np.add.at(out, index, grad)
-    return out
-
-
 def zeros_like(value):
     """Zeros of `value`'s shape and dtype: the gradient of a step function (floor, sign, a
     rounded quotient), 0 also where the upstream gradient is NaN or inf, as PyTorch's
@@ -86,13 +60,6 @@ def zeros_like(value):
     if _is_tensor(value):
         return value.new_zeros(value.shape)
     return np.zeros_like(value)
-
-
-def masked(grad, factor):
-    """grad * factor, with exact zeros where `factor` is 0 even if `grad` is NaN or inf
-    there: the rules of max, min and clip select the gradient, as PyTorch's (a product
-    alone would give NaN). `factor` is an array (a mask or the shares of a tie)."""
-    return where(factor == 0, 0.0, grad * factor)
 
 
 def raw(value):

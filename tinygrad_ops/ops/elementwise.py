@@ -8,7 +8,7 @@ so the rules here are written for equal shapes.
 import numpy as np
 
 from . import dual
-from .base import Op
+from .base import Op, is_tensor
 from .checks import ArgumentError, ShapeError
 from .dtypes import promote, promote_branches, promote_float, result_dtype
 from .jacobian import (
@@ -245,10 +245,10 @@ class Pow(Op):
         grad_a = grad_b = None
         with np.errstate(divide="ignore", invalid="ignore"):
             if needs_a:
-                grad_a = dual.where(zero_exponent, 0.0, grad_output * b * a ** (b - 1))
+                grad_a = where(zero_exponent, 0.0, grad_output * b * a ** (b - 1))
             if needs_b:
-                safe_a = dual.where(zero_base, 1.0, a)
-                grad_b = dual.where(zero_base, 0.0, grad_output * out * dual.log(safe_a))
+                safe_a = where(zero_base, 1.0, a)
+                grad_b = where(zero_base, 0.0, grad_output * out * dual.log(safe_a))
         return grad_a, grad_b
 
 
@@ -296,7 +296,7 @@ class Relu(Op):
         # output is positive, zero or NaN: out != 0 is that mask's complement, in one pass.
         positive = out != 0
         if type(grad_output) is not np.ndarray or grad_output.itemsize not in _FLOAT_SIZES:
-            return (dual.where(positive, grad_output, 0.0),)  # a Tensor: create_graph
+            return (where(positive, grad_output, 0.0),)  # a Tensor: create_graph
         return (keep_where(grad_output, positive),)
 
 
@@ -359,8 +359,8 @@ class Maximum(Op):
         share_a, share_b = self.saved_tensors
         needs_a, needs_b = self.needs_input_grad
         return (
-            dual.masked(grad_output, share_a) if needs_a else None,
-            dual.masked(grad_output, share_b) if needs_b else None,
+            masked(grad_output, share_a) if needs_a else None,
+            masked(grad_output, share_b) if needs_b else None,
         )
 
 
@@ -396,9 +396,24 @@ class Where(Op):
     def backward(self, grad_output):
         (condition,) = self.saved_tensors
         _, needs_a, needs_b = self.needs_input_grad
-        grad_a = dual.where(condition, grad_output, 0.0) if needs_a else None
-        grad_b = dual.where(condition, 0.0, grad_output) if needs_b else None
+        grad_a = where(condition, grad_output, 0.0) if needs_a else None
+        grad_b = where(condition, 0.0, grad_output) if needs_b else None
         return None, grad_a, grad_b
+
+
+def where(condition, x, y):
+    """`np.where` for arrays, for a backward rule; the recorded `Where` when `x` or `y` is a
+    Tensor (create_graph, ops/dual.py)."""
+    if is_tensor(x) or is_tensor(y):
+        return Where.apply(condition, x, y)
+    return np.where(condition, x, y)
+
+
+def masked(grad, factor):
+    """grad * factor, with exact zeros where `factor` is 0 even if `grad` is NaN or inf
+    there: the rules of max, min and clip select the gradient, as PyTorch's (a product
+    alone would give NaN). `factor` is an array (a mask or the shares of a tie)."""
+    return where(factor == 0, 0.0, grad * factor)
 
 
 class Clip(Op):
@@ -427,7 +442,7 @@ class Clip(Op):
 
     def backward(self, grad_output):
         (inside,) = self.saved_tensors
-        return (dual.masked(grad_output, inside),)
+        return (masked(grad_output, inside),)
 
 
 class Cast(Op):

@@ -14,10 +14,13 @@ An op that can sit on a chain says so with two methods (the defaults on `Op` say
 not scanned"): `jacobian_kind(index)` on a recorded node, "diagonal", "dense" or None,
 asked by the chain finder; and `jacobian(index)` on a *batched* node (its saved values
 stacked over the steps on a leading axis, `output_shape` and `output_dtype` set), which
-returns the Jacobian of every step in one call.
+returns the Jacobian of every step in one call. `register_jacobian` sets both on a class
+that cannot be edited.
 """
 
 import numpy as np
+
+from .base import Op
 
 
 class Diagonal:
@@ -85,3 +88,31 @@ def weight_matrix(matrix):
         # Batch dims of the weight line up with the rows that precede the matrix row axis.
         matrix = np.expand_dims(matrix, -3)
     return Dense(matrix)
+
+
+def has_rule(node):
+    """Whether the op of `node` can sit in a scanned step: it has a Jacobian rule through
+    one of its inputs at least (then its saved values can be stacked over the steps)."""
+    if type(node).jacobian_kind is Op.jacobian_kind:
+        return False
+    return any(node.jacobian_kind(index) is not None for index in range(len(node.inputs)))
+
+
+def chain_kind(node, index, output_shape):
+    """The kind of the Jacobian of `node`'s output through input `index` when that input
+    is on the chain: "diagonal", "dense", or None when the op is not row-wise through it
+    (a diagonal Jacobian of a broadcast input would mix the rows' gradients)."""
+    kind = node.jacobian_kind(index)
+    if kind == "side":
+        return None  # a per-step loss: beside a chain only
+    if kind == "diagonal" and node.inputs[index].shape != output_shape:
+        return None
+    return kind
+
+
+def register_jacobian(op_class, rule, elementwise=True):
+    """Teach the scan schedulers the Jacobian of an op class that has none: `rule(node,
+    index)` returns a `Diagonal` (`elementwise`) or a `Dense` (through input 0 only)."""
+    op_class.jacobian = rule
+    op_class.jacobian_kind = diagonal_kind if elementwise else first_input_dense_kind
+    return rule

@@ -15,6 +15,7 @@ import numpy as np
 from . import dual
 from .base import Op
 from .checks import ArgumentError, check_float
+from .elementwise import where
 from .jacobian import diagonal_from_vjp, diagonal_kind
 from .unary import Sigmoid, Tanh, call, stable_sigmoid
 
@@ -41,7 +42,7 @@ class Activation(Op):
             grad = grad_output * self.slope(x, out, **self.options)
         flat = self.flat(dual.raw(x))
         # 0 where f is flat, also for a NaN or inf upstream (g * 0 is NaN), as PyTorch's kernels
-        return (grad if flat is None else dual.where(flat, 0.0, grad),)
+        return (grad if flat is None else where(flat, 0.0, grad),)
 
     def flat(self, x):
         """Where f is flat (a boolean array: there dx = 0, and `slope` need not say it), for
@@ -71,7 +72,7 @@ class Softplus(Activation):
         return softplus_array(x, beta, threshold)
 
     def slope(self, x, out, beta, threshold):
-        return dual.where(dual.raw(x) * beta > threshold, 1.0, call(Sigmoid, x * beta))
+        return where(dual.raw(x) * beta > threshold, 1.0, call(Sigmoid, x * beta))
 
 
 class Silu(Activation):
@@ -119,7 +120,7 @@ class Elu(Activation):
 
     def slope(self, x, out, negative_scale, positive_scale, input_scale):
         negative = dual.exp(x * input_scale) * (negative_scale * input_scale)
-        return dual.where(dual.raw(x) <= 0, negative, positive_scale)
+        return where(dual.raw(x) <= 0, negative, positive_scale)
 
 
 class Hardsigmoid(Activation):
@@ -149,7 +150,7 @@ class Hardswish(Activation):
 
     def slope(self, x, out):
         # (PyTorch's kernel; 0 for x <= -3: see Activation.backward)
-        return dual.where(dual.raw(x) < 3.0, x / 3.0 + 0.5, 1.0)
+        return where(dual.raw(x) < 3.0, x / 3.0 + 0.5, 1.0)
 
     def flat(self, x):
         return x <= -3.0

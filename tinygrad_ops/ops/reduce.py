@@ -5,6 +5,7 @@ import numpy as np
 from . import dual
 from .base import Op
 from .checks import ArgumentError, AxisError, normalize_axis, pure
+from .elementwise import where
 
 # An empty tuple of axes, PyTorch's way per op: sum, mean, var and std reduce every dim
 # (`x.sum(())` is x.sum(), where numpy would reduce none), any and all reduce none, and the
@@ -166,4 +167,4 @@ class VectorNorm(Op):
                 scale = dual.sign(a) * abs(a) ** (self.p - 1) / norm ** (self.p - 1)
         # 0 where out is 0, and at a zero entry (|0|^(p-1) is inf for p < 1), as PyTorch's
         zero = (dual.raw(norm) == 0) | (dual.raw(a) == 0)
-        return (grad * dual.where(zero, 0.0, scale),)
+        return (grad * where(zero, 0.0, scale),)

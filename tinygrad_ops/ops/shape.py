@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from . import dual
 from .base import Op, is_tensor
 from .checks import ArgumentError, ShapeError, normalize_axis, pure
 from .dtypes import promote
+from .elementwise import where
 from .jacobian import Dense
 
 
@@ -288,7 +288,7 @@ class GetItem(Op):
         return out
 
     def backward(self, grad_output):
-        return (dual.scatter_add(grad_output, self.index, self.input_shape, self.basic),)
+        return (scatter_add(grad_output, self.index, self.input_shape, self.basic),)
 
     def jacobian_kind(self, index):
         """'dense' for a slice of the last axis only (`x[..., a:b]`, `x[:, a:b]` of a 2-d x,
@@ -367,7 +367,7 @@ class SetItem(Op):
 
     def backward(self, grad_output):
         needs_a, needs_value = self.needs_input_grad
-        grad_a = dual.where(self.written, 0.0, grad_output) if needs_a else None
+        grad_a = where(self.written, 0.0, grad_output) if needs_a else None
         return grad_a, (grad_output[self.index] if needs_value else None)
 
 
@@ -378,10 +378,28 @@ class ScatterAdd(Op):
 
     def forward(self, a, index, shape, basic):
         self.index = index
-        return dual.scatter_add_array(a, index, shape, basic)
+        return scatter_add_array(a, index, shape, basic)
 
     def backward(self, grad_output):
         return (grad_output[self.index],)
+
+
+def scatter_add(grad, index, shape, basic):
+    """A zero array of `shape` with `grad` added at `index` (repeated indices add up), for a
+    backward rule: the numpy array, or the recorded `ScatterAdd` when `grad` is a Tensor
+    (create_graph, ops/dual.py)."""
+    if is_tensor(grad):
+        return ScatterAdd.apply(grad, index=index, shape=shape, basic=basic)
+    return scatter_add_array(grad, index, shape, basic)
+
+
+def scatter_add_array(grad, index, shape, basic):
+    out = np.zeros(shape, dtype=grad.dtype)
+    if basic:
+        out[index] = grad  # basic indexing never repeats an element
+    else:
+        np.add.at(out, index, grad)
+    return out
 
 
 class Diagonal(Op):
@@ -422,7 +440,7 @@ class Diagonal(Op):
 
     def backward(self, grad_output):
         # the diagonal's elements are distinct: assigned, not added (basic=True)
-        return (dual.scatter_add(grad_output, self.index, self.input_shape, True),)
+        return (scatter_add(grad_output, self.index, self.input_shape, True),)
 
 
 class Stack(Op):

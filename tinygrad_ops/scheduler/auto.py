@@ -1,17 +1,7 @@
-"""`auto`: choose, per chain, between the sequential walk and the scans (docs/scan.md
-section 4), by the rule `RULE` (the first words of `backward_plan`'s "decided by:").
-
-The cost model, in seconds, of a segment of n steps of s ops each whose chain tensor has
-R rows of d values, once the chain is known (found or declared):
-
-    sequential      n s (c_visit + c_visit_area R d^2)
-    any scan        n s c_batch + c_chain + R (products_mm t_mm(d) + products_mv t_mv(d))
-                    + calls c_call
-
-with Hillis-Steele about n log2 n matrix-matrix products, Blelloch about n, blocked(b)
-about n and n/b blocks of 6 log2 b calls each; a diagonal chain does elementwise work
-instead. What `auto` measures (the constants, the loops' chains' times) is in
-`calibration.py`.
+"""`auto`: choose, per chain, between the sequential walk and the scans by a cost model
+calibrated on this machine (docs/scan.md, "The cost model"), by the rule `RULE` (the first
+words of `backward_plan`'s "decided by:"). What it measures (the model's constants, the
+times of the chains of loops) is in `calibration.py`.
 """
 
 import bisect
@@ -24,11 +14,6 @@ from .scan_scheduler import ScanScheduler
 
 CACHE_BYTES = 2**22  # Jacobians beyond this (per scan or per block) slow the products down
 BLOCK_SIZES = (64, 256, 1024)
-
-
-def rows_and_size(state_shape):
-    """(R, d) of a chain tensor: its rows, the values in a row."""
-    return math.prod(state_shape[:-1]), (state_shape[-1] if state_shape else 1)
 
 
 def per_product(table, size):
@@ -46,9 +31,7 @@ def per_product(table, size):
 
 def held_costs(steps, rows, size, dense, costs):
     """(building, composing): seconds per step of a scan that holds `steps` steps'
-    Jacobians at once, on a chain tensor of `rows` rows of `size` values: dense (products
-    of d x d matrices, building d x d values per row) or diagonal (elementwise work),
-    both slower once what the scan holds is beyond the caches."""
+    Jacobians at once, on a chain tensor of `rows` rows of `size` values, dense or diagonal."""
     if not dense:
         # Elementwise: a few flops per value; a 1 x 1 "product" is the measured unit.
         unit = rows * size * costs["t_mm"][1]
@@ -94,40 +77,45 @@ def fixed_cost(nodes, rows, size, dense, costs):
     return fixed + nodes * 4 * rows * size * costs["c_element"]
 
 
-def estimate(steps, ops_per_step, state_shape, kind, costs=None):
+def estimate(steps, ops_per_step, state_shape, kind, workers=1):
     """Estimated seconds for each choice on a segment: {"sequential": ..., "blelloch": ...,
-    "hillis-steele": ..., "blocked:64": ..., ...}.
+    "hillis-steele": ..., "blocked:64": ..., ...}, with `workers` parallel workers sharing
+    out a scan's products (work / P, Brent's bound: the depth, one numpy call per level,
+    and the walk, which has no parallel work, stay; P = 1 is this machine as calibrated).
 
     >>> times = estimate(2048, 5, (4, 8), "dense")
     >>> sorted(times)
     ['blelloch', 'blocked:1024', 'blocked:256', 'blocked:64', 'hillis-steele', 'sequential']
     """
-    costs = calibrate() if costs is None else costs
+    costs = calibrate()
     nodes = steps * ops_per_step
-    rows, size = rows_and_size(state_shape)
+    # (R, d): the chain tensor's rows, and the values in a row.
+    rows, size = math.prod(state_shape[:-1]), (state_shape[-1] if state_shape else 1)
     dense = kind == "dense"
     visit = costs["c_visit"] + costs["c_visit_area"] * rows * size * size
-    times = {"sequential": nodes * visit}
-    # Every scan: its fixed part, and one vector product per step (applying the composed
-    # Jacobians to the gradient; the prefixes are vectors).
+    fixed = fixed_cost(nodes, rows, size, dense, costs)
+    # Every scan applies the composed Jacobians to the gradient, one vector product per
+    # step (the prefixes are vectors).
     vector = rows * (per_product(costs["t_mv"], size) if dense else size * costs["t_mm"][1])
-    fixed = fixed_cost(nodes, rows, size, dense, costs) + steps * vector
-    # Then building the Jacobians and composing them: Blelloch about one matrix product
-    # per step, Hillis-Steele about log2 n, holding them all at once; a blocked scan
-    # holds one block's.
-    build, compose = held_costs(steps, rows, size, dense, costs)
+
+    def scan(held, products, calls):
+        # Building the Jacobians and composing them, `products` matrix products per step,
+        # holding `held` steps' Jacobians at once; then `calls` numpy calls.
+        build, compose = held_costs(held, rows, size, dense, costs)
+        work = steps * (vector + products * compose)
+        return fixed + steps * build + work / workers + calls * costs["c_call"]
+
+    # Blelloch about one matrix product per step, Hillis-Steele about log2 n, holding them
+    # all at once; a blocked scan holds one block's.
     rounds = max(1, math.ceil(math.log2(steps + 1)))
-    times["hillis-steele"] = (
-        fixed + steps * (build + max(rounds - 1, 1) * compose) + 4 * rounds * costs["c_call"]
-    )
-    times["blelloch"] = fixed + steps * (build + compose) + 12 * rounds * costs["c_call"]
+    times = {"sequential": nodes * visit}
+    times["hillis-steele"] = scan(steps, max(rounds - 1, 1), 4 * rounds)
+    times["blelloch"] = scan(steps, 1, 12 * rounds)
     for block in BLOCK_SIZES:
-        if block >= steps:
-            continue
-        build, compose = held_costs(block, rows, size, dense, costs)
-        block_rounds = max(1, math.ceil(math.log2(block + 1)))
-        calls = math.ceil(steps / block) * (12 * block_rounds + 8 * ops_per_step)
-        times[f"blocked:{block}"] = fixed + steps * (build + compose) + calls * costs["c_call"]
+        if block < steps:
+            block_rounds = max(1, math.ceil(math.log2(block + 1)))
+            calls = math.ceil(steps / block) * (12 * block_rounds + 8 * ops_per_step)
+            times[f"blocked:{block}"] = scan(block, 1, calls)
     return times
 
 
@@ -162,8 +150,7 @@ at BPPSA's setting, was 2.5x (a scan estimated at 0.6 of the walk took 1.5 times
 
 SHALLOW = 32
 """No chain that a scan takes faster than the walk fits in fewer ops than this (8 steps of
-an RNN cell's 4): a graph that shallow (an MLP's training step) is walked without
-running the finder."""
+an RNN cell's 4; an MLP's training step is shallower)."""
 
 RULE = (
     f"auto: a graph under {SHALLOW} ops deep is walked, and one whose tensors {SHALLOW} ops "
@@ -183,33 +170,19 @@ def probe(tensor, ops):
     the input made last."""
     dense = False
     for _ in range(ops):
-        ranked = [
-            (_leads_on(operand._ctx), operand._ctx.sequence, -index)
-            for index, (operand, needs) in enumerate(
-                zip(tensor._ctx.inputs, tensor._ctx.needs_input_grad)
-            )
-            if needs and operand._ctx is not None
-        ]
+        node = tensor._ctx
+        ranked = []
+        for index, (operand, needs) in enumerate(zip(node.inputs, node.needs_input_grad)):
+            made = operand._ctx if needs else None  # (an input not needing one: a number)
+            if made is not None:
+                leads_on = any(getattr(inner, "_ctx", None) is not None for inner in made.inputs)
+                ranked.append((leads_on, made.sequence, -index))
         if not ranked:
             return None
         index = -max(ranked)[2]  # (the first of an input read twice)
-        dense = dense or jacobians.chain_kind(tensor._ctx, index, tensor.shape) == "dense"
-        tensor = tensor._ctx.inputs[index]
+        dense = dense or jacobians.chain_kind(node, index, tensor.shape) == "dense"
+        tensor = node.inputs[index]
     return tensor, dense
-
-
-def _leads_on(node):
-    """Whether an input of `node` was made by another op."""
-    return any(getattr(inner, "_ctx", None) is not None for inner in node.inputs)
-
-
-def may_pay(shape, dense, costs=None):
-    """Whether the cost model estimates some scan of a long chain (8,192 steps of 4 ops)
-    of tensors of `shape` within `TRUSTED` times the walk: at hidden 64 in 4 rows no scan
-    of a dense chain is (its calibrations put the best at 2.6-4.2x the walk; measured
-    3.6-4.2x), at hidden 32 one is (0.65-0.9x; measured 0.6-0.9x)."""
-    times = estimate(8192, 4, tuple(shape), "dense" if dense else "diagonal", costs)
-    return scan_ratio(times) < TRUSTED
 
 
 def scan_ratio(times):
@@ -218,14 +191,15 @@ def scan_ratio(times):
     return min(scans) / times["sequential"]
 
 
-def estimates_for(segment):
+def estimates_for(segment, workers=1):
     """`estimate`'s figures for a chain segment, found or declared."""
     shape, kind = segment.state_shape, segment.jacobian_kind
-    return estimate(segment.length, segment.ops_per_step, shape, kind)
+    return estimate(segment.length, segment.ops_per_step, shape, kind, workers=workers)
 
 
 class AutoScheduler(ScanScheduler):
-    """Per chain, the cheapest of sequential and the scans by the calibrated cost model.
+    """Per chain, the cheapest of sequential and the scans by the calibrated cost model,
+    or the faster as timed where the model is not sure (`RULE`).
 
     >>> import tinygrad_ops as tg
     >>> x = tg.Tensor([0.5, -0.3], requires_grad=True)
@@ -233,8 +207,6 @@ class AutoScheduler(ScanScheduler):
     >>> x.grad.shape
     (2,)
     """
-
-    name = "auto"
 
     def __init__(self):
         super().__init__("blelloch")
@@ -260,54 +232,52 @@ class AutoScheduler(ScanScheduler):
     def find(self, graph):
         looks, _ = self.gate(graph)
         found = super().find(graph) if looks else {}
-        if self.sure_of(found.values()) == "walk":
-            self.chain_times.remember_walked(self.graph_key)
         self.trial = self.trial_of(found.values())
         if self.trial is not None and self.trial[1] == "walk":
             # A graph settled on the walk is walked without a look: the look is the
             # scan's cost alone (a fifth of the walk at hidden 32, 256 steps).
             self.start = self.clock()
+        elif self.trial is None and all(
+            self.choose(chain)[0] == "sequential" for chain in found.values()
+        ):
+            self.chain_times.remember_walked(self.graph_key)  # (no chain, or none can pay)
         return found
 
-    def sure_of(self, segments):
-        """ "scan" or "walk" where the cost model's choice for `segments` stands untimed:
-        every chain's best scan estimated `TRUSTED` times cheaper than its walk, or every
-        one that much dearer ("walk" for no chain); None where it is timed."""
-        ratios = [scan_ratio(estimates_for(segment)) for segment in segments]
-        if not ratios or min(ratios) > TRUSTED:
-            return "walk"
-        return "scan" if max(ratios) < 1 / TRUSTED else None
-
     def trial_of(self, segments):
-        """(chains key, "scan" or "walk") for the found chains `segments` where they are
-        timed (`sure_of`): the faster way as timed (`ChainTimes`), the cost model's until
-        both are; None where the model's choice stands."""
-        if self.sure_of(segments) is not None:
+        """(chains key, `ChainTimes.way`) for the found chains `segments` where they are
+        timed; None where the cost model's choice stands untimed: no chain, or every
+        chain's best scan estimated `TRUSTED` times cheaper than its walk, or every one
+        that much dearer."""
+        estimates = [estimates_for(segment) for segment in segments]
+        ratios = [scan_ratio(times) for times in estimates]
+        if not ratios or min(ratios) > TRUSTED or max(ratios) < 1 / TRUSTED:
             return None
-        choices = [best_choice(estimates_for(segment))[0] for segment in segments]
-        scans = any(choice != "sequential" for choice in choices)
+        scans = any(best_choice(times)[0] != "sequential" for times in estimates)
         key = chains_key(segments)
         return key, self.chain_times.way(key, "scan" if scans else "walk")
 
     def gate(self, graph):
-        """(whether to run the finder on `graph`, why)."""
+        """(whether to run the finder on `graph`, why): it runs where the tensors `SHALLOW`
+        ops below an output are narrow enough for a long chain of them (8,192 steps of 4
+        ops) to come within `TRUSTED` times the walk by the cost model."""
         for root in graph.roots:
             found = probe(root, SHALLOW) if root._ctx is not None else None
             if found is None:
                 continue
             below, dense = found
             kind = "dense" if dense else "diagonal"
-            if may_pay(below.shape, dense):
+            # At hidden 64 in 4 rows no scan of a dense chain comes that close (its
+            # calibrations put the best at 2.6-4.2x the walk; measured 3.6-4.2x), at
+            # hidden 32 one does (0.65-0.9x; measured 0.6-0.9x).
+            if scan_ratio(estimate(8192, 4, tuple(below.shape), kind)) < TRUSTED:
                 return True, f"{kind} chains of tensors {below.shape} may pay: looked for chains"
             return False, f"no {kind} chain of tensors {below.shape} can pay: walked"
         return False, f"the graph is not {SHALLOW} ops deep: walked"
 
     def choose(self, segment):
-        return self.choice(segment, None if self.trial is None else self.trial[1])
-
-    def choice(self, segment, way):
-        """(method, block size) for `segment`: the cost model's cheapest, or, where its
-        chains are timed (`way`), the walk or the cheapest scan."""
+        """(method, block size) for `segment`: the cost model's cheapest, or, where the
+        run's chains are timed (`trial`), the walk or the cheapest scan."""
+        way = None if self.trial is None else self.trial[1]
         if way == "walk":
             return "sequential", None
         times = estimates_for(segment)

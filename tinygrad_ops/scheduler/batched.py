@@ -24,12 +24,10 @@ def _batched_class(op_class):
 
 
 class BatchedSlot:
-    """The nodes of one template slot over all the steps of a segment, saved values
-    stacked; it stands for them in `graph.visited` (`release`).
-
-    `shape` is the slot's (shape, dtype) in one step; `attributes` the op's options as
-    (name, value) pairs, the same in every step; `stacks` is shared by a segment's slots
-    (see `_stack`)."""
+    """Stands for a slot's nodes in `graph.visited` (`release`; the module docstring says
+    the rest): `shape` is the slot's (shape, dtype) in one step; `attributes` the op's
+    options as (name, value) pairs, the same in every step; `stacks` is shared by a
+    segment's slots (see `_stack`)."""
 
     def __init__(self, nodes, shape, attributes, stacks):
         first = nodes[0]
@@ -49,8 +47,7 @@ class BatchedSlot:
         _check_versions(nodes)
         self.stacked = []
         self.is_stacked = []
-        for position in range(len(first.saved)):
-            values = [step[position] for step in saved]
+        for values in zip(*saved):  # (one saved value over the steps)
             if all(value is values[0] for value in values):
                 self.stacked.append(values[0])  # the same object in every step (a weight)
                 self.is_stacked.append(False)

@@ -1,15 +1,10 @@
-"""The constants of `auto`'s cost model, measured once per process on this machine.
-
-`calibrate` times, in about half a second: c_visit (one node of the engine's sequential
-walk), c_batch and c_chain (a scan of a chain already found, per node and per chain, from
-two chain lengths), t_mm(d) and t_mv(d) (one d x d product in a stacked `np.matmul`) and
-c_call (one numpy call). The model that reads them is in `auto.py`.
-`ChainTimes` keeps what `auto` timed on the chains of hand-written loops.
+"""The constants of `auto`'s cost model, measured once per process on this machine
+(`calibrate`), and what `auto` timed on the chains of hand-written loops (`ChainTimes`).
+The model that reads them is `auto.estimate`.
 """
 
 import gc
 import itertools
-import math
 import time
 
 import numpy as np
@@ -57,14 +52,16 @@ def _small_rnn(steps, size=2, batch=2, seed=0):
     return state.sum(), 4 * steps + 1
 
 
-def calibrate(force=False):
-    """Measure the cost model's constants on this machine (cached for the process).
+def calibrate():
+    """Measure the cost model's constants on this machine, in about half a second (cached
+    for the process): the walk's and a found chain's scan's costs (`_engine_costs`), and
+    numpy's (`_numpy_costs`), the stacked products t_mm(d), t_mv(d) per size among them.
 
     >>> costs = calibrate()
     >>> {"c_visit", "c_batch", "c_chain", "t_mm"} <= set(costs)
     True
     """
-    if _CALIBRATION and not force:
+    if _CALIBRATION:
         return _CALIBRATION
     costs = {}
     # Its small RNNs' backward passes are this scheduler's own timing, not the caller's
@@ -76,20 +73,8 @@ def calibrate(force=False):
     # at 0 in some runs: at least half a vector-matrix product per row and node (about
     # one in two nodes of an RNN step is a product by the weight).
     costs["c_visit_area"] = max(costs["c_visit_area"], 0.5 * costs["t_mv"][32] / (32 * 32))
-    _CALIBRATION.clear()
     _CALIBRATION.update(costs)
     return _CALIBRATION
-
-
-class _Found(ScanScheduler):
-    """Blelloch on chains found before its run: a scan's cost once its chain is known."""
-
-    def __init__(self, found):
-        super().__init__("blelloch")
-        self.found = found
-
-    def find(self, graph):
-        return self.found
 
 
 def _engine_costs(costs):
@@ -111,19 +96,18 @@ def _engine_costs(costs):
         loss, _ = _small_rnn(steps)
         graph = BackwardGraph([loss], None, False, True)
         graph.send(loss, np.ones_like(loss.data))
-        scan = _Found(ScanScheduler("blelloch").find(graph))
+        scan = ScanScheduler("blelloch")
+        found = scan.find(graph)
+        scan.find = lambda graph: found  # (the chain found before the timing)
         return _timed(lambda: loss.backward(scheduler=scan))
 
-    best = {"visit": math.inf, "short": math.inf, "long": math.inf}
-    for _ in range(5):
-        best["visit"] = min(best["visit"], walked(long))
-        best["short"] = min(best["short"], scanned(short))
-        best["long"] = min(best["long"], scanned(long))
+    rounds = [(walked(long), scanned(short), scanned(long)) for _ in range(5)]
+    visit, short_time, long_time = (min(times) for times in zip(*rounds))
     short_nodes, long_nodes = 4 * short + 1, 4 * long + 1
-    per_node = (best["long"] - best["short"]) / (long_nodes - short_nodes)
-    costs["c_visit"] = best["visit"]
-    costs["c_batch"] = max(per_node, 0.1 * best["long"] / long_nodes)
-    costs["c_chain"] = max(best["short"] - per_node * short_nodes, 0.0)
+    per_node = (long_time - short_time) / (long_nodes - short_nodes)
+    costs["c_visit"] = visit
+    costs["c_batch"] = max(per_node, 0.1 * long_time / long_nodes)
+    costs["c_chain"] = max(short_time - per_node * short_nodes, 0.0)
     # The walk's cost grows with the arrays (its matrix products are d x d): a second
     # walk, on states of 32 values in 4 rows, gives the part per node that grows with
     # rows * d^2.
@@ -170,21 +154,17 @@ def _numpy_costs(costs):
 
 
 class ChainTimes:
-    """What `auto` timed on the chains of hand-written loops where the cost model is not
-    sure of its choice (it misjudges some: at BPPSA's setting, hidden 20 in 16 rows, 100
-    steps, a scan estimated at 0.6x the walk took 1.5x): per chains key (`chains_key`),
-    the CPU times of the whole backward scanned and walked, `TRIALS` each way,
-    interleaved, the model's way first; then the faster by the minima. A graph shape
-    (`graph_key`) settled on the walk, so or by the rule, is walked at once from then on
-    (the look cost a fifth of BPPSA's 100-step walk). `KEPT` keys at most, the oldest
-    forgotten."""
+    """What `auto` timed on the chains of hand-written loops where its cost model is not
+    sure of its choice (docs/scan.md, "The cost model"): per chains key (`chains_key`),
+    `TRIALS` CPU times of the whole backward each way, scanned and walked; and the graph
+    shapes (`graph_key`) walked at once from then on. An entry per chains and graph shape
+    met (a few small tuples)."""
 
     TRIALS = 3
-    KEPT = 64
 
     def __init__(self):
         self.times = {}  # chains key -> {"scan": [seconds, ...], "walk": [...]}
-        self.walked = {}  # graph keys walked at once (the values unused: an ordered set)
+        self.walked = set()  # graph keys walked at once
         self.newest = None  # the creation number of the output of the latest backward
 
     def way(self, key, model_way):
@@ -201,7 +181,7 @@ class ChainTimes:
     def record(self, key, how, seconds, graph_key=None):
         """Keep a trial's time (`TRIALS` each way: the same number of samples on both
         sides); remember `graph_key` if these chains settle on the walk."""
-        times = _newest(self.times, key, {}, self.KEPT)
+        times = self.times.setdefault(key, {})
         trials = times.setdefault(how, [])
         if len(trials) < self.TRIALS:
             trials.append(seconds)
@@ -212,7 +192,7 @@ class ChainTimes:
     def remember_walked(self, graph_key):
         """Backwards of this graph shape are walked at once from now on."""
         if graph_key is not None:
-            _newest(self.walked, graph_key, None, self.KEPT)
+            self.walked.add(graph_key)
 
     def measured(self, key):
         """{"scan": best seconds, "walk": ...} of what was timed on these chains."""
@@ -233,25 +213,10 @@ class ChainTimes:
         )
 
 
-def _newest(table, key, default, kept):
-    """table[key] (default if absent), moved to the end: the newest, forgotten last (the
-    oldest go past `kept` entries)."""
-    value = table.pop(key, default)
-    table[key] = value
-    while len(table) > kept:
-        del table[next(iter(table))]
-    return value
-
-
 def chains_key(segments):
-    """What decides the cost of a backward among its chains: per segment the op classes of
-    its step, its length, the chain tensor's shape and dtype."""
+    """What decides the cost of a backward among its chains: per segment its steps' ops
+    and length (`Segment.describe`), the chain tensor's shape and dtype."""
     return tuple(
-        (
-            tuple(segment.template.classes),
-            segment.length,
-            tuple(segment.state_shape),
-            segment.anchors[-1].data.dtype.str,
-        )
+        (segment.describe(), tuple(segment.state_shape), segment.anchors[-1].data.dtype.str)
         for segment in segments
     )

@@ -1,64 +1,59 @@
 """`backward_plan`: what a scheduler would do with a backward pass, without running it."""
 
+import copy
+
 import numpy as np
 
 from ..autograd.graph import BackwardGraph
 from . import resolve_scheduler, scans
-from .auto import RULE, AutoScheduler, calibrate, estimates_for, per_product, rows_and_size
+from .auto import RULE, AutoScheduler, estimates_for
 from .declared import declared_at, declared_in, segment_of
 from .scan_scheduler import ScanScheduler
 from .steps import CannotScan
 
+WORKERS = (1, 64)  # the parallel workers the plan gives the cost model's times for (1: here)
+
 
 class SegmentPlan:
-    """One chain segment: where it is, its shape, and what each choice would cost."""
+    """One chain segment: where it is, its shape, the choice of `chooser` (a scheduler, or
+    None for the walk), and what each choice would cost."""
 
-    def __init__(self, segment, choice, block_size, estimates, estimated_by="the cost model"):
+    def __init__(self, segment, chooser):
         self.length = segment.length
         self.state_shape = tuple(segment.state_shape)
         self.jacobian_kind = segment.jacobian_kind
         self.step_ops = segment.describe()
-        self.choice = choice
-        self.block_size = block_size
-        self.estimates = estimates  # name -> estimated seconds
-        self.estimated_by = estimated_by  # whose figures: what auto compared, or for show
         self.anchors = segment.anchors
+        method, block_size = ("sequential", None) if chooser is None else chooser.choose(segment)
+        self.choice = method
+        self.block_size = block_size if method == "blocked" else None
+        # Whose figures: what auto compares, or the model's for show.
+        auto = isinstance(chooser, AutoScheduler)
+        self.estimated_by = "what auto compares" if auto else "the cost model, for comparison"
+        # Per P workers, the cost model's seconds per choice (P = 1: the estimates).
+        self.predicted = {workers: estimates_for(segment, workers) for workers in WORKERS}
+        self.estimates = self.predicted[1]  # name -> estimated seconds
         # Per scheduler: (matrix products, vector products, depth), counted by the scans.
         self.work_and_depth = {
-            method: scans.work_and_depth(method, self.length, block_size or 256)
+            method: scans.work_and_depth(method, self.length, self.block_size or 256)
             for method in ("sequential", "hillis-steele", "blelloch", "blocked")
         }
 
-    def predicted(self, workers):
-        """Seconds per scheduler with `workers` parallel workers: the cost model's estimate
-        (P = 1, this machine as calibrated) with the scan's products shared out (work / P;
-        Brent's bound, the depth a sum of one numpy call per level, already in the
-        estimate). The walk has no parallel work: its figure stays."""
-        costs = calibrate()
-        rows, size = rows_and_size(self.state_shape)
-        matrix, vector = per_product(costs["t_mm"], size), per_product(costs["t_mv"], size)
-        times = {}
-        for method, (products, applied, _) in self.work_and_depth.items():
-            estimate = self.estimates.get(method)
-            if estimate is None:
-                continue
-            work = 0.0 if method == "sequential" else rows * (products * matrix + applied * vector)
-            times[method] = max(estimate - work * (1 - 1 / workers), 0.0)
-        return times
-
-    def work_and_depth_lines(self):
-        """The trade-off in words: per scheduler, work and depth, and the predicted times."""
+    def lines(self, number):
+        """The printed plan's lines for this segment, segment `number`."""
+        choice = f"blocked (block size {self.block_size})" if self.block_size else self.choice
         counts = ", ".join(
             f"{method} {products}+{applied} / {depth}"
             for method, (products, applied, depth) in self.work_and_depth.items()
         )
-        lines = [f"    work (matrix+vector products) / depth (levels): {counts}"]
-        for workers in (1, 64):
-            times = ", ".join(
-                f"{method} {seconds * 1e3:.2f}"
-                for method, seconds in self.predicted(workers).items()
-            )
-            lines.append(f"    predicted ms with {workers} worker(s) (work/P + depth): {times}")
+        lines = [
+            f"  segment {number}: {self.step_ops}, chain tensor {self.state_shape}, "
+            f"{self.jacobian_kind} Jacobians -> {choice}",
+            f"    work (matrix+vector products) / depth (levels): {counts}",
+        ]
+        for workers, times in self.predicted.items():
+            by = self.estimated_by if workers == 1 else "the products shared out: work/P + depth"
+            lines.append(f"    estimated with {workers} worker(s) ({by}): {_milliseconds(times)}")
         return lines
 
     @property
@@ -70,6 +65,12 @@ class SegmentPlan:
             f"SegmentPlan(length={self.length}, kind={self.jacobian_kind!r}, "
             f"choice={self.choice!r})"
         )
+
+
+def _milliseconds(times):
+    """{name: seconds} as "name 1.23 ms, ...", the cheapest first."""
+    ranked = sorted(times.items(), key=lambda item: item[1])
+    return ", ".join(f"{name} {seconds * 1e3:.2f} ms" for name, seconds in ranked)
 
 
 class BackwardPlan:
@@ -94,19 +95,7 @@ class BackwardPlan:
         if self.decision:
             lines.append(f"  decided by: {self.decision}")
         for number, segment in enumerate(self.segments):
-            choice = segment.choice
-            if choice == "blocked":
-                choice = f"blocked (block size {segment.block_size})"
-            lines.append(
-                f"  segment {number}: {segment.step_ops}, chain tensor {segment.state_shape}, "
-                f"{segment.jacobian_kind} Jacobians -> {choice}"
-            )
-            estimates = ", ".join(
-                f"{name} {seconds * 1e3:.2f} ms"
-                for name, seconds in sorted(segment.estimates.items(), key=lambda item: item[1])
-            )
-            lines.append(f"    estimated ({segment.estimated_by}): {estimates}")
-            lines.extend(segment.work_and_depth_lines())
+            lines.extend(segment.lines(number))
         if not self.segments:
             lines.append("  no chain found: the whole graph is walked sequentially")
         return "\n".join(lines)
@@ -132,47 +121,39 @@ def backward_plan(loss, scheduler=None, gradient=None):
     seed = np.ones_like(loss.data) if gradient is None else getattr(gradient, "data", gradient)
     graph = BackwardGraph([loss], None, False, True)
     graph.send(loss, np.asarray(seed))
-    name = getattr(chosen, "name", type(chosen).__name__)
-    looks = scanning = isinstance(chosen, ScanScheduler)
     declared = declared_in([loss])
-    is_auto = isinstance(chosen, AutoScheduler)
-    if not scanning:
-        rules = ["not a scan scheduler: the walk (or the scheduler's own run)"]
-    elif is_auto:
-        rules = [RULE]
-        if not declared:  # (a declared chain is decided at its top)
-            looks, why = chosen.gate(graph)
-            rules.append(why)
-    else:
-        rules = [f"{chosen.name}: every chain is scanned"]
+    scanning = isinstance(chosen, ScanScheduler)
     refusals = []
     min_steps = chosen.min_steps if scanning else ScanScheduler("blelloch").min_steps
     found = _segments(graph, declared, min_steps, refusals)
-    trial = chosen.trial_of(found) if is_auto and looks and not declared else None
-    if trial is not None:  # what `auto` timed on these chains decides, as in its run
-        measured = chosen.chain_times.measured(trial[0])
-        if measured:
-            figures = ", ".join(
-                f"{how} {seconds * 1e3:.2f} ms" for how, seconds in measured.items()
-            )
-            rules.append(f"timed on these chains before: {figures}; this backward: {trial[1]}")
-    segments = [_segment_plan(segment, chosen, looks, trial) for segment in found]
+    if isinstance(chosen, AutoScheduler):
+        chooser, rules = _auto(chosen, graph, found, declared)
+    elif scanning:
+        chooser, rules = chosen, [f"{chosen.name}: every chain is scanned"]
+    else:
+        chooser, rules = None, ["not a scan scheduler: the walk (or the scheduler's own run)"]
+    segments = [SegmentPlan(segment, chooser) for segment in found]
+    name = getattr(chosen, "name", type(chosen).__name__)
     return BackwardPlan(name, len(graph.order), segments, "; ".join(rules + refusals))
 
 
-def _segment_plan(segment, chosen, looks, trial):
-    """The SegmentPlan of the scheduler's choice for `segment` (the walk unless `looks`;
-    `auto`'s as timed where `trial` says so)."""
-    by = "the cost model, for comparison"
+def _auto(scheduler, graph, found, declared):
+    """(what chooses as `scheduler`'s run would: a copy of it, with the trial its run would
+    make, or None where its gate walks the graph; the words of its decision) for the
+    chains `found` of `graph`. A declared chain is decided at its top, by the model."""
+    if declared:
+        return scheduler, [RULE]
+    looks, why = scheduler.gate(graph)
     if not looks:
-        method, block_size = "sequential", None  # the walk (or a user's scheduler)
-    elif isinstance(chosen, AutoScheduler):
-        method, block_size = chosen.choice(segment, None if trial is None else trial[1])
-        by = "what auto compares"
-    else:
-        method, block_size = chosen.choose(segment)
-    block_size = block_size if method == "blocked" else None
-    return SegmentPlan(segment, method, block_size, estimates_for(segment), by)
+        return None, [RULE, why]
+    chooser = copy.copy(scheduler)  # (the scheduler itself is left as it was)
+    chooser.trial = scheduler.trial_of(found)
+    measured = {} if chooser.trial is None else scheduler.chain_times.measured(chooser.trial[0])
+    if not measured:  # (the model's choice stands, or its trials begin with the model's way)
+        return chooser, [RULE, why]
+    figures = _milliseconds(measured)  # what `auto` timed on these chains decides, as in its run
+    timed = f"timed on these chains before: {figures}; this backward: {chooser.trial[1]}"
+    return chooser, [RULE, why, timed]
 
 
 def _segments(graph, declared, min_steps, refusals):

@@ -1,28 +1,11 @@
-"""The scan schedulers: backward along a chain as one prefix scan (docs/scan.md 1, 2, 5).
+"""The scan schedulers: backward along a chain as one prefix scan (docs/scan.md sections 1,
+2 and 5; its "The code, from the recurrence" reads this file).
 
-`ScanScheduler.run(graph)` is the engine's walk (`walk`: the newest pending node first)
-that scans a chain when it reaches the chain's top anchor x_n (`scan_at`): a chain that
-`tg.scan` declared (declared.py) or one the finder found in a hand-written loop (`find`).
-Before the scan the walk goes on through the pending tensors made since the chain's
-first step (a readout and a loss at every step), which leaves the injections e_i waiting
-at the anchors; their gradients are complete, since a step reads only its own tensors,
-its carry and inputs made before it. What waits for the scan: the anchors, the tensors
-that a found chain's per-step inputs are made from (`Segment.held`: the lower layer of a
-stacked loop, whose gradient the scan sends), and another chain met there (two RNNs in
-one loop, scanned when the walk reaches its top again). (A readout of a tensor inside a
-step, not its carry, sends its part through that step's ops then, and the scan sends the
-chain's part later: the rules are linear in the gradient, so the sum is the walk's.)
-
-Then `SegmentRun` stacks the saved values of all the steps (batched.py), builds every
-step's Jacobian by one vectorised call per op (jacobians.py, from the ops' own rules),
-scans [(0, g_n), (J_n, e_{n-1}), ..., (J_1, e_0)] for every g_i (`scans.chain_scan`), and
-sends the side gradients by one vectorised vjp per op (weights get the sum over the
-steps); x_0 then receives g_0 and the walk goes on. A chain that cannot be scanned says
-why (`CannotScan`, shown by `backward_plan`) and is walked.
-
-Under `create_graph=True` (gradients that are themselves differentiable) and in
-`detect_anomaly()` mode every scan scheduler is the sequential walk: the batched calls
-would not be recorded node by node.
+`ScanScheduler.run(graph)` is the engine's walk (`walk`) that scans a chain, declared by
+`tg.scan` (declared.py) or found in a hand-written loop (loops.py), when it reaches the
+chain's top anchor x_n (`scan_at`, `SegmentRun`). A chain that cannot be scanned says why
+(`CannotScan`) and is walked; so is every graph under `create_graph=True` or
+`detect_anomaly()` (docs/scan.md, "What is walked instead").
 """
 
 import functools
@@ -33,6 +16,7 @@ import numpy as np
 
 from ..autograd.graph import ScannedSegment, unbroadcast
 from ..mode import STATE
+from ..ops.jacobian import IDENTITY
 from ..ops.unbind import source_gradient
 from . import jacobians, scans
 from .batched import BatchedSlot
@@ -46,8 +30,6 @@ def _per_step_sum(grad, count, shape, node, index):
     the engine's `unbroadcast` on the stack (the leading axis kept)."""
     grad = np.asarray(grad)
     padded = (1,) * (grad.ndim - 1 - len(shape)) + tuple(shape)
-    if grad.shape[0] != count:
-        grad = np.broadcast_to(grad, (count,) + grad.shape[1:])
     summed = unbroadcast(grad, (count,) + padded, node, index)
     return summed.reshape((count,) + tuple(shape))
 
@@ -65,7 +47,10 @@ def _send_rows(graph, operands, rows):
 
 
 class SegmentRun:
-    """Scans one segment and finishes its side branches (see the module docstring)."""
+    """Scans one segment (`run`): its steps' saved values stacked (batched.py), every step's
+    Jacobian built by one vectorised call per op (`jacobian`, from the ops' own rules), the
+    scan (`scans.chain_scan`), and the side gradients sent by one vectorised vjp per op
+    (`finish_steps`: the weights get the sum over the steps)."""
 
     def __init__(self, graph, segment):
         self.graph = graph
@@ -82,7 +67,7 @@ class SegmentRun:
         """The structured Jacobian of steps start..stop-1 (0-based, in chain order): the
         ops' Jacobian rules chained from x_i down to x_{i-1}, summed where paths meet."""
         template = self.segment.template
-        adjoint = {0: jacobians.IDENTITY}  # slot (or "prev": x_{i-1}) -> d x_i / d slot
+        adjoint = {0: IDENTITY}  # slot (or "prev": x_{i-1}) -> d x_i / d slot
         for slot in template.chain_slots:  # consumers before inputs
             current = adjoint.pop(slot)
             batched = self.batched[slot]
@@ -250,9 +235,8 @@ class ScanScheduler:
 
 def walk(graph, scheduler, chains):
     """The engine's walk (the newest pending node first, the leaves last) that scans a
-    chain on reaching its top anchor: `chains` maps the top's id to its Segment (found),
-    or None (declared by `tg.scan`: made there). A chain that cannot be scanned is walked
-    (`CannotScan`: the reason kept in the scheduler's `refusals`)."""
+    chain on reaching its top anchor (`chains`: the top's id -> its Segment, or None where
+    `tg.scan` declared it: made here); a refusal's reason goes to `scheduler.refusals`."""
     heap = graph.heap = []
     graph.leaves = []  # (sent leaves stay pending in `graph.grads` for the walk below)
     for key in graph.grads:
@@ -281,9 +265,12 @@ def walk(graph, scheduler, chains):
 
 
 def scan_at(graph, scheduler, segment, chains):
-    """Scan `segment`, whose top anchor the walk has reached, after walking on through
-    what is pending since its first node (the module docstring says what waits);
-    CannotScan, with nothing sent to the segment, when it cannot be scanned."""
+    """Scan `segment`, whose top anchor the walk has reached, after walking on through what is
+    pending since its first node but the anchors, `Segment.held` (the lower layer of a stacked
+    loop) and another chain met there (`_another_chain`): the readouts, whose gradients are
+    the injections e_i (complete: a step reads only its carry, its own tensors and older
+    inputs; the rules are linear, so a readout inside a step may go first). CannotScan, with
+    nothing sent to the segment, when it cannot be scanned."""
     method, block_size = scheduler.choose(segment)
     if method == "sequential":
         raise CannotScan(f"{scheduler.name}: the walk is estimated cheaper")

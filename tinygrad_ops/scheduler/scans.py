@@ -7,25 +7,10 @@ order matters everywhere). Every scan returns the inclusive prefixes
 
     out[i] = x[0] . x[1] . ... . x[i]
 
-The scans (docs/scan.md section 3):
-
-- `sequential_scan`: the fold, one combine per element (the reference).
-- `hillis_steele_scan` (Hillis & Steele 1986): for k = 1, 2, 4, ...: x[i] = x[i-k] . x[i]
-  for every i >= k at once; ceil(log2 n) rounds, O(n log n) work.
-- `blelloch_scan` (Blelloch 1990), in its recursive odd/even form: the up-sweep combines
-  neighbours (x[0].x[1], x[2].x[3], ...), the half-length list is scanned the same way,
-  and the down-sweep fills in the even positions from the odd prefixes; 2 log2 n rounds,
-  O(n) work, any length (a ragged last element just waits one level).
-- `blocked_scan`: blocks of `block_size` elements taken in order; each block is scanned in
-  parallel (Blelloch) with the prefix carried in from the blocks before it, so the work
-  in flight (and the memory of a caller that builds elements block by block) is bounded
-  by the block size.
-
-Prefixes that start at element 0 may be cheaper than general elements: for the backward
-affine operator, element 0 is the seed gradient, so every prefix is a vector while general
-elements are (matrix, vector) pairs. Operators say so with two optional methods:
-`to_prefix(elements)` (turn elements that start at 0 into prefixes) and
-`extend(prefixes, elements)` (prefix . element). The defaults treat prefixes as elements.
+The scans, each a function over any operator with a doctest (docs/scan.md section 3):
+`sequential_scan` (the fold, the reference), `hillis_steele_scan`, `blelloch_scan` and
+`blocked_scan`, all on `scan_from_prefix`; `chain_scan` is the backward of a chain as one
+of them, `work_and_depth` counts a scan's products.
 """
 
 import numpy as np
@@ -48,9 +33,11 @@ def length(elements):
 class AssociativeOperator:
     """Base class: `combine(left, right)` pairs stacks element by element, left first.
 
-    Subclasses define `combine`; they may make prefixes cheaper with `to_prefix` and
-    `extend` (see the module docstring). (No scan here needs the identity element: a
-    ragged length waits a level instead of being padded.)
+    Prefixes that start at element 0 may be cheaper than general elements (for the backward
+    affine operator element 0 is the seed gradient, so every prefix is a vector): a subclass
+    says so with `to_prefix(elements)` (elements that start at 0 made prefixes) and
+    `extend(prefixes, elements)` (prefix . element); the defaults treat prefixes as
+    elements. (No scan here needs the identity element: a ragged length waits a level.)
     """
 
     def combine(self, left, right):  # pragma: no cover - subclasses override it
@@ -117,7 +104,6 @@ class SeededProduct(AssociativeOperator):
     every prefix is a vector (g -> g A). Half the work of the affine pairs."""
 
     def __init__(self, diagonal=False):
-        self.diagonal = diagonal
         self.compose, self.apply = DIAGONAL if diagonal else DENSE
 
     def combine(self, left, right):
@@ -146,10 +132,8 @@ def sequential_scan(elements, operator):
 
 
 def hillis_steele_scan(elements, operator):
-    """Inclusive prefixes in ceil(log2 n) rounds: round k sets x[i] = x[i-k] . x[i], i >= k.
-
-    Positions below k already hold finished prefixes (which contain element 0); the rest
-    hold general elements. Both halves of a round are one vectorised call each.
+    """Inclusive prefixes in ceil(log2 n) rounds, O(n log n) combines (Hillis & Steele 1986):
+    for k = 1, 2, 4, ..., round k sets x[i] = x[i-k] . x[i] for every i >= k at once.
 
     >>> import numpy as np
     >>> matrices = (np.array([[[1, 1], [0, 1]]] * 5),)
@@ -163,10 +147,9 @@ def _hillis_steele_from_prefix(first, rest, operator):
     """Hillis-Steele over [first (a prefix)] + rest (general elements)."""
     count = 1 + length(rest)
     prefixes = first
-    interior = rest  # position p (not yet finished) lives at interior[p - done]
-    done = 1
-    while done < count:
-        step = done
+    interior = rest  # position p (not yet finished) lives at interior[p - step]
+    step = 1  # (positions below `step` hold finished prefixes: they contain element 0)
+    while step < count:
         # Positions [step, 2 step) take a finished prefix from the left.
         reach = min(step, count - step)
         finished = operator.extend(take(prefixes, slice(0, reach)), take(interior, slice(0, reach)))
@@ -177,7 +160,7 @@ def _hillis_steele_from_prefix(first, rest, operator):
                 take(interior, slice(0, remaining)), take(interior, slice(step, step + remaining))
             )
         prefixes = concatenate(prefixes, finished)
-        done = min(2 * step, count)
+        step *= 2
     return prefixes
 
 
@@ -189,11 +172,8 @@ def _sequential_from_prefix(first, rest, operator):
 
 
 def blelloch_scan(elements, operator):
-    """Inclusive prefixes with O(n) combines in 2 log2 n rounds, for any length n.
-
-    Up-sweep: pair neighbours, p[j] = x[2j] . x[2j+1]; scan p the same way (recursively),
-    which gives the prefixes at the odd positions; down-sweep: the prefix at an even
-    position 2j is prefix(2j - 1) . x[2j].
+    """Inclusive prefixes with O(n) combines in 2 log2 n rounds, for any length n (Blelloch
+    1990, in its recursive odd/even form; a ragged last element just waits one level).
 
     >>> import numpy as np
     >>> matrices = (np.array([[[1, 1], [0, 1]]] * 7),)
@@ -204,7 +184,10 @@ def blelloch_scan(elements, operator):
 
 
 def _blelloch_from_prefix(first, rest, operator):
-    """Blelloch over [first (a prefix)] + rest (general elements)."""
+    """Blelloch over [first (a prefix)] + rest (general elements). Up-sweep: pair
+    neighbours, p[j] = x[2j] . x[2j+1]; scan p the same way (recursively), which gives the
+    prefixes at the odd positions; down-sweep: the prefix at an even position 2j is
+    prefix(2j - 1) . x[2j]."""
     count = 1 + length(rest)
     if count == 1:
         return first
@@ -251,8 +234,7 @@ def _interleave(evens, odds, count):
 def blocked_scan(elements, operator, block_size=64):
     """Inclusive prefixes, `block_size` elements at a time: each block is scanned in
     parallel (Blelloch) starting from the prefix carried in from the blocks before it
-    (`scan_from_prefix`'s "blocked", which the chain scheduler calls with a function that
-    builds one block of elements at a time: only one block of Jacobians exists at once).
+    (`scan_from_prefix`'s "blocked": its memory bounded by the block).
 
     >>> import numpy as np
     >>> matrices = (np.array([[[1, 1], [0, 1]]] * 10),)
@@ -327,8 +309,7 @@ def chain_scan(method, seed, build, count, diagonal, injected, sink, block_size=
 class WorkAndDepth(AssociativeOperator):
     """An operator that counts instead of computing: each element is its depth (how many
     products lie on its longest path of dependencies); `combine` is a matrix-matrix
-    product (a general element's), `extend` a vector-matrix one (a prefix's). Run through
-    a scan, it gives that scan's work and depth exactly (`work_and_depth`)."""
+    product (a general element's), `extend` a vector-matrix one (a prefix's)."""
 
     def __init__(self):
         self.matrix_products = self.vector_products = 0
@@ -355,12 +336,5 @@ def work_and_depth(method, count, block_size=64):
     (1013, 1024, 18)
     """
     operator = WorkAndDepth()
-    deepest = [0]
-
-    def sink(start, stop, prefixes):
-        deepest[0] = max(deepest[0], int(prefixes[0].max()))
-
-    zeros = (np.zeros(1, dtype=np.int64),)
-    build = lambda start, stop: (np.zeros(stop - start, dtype=np.int64),)  # noqa: E731
-    scan_from_prefix(method, zeros, build, count, operator, block_size, sink)
-    return operator.matrix_products, operator.vector_products, deepest[0]
+    (depths,) = _scan(method, (np.zeros(count + 1, dtype=np.int64),), operator, block_size)
+    return operator.matrix_products, operator.vector_products, int(depths.max())

@@ -2,11 +2,8 @@
 
 
 class SequentialScheduler:
-    """Visit the pending tensors one node at a time (depth n for a chain of n nodes).
-
-    The walk itself lives on the graph (`BackwardGraph.run_sequential`), so that every
-    other scheduler can fall back to it for the parts it does not scan.
-    """
+    """The walk (depth n for a chain of n nodes), which lives on the graph
+    (`BackwardGraph.run_sequential`) so that every other scheduler falls back to it."""
 
     name = "sequential"
 
