@@ -16,7 +16,6 @@ from ..tensor import Tensor
 from .steps import (
     CannotScan,
     Segment,
-    Step,
     agreeing,
     build_template,
     steps_as_template,
@@ -114,11 +113,10 @@ def _held(segment, taken):
 def _chain_at(top, taken, capture, min_steps):
     """The Segment whose top anchor is `top`, or None."""
     for lower in _candidates(top, taken):
-        built = _top_step(lower, top, taken, capture)
-        if built is None:
+        template = _top_step(lower, top, taken, capture)
+        if template is None:
             continue
-        template, step = built
-        anchors = walk_route(template.route, step)
+        anchors = walk_route(template.route, top, lower)
         # The route may lead into a chain found before, or to a tg.grad input: it ends there.
         anchors = anchors[: _first_among(anchors[1:], taken, capture) + 2]
         try:  # (the steps made as the template says, and in creation order)
@@ -182,12 +180,12 @@ def _alike(tensor, top):
 def _repeats(top, lower, route):
     """Whether `route` (the input indices from `top` down to `lower`) leads from `lower`
     on to a tensor alike (the anchor below it, or a leaf x_0), as in a chain of alike steps."""
-    anchors = walk_route(route, Step(lower, top, []), 3)
+    anchors = walk_route(route, top, lower, 3)
     return len(anchors) == 3 and _alike(anchors[2], top)
 
 
 def _top_step(lower, upper, taken, capture):
-    """The (template, step) of the step from `lower` to `upper`, with any state carried
+    """The template of the step from `lower` to `upper`, with any state carried
     beside the chain taken out of it (`_carried`); None if it is no chain step or the step
     below is not made alike (cheap to tell before walking the chain)."""
     excluded = set()
@@ -195,22 +193,22 @@ def _top_step(lower, upper, taken, capture):
         built = build_template(lower, upper, capture, (taken, excluded), MAX_SLOTS)
         if built is None:
             return None
-        carried = _carried(*built)
+        carried = _carried(*built, lower)
         if carried is None:
             return None
         if not carried:
-            return built
+            return built[0]
         excluded |= carried
 
 
-def _carried(template, step):
+def _carried(template, slots, lower):
     """The ids of the step's tensors that the step above reads again from outside through
     another state (a second state carried along, the lower layer of a stacked loop): each
     input from outside the top step is searched down to the oldest tensor of the step
     below (x_{n-2} -> x_{n-1}, traced by the template), and where it meets one of them,
     that tensor's counterpart in the top step is carried. None where one meets x_{n-1} or
     x_{n-2} (the step reads the chain from outside), or no step below is made alike."""
-    anchors = walk_route(template.route, step, 3)
+    anchors = walk_route(template.route, slots[0], lower, 3)
     count, tensors, nodes = steps_as_template(template, anchors)
     if count < 2:
         return None
@@ -221,10 +219,10 @@ def _carried(template, step):
         bound = min(bound, bottom._ctx.sequence)
     carried = set()
     for slot, k in template.outside_reads:
-        stack, seen = [step.slots[slot]._ctx.inputs[k]], set()
+        stack, seen = [slots[slot]._ctx.inputs[k]], set()
         while stack:
             tensor = stack.pop()
-            if tensor is step.lower or tensor is bottom:
+            if tensor is lower or tensor is bottom:
                 return None
             node = getattr(tensor, "_ctx", None)
             if node is None or node.sequence < bound or id(tensor) in seen:
@@ -232,19 +230,19 @@ def _carried(template, step):
             seen.add(id(tensor))
             slot = below.get(id(tensor))
             if slot is not None:
-                carried.add(id(step.slots[slot]))
+                carried.add(id(slots[slot]))
                 continue
             stack.extend(node.inputs)
     return carried
 
 
-def walk_route(route, top, limit=None):
+def walk_route(route, upper, lower, limit=None):
     """x_n, x_{n-1}, ...: the anchors below the top step (at most `limit` of them), each
     reached from the one above by the template's route of input indices, while creation
     numbers keep falling (an in-place op can make a node's input younger than the node;
     the walk stops there) and the route stays on the graph; a leaf where it ends is x_0."""
-    anchors = [top.upper, top.lower]
-    tensor = top.lower
+    anchors = [upper, lower]
+    tensor = lower
     while tensor._ctx is not None and (limit is None or len(anchors) < limit):
         below = tensor
         for k in route:

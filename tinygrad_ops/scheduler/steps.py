@@ -89,14 +89,6 @@ def same_option(value, expected):
     return type(value) is type(expected) and is_simple(value) and value == expected
 
 
-class Step(NamedTuple):
-    """One step, as `build_template` met it: its anchors and its slot tensors."""
-
-    lower: object  # x_{i-1}
-    upper: object  # x_i
-    slots: list
-
-
 class OutsideColumn(NamedTuple):
     """A per-step input of a segment: input `index` of `slot`, one tensor per step."""
 
@@ -164,8 +156,8 @@ class Segment:
 
 
 def build_template(lower, upper, capture, excluded=(), max_slots=None):
-    """The (Template, Step) of the step from `lower` (x_{i-1}) to `upper` (x_i), or None if
-    the step breaks a rule.
+    """The (Template, slots) of the step from `lower` (x_{i-1}) to `upper` (x_i), or None if
+    the step breaks a rule (`slots`: the step's tensors, x_i first).
 
     The step's tensors (its slots) are found breadth first from x_i: an input made after
     x_{i-1} and in none of the `excluded` sets of ids (another chain's tensors, loops.py)
@@ -223,7 +215,7 @@ def build_template(lower, upper, capture, excluded=(), max_slots=None):
     if chain is None or 0 not in chain:
         return None
     template = Template(slots, paths, wiring, reads, outside, chain, order, kinds)
-    return template, Step(lower, upper, slots)
+    return template, slots
 
 
 def _chain_inputs(slots, wiring, order, kinds):
