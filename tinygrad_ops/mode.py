@@ -9,7 +9,9 @@ tg.compile's capture is one; by default nobody watches and every call is a no-op
 """
 
 import concurrent.futures
+import contextlib
 import functools
+import gc
 import threading
 
 
@@ -221,3 +223,17 @@ def in_fresh_thread(function, *args):
     scheduler's timing experiments, even while tg.compile captures the caller's step)."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(function, *args).result()
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """The cyclic garbage collector paused inside the block, then as it was: for work that
+    makes many objects which all live on (a capture, a chain finder's lists, a timing),
+    where its passes would re-scan them for nothing."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import functools
-import gc
 import types
 
-from ..mode import STATE
+from ..mode import STATE, gc_paused
 from ..tensor import Tensor
 from .capture import CompileError, Recorder, user_line
 from .guards import Guards, needed_grad_guards, reached_names, reached_objects
@@ -59,13 +58,8 @@ class CompiledFunction:
         objects all live on, and for a long RNN its passes cost more than the capture.)"""
         if STATE.tracer.active:
             raise CompileError(f"{self.__name__}: a compiled function called while capturing")
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             return self.record(args, kwargs, values, keywords)
-        finally:
-            if collecting:
-                gc.enable()
 
     def record(self, args, kwargs, values, keywords):
         """The capture itself (see `capture`)."""

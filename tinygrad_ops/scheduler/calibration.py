@@ -3,13 +3,12 @@
 The model that reads them is `auto.estimate`.
 """
 
-import gc
 import itertools
 import time
 
 import numpy as np
 
-from ..mode import enable_grad, in_fresh_thread
+from ..mode import enable_grad, gc_paused, in_fresh_thread
 from .scan_scheduler import ScanScheduler
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -22,15 +21,10 @@ _CALIBRATION = {}
 def _timed(function):
     """Seconds of one call of `function()`, the cyclic garbage collector paused (as the scan
     schedulers pause it; the walk allocates too little to care)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         start = time.perf_counter()
         function()
         return time.perf_counter() - start
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _best_time(function, repeats=3):

@@ -9,13 +9,12 @@ chain's top anchor x_n (`scan_at`, `SegmentRun`). A chain that cannot be scanned
 """
 
 import functools
-import gc
 import heapq
 
 import numpy as np
 
 from ..autograd.graph import ScannedSegment, unbroadcast
-from ..mode import STATE
+from ..mode import STATE, gc_paused
 from ..ops.jacobian import IDENTITY
 from ..ops.unbind import source_gradient
 from . import jacobians, scans
@@ -220,15 +219,10 @@ class ScanScheduler:
         # collector keeps it from re-scanning the whole graph meanwhile (none of it is
         # cyclic). Not for a plain walk: a collection held back over it lands on the next
         # allocation (an MLP's backward with `auto` took 2-50x the walk's time so).
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             found = self.find(graph)
             if found:
                 walk(graph, self, found)
-        finally:
-            if collecting:
-                gc.enable()
         if not found:
             graph.run_sequential()
 
